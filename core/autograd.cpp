@@ -1,0 +1,112 @@
+#include "core/autograd.h"
+
+#include "core/ops/kernels.h"
+
+namespace rpb {
+
+namespace {
+thread_local Tape g_tape;
+thread_local bool g_grad_enabled = true;
+
+// Adds `g` into `slot`, copying first when the stored gradient may be shared.
+void accumulate(GradSlot& slot, Tensor g, const char* op, int input) {
+  RPB_CHECK(g.shape() == slot.shape, op, "backward produced a gradient of shape ", g.shape(),
+            " for input ", input, " of shape ", slot.shape);
+  RPB_CHECK(g.dtype() == slot.dtype, op, "backward produced a ", dtype_name(g.dtype()),
+            " gradient for input ", input, " of dtype ", dtype_name(slot.dtype));
+  if (!slot.grad.defined()) {
+    slot.grad = std::move(g);
+    slot.owned = false;
+    return;
+  }
+  if (!slot.owned) {
+    slot.grad = slot.grad.clone();
+    slot.owned = true;
+  }
+  add_inplace(slot.grad, g);
+}
+}  // namespace
+
+Tape& tape() { return g_tape; }
+bool grad_enabled() { return g_grad_enabled; }
+
+NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+
+void backward(const Tensor& root, const Tensor& grad) {
+  struct ClearOnExit {
+    ~ClearOnExit() { g_tape.clear(); }
+  } clear_on_exit;
+  RPB_CHECK(root.requires_grad(), "backward", "the root tensor of shape ", root.shape(),
+            " does not require grad (nothing recorded it)");
+  Tensor seed = grad;
+  if (!seed.defined()) {
+    RPB_CHECK(root.numel() == 1, "backward", "a root of shape ", root.shape(),
+              " needs an explicit gradient; only one-element roots default to 1");
+    seed = Tensor::ones(root.shape(), root.dtype());
+  }
+  RPB_CHECK(seed.shape() == root.shape() && seed.dtype() == root.dtype(), "backward", "gradient of shape ",
+            seed.shape(), " (", dtype_name(seed.dtype()), ") for a root of shape ", root.shape(), " (",
+            dtype_name(root.dtype()), ")");
+  accumulate(*root.impl().slot, seed, "backward", 0);
+
+  NoGradGuard no_grad;  // backward rules run ops; they must not record
+  std::vector<Node>& nodes = g_tape.nodes();
+  for (std::size_t k = nodes.size(); k-- > 0;) {
+    Node& n = nodes[k];
+    if (!n.out->grad.defined()) continue;  // no path from the root reaches this node
+    RPB_CHECK(static_cast<bool>(n.backward), op_name(n.op), "op has no backward rule; it cannot be differentiated");
+    Tensor g = std::move(n.out->grad);
+    n.out->grad = Tensor();
+    std::vector<bool> needed(n.ins.size());
+    for (std::size_t i = 0; i < n.ins.size(); ++i) needed[i] = n.ins[i] != nullptr;
+    InputGrads grads(std::move(needed));
+    n.backward(g, grads);
+    for (int i = 0; i < grads.size(); ++i) {
+      if (!grads.needed(i)) continue;
+      RPB_CHECK(grads[i].defined(), op_name(n.op), "backward produced no gradient for input ", i);
+      accumulate(*n.ins[i], grads[i], op_name(n.op), i);
+    }
+    n.backward = nullptr;  // release what the rule saved as soon as it has run
+  }
+}
+
+namespace autograd {
+
+bool should_record(std::initializer_list<const Tensor*> inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor* t : inputs)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+namespace {
+void record_impl(OpKind op, Tensor& out, std::vector<std::shared_ptr<GradSlot>> ins, BackwardFn fn) {
+  RPB_CHECK(!out.impl().slot, op_name(op), "internal error: the output is already on the tape or a leaf");
+  auto slot = std::make_shared<GradSlot>();
+  slot->shape = out.shape();
+  slot->dtype = out.dtype();
+  out.impl().slot = slot;
+  g_tape.push(Node{op, std::move(slot), std::move(ins), std::move(fn)});
+}
+std::shared_ptr<GradSlot> slot_of(const Tensor& t) {
+  return t.defined() && t.requires_grad() ? t.impl().slot : nullptr;
+}
+}  // namespace
+
+void record(OpKind op, Tensor& out, std::initializer_list<const Tensor*> inputs, BackwardFn fn) {
+  std::vector<std::shared_ptr<GradSlot>> ins;
+  ins.reserve(inputs.size());
+  for (const Tensor* t : inputs) ins.push_back(slot_of(*t));
+  record_impl(op, out, std::move(ins), std::move(fn));
+}
+
+void record(OpKind op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  std::vector<std::shared_ptr<GradSlot>> ins;
+  ins.reserve(inputs.size());
+  for (const Tensor& t : inputs) ins.push_back(slot_of(t));
+  record_impl(op, out, std::move(ins), std::move(fn));
+}
+
+}  // namespace autograd
+}  // namespace rpb

@@ -1,0 +1,118 @@
+// rpb/core/ops.h: the differentiable primitives (see core/registry.h for the table).
+//
+// Each op checks its inputs (throwing rpb::Error that names the op and the shapes),
+// computes its forward in float32 or float64, and, when an input requires grad
+// and grad mode is on, records one tape node whose rule sits next to the forward
+// in core/ops/<family>.cpp.
+#pragma once
+
+#include <vector>
+
+#include "core/autograd.h"
+#include "core/tensor.h"
+
+namespace rpb {
+
+class Generator;  // core/rng.h
+
+// ---- elementwise.cpp: numpy broadcasting ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& x);
+/// x + s
+Tensor add_scalar(const Tensor& x, double s);
+/// x * s
+Tensor mul_scalar(const Tensor& x, double s);
+/// x ^ p (elementwise, real exponent; x must be positive where p is not an integer).
+Tensor pow(const Tensor& x, double p);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& x, double s);
+Tensor operator+(double s, const Tensor& x);
+Tensor operator-(const Tensor& x, double s);
+Tensor operator-(double s, const Tensor& x);
+Tensor operator*(const Tensor& x, double s);
+Tensor operator*(double s, const Tensor& x);
+Tensor operator/(const Tensor& x, double s);
+Tensor operator/(double s, const Tensor& x);
+
+// ---- unary.cpp ----
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+enum class GeluApprox { erf, tanh };
+/// GELU: x * Phi(x) (erf form, exact) or the tanh approximation of GPT-2/BERT.
+Tensor gelu(const Tensor& x, GeluApprox approx = GeluApprox::erf);
+
+// ---- matmul.cpp: BLAS-backed ----
+/// op(a) @ op(b) where op transposes the last two axes when the flag is set.
+/// 2-D @ 2-D, or batched: leading (batch) axes broadcast numpy-style, and a 2-D
+/// operand is shared by every batch entry. Shapes (..., M, K) @ (..., K, N) -> (..., M, N).
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+// ---- reduce.cpp ----
+/// Sum over `axes` (all when empty); keepdim keeps them as size 1.
+Tensor sum(const Tensor& x, std::vector<int> axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, std::vector<int> axes = {}, bool keepdim = false);
+/// Maximum over `axes`. The gradient goes to the first maximal element of each reduced group.
+Tensor max(const Tensor& x, std::vector<int> axes = {}, bool keepdim = false);
+
+// ---- layout.cpp ----
+/// A view with a new shape (one extent may be -1). Shares storage with x.
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape);
+/// Axes reordered: out.shape[i] = x.shape[perm[i]]. Copies into a contiguous tensor.
+Tensor permute(const Tensor& x, const std::vector<int>& perm);
+/// Swaps two axes (a permute).
+Tensor transpose(const Tensor& x, int a, int b);
+/// Joins tensors of equal shape but for `axis`.
+Tensor concat(const std::vector<Tensor>& xs, int axis);
+/// Elements [start, end) along `axis` (negative indices count from the end).
+Tensor slice(const Tensor& x, int axis, int64_t start, int64_t end);
+/// Consecutive slices of the given sizes along `axis` (their sum must be the extent).
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int axis);
+
+// ---- index.cpp ----
+/// Rows of `table` picked by the i64 `index`: out[i...] = table[index[i...]],
+/// shape index.shape + table.shape[1:]. Embedding and bias-table lookup;
+/// the backward scatter-adds into the table (repeated indices sum).
+Tensor index_select(const Tensor& table, const Tensor& index);
+/// torch.gather: out[..., i, ...] = x[..., index[..., i, ...], ...] along `axis`;
+/// index has x's rank and out has index's shape. Backward scatter-adds.
+Tensor gather(const Tensor& x, int axis, const Tensor& index);
+
+// ---- select.cpp ----
+/// x where mask is zero, `value` where it is non-zero; mask broadcasts to x.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+/// a where cond is non-zero, else b; all three broadcast.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+// ---- softmax.cpp: numerically stable; a row that is all -inf gives zeros and zero gradient ----
+Tensor softmax(const Tensor& x, int axis = -1);
+Tensor log_softmax(const Tensor& x, int axis = -1);
+
+// ---- norm.cpp ----
+/// Layer normalization over the last axis, fused: saves mean and rstd for backward.
+/// weight and bias (shape [x.size(-1)]) may be undefined tensors.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+
+// ---- dropout.cpp ----
+/// Zeroes each element with probability p and scales the rest by 1/(1-p), drawing
+/// from `gen`; identity when !training or p == 0.
+Tensor dropout(const Tensor& x, double p, Generator& gen, bool training = true);
+
+// ---- loss.cpp ----
+/// Fused log_softmax + negative log-likelihood over the last axis of `logits`
+/// (..., C) with i64 `target` (...), averaged over targets != ignore_index
+/// (0 when every target is ignored).
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100);
+
+}  // namespace rpb

@@ -1,0 +1,165 @@
+// rpb/core/ops/kernels.h: internal helpers shared by the op families
+// (dtype dispatch, broadcast iteration, Eigen maps). Not part of the public API.
+#pragma once
+
+#include <Eigen/Core>
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/tensor.h"
+
+namespace rpb {
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+/// Calls f(TypeTag<T>{}) with T = float or double; throws naming `op` for other dtypes.
+template <typename F>
+void dispatch_float(DType d, const char* op, F&& f) {
+  switch (d) {
+    case DType::f32: f(TypeTag<float>{}); return;
+    case DType::f64: f(TypeTag<double>{}); return;
+    default: RPB_FAIL(op, "expected a float32 or float64 tensor, got ", dtype_name(d));
+  }
+}
+
+/// Like dispatch_float, with int64_t as well.
+template <typename F>
+void dispatch_all(DType d, const char* op, F&& f) {
+  if (d == DType::i64) {
+    f(TypeTag<int64_t>{});
+    return;
+  }
+  dispatch_float(d, op, std::forward<F>(f));
+}
+
+template <typename T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+template <typename T>
+ArrayMap<T> amap(const Tensor& t) {
+  return ArrayMap<T>(t.mutable_data<T>(), t.numel());
+}
+template <typename T>
+ConstArrayMap<T> camap(const Tensor& t) {
+  return ConstArrayMap<T>(t.data<T>(), t.numel());
+}
+
+/// The scalar type of an Eigen expression or map (inside generic lambdas).
+template <typename M>
+using ScalarOf = typename std::decay_t<M>::Scalar;
+
+/// out = f(x) for a float tensor: f(o, v) assigns an Eigen expression of the const map `v`
+/// to the map `o` (one vectorized pass, no per-element calls).
+template <typename F>
+Tensor map_unary(const char* op, const Tensor& x, F f) {
+  RPB_CHECK(x.is_floating(), op, "expected a float tensor, got ", dtype_name(x.dtype()), " ", x.shape());
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  dispatch_float(x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    ArrayMap<T> o = amap<T>(out);
+    const ConstArrayMap<T> v = camap<T>(x);
+    f(o, v);
+  });
+  return out;
+}
+
+/// Iterates `out_shape` with N inputs broadcast into it, in maximal inner runs.
+/// Calls f(out_offset, in_offsets, in_inner_strides, run_length) where each
+/// inner stride is 1 (contiguous) or 0 (the input is constant along the run).
+/// Adjacent dims are coalesced first, so same-shape and suffix broadcasts become
+/// a few long runs; the loop itself does no allocation.
+template <std::size_t N, typename F>
+void for_each_broadcast_run(const Shape& out_shape, const std::array<Shape, N>& in_shapes, F&& f) {
+  const int nd = out_shape.size();
+  if (out_shape.numel() == 0) return;
+  // Per-dim strides of each input inside the output's index space (0 where broadcast).
+  std::array<std::array<int64_t, kMaxDims>, N> st{};
+  for (std::size_t k = 0; k < N; ++k) {
+    const Shape& s = in_shapes[k];
+    RPB_CHECK(s.size() <= nd, "broadcast", "input shape ", s, " has more dims than output ", out_shape);
+    int64_t acc = 1;
+    for (int d = nd - 1; d >= 0; --d) {
+      const int sd = d - (nd - s.size());
+      const int64_t ext = sd >= 0 ? s[sd] : 1;
+      RPB_CHECK(ext == out_shape[d] || ext == 1, "broadcast", "input shape ", s, " does not broadcast to ",
+                out_shape);
+      st[k][d] = ext == 1 ? 0 : acc;
+      acc *= ext;
+    }
+  }
+  // Coalesce dims (drop size-1 dims, merge contiguous neighbours).
+  std::array<int64_t, kMaxDims> ext{};
+  std::array<std::array<int64_t, kMaxDims>, N> cst{};
+  int m = 0;
+  for (int d = 0; d < nd; ++d) {
+    if (out_shape[d] == 1) continue;
+    if (m > 0) {
+      bool merge = true;
+      for (std::size_t k = 0; k < N; ++k) merge &= cst[k][m - 1] == st[k][d] * out_shape[d];
+      if (merge) {
+        ext[m - 1] *= out_shape[d];
+        for (std::size_t k = 0; k < N; ++k) cst[k][m - 1] = st[k][d];
+        continue;
+      }
+    }
+    ext[m] = out_shape[d];
+    for (std::size_t k = 0; k < N; ++k) cst[k][m] = st[k][d];
+    ++m;
+  }
+  if (m == 0) {  // every dim has extent 1
+    std::array<int64_t, N> off{}, s1{};
+    f(int64_t{0}, off, s1, int64_t{1});
+    return;
+  }
+  // The innermost coalesced dim is the run; a run needs inner strides of 0 or 1.
+  const int inner = m - 1;
+  int64_t run = ext[inner];
+  std::array<int64_t, N> run_stride{};
+  bool unit = true;
+  for (std::size_t k = 0; k < N; ++k) unit &= cst[k][inner] == 0 || cst[k][inner] == 1;
+  int outer_dims = inner;
+  if (!unit) {  // cannot happen for broadcasts of contiguous tensors; kept for safety
+    run = 1;
+    outer_dims = m;
+  } else {
+    for (std::size_t k = 0; k < N; ++k) run_stride[k] = cst[k][inner];
+  }
+  std::array<int64_t, kMaxDims> idx{};
+  std::array<int64_t, N> off{};
+  int64_t out_off = 0;
+  const int64_t total = out_shape.numel();
+  while (out_off < total) {
+    f(out_off, off, run_stride, run);
+    out_off += run;
+    for (int d = outer_dims - 1; d >= 0; --d) {
+      ++idx[d];
+      for (std::size_t k = 0; k < N; ++k) off[k] += cst[k][d];
+      if (idx[d] < ext[d]) break;
+      for (std::size_t k = 0; k < N; ++k) off[k] -= cst[k][d] * ext[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/// dst += src (same shape and dtype), vectorized. Used to accumulate gradients.
+void add_inplace(const Tensor& dst, const Tensor& src);
+
+/// x broadcast (copied) to `shape`.
+Tensor expand(const Tensor& x, const Shape& shape);
+
+/// Sums a broadcast gradient back to `shape` (the reverse of expand).
+Tensor sum_to(const Tensor& g, const Shape& shape);
+
+/// Shape `s` with the axes in `axes` set to 1 (the keepdim shape of a reduction).
+Shape keepdim_shape(const Shape& s, const std::vector<int>& axes);
+
+/// Resolves negative axes, sorts them, rejects duplicates; empty means all axes.
+std::vector<int> normalize_axes(const Shape& s, std::vector<int> axes, const char* op);
+
+}  // namespace rpb

@@ -1,0 +1,128 @@
+// Matrix products through OpenBLAS: forward and backward side by side.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "core/ops.h"
+#include "core/ops/kernels.h"
+
+namespace rpb {
+
+namespace {
+
+// The leading (batch) axes of a shape of rank >= 2.
+Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+
+int as_blas_int(int64_t v, const Tensor& a, const Tensor& b) {
+  RPB_CHECK(v <= INT_MAX, "matmul", "extent ", v, " exceeds the BLAS int range for shapes ", a.shape(), " and ",
+            b.shape());
+  return static_cast<int>(v);
+}
+
+// C (m x n, row stride n) = op(A) @ op(B), beta = 0 so C needs no prior fill.
+template <typename T>
+void gemm(bool ta, bool tb, int m, int n, int k, const T* pa, int lda, const T* pb, int ldb, T* pc) {
+  const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, opa, opb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, n);
+  else
+    cblas_dgemm(CblasRowMajor, opa, opb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, n);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  RPB_CHECK(a.dtype() == b.dtype(), "matmul", "dtype mismatch: ", dtype_name(a.dtype()), " ", a.shape(), " vs ",
+            dtype_name(b.dtype()), " ", b.shape());
+  RPB_CHECK(a.is_floating(), "matmul", "expected float tensors, got ", dtype_name(a.dtype()), " ", a.shape(), " and ",
+            b.shape());
+  RPB_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul", "operands need at least 2 dims (1-D is not supported), got ",
+            a.shape(), " and ", b.shape());
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  const int64_t ra = sa[sa.size() - 2], ca = sa.back();  // a's stored rows and columns
+  const int64_t rb = sb[sb.size() - 2], cb = sb.back();
+  const int64_t M = trans_a ? ca : ra, K = trans_a ? ra : ca;
+  const int64_t Kb = trans_b ? cb : rb, N = trans_b ? rb : cb;
+  RPB_CHECK(K == Kb, "matmul", "inner dimensions differ: ", sa, (trans_a ? " (transposed)" : ""), " @ ", sb,
+            (trans_b ? " (transposed)" : ""), " contracts ", K, " with ", Kb, " (trans_a=", trans_a,
+            ", trans_b=", trans_b, ")");
+
+  const Shape ba = batch_of(sa), bb = batch_of(sb);
+  Shape bo;
+  {
+    const int n = std::max(ba.size(), bb.size());
+    for (int i = 0; i < n; ++i) {
+      const int ia = i - (n - ba.size()), ib = i - (n - bb.size());
+      const int64_t da = ia >= 0 ? ba[ia] : 1, db = ib >= 0 ? bb[ib] : 1;
+      RPB_CHECK(da == db || da == 1 || db == 1, "matmul", "batch dimensions of ", sa, " and ", sb,
+                " do not broadcast (trans_a=", trans_a, ", trans_b=", trans_b, ")");
+      bo.push_back(da == 1 ? db : da);
+    }
+  }
+  Shape so = bo;
+  so.push_back(M);
+  so.push_back(N);
+  Tensor out = Tensor::empty(so, a.dtype());
+
+  const int64_t batch = bo.numel();
+  if (out.numel() > 0) {
+    const int k = as_blas_int(K, a, b), lda = as_blas_int(std::max<int64_t>(ca, 1), a, b);
+    const int ldb = as_blas_int(std::max<int64_t>(cb, 1), a, b), n = as_blas_int(N, a, b);
+    (void)as_blas_int(M, a, b);  // checked here; the folded and per-batch paths convert it below
+    dispatch_float(a.dtype(), "matmul", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* po = out.mutable_data<T>();
+      if (K == 0) {
+        ArrayMap<T>(po, out.numel()).setZero();
+      } else if (!trans_a && bb.numel() == 1) {
+        // b is one matrix shared by every batch entry and a's rows are contiguous: fold the batch into M.
+        gemm<T>(false, trans_b, as_blas_int(batch * M, a, b), n, k, pa, lda, pb, ldb, po);
+      } else {
+        const int m = static_cast<int>(M);
+        const int64_t step_a = ra * ca, step_b = rb * cb, step_o = M * N;
+        for_each_broadcast_run<2>(bo, {ba, bb}, [&](int64_t oo, const auto& off, const auto& st, int64_t run) {
+          for (int64_t j = 0; j < run; ++j)
+            gemm<T>(trans_a, trans_b, m, n, k, pa + (off[0] + j * st[0]) * step_a, lda,
+                    pb + (off[1] + j * st[1]) * step_b, ldb, po + (oo + j) * step_o);
+        });
+      }
+    });
+  }
+
+  if (autograd::should_record({&a, &b})) {
+    // a is read only by b's gradient and b only by a's.
+    Tensor saved_a = b.requires_grad() ? a.detach() : Tensor();
+    Tensor saved_b = a.requires_grad() ? b.detach() : Tensor();
+    autograd::record(OpKind::Matmul, out, {&a, &b},
+                     [saved_a, saved_b, sa, sb, trans_a, trans_b, K, N](const Tensor& g, InputGrads& gi) {
+                       // With A = op(a), B = op(b): dA = g B^T and dB = A^T g; a transposed
+                       // operand receives the transpose, e.g. d(a) = (g B^T)^T = B g^T.
+                       if (gi.needed(0)) {
+                         const Tensor ga = trans_a ? matmul(saved_b, g, trans_b, true) : matmul(g, saved_b, false, !trans_b);
+                         gi.set(0, sum_to(ga, sa));
+                       }
+                       if (gi.needed(1)) {
+                         Tensor gb;
+                         if (!trans_a && sb.size() == 2 && sa.size() > 2) {
+                           // Linear layer: contract over every batch row in one gemm instead of summing per-batch products.
+                           int64_t rows = 1;
+                           for (int d = 0; d + 1 < sa.size(); ++d) rows *= sa[d];
+                           const Tensor a2 = reshape(saved_a, {rows, K});
+                           const Tensor g2 = reshape(g, {rows, N});
+                           gb = trans_b ? matmul(g2, a2, true, false) : matmul(a2, g2, true, false);
+                         } else {
+                           gb = trans_b ? matmul(g, saved_a, true, trans_a) : matmul(saved_a, g, !trans_a, false);
+                         }
+                         gi.set(1, sum_to(gb, sb));
+                       }
+                     });
+  }
+  return out;
+}
+
+}  // namespace rpb

@@ -1,0 +1,101 @@
+// Layer normalization over the last axis, fused (as llm.c): the forward saves the
+// per-row mean and rstd, the backward recomputes xhat from the saved input.
+#include <cmath>
+
+#include "core/ops.h"
+#include "core/ops/kernels.h"
+
+namespace rpb {
+
+namespace {
+
+void check_affine(const char* what, const Tensor& p, const Tensor& x) {
+  if (!p.defined()) return;
+  RPB_CHECK(p.dtype() == x.dtype(), "layer_norm", what, " of dtype ", dtype_name(p.dtype()), " for an input of dtype ",
+            dtype_name(x.dtype()));
+  RPB_CHECK(p.shape() == Shape{x.size(-1)}, "layer_norm", what, " of shape ", p.shape(), " for input ", x.shape(),
+            ": expected [", x.size(-1), "]");
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  RPB_CHECK(x.is_floating(), "layer_norm", "expected a float tensor, got ", dtype_name(x.dtype()), " ", x.shape());
+  RPB_CHECK(x.dim() >= 1 && x.size(-1) > 0, "layer_norm", "needs a non-empty last axis, got shape ", x.shape());
+  RPB_CHECK(eps >= 0, "layer_norm", "eps must be non-negative, got ", eps);
+  check_affine("weight", weight, x);
+  check_affine("bias", bias, x);
+  const int64_t C = x.size(-1);
+  const int64_t R = x.numel() / C;
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  Tensor mean = Tensor::empty(Shape{R}, x.dtype());
+  Tensor rstd = Tensor::empty(Shape{R}, x.dtype());
+  dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    T* py = out.mutable_data<T>();
+    T* pm = mean.mutable_data<T>();
+    T* pr = rstd.mutable_data<T>();
+    const T* pw = weight.defined() ? weight.data<T>() : nullptr;
+    const T* pb = bias.defined() ? bias.data<T>() : nullptr;
+    for (int64_t r = 0; r < R; ++r) {
+      const ConstArrayMap<T> xr(px + r * C, C);
+      ArrayMap<T> yr(py + r * C, C);
+      const T mu = xr.mean();
+      const T var = (xr - mu).square().mean();  // biased, as torch
+      const T rs = T(1) / std::sqrt(var + static_cast<T>(eps));
+      pm[r] = mu;
+      pr[r] = rs;
+      if (pw && pb) yr = (xr - mu) * rs * ConstArrayMap<T>(pw, C) + ConstArrayMap<T>(pb, C);
+      else if (pw) yr = (xr - mu) * rs * ConstArrayMap<T>(pw, C);
+      else if (pb) yr = (xr - mu) * rs + ConstArrayMap<T>(pb, C);
+      else yr = (xr - mu) * rs;
+    }
+  });
+  if (autograd::should_record({&x, &weight, &bias})) {
+    const bool need_x = x.requires_grad() || weight.requires_grad();
+    Tensor saved_x = need_x ? x.detach() : Tensor();
+    Tensor saved_w = x.requires_grad() && weight.defined() ? weight.detach() : Tensor();
+    autograd::record(
+        OpKind::LayerNorm, out, {&x, &weight, &bias},
+        [saved_x, saved_w, mean, rstd, C, R](const Tensor& g, InputGrads& gi) {
+          // xhat = (x - mean) * rstd, dn = g * w:
+          // dx = rstd * (dn - mean(dn) - xhat * mean(dn * xhat)), dw = sum_rows g * xhat, db = sum_rows g.
+          const bool gx = gi.needed(0), gw = gi.needed(1), gb = gi.needed(2);
+          Tensor dx = gx ? Tensor::empty(g.shape(), g.dtype()) : Tensor();
+          Tensor dw = gw ? Tensor::zeros(Shape{C}, g.dtype()) : Tensor();
+          Tensor db = gb ? Tensor::zeros(Shape{C}, g.dtype()) : Tensor();
+          dispatch_float(g.dtype(), "layer_norm", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            const T* pg = g.data<T>();
+            const T* pm = mean.data<T>();
+            const T* pr = rstd.data<T>();
+            const T* px = saved_x.defined() ? saved_x.data<T>() : nullptr;
+            const T* pw = saved_w.defined() ? saved_w.data<T>() : nullptr;
+            T* pdx = gx ? dx.mutable_data<T>() : nullptr;
+            ArrayMap<T> dwv(gw ? dw.mutable_data<T>() : nullptr, gw ? C : 0);
+            ArrayMap<T> dbv(gb ? db.mutable_data<T>() : nullptr, gb ? C : 0);
+            Eigen::Array<T, Eigen::Dynamic, 1> xhat(C), dn(C);
+            for (int64_t r = 0; r < R; ++r) {
+              const ConstArrayMap<T> gr(pg + r * C, C);
+              if (gb) dbv += gr;
+              if (!gx && !gw) continue;
+              xhat = (ConstArrayMap<T>(px + r * C, C) - pm[r]) * pr[r];
+              if (gw) dwv += gr * xhat;
+              if (!gx) continue;
+              if (pw) dn = gr * ConstArrayMap<T>(pw, C);
+              else dn = gr;
+              const T a = dn.mean();
+              const T b = (dn * xhat).mean();
+              ArrayMap<T>(pdx + r * C, C) = pr[r] * (dn - a - xhat * b);
+            }
+          });
+          if (gx) gi.set(0, dx);
+          if (gw) gi.set(1, dw);
+          if (gb) gi.set(2, db);
+        });
+  }
+  return out;
+}
+
+}  // namespace rpb

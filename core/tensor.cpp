@@ -1,0 +1,253 @@
+#include "core/tensor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/autograd.h"
+#include "core/ops/kernels.h"
+
+namespace rpb {
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::f32: return "float32";
+    case DType::f64: return "float64";
+    case DType::i64: return "int64";
+  }
+  return "?";
+}
+
+std::size_t dtype_size(DType d) { return d == DType::f32 ? 4 : 8; }
+
+namespace {
+
+// Large buffers are recycled by exact (page-rounded) size: a training step allocates
+// the same sizes every step, and fresh large allocations cost page faults
+// (a 1 MiB output of a 512x512 matmul would otherwise fault in 256 pages per call).
+class BlockCache {
+ public:
+  static constexpr std::size_t kMinBytes = std::size_t{64} << 10;
+  static constexpr std::size_t kAlign = 64;
+
+  static std::size_t rounded(std::size_t bytes) {
+    if (bytes < kMinBytes) return std::max<std::size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    return (bytes + 4095) / 4096 * 4096;
+  }
+
+  void* get(std::size_t size) {
+    if (size >= kMinBytes) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(size);
+      if (it != free_.end()) {
+        void* p = it->second;
+        free_.erase(it);
+        cached_ -= size;
+        return p;
+      }
+    }
+    return std::aligned_alloc(kAlign, size);
+  }
+
+  void put(void* p, std::size_t size) {
+    if (size >= kMinBytes) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cached_ + size <= limit_) {
+        free_.emplace(size, p);
+        cached_ += size;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+  std::size_t release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [size, p] : free_) std::free(p);
+    free_.clear();
+    const std::size_t n = cached_;
+    cached_ = 0;
+    return n;
+  }
+
+  std::size_t cached() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cached_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::multimap<std::size_t, void*> free_;
+  std::size_t cached_ = 0;
+  std::size_t limit_ = std::size_t{1} << 30;  // never hold more than 1 GiB of idle buffers
+};
+
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache;  // never destroyed: storages may outlive static destructors
+  return *cache;
+}
+
+}  // namespace
+
+std::size_t release_cached_memory() { return block_cache().release(); }
+std::size_t cached_memory_bytes() { return block_cache().cached(); }
+
+Storage::Storage(std::size_t bytes) : bytes_(bytes) {
+  data_ = block_cache().get(BlockCache::rounded(bytes));
+  RPB_CHECK(data_ != nullptr, "storage", "out of memory allocating ", bytes, " bytes");
+}
+
+Storage::~Storage() { block_cache().put(data_, BlockCache::rounded(bytes_)); }
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(shape.numel()) * dtype_size(dtype));
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  t.fill_(value);
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
+Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor Tensor::scalar(double value, DType dtype) { return full(Shape{}, value, dtype); }
+
+Tensor Tensor::indices(const Shape& shape, const std::vector<int64_t>& values) {
+  return from_vector<int64_t>(shape, values);
+}
+
+Tensor Tensor::arange(int64_t n, DType dtype) {
+  Tensor t = empty(Shape{n}, dtype);
+  dispatch_all(dtype, "arange", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = t.mutable_data<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(i);
+  });
+  return t;
+}
+
+const void* Tensor::raw_data() const {
+  return static_cast<const char*>(impl().storage->data()) + impl().offset * dtype_size(dtype());
+}
+
+void* Tensor::raw_mutable_data() const { return const_cast<void*>(raw_data()); }
+
+double Tensor::item() const {
+  RPB_CHECK(numel() == 1, "item", "tensor of shape ", shape(), " has ", numel(), " elements, expected 1");
+  return to_vector()[0];
+}
+
+double Tensor::at(std::initializer_list<int64_t> index) const {
+  RPB_CHECK(static_cast<int>(index.size()) == dim(), "at", "index of ", index.size(),
+            " coordinates for shape ", shape());
+  const Shape st = contiguous_strides(shape());
+  int64_t off = 0;
+  int d = 0;
+  for (int64_t i : index) {
+    RPB_CHECK(i >= 0 && i < shape()[d], "at", "index ", i, " out of range for axis ", d, " of shape ", shape());
+    off += i * st[d++];
+  }
+  double v = 0;
+  dispatch_all(dtype(), "at", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    v = static_cast<double>(data<T>()[off]);
+  });
+  return v;
+}
+
+std::vector<double> Tensor::to_vector() const {
+  std::vector<double> out(static_cast<std::size_t>(numel()));
+  dispatch_all(dtype(), "to_vector", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::copy(data<T>(), data<T>() + numel(), out.begin());
+  });
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = empty(shape(), dtype());
+  std::memcpy(t.raw_mutable_data(), raw_data(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
+  return t;
+}
+
+Tensor Tensor::to(DType target) const {
+  Tensor t = empty(shape(), target);
+  t.copy_(*this);
+  return t;
+}
+
+void Tensor::copy_(const Tensor& src) const {
+  RPB_CHECK(src.shape() == shape(), "copy_", "source shape ", src.shape(), " differs from destination ", shape());
+  dispatch_all(dtype(), "copy_", [&](auto dtag) {
+    using D = typename decltype(dtag)::type;
+    dispatch_all(src.dtype(), "copy_", [&](auto stag) {
+      using S = typename decltype(stag)::type;
+      const S* s = src.data<S>();
+      std::transform(s, s + numel(), mutable_data<D>(), [](S v) { return static_cast<D>(v); });
+    });
+  });
+}
+
+void Tensor::fill_(double value) const {
+  dispatch_all(dtype(), "fill_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::fill_n(mutable_data<T>(), numel(), static_cast<T>(value));
+  });
+}
+
+bool Tensor::shares_storage(const Tensor& other) const {
+  return defined() && other.defined() && impl().storage == other.impl().storage;
+}
+
+Tensor& Tensor::requires_grad_(bool on) {
+  if (!on) {
+    RPB_CHECK(!requires_grad() || is_leaf(), "requires_grad_", "cannot turn off requires_grad on a non-leaf; use detach()");
+    impl().slot.reset();
+    return *this;
+  }
+  RPB_CHECK(is_floating(), "requires_grad_", "only float tensors can require grad, got ", dtype_name(dtype()));
+  if (!impl().slot) {
+    auto slot = std::make_shared<GradSlot>();
+    slot->shape = shape();
+    slot->dtype = dtype();
+    slot->leaf = true;
+    impl().slot = std::move(slot);
+  }
+  return *this;
+}
+
+bool Tensor::is_leaf() const { return !requires_grad() || impl().slot->leaf; }
+
+Tensor Tensor::grad() const { return requires_grad() ? impl().slot->grad : Tensor(); }
+
+void Tensor::zero_grad() const {
+  if (requires_grad()) {
+    impl().slot->grad = Tensor();
+    impl().slot->owned = false;
+  }
+}
+
+Tensor Tensor::detach() const {
+  auto impl2 = std::make_shared<TensorImpl>(impl());
+  impl2->slot.reset();
+  return Tensor(std::move(impl2));
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor(undefined)";
+  os << "Tensor(" << dtype_name(t.dtype()) << ", " << t.shape() << ", [";
+  const std::vector<double> v = t.to_vector();
+  const std::size_t n = std::min<std::size_t>(v.size(), 64);
+  for (std::size_t i = 0; i < n; ++i) os << (i ? ", " : "") << v[i];
+  if (v.size() > n) os << ", ...";
+  return os << "])";
+}
+
+}  // namespace rpb

@@ -1,0 +1,182 @@
+// rpb/core/tensor.h: the Tensor handle, its storage and its factories.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <type_traits>
+#include <vector>
+
+#include "core/error.h"
+#include "core/shape.h"
+
+namespace rpb {
+
+/// Element types. f32 trains, f64 gradient-checks through the same code path,
+/// i64 holds indices (tokens, bucket indices, class targets).
+enum class DType : uint8_t { f32, f64, i64 };
+
+const char* dtype_name(DType d);
+std::size_t dtype_size(DType d);
+
+template <typename T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::f32;
+  else if constexpr (std::is_same_v<T, double>) return DType::f64;
+  else {
+    static_assert(std::is_same_v<T, int64_t>, "rpb tensors hold float, double or int64_t");
+    return DType::i64;
+  }
+}
+
+/// A reference-counted, 64-byte aligned buffer. Tensors that are views share one.
+/// Large buffers come from and return to a size-keyed cache (see release_cached_memory).
+class Storage {
+ public:
+  explicit Storage(std::size_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_;
+  std::size_t bytes_;
+};
+
+/// Storages of 64 KiB and more are recycled by exact size (at most 1 GiB held idle).
+/// Frees the idle ones and returns how many bytes that released.
+std::size_t release_cached_memory();
+/// Bytes currently held idle for reuse.
+std::size_t cached_memory_bytes();
+
+struct GradSlot;  // core/autograd.h
+
+/// What a Tensor handle points at. Every tensor is contiguous and row-major;
+/// `offset` lets a reshape view share its source's storage.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;  // in elements
+  Shape shape;
+  DType dtype = DType::f32;
+  /// Set on leaves by requires_grad_() and on the outputs of recorded ops.
+  /// Holds the gradient; the tape shares it, so a node never keeps the output's data alive.
+  std::shared_ptr<GradSlot> slot;
+};
+
+/// A shared handle to a tensor: copying a Tensor copies the handle, not the data.
+///
+/// @code
+/// rpb::Tensor a = rpb::Tensor::from_vector({2, 2}, std::vector<float>{1, 2, 3, 4});
+/// a.requires_grad_();
+/// rpb::Tensor y = rpb::sum(a * a);      // 1 + 4 + 9 + 16
+/// CHECK(y.item() == 30.0);
+/// rpb::backward(y);                     // dy/da = 2a
+/// CHECK(a.grad().to_vector() == std::vector<double>{2, 4, 6, 8});
+/// @endcode
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- factories ----
+  /// Uninitialised contents.
+  static Tensor empty(const Shape& shape, DType dtype = DType::f32);
+  static Tensor zeros(const Shape& shape, DType dtype = DType::f32);
+  static Tensor ones(const Shape& shape, DType dtype = DType::f32);
+  static Tensor full(const Shape& shape, double value, DType dtype = DType::f32);
+  static Tensor scalar(double value, DType dtype = DType::f32);
+  /// Copies `values` (row-major); their count must equal shape.numel().
+  template <typename T>
+  static Tensor from_vector(const Shape& shape, const std::vector<T>& values);
+  /// An i64 tensor of indices.
+  static Tensor indices(const Shape& shape, const std::vector<int64_t>& values);
+  /// 0, 1, ..., n-1.
+  static Tensor arange(int64_t n, DType dtype = DType::f32);
+
+  // ---- properties ----
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  int dim() const { return impl().shape.size(); }
+  /// Extent of axis `d`; negative counts from the end.
+  int64_t size(int d) const { return impl().shape[impl().shape.axis(d)]; }
+  int64_t numel() const { return impl().shape.numel(); }
+  DType dtype() const { return impl().dtype; }
+  bool is_floating() const { return dtype() != DType::i64; }
+
+  // ---- data ----
+  /// Typed pointer to the first element; throws if T does not match dtype().
+  template <typename T>
+  const T* data() const;
+  template <typename T>
+  T* mutable_data() const;
+  const void* raw_data() const;
+  void* raw_mutable_data() const;
+  /// The single value of a one-element tensor.
+  double item() const;
+  /// One element by its multi-index.
+  double at(std::initializer_list<int64_t> index) const;
+  /// All values, converted to double.
+  std::vector<double> to_vector() const;
+  /// A deep copy that does not take part in autograd.
+  Tensor clone() const;
+  /// A copy converted to `dtype`; not recorded on the tape.
+  Tensor to(DType dtype) const;
+  /// Overwrites the contents with `src` (same shape; dtype converted). Not recorded.
+  void copy_(const Tensor& src) const;
+  /// Sets every element to `value`. Not recorded.
+  void fill_(double value) const;
+  /// True when both handles share a storage (a view or the same tensor).
+  bool shares_storage(const Tensor& other) const;
+
+  // ---- autograd ----
+  bool requires_grad() const { return defined() && impl().slot != nullptr; }
+  /// Marks a leaf as trainable: backward() accumulates into grad() (sums over calls until zero_grad()).
+  Tensor& requires_grad_(bool on = true);
+  /// True for tensors created by the user rather than by a recorded op.
+  bool is_leaf() const;
+  /// The accumulated gradient (undefined before any backward reached this tensor).
+  Tensor grad() const;
+  /// Drops the accumulated gradient.
+  void zero_grad() const;
+  /// Shares the data, leaves the graph: the result never requires grad.
+  Tensor detach() const;
+
+  TensorImpl& impl() const {
+    RPB_CHECK(impl_ != nullptr, "tensor", "use of an undefined tensor");
+    return *impl_;
+  }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+/// Prints dtype, shape and (up to 64) values.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- template definitions ----
+template <typename T>
+const T* Tensor::data() const {
+  RPB_CHECK(dtype() == dtype_of<T>(), "tensor.data", "tensor of dtype ", dtype_name(dtype()),
+            " read as ", dtype_name(dtype_of<T>()), ", shape ", shape());
+  return static_cast<const T*>(impl().storage->data()) + impl().offset;
+}
+
+template <typename T>
+T* Tensor::mutable_data() const {
+  return const_cast<T*>(data<T>());
+}
+
+template <typename T>
+Tensor Tensor::from_vector(const Shape& shape, const std::vector<T>& values) {
+  RPB_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "from_vector", "shape ", shape,
+            " needs ", shape.numel(), " values, got ", values.size());
+  Tensor t = empty(shape, dtype_of<T>());
+  std::copy(values.begin(), values.end(), t.mutable_data<T>());
+  return t;
+}
+
+}  // namespace rpb

@@ -1,0 +1,189 @@
+// Tensor, shape, tape and generator behaviour.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/core.h"
+#include "test_util.h"
+
+using namespace rpb;
+using rpb::testing::contains;
+using rpb::testing::error_of;
+
+
+TEST_CASE("shape broadcasting follows numpy and names the op on failure") {
+  CHECK(broadcast_shapes({2, 1, 4}, {3, 1}, "add") == Shape{2, 3, 4});
+  CHECK(broadcast_shapes({}, {5}, "add") == Shape{5});
+  const std::string msg = error_of([] { broadcast_shapes({2, 3}, {4}, "mul"); });
+  CHECK(msg.find("mul: shapes [2, 3] and [4] do not broadcast") == 0);
+  CHECK(msg.find("shape.cpp:") != std::string::npos);  // file:line
+  CHECK(error_of([] { Shape{1, 2, 3, 4, 5, 6, 7, 8}.push_back(1); }).find("at most 8 dimensions") != std::string::npos);
+  CHECK(error_of([] { Shape{2, 3}.axis(2); }).find("axis 2 out of range for shape [2, 3]") != std::string::npos);
+}
+
+TEST_CASE("tensor factories, element access and dtype checks") {
+  Tensor t = Tensor::from_vector<float>({2, 3}, {0, 1, 2, 3, 4, 5});
+  CHECK(t.dtype() == DType::f32);
+  CHECK(t.at({1, 2}) == 5.0);
+  CHECK(Tensor::arange(4, DType::f64).to_vector() == std::vector<double>{0, 1, 2, 3});
+  CHECK(Tensor::full({2}, 1.5, DType::f64).to_vector() == std::vector<double>{1.5, 1.5});
+  CHECK(t.to(DType::f64).dtype() == DType::f64);
+  CHECK(error_of([&] { t.data<double>(); }).find("read as float64") != std::string::npos);
+  CHECK(error_of([&] { t.item(); }).find("has 6 elements") != std::string::npos);
+  CHECK(error_of([] { Tensor::from_vector<float>({2, 2}, {1, 2, 3}); }).find("needs 4 values, got 3") !=
+        std::string::npos);
+  CHECK(error_of([] { Tensor::indices({2}, {1, 2}).requires_grad_(); }).find("only float tensors") !=
+        std::string::npos);
+}
+
+TEST_CASE("reshape is a view that shares storage; permute copies") {
+  Tensor x = Tensor::arange(6);
+  Tensor v = reshape(x, {2, -1});
+  CHECK(v.shape() == Shape{2, 3});
+  CHECK(v.shares_storage(x));
+  x.mutable_data<float>()[4] = 40;
+  CHECK(v.at({1, 1}) == 40.0);
+  Tensor p = transpose(v, 0, 1);
+  CHECK_FALSE(p.shares_storage(x));
+  CHECK(p.shape() == Shape{3, 2});
+  CHECK(p.to_vector() == std::vector<double>{0, 3, 1, 40, 2, 5});
+  CHECK(error_of([&] { reshape(x, {4, -1}); }).find("reshape: cannot infer -1") == 0);
+}
+
+TEST_CASE("a tensor used twice receives the sum of both paths") {
+  Tensor x = Tensor::from_vector<double>({3}, {1, 2, 3}).requires_grad_();
+  Tensor y = sum(x * x + x * 3.0);  // dy/dx = 2x + 3
+  backward(y);
+  CHECK(x.grad().to_vector() == std::vector<double>{5, 7, 9});
+}
+
+TEST_CASE("gradients accumulate over backward calls until zero_grad") {
+  Tensor w = Tensor::from_vector<float>({2}, {1, -2}).requires_grad_();
+  backward(sum(w * 2.0));
+  backward(sum(w * 3.0));
+  CHECK(w.grad().to_vector() == std::vector<double>{5, 5});
+  w.zero_grad();
+  CHECK_FALSE(w.grad().defined());
+  backward(sum(w));
+  CHECK(w.grad().to_vector() == std::vector<double>{1, 1});
+}
+
+TEST_CASE("accumulation never writes into a gradient another input shares") {
+  // add's backward hands the same tensor to both inputs; accumulating into one must not change the other.
+  Tensor a = Tensor::ones({2}).requires_grad_();
+  Tensor b = Tensor::ones({2}).requires_grad_();
+  Tensor s = add(a, b);
+  backward(sum(s + s * 1.0 + a));
+  CHECK(a.grad().to_vector() == std::vector<double>{3, 3});
+  CHECK(b.grad().to_vector() == std::vector<double>{2, 2});
+}
+
+TEST_CASE("backward walks the tape in reverse and clears it") {
+  Tensor x = Tensor::scalar(2.0, DType::f64).requires_grad_();
+  Tensor y = exp(x) * x;
+  CHECK(tape().size() == 2);
+  CHECK(tape().nodes()[0].op == OpKind::Exp);
+  CHECK(tape().nodes()[1].op == OpKind::Mul);
+  backward(y);
+  CHECK(tape().size() == 0);
+  CHECK(x.grad().item() == doctest::Approx(std::exp(2.0) * 3.0));
+  CHECK_FALSE(y.grad().defined());  // non-leaf gradients are released
+}
+
+TEST_CASE("a deep chain does not recurse: 200000 recorded ops") {
+  Tensor x = Tensor::scalar(0.0, DType::f64).requires_grad_();
+  Tensor y = x;
+  for (int i = 0; i < 200000; ++i) y = y * 1.0 + 0.0;
+  backward(y);
+  CHECK(x.grad().item() == 1.0);
+}
+
+TEST_CASE("no-grad scope records nothing and detach leaves the graph") {
+  Tensor w = Tensor::ones({3}).requires_grad_();
+  {
+    NoGradGuard guard;
+    CHECK_FALSE(grad_enabled());
+    Tensor y = exp(w * 2.0);
+    CHECK_FALSE(y.requires_grad());
+    CHECK(tape().size() == 0);
+  }
+  CHECK(grad_enabled());
+  Tensor d = w.detach();
+  CHECK_FALSE(d.requires_grad());
+  CHECK(d.shares_storage(w));
+  CHECK_FALSE((d * 2.0).requires_grad());
+  CHECK(tape().size() == 0);
+}
+
+TEST_CASE("an op without a backward rule throws; it never returns zeros") {
+  Tensor x = Tensor::ones({2}).requires_grad_();
+  Tensor y;
+  {
+    NoGradGuard g;
+    y = x * 2.0;
+  }
+  autograd::record(OpKind::MulScalar, y, {&x}, BackwardFn{});
+  const std::string msg = error_of([&] { backward(sum(y)); });
+  CHECK(msg.find("mul_scalar: op has no backward rule") == 0);
+  CHECK(tape().size() == 0);  // cleared even on failure
+  CHECK_FALSE(x.grad().defined());
+}
+
+TEST_CASE("backward checks its root and the gradient shapes rules produce") {
+  Tensor c = Tensor::ones({2});
+  CHECK(error_of([&] { backward(c); }).find("does not require grad") != std::string::npos);
+  Tensor x = Tensor::ones({2}).requires_grad_();
+  CHECK(error_of([&] { backward(x * 2.0); }).find("needs an explicit gradient") != std::string::npos);
+  Tensor y;
+  {
+    NoGradGuard g;
+    y = x * 2.0;
+  }
+  autograd::record(OpKind::MulScalar, y, {&x}, [](const Tensor& g, InputGrads& gi) { gi.set(0, Tensor::ones({3})); });
+  CHECK(error_of([&] { backward(sum(y)); }).find("mul_scalar: backward produced a gradient of shape [3] for input 0 of shape [2]") ==
+        0);
+}
+
+TEST_CASE("the generator is deterministic and its state round-trips") {
+  Generator a(123), b(123), c(124);
+  for (int i = 0; i < 10; ++i) {
+    const uint64_t va = a.next_u64();
+    CHECK(va == b.next_u64());
+    CHECK(va != c.next_u64());
+  }
+  const Generator::State s = a.state();
+  const Tensor r1 = randn({100}, a, DType::f64);
+  a.set_state(s);
+  const Tensor r2 = randn({100}, a, DType::f64);
+  CHECK(r1.to_vector() == r2.to_vector());
+  CHECK_THROWS_AS(a.set_state({0, 0, 0, 0}), Error);
+}
+
+TEST_CASE("generator distributions have the right moments") {
+  Generator g(7);
+  const Tensor n = randn({200000}, g, DType::f64, 1.0, 2.0);
+  const double m = mean(n).item();
+  const double var = mean(pow(n - m, 2.0)).item();
+  CHECK(m == doctest::Approx(1.0).epsilon(0.02));
+  CHECK(var == doctest::Approx(4.0).epsilon(0.02));
+  const Tensor u = rand({100000}, g, DType::f32, -1.0, 3.0);
+  CHECK(max(u).item() < 3.0);
+  CHECK(-max(-u).item() >= -1.0);
+  CHECK(mean(u).item() == doctest::Approx(1.0).epsilon(0.02));
+  const Tensor t = trunc_normal({20000}, g, DType::f64, 0.0, 1.0, -0.5, 0.5);
+  CHECK(max(t).item() <= 0.5);
+  CHECK(-max(-t).item() >= -0.5);
+  const Tensor k = randint({5000}, 7, g);
+  const std::vector<double> kv = k.to_vector();
+  CHECK(*std::min_element(kv.begin(), kv.end()) == 0);
+  CHECK(*std::max_element(kv.begin(), kv.end()) == 6);
+}
+
+TEST_CASE("every registry row names its op and family") {
+  for (const OpInfo& op : kOps) {
+    CHECK_FALSE(op.name.empty());
+    CHECK_FALSE(op.family.empty());
+  }
+  CHECK(std::string(op_name(OpKind::LayerNorm)) == "layer_norm");
+}
