@@ -1,5 +1,7 @@
 #include "core/autograd.h"
 
+#include <algorithm>
+
 #include "core/ops/kernels.h"
 
 namespace rpb {
@@ -26,6 +28,35 @@ void accumulate(GradSlot& slot, Tensor g, const char* op, int input) {
   add_inplace(slot.grad, g);
 }
 }  // namespace
+
+void Tape::push(Node n) {
+  nodes_.push_back(std::move(n));
+  if (nodes_.size() >= next_prune_) {
+    prune();
+    next_prune_ = std::max(kMinPrune, 2 * nodes_.size());  // amortized O(1) per push
+  }
+}
+
+std::size_t Tape::prune() {
+  // Walking backwards, a dead node's release of its inputs can kill earlier nodes in the same pass.
+  std::vector<bool> dead(nodes_.size(), false);
+  for (std::size_t k = nodes_.size(); k-- > 0;) {
+    if (nodes_[k].out.expired()) {
+      dead[k] = true;
+      nodes_[k].ins.clear();
+      nodes_[k].backward = nullptr;
+    }
+  }
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < nodes_.size(); ++k) {
+    if (dead[k]) continue;
+    if (kept != k) nodes_[kept] = std::move(nodes_[k]);  // never self-move: it may empty the node
+    ++kept;
+  }
+  const std::size_t removed = nodes_.size() - kept;
+  nodes_.resize(kept);
+  return removed;
+}
 
 Tape& tape() { return g_tape; }
 bool grad_enabled() { return g_grad_enabled; }
@@ -54,10 +85,11 @@ void backward(const Tensor& root, const Tensor& grad) {
   std::vector<Node>& nodes = g_tape.nodes();
   for (std::size_t k = nodes.size(); k-- > 0;) {
     Node& n = nodes[k];
-    if (!n.out->grad.defined()) continue;  // no path from the root reaches this node
+    const std::shared_ptr<GradSlot> out = n.out.lock();
+    if (!out || !out->grad.defined()) continue;  // no path from the root reaches this node
     RPB_CHECK(static_cast<bool>(n.backward), op_name(n.op), "op has no backward rule; it cannot be differentiated");
-    Tensor g = std::move(n.out->grad);
-    n.out->grad = Tensor();
+    Tensor g = std::move(out->grad);
+    out->grad = Tensor();
     std::vector<bool> needed(n.ins.size());
     for (std::size_t i = 0; i < n.ins.size(); ++i) needed[i] = n.ins[i] != nullptr;
     InputGrads grads(std::move(needed));

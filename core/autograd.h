@@ -46,25 +46,36 @@ class InputGrads {
 /// It captures exactly what it reads (saved inputs, outputs, or statistics).
 using BackwardFn = std::function<void(const Tensor& grad_out, InputGrads& grads)>;
 
-/// One tape entry.
+/// One tape entry. The output slot is held weakly: it stays alive while the output
+/// tensor or a later node that consumed it does; once neither does, no backward can
+/// ever reach the node, and the tape drops it.
 struct Node {
   OpKind op;
-  std::shared_ptr<GradSlot> out;
+  std::weak_ptr<GradSlot> out;
   std::vector<std::shared_ptr<GradSlot>> ins;  // null where the input does not require grad
   BackwardFn backward;                          // empty: the op has no backward rule
 };
 
-/// The nodes recorded on this thread since the last backward().
+/// The nodes recorded on this thread since the last backward(). Graphs that were built
+/// and then abandoned (a forward pass whose outputs are gone, without backward) are
+/// pruned as the tape grows, so forgetting a NoGradGuard costs time, not memory.
 class Tape {
  public:
   const std::vector<Node>& nodes() const { return nodes_; }
   std::vector<Node>& nodes() { return nodes_; }
   std::size_t size() const { return nodes_.size(); }
-  void clear() { nodes_.clear(); }
-  void push(Node n) { nodes_.push_back(std::move(n)); }
+  void clear() {
+    nodes_.clear();
+    next_prune_ = kMinPrune;
+  }
+  void push(Node n);
+  /// Drops the nodes no future backward can reach (their outputs are gone); returns how many.
+  std::size_t prune();
 
  private:
+  static constexpr std::size_t kMinPrune = 4096;
   std::vector<Node> nodes_;
+  std::size_t next_prune_ = kMinPrune;
 };
 
 /// The current thread's tape.
@@ -77,11 +88,12 @@ bool grad_enabled();
 ///
 /// @code
 /// rpb::Tensor w = rpb::Tensor::ones({3}).requires_grad_();
+/// const std::size_t recorded = rpb::tape().size();
 /// {
 ///   rpb::NoGradGuard no_grad;
 ///   rpb::Tensor y = w * 2.0;
 ///   CHECK(!y.requires_grad());
-///   CHECK(rpb::tape().size() == 0);
+///   CHECK(rpb::tape().size() == recorded);
 /// }
 /// @endcode
 class NoGradGuard {

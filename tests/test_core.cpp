@@ -80,6 +80,7 @@ TEST_CASE("accumulation never writes into a gradient another input shares") {
 }
 
 TEST_CASE("backward walks the tape in reverse and clears it") {
+  tape().clear();
   Tensor x = Tensor::scalar(2.0, DType::f64).requires_grad_();
   Tensor y = exp(x) * x;
   CHECK(tape().size() == 2);
@@ -91,6 +92,20 @@ TEST_CASE("backward walks the tape in reverse and clears it") {
   CHECK_FALSE(y.grad().defined());  // non-leaf gradients are released
 }
 
+TEST_CASE("abandoned graphs are pruned: a forward without backward does not grow the tape forever") {
+  tape().clear();
+  Tensor w = Tensor::ones({4}).requires_grad_();
+  for (int i = 0; i < 100000; ++i) {
+    Tensor y = exp(w * 2.0);  // recorded, then dropped without backward
+  }
+  CHECK(tape().size() < 3 * 4096);
+  // A live graph survives pruning and still differentiates.
+  Tensor keep = sum(w * 3.0);
+  for (int i = 0; i < 20000; ++i) Tensor y = w * 2.0;
+  backward(keep);
+  CHECK(w.grad().to_vector() == std::vector<double>{3, 3, 3, 3});
+}
+
 TEST_CASE("a deep chain does not recurse: 200000 recorded ops") {
   Tensor x = Tensor::scalar(0.0, DType::f64).requires_grad_();
   Tensor y = x;
@@ -100,6 +115,7 @@ TEST_CASE("a deep chain does not recurse: 200000 recorded ops") {
 }
 
 TEST_CASE("no-grad scope records nothing and detach leaves the graph") {
+  tape().clear();
   Tensor w = Tensor::ones({3}).requires_grad_();
   {
     NoGradGuard guard;

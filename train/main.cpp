@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "train/bias_cmd.h"
 #include "train/demo.h"
 #include "train/version.h"
 
@@ -20,6 +21,21 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--lr", demo.lr, "learning rate")->check(CLI::Range(1e-12, 1e3));
   demo_cmd->add_option("--seed", demo.seed, "random seed");
   demo_cmd->add_option("--log-every", demo.log_every, "steps between progress lines (0: none)")->check(CLI::Range(0, 100000000));
+
+  rpb::BiasOptions bias;
+  CLI::App* bias_cmd =
+      app.add_subcommand("bias", "Print a position scheme's bucket/index matrix, or its bias if it is fixed");
+  bias_cmd->add_option("--scheme", bias.scheme, "learned | sinusoidal | rope | t5 | shaw | log_decay | alibi | none");
+  bias_cmd->add_option("--num-buckets", bias.num_buckets, "t5: number of buckets");
+  bias_cmd->add_option("--max-distance", bias.max_distance, "t5: distance where the log buckets end");
+  bias_cmd->add_flag("--causal", bias.causal, "t5: causal buckets (bidirectional without this flag)");
+  bias_cmd->add_option("--query-length", bias.query_length, "number of queries (rows)");
+  bias_cmd->add_option("--key-length", bias.key_length, "number of keys (columns)");
+  bias_cmd->add_option("--query-offset", bias.query_offset, "position of the first query (a KV cache's length)");
+  bias_cmd->add_option("--heads", bias.heads, "attention heads");
+  bias_cmd->add_option("--max-relative-position", bias.max_relative_position, "shaw: clipping distance K");
+  bias_cmd->add_option("--lambda", bias.lambda, "log_decay: the decay strength");
+  bias_cmd->add_flag("--json", bias.json, "print one JSON object");
 
   // Name an unknown subcommand instead of CLI11's generic "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
@@ -50,6 +66,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (*bias_cmd) return rpb::run_bias_command(bias, std::cout);  // 2 on a bad option value
     if (*demo_cmd) {
       const rpb::DemoResult r = rpb::run_demo(demo);
       spdlog::info("demo done: loss {:.4f} -> {:.4f}, training accuracy {:.1f}%", r.initial_loss, r.final_loss,

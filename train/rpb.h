@@ -1,9 +1,14 @@
-// rpb.h: everything a user of the library includes (core, and the nn, optim and train layers as they grow).
+// rpb.h: everything a user of the library includes (core, nn, optim, train).
 #pragma once
 
 #include <cmath>
 
 #include "core/core.h"
+#include "nn/attention.h"
 #include "nn/init.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+#include "nn/position.h"
+#include "nn/transformer.h"
 #include "optim/sgd.h"
 #include "train/version.h"

@@ -1,0 +1,90 @@
+#include "nn/attention.h"
+
+#include <cmath>
+
+namespace rpb::nn {
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
+                                    const Tensor& mask, double scale, const Dropout* dropout) {
+  RPB_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "attention", "expected (B, H, T, dh) tensors, got q ",
+            q.shape(), " k ", k.shape(), " v ", v.shape());
+  RPB_CHECK(k.shape() == v.shape() && q.size(-1) == k.size(-1), "attention", "q ", q.shape(), ", k ", k.shape(),
+            " and v ", v.shape(), " do not fit");
+  Tensor scores = matmul(q, k, false, true);  // (B, H, Tq, Tk)
+  if (scale != 1.0) scores = mul_scalar(scores, scale);
+  if (bias.defined()) scores = add(scores, bias);
+  if (mask.defined()) scores = masked_fill(scores, mask, -INFINITY);
+  Tensor probs = softmax(scores, -1);
+  if (dropout) probs = dropout->forward(probs);
+  return matmul(probs, v);  // (B, H, Tq, dh)
+}
+
+Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset) {
+  Tensor m = Tensor::empty({q_len, k_len}, DType::i64);
+  int64_t* p = m.mutable_data<int64_t>();
+  for (int64_t i = 0; i < q_len; ++i)
+    for (int64_t j = 0; j < k_len; ++j) p[i * k_len + j] = j > q_offset + i;
+  return m;
+}
+
+MultiHeadAttention::MultiHeadAttention(const AttentionOptions& o, Generator& init_gen, Generator& dropout_gen)
+    : qkv(register_module("qkv", std::make_shared<Linear>(o.d_model, 3 * o.d_model, true, init_gen, o.init_std))),
+      out(register_module("out", std::make_shared<Linear>(o.d_model, o.d_model, true, init_gen, o.out_init_std))),
+      attn_drop(register_module("attn_drop", std::make_shared<Dropout>(o.dropout, dropout_gen))),
+      resid_drop(register_module("resid_drop", std::make_shared<Dropout>(o.dropout, dropout_gen))),
+      heads_(o.heads),
+      head_dim_(o.heads > 0 ? o.d_model / o.heads : 0),
+      causal_(o.causal) {
+  RPB_CHECK(o.heads > 0 && o.d_model % o.heads == 0, "attention", "heads ", o.heads, " must divide d_model ",
+            o.d_model);
+  scale_ = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(head_dim_));
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, const Tensor& bias,
+                                   const Tensor& key_padding_mask, LayerCache* cache) const {
+  RPB_CHECK(x.dim() == 3 && x.size(2) == heads_ * head_dim_, "attention", "input ", x.shape(), " is not (B, T, ",
+            heads_ * head_dim_, ")");
+  const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
+  const int64_t offset = cache && cache->k.defined() ? cache->k.size(2) : 0;
+  // (B, T, 3d) -> three (B, H, T, dh)
+  const Tensor qkv5 = permute(reshape(qkv->forward(x), {B, T, 3, heads_, head_dim_}), {2, 0, 3, 1, 4});
+  auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B, heads_, T, head_dim_}); };
+  Tensor q = part(0), k = part(1), v = part(2);
+  if (pos && pos->kind() == PositionKind::rotary) {
+    q = pos->rotate(q, offset);
+    k = pos->rotate(k, offset);
+  }
+  if (cache) {
+    if (cache->k.defined()) {
+      k = concat({cache->k, k}, 2);
+      v = concat({cache->v, v}, 2);
+    }
+    cache->k = k;
+    cache->v = v;
+  }
+  const int64_t Tk = k.size(2);
+  Tensor mask;
+  if (causal_) mask = causal_mask(T, Tk, offset);
+  if (key_padding_mask.defined()) {
+    RPB_CHECK(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == B && key_padding_mask.size(1) == Tk,
+              "attention", "key padding mask ", key_padding_mask.shape(), " is not (B, Tk) = (", B, ", ", Tk, ")");
+    const Tensor kp = reshape(key_padding_mask, {B, 1, 1, Tk});
+    if (mask.defined()) {
+      // Either mask forbids: combine into one (B, 1, T, Tk) i64 mask.
+      Tensor both = Tensor::empty({B, 1, T, Tk}, DType::i64);
+      const int64_t* pc = mask.data<int64_t>();
+      int64_t* pb = both.mutable_data<int64_t>();
+      const Tensor kpi = kp.to(DType::i64);
+      const int64_t* pk = kpi.data<int64_t>();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < T * Tk; ++i) pb[b * T * Tk + i] = pc[i] || pk[b * Tk + i % Tk];
+      mask = both;
+    } else {
+      mask = kp;
+    }
+  }
+  const Tensor h = scaled_dot_product_attention(q, k, v, bias, mask, scale_, attn_drop.get());  // (B, H, T, dh)
+  return resid_drop->forward(out->forward(reshape(permute(h, {0, 2, 1, 3}), {B, T, d})));
+}
+
+}  // namespace rpb::nn

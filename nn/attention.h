@@ -1,0 +1,69 @@
+// rpb/nn/attention.h: scaled dot-product attention with an additive position bias, and
+// multi-head self-attention with a fused QKV projection and a KV cache.
+#pragma once
+
+#include "nn/layers.h"
+#include "nn/position.h"
+
+namespace rpb::nn {
+
+/// softmax(q k^T * scale + bias, masked) v.
+///   q (B, H, Tq, dh), k and v (B, H, Tk, dh);
+///   bias: additive, broadcastable to (B, H, Tq, Tk), or undefined; added after the scale
+///         (T5 and ALiBi biases are never scaled by 1/sqrt(d));
+///   mask: non-zero where attention is forbidden, broadcastable to (B, H, Tq, Tk), or undefined;
+///         a fully masked row yields zeros;
+///   dropout: applied to the attention probabilities, may be null.
+/// Returns (B, H, Tq, dh).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
+                                    const Tensor& mask, double scale, const Dropout* dropout = nullptr);
+
+/// (Tq, Tk) i64 causal mask: 1 where key j lies after query q_offset + i.
+Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset);
+
+/// Cached keys and values of one attention layer (incremental decoding).
+struct LayerCache {
+  Tensor k;  // (B, H, Tcached, dh)
+  Tensor v;  // (B, H, Tcached, dh)
+};
+
+struct AttentionOptions {
+  int64_t d_model = 128;
+  int64_t heads = 4;
+  bool causal = true;
+  /// Multiplies q k^T; 0 means 1/sqrt(head_dim). T5 uses 1 ("Mesh TensorFlow initialization").
+  double scale = 0.0;
+  double dropout = 0.0;
+  double init_std = 0.02;
+  double out_init_std = 0.02;
+};
+
+/// Multi-head self-attention: qkv = Linear(d, 3d) fused, out = Linear(d, d).
+class MultiHeadAttention : public Module {
+ public:
+  MultiHeadAttention(const AttentionOptions& options, Generator& init_gen, Generator& dropout_gen);
+
+  /// x (B, T, d) -> (B, T, d).
+  ///   pos: the position scheme (rotary schemes rotate q and k here) or null;
+  ///   bias: the additive position bias (H, T, Tk) already computed (shared across layers), or undefined;
+  ///   key_padding_mask: (B, Tk) non-zero at padded keys, or undefined;
+  ///   cache: when given, new keys and values are appended and queries sit at offset cache->k's length.
+  Tensor forward(const Tensor& x, const PositionScheme* pos, const Tensor& bias, const Tensor& key_padding_mask,
+                 LayerCache* cache) const;
+
+  int64_t heads() const { return heads_; }
+  int64_t head_dim() const { return head_dim_; }
+  double scale() const { return scale_; }
+
+  std::shared_ptr<Linear> qkv;   // (3d, d)
+  std::shared_ptr<Linear> out;   // (d, d)
+  std::shared_ptr<Dropout> attn_drop;
+  std::shared_ptr<Dropout> resid_drop;
+
+ private:
+  int64_t heads_, head_dim_;
+  bool causal_;
+  double scale_;
+};
+
+}  // namespace rpb::nn

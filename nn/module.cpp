@@ -1,0 +1,94 @@
+#include "nn/module.h"
+
+#include <algorithm>
+
+#include "core/autograd.h"
+
+namespace rpb::nn {
+
+void Module::check_name(const std::string& name) const {
+  RPB_CHECK(!name.empty(), "module", "empty parameter, buffer or module name");
+  RPB_CHECK(name.find('.') == std::string::npos, "module", "name '", name, "' contains a dot (dots join module paths)");
+  const auto taken = [&](const std::string& n) { return n == name; };
+  bool dup = std::any_of(params_.begin(), params_.end(), [&](const auto& p) { return taken(p.first); }) ||
+             std::any_of(buffers_.begin(), buffers_.end(), [&](const auto& b) { return taken(b.name); }) ||
+             std::any_of(children_.begin(), children_.end(), [&](const auto& c) { return taken(c.first); });
+  RPB_CHECK(!dup, "module", "name '", name, "' is already registered");
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  check_name(name);
+  RPB_CHECK(value.defined() && value.is_floating(), "module", "parameter '", name, "' must be a float tensor");
+  value.requires_grad_();
+  params_.emplace_back(name, value);
+  return value;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor value, bool persistent) {
+  check_name(name);
+  RPB_CHECK(value.defined(), "module", "buffer '", name, "' is undefined");
+  buffers_.push_back({name, value, persistent});
+  return value;
+}
+
+void Module::collect(const std::string& prefix, NamedTensors& params, NamedTensors* buffers,
+                     bool persistent_only) const {
+  for (const auto& [name, t] : params_) params.emplace_back(prefix + name, t);
+  if (buffers)
+    for (const Buffer& b : buffers_)
+      if (b.persistent || !persistent_only) buffers->emplace_back(prefix + b.name, b.value);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", params, buffers, persistent_only);
+}
+
+NamedTensors Module::named_parameters() const {
+  NamedTensors out;
+  collect("", out, nullptr, false);
+  return out;
+}
+
+NamedTensors Module::named_buffers(bool persistent_only) const {
+  NamedTensors params, out;
+  collect("", params, &out, persistent_only);
+  return out;
+}
+
+std::vector<std::pair<std::string, Module*>> Module::named_children() const {
+  std::vector<std::pair<std::string, Module*>> out;
+  for (const auto& [name, child] : children_) out.emplace_back(name, child.get());
+  return out;
+}
+
+int64_t Module::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& [name, t] : named_parameters()) n += t.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (const auto& [name, child] : children_) child->train(on);
+}
+
+void Module::to(DType dtype) {
+  auto convert = [dtype](const Tensor& t) {
+    if (t.dtype() == dtype || !t.is_floating()) return;
+    const Tensor converted = t.to(dtype);
+    TensorImpl& impl = t.impl();
+    impl.storage = converted.impl().storage;
+    impl.offset = 0;
+    impl.dtype = dtype;
+    if (impl.slot) {
+      impl.slot->dtype = dtype;
+      impl.slot->grad = Tensor();
+    }
+  };
+  for (const auto& [name, t] : params_) convert(t);
+  for (const Buffer& b : buffers_) convert(b.value);
+  for (const auto& [name, child] : children_) child->to(dtype);
+}
+
+void Module::zero_grad() {
+  for (const auto& [name, t] : named_parameters()) t.zero_grad();
+}
+
+}  // namespace rpb::nn

@@ -1,0 +1,134 @@
+#include "nn/transformer.h"
+
+#include <cmath>
+
+namespace rpb::nn {
+
+void validate(const TransformerOptions& o) {
+  RPB_CHECK(o.vocab > 0, "model", "vocab must be positive, got ", o.vocab);
+  RPB_CHECK(o.d_model > 0, "model", "d_model must be positive, got ", o.d_model);
+  RPB_CHECK(o.heads > 0 && o.d_model % o.heads == 0, "model", "heads ", o.heads, " must divide d_model ", o.d_model);
+  RPB_CHECK(o.layers > 0, "model", "layers must be positive, got ", o.layers);
+  RPB_CHECK(o.d_ff > 0, "model", "d_ff must be positive, got ", o.d_ff);
+  RPB_CHECK(o.dropout >= 0 && o.dropout < 1, "model", "dropout must lie in [0, 1), got ", o.dropout);
+  RPB_CHECK(o.attn_scale >= 0, "model", "attn_scale must be >= 0 (0: 1/sqrt(head_dim)), got ", o.attn_scale);
+}
+
+namespace {
+
+PositionOptions position_options(const TransformerOptions& o) {
+  PositionOptions p = o.position;
+  p.heads = o.heads;
+  p.d_model = o.d_model;
+  p.head_dim = o.d_model / o.heads;
+  p.causal = o.causal;
+  return p;
+}
+
+AttentionOptions attention_options(const TransformerOptions& o) {
+  AttentionOptions a;
+  a.d_model = o.d_model;
+  a.heads = o.heads;
+  a.causal = o.causal;
+  a.scale = o.attn_scale;
+  a.dropout = o.dropout;
+  a.init_std = o.init_std;
+  a.out_init_std = o.init_std / std::sqrt(2.0 * static_cast<double>(o.layers));  // GPT-2's residual scaling
+  return a;
+}
+
+// Additive bias for T new queries after `offset` cached tokens, or undefined.
+Tensor position_bias(const PositionScheme* pos, int64_t T, int64_t offset) {
+  if (!pos || pos->kind() != PositionKind::additive_bias) return Tensor();
+  return pos->bias(T, offset + T, offset);  // (H, T, Tk)
+}
+
+}  // namespace
+
+TransformerBlock::TransformerBlock(const TransformerOptions& o, Generator& init_gen, Generator& dropout_gen,
+                                   bool own_position)
+    : ln1(register_module("ln1", std::make_shared<LayerNorm>(o.d_model))),
+      attn(register_module("attn", std::make_shared<MultiHeadAttention>(attention_options(o), init_gen, dropout_gen))),
+      ln2(register_module("ln2", std::make_shared<LayerNorm>(o.d_model))),
+      mlp(register_module("mlp", std::make_shared<MLP>(o.d_model, o.d_ff, o.dropout, init_gen, dropout_gen, o.gelu,
+                                                      o.init_std, attention_options(o).out_init_std))) {
+  if (own_position) {
+    position = make_position_scheme(position_options(o), init_gen);
+    pos_ = register_module("pos", std::make_shared<ModuleDict>());
+    pos_->insert(position->name(), position);
+  }
+}
+
+Tensor TransformerBlock::forward(const Tensor& x, const PositionScheme* shared, const Tensor& shared_bias,
+                                 const Tensor& key_padding_mask, LayerCache* cache) const {
+  const PositionScheme* pos = position ? position.get() : shared;
+  Tensor bias = shared_bias;
+  if (position) {
+    const int64_t offset = cache && cache->k.defined() ? cache->k.size(2) : 0;
+    bias = position_bias(pos, x.size(1), offset);
+  }
+  Tensor h = add(x, attn->forward(ln1->forward(x), pos, bias, key_padding_mask, cache));
+  return add(h, mlp->forward(ln2->forward(h)));
+}
+
+TransformerStack::TransformerStack(const TransformerOptions& o, Generator& init_gen)
+    : options_((validate(o), o)), dropout_gen_(std::make_unique<Generator>(init_gen.next_u64())) {
+  tok = register_module("tok", std::make_shared<Embedding>(o.vocab, o.d_model, init_gen, o.init_std));
+  // Absolute, rotary and fixed schemes are one module; learned biases may be one per layer.
+  const PositionOptions po = position_options(o);
+  const bool learned_bias =
+      po.scheme == "t5" || po.scheme == "shaw" || (po.scheme == "log_decay" && po.learnable_lambda);
+  const bool per_layer = !o.share_position && learned_bias;
+  if (!per_layer) {
+    position_ = make_position_scheme(po, init_gen);
+    pos_ = register_module("pos", std::make_shared<ModuleDict>());
+    pos_->insert(position_->name(), position_);
+  }
+  blocks = register_module("blocks", std::make_shared<ModuleList>());
+  for (int64_t i = 0; i < o.layers; ++i)
+    blocks->push_back(std::make_shared<TransformerBlock>(o, init_gen, *dropout_gen_, per_layer));
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(o.d_model));
+}
+
+Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_mask, KVCache* cache) const {
+  RPB_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::i64, "transformer", "tokens must be (B, T) int64, got ",
+            dtype_name(tokens.dtype()), " ", tokens.shape());
+  const int64_t T = tokens.size(1);
+  RPB_CHECK(T > 0, "transformer", "empty sequence ", tokens.shape());
+  if (cache && cache->layers.size() != blocks->size()) cache->layers.assign(blocks->size(), LayerCache{});
+  const int64_t offset = cache ? cache->length() : 0;
+  Tensor x = tok->forward(tokens);  // (B, T, d)
+  if (position_ && position_->kind() == PositionKind::absolute) x = add(x, position_->embed(T, offset));
+  // One bias for all layers: T5 shares its table, and the table's gradient sums over the layers.
+  const Tensor bias = position_bias(position_.get(), T, offset);
+  for (std::size_t i = 0; i < blocks->size(); ++i)
+    x = blocks->at<TransformerBlock>(i).forward(x, position_.get(), bias, key_padding_mask,
+                                                cache ? &cache->layers[i] : nullptr);
+  return ln_f->forward(x);
+}
+
+LanguageModel::LanguageModel(const TransformerOptions& o, Generator& init_gen) : TransformerStack(o, init_gen) {
+  RPB_CHECK(o.causal, "model", "a language model needs causal attention (causal = true)");
+  if (!o.tie_head) head = register_module("head", std::make_shared<Linear>(o.d_model, o.vocab, false, init_gen, o.init_std));
+}
+
+Tensor LanguageModel::forward(const Tensor& tokens, KVCache* cache) const {
+  const Tensor h = hidden(tokens, Tensor(), cache);  // (B, T, d)
+  return head ? head->forward(h) : matmul(h, tok->weight, false, true);
+}
+
+Tensor LanguageModel::loss(const Tensor& tokens, const Tensor& targets) const {
+  RPB_CHECK(targets.shape() == tokens.shape(), "model", "targets ", targets.shape(), " differ from tokens ",
+            tokens.shape());
+  return cross_entropy(forward(tokens), targets);
+}
+
+Encoder::Encoder(const TransformerOptions& o, Generator& init_gen) : TransformerStack(o, init_gen) {
+  RPB_CHECK(!o.causal, "model", "an encoder needs bidirectional attention (causal = false)");
+}
+
+Tensor Encoder::forward(const Tensor& tokens, const Tensor& key_padding_mask) const {
+  return hidden(tokens, key_padding_mask, nullptr);
+}
+
+}  // namespace rpb::nn

@@ -1,0 +1,115 @@
+// rpb/nn/transformer.h: pre-LN transformer blocks, a decoder-only language model and a
+// bidirectional encoder, with every position scheme of nn/position.h.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "nn/attention.h"
+
+namespace rpb::nn {
+
+struct TransformerOptions {
+  int64_t vocab = 64;
+  int64_t d_model = 128;
+  int64_t heads = 4;
+  int64_t layers = 2;
+  int64_t d_ff = 512;
+  double dropout = 0.0;
+  bool causal = true;             // decoder (true) or encoder (false) self-attention
+  bool tie_head = true;           // language model: logits use the token embedding
+  bool share_position = true;     // one position module for all layers (T5's choice) or one per layer
+  double attn_scale = 0.0;        // 0: 1/sqrt(head_dim)
+  double init_std = 0.02;         // normal init of linear and embedding weights (GPT-2)
+  GeluApprox gelu = GeluApprox::tanh;
+  PositionOptions position;       // heads, d_model, head_dim and causal are filled from the above
+};
+
+/// Checks the options (heads divide d_model, positive sizes, dropout in [0, 1)); throws naming the key.
+void validate(const TransformerOptions& options);
+
+/// Per-layer caches for incremental decoding.
+struct KVCache {
+  std::vector<LayerCache> layers;
+  /// Tokens already processed (the next query's position).
+  int64_t length() const { return layers.empty() || !layers[0].k.defined() ? 0 : layers[0].k.size(2); }
+};
+
+/// x + attn(ln1(x)); x + mlp(ln2(x)). With per-layer positions the block owns its scheme ("pos.<name>").
+class TransformerBlock : public Module {
+ public:
+  TransformerBlock(const TransformerOptions& options, Generator& init_gen, Generator& dropout_gen, bool own_position);
+  /// x (B, T, d). `shared` is the stack's scheme and `shared_bias` its precomputed bias (both may be null/undefined).
+  Tensor forward(const Tensor& x, const PositionScheme* shared, const Tensor& shared_bias,
+                 const Tensor& key_padding_mask, LayerCache* cache) const;
+
+  std::shared_ptr<LayerNorm> ln1;
+  std::shared_ptr<MultiHeadAttention> attn;
+  std::shared_ptr<LayerNorm> ln2;
+  std::shared_ptr<MLP> mlp;
+  std::shared_ptr<PositionScheme> position;  // only with per-layer positions
+
+ private:
+  std::shared_ptr<ModuleDict> pos_;
+};
+
+/// Token embedding, position scheme, blocks and final LayerNorm: (B, T) tokens -> (B, T, d) states.
+/// Parameter names: tok.weight, pos.<scheme>.*, blocks.<i>.{ln1,attn,ln2,mlp}.*, ln_f.*.
+class TransformerStack : public Module {
+ public:
+  TransformerStack(const TransformerOptions& options, Generator& init_gen);
+
+  /// tokens (B, T) i64 -> hidden states (B, T, d). With a cache, only the new tokens are given.
+  Tensor hidden(const Tensor& tokens, const Tensor& key_padding_mask = Tensor(), KVCache* cache = nullptr) const;
+
+  const TransformerOptions& options() const { return options_; }
+  /// The generator dropout draws from (its state belongs in checkpoints).
+  Generator& dropout_generator() const { return *dropout_gen_; }
+  /// The shared position scheme, or null when each layer owns one.
+  const PositionScheme* position() const { return position_.get(); }
+
+  std::shared_ptr<Embedding> tok;
+  std::shared_ptr<ModuleList> blocks;
+  std::shared_ptr<LayerNorm> ln_f;
+
+ private:
+  TransformerOptions options_;
+  std::unique_ptr<Generator> dropout_gen_;
+  std::shared_ptr<ModuleDict> pos_;
+  std::shared_ptr<PositionScheme> position_;
+};
+
+/// A decoder-only language model.
+///
+/// @code
+/// rpb::Generator gen(0);
+/// rpb::nn::TransformerOptions o;
+/// o.vocab = 16; o.d_model = 32; o.heads = 4; o.layers = 2; o.d_ff = 64;
+/// o.position.scheme = "alibi";
+/// rpb::nn::LanguageModel lm(o, gen);
+/// rpb::Tensor tokens = rpb::randint({2, 8}, 16, gen);   // (B, T)
+/// CHECK(lm.forward(tokens).shape() == rpb::Shape{2, 8, 16});
+/// rpb::Tensor loss = lm.loss(tokens, tokens);
+/// rpb::backward(loss);
+/// CHECK(lm.named_parameters()[0].first == "tok.weight");
+/// @endcode
+class LanguageModel : public TransformerStack {
+ public:
+  LanguageModel(const TransformerOptions& options, Generator& init_gen);
+  /// tokens (B, T) -> logits (B, T, vocab). With a cache, only the new tokens are given.
+  Tensor forward(const Tensor& tokens, KVCache* cache = nullptr) const;
+  /// Mean cross-entropy of logits(tokens) against targets (B, T) (ignore_index -100).
+  Tensor loss(const Tensor& tokens, const Tensor& targets) const;
+
+  std::shared_ptr<Linear> head;  // only when the head is untied
+};
+
+/// A bidirectional encoder: tokens -> hidden states, with an optional key padding mask.
+class Encoder : public TransformerStack {
+ public:
+  Encoder(const TransformerOptions& options, Generator& init_gen);
+  /// tokens (B, T), key_padding_mask (B, T) non-zero at padding (or undefined) -> (B, T, d).
+  Tensor forward(const Tensor& tokens, const Tensor& key_padding_mask = Tensor()) const;
+};
+
+}  // namespace rpb::nn

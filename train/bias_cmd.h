@@ -1,0 +1,36 @@
+// rpb/train/bias_cmd.h: `rpb bias`, which prints what a position scheme adds to the attention scores.
+#pragma once
+
+#include <cstdint>
+#include <iostream>
+#include <string>
+
+namespace rpb {
+
+/// The options of `rpb bias`; each field is set by the flag named beside it.
+struct BiasOptions {
+  std::string scheme = "t5";           // --scheme: learned | sinusoidal | rope | t5 | shaw | log_decay | alibi | none
+  int64_t num_buckets = 32;            // --num-buckets (t5)
+  int64_t max_distance = 128;          // --max-distance (t5)
+  bool causal = false;                 // --causal (t5): causal buckets; bidirectional without the flag
+  int64_t query_length = 8;            // --query-length: rows
+  int64_t key_length = 8;              // --key-length: columns
+  int64_t query_offset = 0;            // --query-offset: position of the first query (a KV cache's length)
+  int64_t heads = 1;                   // --heads
+  int64_t max_relative_position = 16;  // --max-relative-position (shaw: K)
+  double lambda = 0.3;                 // --lambda (log_decay)
+  bool json = false;                   // --json: one JSON object instead of tables
+};
+
+/// Runs `rpb bias`. Prints to `out`, for queries at query_offset .. query_offset + query_length - 1 and keys
+/// at 0 .. key_length - 1:
+///   - t5 and shaw: the (query_length, key_length) bucket or index matrix (the rows of the learned table
+///     that each score reads; no bias values, since no checkpoint can be given yet);
+///   - alibi and log_decay (fixed): the (heads, query_length, key_length) bias;
+///   - rope, sinusoidal, learned and none: what the scheme is, and that it has no bias matrix.
+/// With `json`, one object {"scheme": ..., "kind": ..., "buckets": [[...]], "bias": [[[...]]]}, where
+/// "buckets" appears only for t5 and shaw and "bias" only for the fixed bias schemes.
+/// Returns 0, or 2 after writing a message that names the flag to `err` when an option is invalid.
+int run_bias_command(const BiasOptions& options, std::ostream& out, std::ostream& err = std::cerr);
+
+}  // namespace rpb
