@@ -38,17 +38,17 @@ DemoResult run_demo(const DemoOptions& o) {
   make_spirals(o.points_per_class, gen, x, y);
 
   const int64_t h = o.hidden;
-  std::vector<optim::NamedParam> params;
+  nn::NamedTensors params;
   auto param = [&](const std::string& name, const Shape& shape) {
     Tensor t = Tensor::zeros(shape).requires_grad_();
     if (shape.size() == 2) init::normal_(t, gen, 1.0 / std::sqrt(static_cast<double>(shape[0])));
-    params.push_back({name, t});
+    params.emplace_back(name, t);
     return t;
   };
   const Tensor w1 = param("fc1.weight", {2, h}), b1 = param("fc1.bias", {h});  // (2, H), (H)
   const Tensor w2 = param("fc2.weight", {h, h}), b2 = param("fc2.bias", {h});  // (H, H), (H)
   const Tensor w3 = param("fc3.weight", {h, 2}), b3 = param("fc3.bias", {2});  // (H, 2), (2)
-  optim::SGD opt(params, {.lr = o.lr, .momentum = o.momentum});
+  optim::SGD opt(params, {.momentum = o.momentum});
 
   auto forward = [&] {
     Tensor a = tanh(matmul(x, w1) + b1);
@@ -62,7 +62,7 @@ DemoResult run_demo(const DemoOptions& o) {
     Tensor loss = cross_entropy(forward(), y);
     if (step == 1) r.initial_loss = loss.item();
     backward(loss);
-    opt.step();
+    opt.step(o.lr);
     if (o.log_every > 0 && (step % o.log_every == 0 || step == 1))
       spdlog::info("demo step {:5d}/{}  loss {:.4f}", step, o.steps, loss.item());
   }

@@ -10,5 +10,8 @@
 #include "nn/module.h"
 #include "nn/position.h"
 #include "nn/transformer.h"
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "train/version.h"

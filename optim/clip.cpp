@@ -1,0 +1,55 @@
+#include "optim/clip.h"
+
+#include <cmath>
+
+#include "core/autograd.h"
+#include "core/ops/kernels.h"
+
+namespace rpb::optim {
+
+double clip_grad_norm(const std::vector<NamedParam>& params, double max_norm) {
+  RPB_CHECK(std::isfinite(max_norm) && max_norm > 0, "clip_grad_norm", "max_norm must be finite and > 0, got ",
+            max_norm);
+  double sq = 0.0;
+  for (const NamedParam& np : params) {
+    const Tensor g = np.param.grad();
+    if (!g.defined()) continue;
+    dispatch_float(g.dtype(), "clip_grad_norm", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      sq += camap<T>(g).template cast<double>().square().sum();
+    });
+  }
+  const double norm = std::sqrt(sq);
+  if (!std::isfinite(norm) || norm <= max_norm) return norm;
+  const double coef = max_norm / (norm + 1e-6);
+  for (const NamedParam& np : params) {
+    if (!np.param.grad().defined()) continue;
+    GradSlot& slot = *np.param.impl().slot;
+    // A gradient the slot does not own may be shared with other tensors (see core/autograd.cpp).
+    if (!slot.owned) {
+      slot.grad = slot.grad.clone();
+      slot.owned = true;
+    }
+    dispatch_float(slot.grad.dtype(), "clip_grad_norm", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      amap<T>(slot.grad) *= T(coef);
+    });
+  }
+  return norm;
+}
+
+std::optional<std::string> first_non_finite_grad(const std::vector<NamedParam>& params) {
+  for (const NamedParam& np : params) {
+    const Tensor g = np.param.grad();
+    if (!g.defined()) continue;
+    bool finite = true;
+    dispatch_float(g.dtype(), "first_non_finite_grad", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      finite = camap<T>(g).isFinite().all();
+    });
+    if (!finite) return np.name;
+  }
+  return std::nullopt;
+}
+
+}  // namespace rpb::optim
