@@ -3,7 +3,8 @@
 set -euo pipefail
 
 PACKAGES=(g++ cmake make pkg-config
-  libeigen3-dev libopenblas-dev libhdf5-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev)
+  libeigen3-dev libopenblas-dev libhdf5-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev
+  bible-kjv bible-kjv-text)
 PACKAGES+=("$@")
 
 missing=()
