@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "train/bias_cmd.h"
+#include "train/commands.h"
 #include "train/demo.h"
 #include "train/version.h"
 
@@ -37,6 +38,29 @@ int main(int argc, char** argv) {
   bias_cmd->add_option("--lambda", bias.lambda, "log_decay: the decay strength");
   bias_cmd->add_flag("--json", bias.json, "print one JSON object");
 
+  std::string config_path, checkpoint_path;
+  std::vector<std::string> overrides;
+  bool resume = false;
+  CLI::App* train_cmd = app.add_subcommand("train", "Train a model from a TOML config (checkpoints in its run folder)");
+  train_cmd->add_option("config", config_path, "configs/*.toml")->required()->check(CLI::ExistingFile);
+  train_cmd->add_flag("--resume", resume, "continue the run from its latest checkpoint");
+  train_cmd->add_option("--set", overrides, "override a config key: --set model.d_model=256 (repeatable)");
+
+  std::vector<int64_t> lengths;
+  CLI::App* eval_cmd = app.add_subcommand("eval", "Perplexity of a checkpoint at several lengths");
+  eval_cmd->add_option("checkpoint", checkpoint_path, "a checkpoint .h5 file")->required()->check(CLI::ExistingFile);
+  eval_cmd->add_option("--lengths", lengths, "comma-separated lengths (multiples of the train length)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+
+  CLI::App* extrapolate_cmd =
+      app.add_subcommand("extrapolate", "Train every position scheme and print perplexity against length");
+  extrapolate_cmd->add_option("config", config_path, "configs/extrapolation*.toml")->required()->check(CLI::ExistingFile);
+  extrapolate_cmd->add_option("--set", overrides, "override a config key (repeatable)");
+
+  CLI::App* inspect_cmd = app.add_subcommand("inspect", "Report a checkpoint: config, metrics, parameters, bias tables");
+  inspect_cmd->add_option("checkpoint", checkpoint_path, "a checkpoint .h5 file")->required()->check(CLI::ExistingFile);
+
   // Name an unknown subcommand instead of CLI11's generic "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     std::string known;
@@ -66,6 +90,10 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (*train_cmd) return rpb::cmd_train(config_path, resume, overrides);
+    if (*eval_cmd) return rpb::cmd_eval(checkpoint_path, lengths);
+    if (*extrapolate_cmd) return rpb::cmd_extrapolate(config_path, overrides);
+    if (*inspect_cmd) return rpb::cmd_inspect(checkpoint_path);
     if (*bias_cmd) return rpb::run_bias_command(bias, std::cout);  // 2 on a bad option value
     if (*demo_cmd) {
       const rpb::DemoResult r = rpb::run_demo(demo);

@@ -1,0 +1,97 @@
+// rpb/train/checkpoint.h: HDF5 checkpoints (parameters, optimizer, rng, counters, metrics), saved atomically.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "nn/module.h"
+
+namespace rpb {
+
+/// The layout version written into every checkpoint (root attribute "format_version").
+/// load_checkpoint refuses any other version.
+inline constexpr int kCheckpointFormatVersion = 1;
+
+/// One row of the training log kept in a checkpoint.
+struct MetricsRow {
+  int64_t step;
+  double loss;
+  double lr;
+  double grad_norm;
+  double tokens_per_sec;
+};
+
+/// Everything needed to resume a run, and what `rpb inspect`, h5dump and h5py show.
+///
+/// File layout (HDF5):
+///   /                attributes format_version (int32), rpb_version, config, created (ISO 8601 UTC) (strings), step (int64)
+///   /params/<path>   one dataset per parameter, named by its module path ("blocks.0.attn.qkv.weight")
+///   /buffers/<path>  persistent buffers, likewise
+///   /optim           attributes kind, groups (strings), step (int64), and one float64 attribute per hyper-parameter
+///   /optim/<name>    optimizer tensors; "/" in a name nests groups ("exp_avg/blocks.0.attn.qkv.weight")
+///   /rng/<name>      uint64 (4): a Generator::State
+///   /state           one int64 attribute per counter (data cursor, ...)
+///   /metrics/{step,loss,lr,grad_norm,tokens_per_sec}  1-D datasets, one entry per MetricsRow
+/// Tensors keep their dtype (float32, float64, int64) and shape (0-D tensors are scalar dataspaces).
+/// Every dataset carries a uint32 attribute "crc32" (CRC-32/IEEE of its raw bytes) checked on load.
+/// Strings are fixed-length, NUL-terminated UTF-8 (h5py reads them as bytes).
+///
+/// Names and order: params, buffers, rng, counters and optim_scalars load back in the order they were
+/// saved. optim_tensors load back grouped by their first path component (each group in the order its
+/// members were saved), so look them up by name. Optim scalar names must not be "kind", "step" or "groups".
+struct Checkpoint {
+  int64_t step = 0;
+  /// The TOML config, verbatim (root attribute "config").
+  std::string config_text;
+  /// Root attribute "rpb_version"; save_checkpoint fills in rpb::version() when empty.
+  std::string library_version;
+  nn::NamedTensors params;
+  /// Persistent buffers only.
+  nn::NamedTensors buffers;
+  std::string optim_kind;
+  int64_t optim_step = 0;
+  /// Hyper-parameters (lr, betas, weight decay, ...).
+  std::vector<std::pair<std::string, double>> optim_scalars;
+  /// The optimizer's parameter groups, as text.
+  std::string optim_groups;
+  nn::NamedTensors optim_tensors;
+  std::vector<std::pair<std::string, Generator::State>> rng;
+  std::vector<std::pair<std::string, int64_t>> counters;
+  std::vector<MetricsRow> metrics;
+};
+
+/// Writes `c` to `path` atomically: into ".<name>.tmp.<pid>" in the same folder, flushed, fsynced,
+/// renamed over `path`, then the folder is fsynced. On any failure the temp file is removed, an
+/// existing file at `path` is left untouched and rpb::Error is thrown naming the file.
+void save_checkpoint(const std::string& path, const Checkpoint& c);
+
+/// Reads a checkpoint written by save_checkpoint. Throws rpb::Error naming the file (and the dataset,
+/// where one is at fault) when the file is missing, truncated, not HDF5, of another format version,
+/// fails a CRC check or holds an unsupported dtype. Never prints HDF5's own diagnostics.
+Checkpoint load_checkpoint(const std::string& path);
+
+/// Checks c.params against what a model expects (`expected`: names, shapes and dtypes; the values are
+/// ignored): every expected name must exist with that shape and dtype, and the file must hold no
+/// parameter the model lacks. The error lists every problem (the first 20), each naming the file
+/// `path` and the dataset, e.g. "checkpoint run/step_000100.h5: dataset /params/x: expected shape
+/// [2, 3] float32, found [3, 2] float32".
+void check_params(const Checkpoint& c, const nn::NamedTensors& expected, const std::string& path);
+
+/// Atomically points the run folder's `latest` file at `file_name` (a bare name inside run_dir,
+/// e.g. "step_000100.h5"), with the same temp-file, fsync and rename steps as save_checkpoint.
+void write_latest(const std::string& run_dir, const std::string& file_name);
+
+/// The full path run_dir/<name> that `latest` names, or "" when run_dir holds no `latest` file
+/// (or an empty one). Does not check that the named checkpoint exists; load_checkpoint will.
+std::string read_latest(const std::string& run_dir);
+
+/// CRC-32 (IEEE 802.3 polynomial, reflected, as zlib and PNG): crc32_ieee("123456789", 9) == 0xCBF43926.
+/// Pass a previous result as `crc` to continue over more bytes.
+uint32_t crc32_ieee(const void* data, std::size_t bytes, uint32_t crc = 0);
+
+}  // namespace rpb

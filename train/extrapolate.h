@@ -1,0 +1,47 @@
+// rpb/train/extrapolate.h: the perplexity-vs-length sweep (`rpb extrapolate`).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/config.h"
+
+namespace rpb {
+
+/// One method (position scheme) on one task, over the sweep's seeds.
+struct MethodResult {
+  std::string task;
+  std::string method;
+  int64_t position_params = 0;
+  std::vector<int64_t> lengths;                            // evaluated lengths (multiples of the train length)
+  std::vector<std::vector<std::optional<double>>> ppl;     // [seed][length]; nullopt: cannot run at that length
+  std::optional<double> optimal_ppl;                       // exp(entropy rate) for synthetic tasks
+  double train_seconds = 0;                                // summed over seeds (0 when reused)
+};
+
+struct SweepResult {
+  std::string name;
+  int64_t train_length = 0;
+  std::vector<int64_t> multipliers;
+  std::vector<uint64_t> seeds;
+  std::vector<MethodResult> rows;
+};
+
+/// Human-readable name of a scheme in the table ("T5 bias", "ALiBi", ...).
+std::string method_label(const std::string& scheme);
+
+/// Trains (or reuses) every method x task x seed run of the sweep, evaluates each at every
+/// multiplier of the train length, and returns the table. Runs live in
+/// <out_dir>/<name>/<task>/<method>/seed<k>; finished runs are reused, interrupted ones resumed.
+SweepResult run_sweep(const RunConfig& config);
+
+/// The seed's table: Method | Position params | PPL at train length | 2x | ... (mean +- std over seeds).
+std::string format_table(const SweepResult& r);
+/// Writes results.csv, results.json and results.svg into `dir` (atomically, each).
+void write_results(const SweepResult& r, const std::string& dir);
+
+/// mean and sample standard deviation of the defined values (nullopt when none is defined).
+std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v);
+
+}  // namespace rpb

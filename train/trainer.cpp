@@ -1,0 +1,282 @@
+#include "train/trainer.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <toml++/toml.h>
+
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "optim/schedule.h"
+#include "optim/sgd.h"
+#include "train/version.h"
+
+namespace fs = std::filesystem;
+
+namespace rpb {
+
+std::optional<double> LengthResult::perplexity() const {
+  if (!nll) return std::nullopt;
+  return std::exp(*nll);
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const OptimConfig& c, const nn::NamedTensors& params) {
+  if (c.kind == "sgd") return std::make_unique<optim::SGD>(params, c.sgd);
+  return std::make_unique<optim::Adam>(params, c.adam);
+}
+
+namespace {
+
+constexpr uint64_t kSamplerSeedSalt = 0x5eed'ba7c'0000'0001ull;
+
+std::string checkpoint_name(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%08lld.h5", static_cast<long long>(step));
+  return buf;
+}
+
+// The configuration that must not change across a resume: everything but the run's
+// length, logging and evaluation settings, and the sweep.
+std::string identity_of(const std::string& text) {
+  toml::table t = toml::parse(text);
+  if (toml::table* run = t["run"].as_table())
+    for (const char* k : {"steps", "log_every", "checkpoint_every", "eval_multipliers", "eval_tokens", "eval_batch"})
+      run->erase(k);
+  t.erase("sweep");
+  if (toml::table* o = t["optim"].as_table()) o->erase("min_lr_ratio");
+  std::ostringstream os;
+  os << t;
+  return os.str();
+}
+
+std::shared_ptr<spdlog::logger> run_logger(const std::string& dir) {
+  auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>((fs::path(dir) / "train.log").string());
+  console->set_level(spdlog::level::info);
+  file->set_level(spdlog::level::debug);
+  auto logger = std::make_shared<spdlog::logger>("run", spdlog::sinks_init_list{console, file});
+  logger->set_level(spdlog::level::debug);
+  logger->set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
+  return logger;
+}
+
+}  // namespace
+
+Run::Run(const RunConfig& config) : config_(config) {
+  dir_ = (fs::path(config_.out_dir) / config_.name).string();
+  task_ = data::make_task(config_.task);
+  nn::TransformerOptions mo = config_.model;
+  mo.vocab = task_->vocab();
+  mo.causal = true;
+  Generator init_gen(config_.seed);
+  model_ = std::make_unique<nn::LanguageModel>(mo, init_gen);
+  optimizer_ = make_optimizer(config_.optim, model_->named_parameters());
+  sampler_ = std::make_unique<data::BatchSampler>(task_->train_stream(), config_.batch, config_.length,
+                                                  config_.seed ^ kSamplerSeedSalt);
+}
+
+Run::~Run() = default;
+
+Checkpoint Run::snapshot(int64_t step) const {
+  Checkpoint c;
+  c.step = step;
+  c.config_text = config_.text;
+  c.library_version = version();
+  c.params = model_->named_parameters();
+  c.buffers = model_->named_buffers(true);
+  const optim::OptimizerState os = optimizer_->state();
+  c.optim_kind = os.kind;
+  c.optim_step = os.step;
+  c.optim_scalars = os.scalars;
+  c.optim_groups = os.groups;
+  c.optim_tensors = os.tensors;
+  c.rng = {{"dropout", model_->dropout_generator().state()}, {"sampler", sampler_->state().rng}};
+  c.counters = {{"sampler_batches", sampler_->state().batches_drawn}};
+  c.metrics = metrics_;
+  return c;
+}
+
+void Run::restore(const Checkpoint& c, const std::string& file) {
+  check_params(c, model_->named_parameters(), file);
+  NoGradGuard no_grad;
+  for (const auto& [name, t] : model_->named_parameters())
+    for (const auto& [cname, ct] : c.params)
+      if (cname == name) t.copy_(ct);
+  for (const auto& [name, t] : model_->named_buffers(true))
+    for (const auto& [cname, ct] : c.buffers)
+      if (cname == name) t.copy_(ct);
+  optim::OptimizerState os;
+  os.kind = c.optim_kind;
+  os.step = c.optim_step;
+  os.scalars = c.optim_scalars;
+  os.groups = c.optim_groups;
+  os.tensors = c.optim_tensors;
+  optimizer_->load_state(os);
+  data::BatchSampler::State ss;
+  bool have_dropout = false, have_sampler = false;
+  for (const auto& [name, st] : c.rng) {
+    if (name == "dropout") model_->dropout_generator().set_state(st), have_dropout = true;
+    if (name == "sampler") ss.rng = st, have_sampler = true;
+  }
+  RPB_CHECK(have_dropout && have_sampler, "checkpoint", file, ": missing /rng/dropout or /rng/sampler");
+  ss.batches_drawn = 0;
+  for (const auto& [name, v] : c.counters)
+    if (name == "sampler_batches") ss.batches_drawn = v;
+  sampler_->set_state(ss);
+  metrics_ = c.metrics;
+}
+
+void Run::save(int64_t step) {
+  const std::string name = checkpoint_name(step);
+  save_checkpoint((fs::path(dir_) / name).string(), snapshot(step));
+  write_latest(dir_, name);
+}
+
+bool Run::finished() const {
+  const std::string latest = read_latest(dir_);
+  if (latest.empty()) return false;
+  return load_checkpoint(latest).step >= config_.steps;
+}
+
+void Run::load_latest() {
+  const std::string latest = read_latest(dir_);
+  RPB_CHECK(!latest.empty(), "run", "no checkpoint in ", dir_, " (no `latest` file)");
+  load(latest);
+}
+
+void Run::load(const std::string& file) { restore(load_checkpoint(file), file); }
+
+TrainSummary Run::train(bool resume) {
+  fs::create_directories(dir_);
+  TrainSummary summary;
+  int64_t start = 0;
+  const std::string latest = read_latest(dir_);
+  if (resume && !latest.empty()) {
+    const Checkpoint c = load_checkpoint(latest);
+    RPB_CHECK(identity_of(c.config_text) == identity_of(config_.text), "train",
+              "the config differs from the one ", latest,
+              " was trained with (only run.steps and the logging/eval keys may change on --resume)");
+    restore(c, latest);
+    start = c.step;
+    summary.resumed = true;
+  } else {
+    RPB_CHECK(latest.empty(), "train", dir_, " already holds checkpoints (", latest,
+              "); use --resume to continue it or choose another run.name");
+  }
+  {
+    std::ofstream cfg(fs::path(dir_) / "config.toml");
+    cfg << config_.text;
+  }
+  auto log = run_logger(dir_);
+  const bool tty = isatty(STDERR_FILENO);
+  log->info("run {}: {} on {}, {} parameters, steps {}..{}", config_.name, config_.model.position.scheme,
+            task_->describe(), model_->parameter_count(), start, config_.steps);
+
+  model_->train();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto window_start = t0;
+  int64_t window_tokens = 0;
+  Tensor inputs, targets;
+  double last_loss = 0;
+  for (int64_t step = start; step < config_.steps; ++step) {
+    const double lr = optim::learning_rate(config_.optim.schedule, step);
+    optimizer_->zero_grad();
+    sampler_->next(inputs, targets);
+    Tensor loss = model_->loss(inputs, targets);
+    const double lv = loss.item();
+    std::string bad;
+    if (!std::isfinite(lv)) {
+      bad = "the loss";
+      tape().clear();
+    } else {
+      backward(loss);
+      if (auto name = optim::first_non_finite_grad(optimizer_->params())) bad = "the gradient of " + *name;
+    }
+    double norm = 0;
+    if (bad.empty()) {
+      norm = config_.optim.grad_clip > 0 ? optim::clip_grad_norm(optimizer_->params(), config_.optim.grad_clip)
+                                          : optim::clip_grad_norm(optimizer_->params(), INFINITY);
+      optimizer_->step(lr);
+      last_loss = lv;
+    } else {
+      log->warn("step {}: non-finite value in {} ({})", step + 1, bad,
+                config_.on_nonfinite == "skip" ? "step skipped" : "run stopped");
+      if (config_.on_nonfinite == "stop") {
+        summary.stopped_non_finite = true;
+        summary.step = step;
+        break;
+      }
+    }
+    window_tokens += config_.batch * config_.length;
+    const int64_t done = step + 1;
+    if (done % config_.log_every == 0 || done == config_.steps) {
+      const auto now = std::chrono::steady_clock::now();
+      const double secs = std::chrono::duration<double>(now - window_start).count();
+      const double tps = secs > 0 ? static_cast<double>(window_tokens) / secs : 0.0;
+      metrics_.push_back({done, lv, lr, norm, tps});
+      const double elapsed = std::chrono::duration<double>(now - t0).count();
+      const double eta = elapsed / static_cast<double>(done - start) * static_cast<double>(config_.steps - done);
+      if (tty)
+        std::fprintf(stderr, "\r  step %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  ETA %.0fs   ",
+                     static_cast<long long>(done), static_cast<long long>(config_.steps), lv, lr, tps, eta);
+      log->log(tty ? spdlog::level::debug : spdlog::level::info, "step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.3f} {:.0f} tok/s ETA {:.0f}s",
+               done, config_.steps, lv, lr, norm, tps, eta);
+      window_start = now;
+      window_tokens = 0;
+    }
+    if (config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 && done != config_.steps) save(done);
+    summary.step = done;
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  if (!summary.stopped_non_finite) save(summary.step);
+  summary.last_loss = last_loss;
+  summary.checkpoint = read_latest(dir_);
+  log->info("run {}: finished at step {} (loss {:.4f}); checkpoint {}", config_.name, summary.step, last_loss,
+            summary.checkpoint);
+  log->flush();
+  return summary;
+}
+
+double mean_nll(const nn::LanguageModel& model, const data::EvalSegments& s, int64_t batch) {
+  NoGradGuard no_grad;
+  const int64_t n = s.inputs.size(0);
+  double total = 0;
+  for (int64_t b = 0; b < n; b += batch) {
+    const int64_t e = std::min(n, b + batch);
+    const Tensor in = slice(s.inputs, 0, b, e), tg = slice(s.targets, 0, b, e);
+    total += cross_entropy(model.forward(in), tg).item() * static_cast<double>(e - b);
+  }
+  return total / static_cast<double>(n);
+}
+
+std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths) const {
+  std::vector<int64_t> mult;
+  if (lengths.empty()) mult = config_.eval_multipliers;
+  else
+    for (int64_t l : lengths) {
+      RPB_CHECK(l > 0 && l % config_.length == 0, "eval", "length ", l, " is not a positive multiple of the train length ",
+                config_.length);
+      mult.push_back(l / config_.length);
+    }
+  const auto segments = data::make_eval_segments(task_->test_stream(), config_.length, mult, config_.eval_tokens);
+  model_->eval();
+  std::vector<LengthResult> out;
+  const nn::PositionOptions& p = config_.model.position;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    LengthResult r;
+    r.length = segments[i].length;
+    r.multiplier = mult[i];
+    if (!(p.scheme == "learned" && r.length > p.max_positions)) r.nll = mean_nll(*model_, segments[i], config_.eval_batch);
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace rpb

@@ -1,0 +1,82 @@
+// rpb/train/trainer.h: one training run (model, optimizer, data, checkpoints) and evaluation.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/transformer.h"
+#include "optim/optimizer.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/data.h"
+
+namespace rpb {
+
+/// Perplexity of a model at one evaluation length.
+struct LengthResult {
+  int64_t length = 0;
+  int64_t multiplier = 0;
+  std::optional<double> nll;  // mean NLL in nats; nullopt where the model cannot run (learned positions past its table)
+  std::optional<double> perplexity() const;
+};
+
+struct TrainSummary {
+  int64_t step = 0;                 // steps completed
+  double last_loss = 0;
+  bool resumed = false;
+  bool stopped_non_finite = false;  // on_nonfinite = "stop" ended the run early
+  std::string checkpoint;           // the latest checkpoint file
+};
+
+/// A run folder <out_dir>/<name>: config, log, checkpoints (step_<k>.h5) and a `latest` pointer.
+class Run {
+ public:
+  /// Builds the task, the model and the optimizer from `config`.
+  explicit Run(const RunConfig& config);
+  ~Run();
+
+  /// Trains to config.steps. With resume, continues from the latest checkpoint of the run
+  /// folder (bit-identical to an uninterrupted run); without, a folder that already holds
+  /// checkpoints is an error (nothing is overwritten).
+  TrainSummary train(bool resume);
+
+  /// Loads the latest checkpoint of the run folder into the model, optimizer and samplers.
+  void load_latest();
+  /// Loads the checkpoint `file` (of this run's architecture) into the model, optimizer and samplers.
+  void load(const std::string& file);
+
+  /// Perplexity on the held-out test stream at every length of config.eval_multipliers
+  /// (or at `lengths` when given), scoring the same tokens at each length.
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& lengths = {}) const;
+
+  const RunConfig& config() const { return config_; }
+  const data::Task& task() const { return *task_; }
+  nn::LanguageModel& model() { return *model_; }
+  const std::string& dir() const { return dir_; }
+  /// True when the latest checkpoint has reached config.steps.
+  bool finished() const;
+
+ private:
+  Checkpoint snapshot(int64_t step) const;
+  void restore(const Checkpoint& c, const std::string& file);
+  void save(int64_t step);
+
+  RunConfig config_;
+  std::string dir_;
+  std::unique_ptr<data::Task> task_;
+  std::unique_ptr<nn::LanguageModel> model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<data::BatchSampler> sampler_;
+  std::vector<MetricsRow> metrics_;
+};
+
+/// The optimizer `config.optim` names, over `params` (by name; groups by pattern).
+std::unique_ptr<optim::Optimizer> make_optimizer(const OptimConfig& config, const nn::NamedTensors& params);
+
+/// Mean NLL of `model` over the segments of one length, in batches of `batch` segments.
+double mean_nll(const nn::LanguageModel& model, const data::EvalSegments& segments, int64_t batch);
+
+}  // namespace rpb
