@@ -117,7 +117,10 @@ TEST_CASE("config: --set overrides keys with TOML values") {
   CHECK(c.eval_multipliers == std::vector<int64_t>{1, 4});
   CHECK(contains(c.text, "d_model = 256"));
   CHECK(contains(parse_error("", {"model.d_model"}), "--set model.d_model: expected key=value"));
-  CHECK(contains(parse_error("", {"position.scheme=rope"}), "the value is not TOML"));
+  // A bare word is a string; the schema still checks types.
+  CHECK(parse_config("", "test.toml", {"position.scheme=rope"}).model.position.scheme == "rope");
+  CHECK(contains(parse_error("", {"model.d_model=big"}), "model.d_model = \"big\": expected an integer"));
+  CHECK(contains(parse_error("", {"model.d_model=[1,"}), "the value is not TOML"));
   CHECK(contains(parse_error("", {"model.nope=1"}), "unknown key model.nope"));
   CHECK(parse_error("", {"model.heads=0"}) == "--set model.heads=0: model.heads = 0: expected an integer in [1, 1024]");
   CHECK(contains(parse_error("", {"model.nope=1"}), "--set model.nope=1: unknown key model.nope"));

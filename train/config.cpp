@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <set>
@@ -222,12 +223,18 @@ void apply_override(toml::table& root, const std::string& spec, OverrideMap& app
   if (eq == std::string::npos || eq == 0)
     throw Error("--set " + spec + ": expected key=value (e.g. --set model.d_model=256)");
   const std::string key = spec.substr(0, eq), value = spec.substr(eq + 1);
+  // A bare word (--set position.scheme=alibi) is a string, as a shell user means it; anything
+  // else must be a TOML value. The schema still checks the type afterwards.
+  const bool bare_word = !value.empty() && std::all_of(value.begin(), value.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.' || ch == '/';
+  }) && !std::isdigit(static_cast<unsigned char>(value[0])) && value[0] != '-' && value[0] != '.' &&
+                         value != "true" && value != "false" && value != "inf" && value != "nan";
   toml::table parsed;
   try {
-    parsed = toml::parse("value = " + value, std::string_view("--set " + key));
+    parsed = toml::parse("value = " + (bare_word ? "\"" + value + "\"" : value), std::string_view("--set " + key));
   } catch (const toml::parse_error& e) {
     throw Error("--set " + spec + ": the value is not TOML (" + std::string(e.description()) +
-                "); quote strings: --set " + key + "='\"text\"'");
+                "); quote strings with spaces: --set " + key + "='\"some text\"'");
   }
   std::vector<std::string> parts;
   std::stringstream ss(key);
