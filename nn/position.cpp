@@ -135,12 +135,15 @@ Tensor distance_table(int64_t q_len, int64_t k_len, int64_t q_offset, DType dtyp
 
 // ---- the schemes ----
 
-/// t5: a learned (num_buckets, heads) table indexed by the HF bucket of key - query.
-class T5Scheme final : public PositionScheme {
+/// t5 and shaw: a learned (rows, heads) table read at a per-(query, key) row index, so the
+/// table's gradient is the per-row sum of the score gradients (index_select's scatter-add).
+class TableScheme : public PositionScheme {
  public:
-  T5Scheme(const PositionOptions& o, Generator& gen) : o_(o) { init::normal_(table, gen, o.init_std); }
+  TableScheme(const PositionOptions& o, int64_t rows, Generator& gen)
+      : o_(o), table(register_parameter("table", Tensor::zeros({rows, o.heads}))) {
+    init::normal_(table, gen, o.init_std);
+  }
   PositionKind kind() const override { return PositionKind::additive_bias; }
-  std::string name() const override { return "t5"; }
 
   Tensor index(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
     return cached_index(q_len, k_len, q_offset).clone();
@@ -150,48 +153,44 @@ class T5Scheme final : public PositionScheme {
     return permute(index_select(table, idx), {2, 0, 1});      // (q, k, H) -> (H, q, k)
   }
 
+ protected:
+  /// The (q_len, k_len) i64 row index; computed once per (q_len, k_len, q_offset).
+  virtual Tensor make_index(int64_t q_len, int64_t k_len, int64_t q_offset) const = 0;
+  PositionOptions o_;
+
  private:
   Tensor cached_index(int64_t q_len, int64_t k_len, int64_t q_offset) const {
-    check_lengths("t5", q_len, k_len, q_offset);
-    return cache_.get(q_len, k_len, q_offset, DType::i64, [&] {
-      return t5_buckets(q_len, k_len, q_offset, !o_.causal, o_.num_buckets, o_.max_distance);
-    });
+    check_lengths(name().c_str(), q_len, k_len, q_offset);
+    return cache_.get(q_len, k_len, q_offset, DType::i64, [&] { return make_index(q_len, k_len, q_offset); });
   }
-
-  PositionOptions o_;
   LastTensorCache cache_;
 
  public:
-  Tensor table = register_parameter("table", Tensor::zeros({o_.num_buckets, o_.heads}));  // (num_buckets, heads)
+  Tensor table;  // (rows, heads)
+};
+
+/// t5: a learned (num_buckets, heads) table indexed by the HF bucket of key - query.
+class T5Scheme final : public TableScheme {
+ public:
+  T5Scheme(const PositionOptions& o, Generator& gen) : TableScheme(o, o.num_buckets, gen) {}
+  std::string name() const override { return "t5"; }
+
+ private:
+  Tensor make_index(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
+    return t5_buckets(q_len, k_len, q_offset, !o_.causal, o_.num_buckets, o_.max_distance);
+  }
 };
 
 /// shaw: a learned (2K+1, heads) scalar table indexed by clip(key - query, -K, K) + K.
-class ShawScheme final : public PositionScheme {
+class ShawScheme final : public TableScheme {
  public:
-  ShawScheme(const PositionOptions& o, Generator& gen) : o_(o) { init::normal_(table, gen, o.init_std); }
-  PositionKind kind() const override { return PositionKind::additive_bias; }
+  ShawScheme(const PositionOptions& o, Generator& gen) : TableScheme(o, 2 * o.max_relative_position + 1, gen) {}
   std::string name() const override { return "shaw"; }
 
-  Tensor index(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
-    return cached_index(q_len, k_len, q_offset).clone();
-  }
-  Tensor bias(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
-    const Tensor idx = cached_index(q_len, k_len, q_offset);  // (q, k) i64
-    return permute(index_select(table, idx), {2, 0, 1});      // (q, k, H) -> (H, q, k)
-  }
-
  private:
-  Tensor cached_index(int64_t q_len, int64_t k_len, int64_t q_offset) const {
-    check_lengths("shaw", q_len, k_len, q_offset);
-    return cache_.get(q_len, k_len, q_offset, DType::i64,
-                      [&] { return shaw_index(q_len, k_len, q_offset, o_.max_relative_position); });
+  Tensor make_index(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
+    return shaw_index(q_len, k_len, q_offset, o_.max_relative_position);
   }
-
-  PositionOptions o_;
-  LastTensorCache cache_;
-
- public:
-  Tensor table = register_parameter("table", Tensor::zeros({2 * o_.max_relative_position + 1, o_.heads}));  // (2K+1, H)
 };
 
 /// log_decay: B[h,i,j] = -lambda_h * log(1 + |i - j|) (seed 001; KERPLE-log with a = 1). A fixed lambda

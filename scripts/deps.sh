@@ -3,7 +3,7 @@
 set -euo pipefail
 
 PACKAGES=(g++ cmake make pkg-config
-  libeigen3-dev libopenblas-dev libhdf5-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev
+  libeigen3-dev libopenblas-dev libhdf5-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev hdf5-tools
   bible-kjv bible-kjv-text)
 PACKAGES+=("$@")
 

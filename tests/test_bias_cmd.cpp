@@ -7,28 +7,16 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "test_util.h"
 #include "train/bias_cmd.h"
 
+using rpb::testing::run_rpb;
 namespace {
-struct Run {
-  int code;
-  std::string out;
-};
-Run run(const std::string& args) {
-  const std::string cmd = std::string(RPB_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 }  // namespace
 
 TEST_CASE("rpb bias --json prints seed 003's bucket matrix") {
-  const Run r = run("bias --scheme t5 --num-buckets 8 --max-distance 16 --query-length 4 --key-length 4 --json");
+  const auto r = run_rpb("bias --scheme t5 --num-buckets 8 --max-distance 16 --query-length 4 --key-length 4 --json");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK(has(r.out, "\"buckets\":[[0,5,6,6],[1,0,5,6],[2,1,0,5],[2,2,1,0]]"));
@@ -36,38 +24,38 @@ TEST_CASE("rpb bias --json prints seed 003's bucket matrix") {
 }
 
 TEST_CASE("rpb bias prints t5 tables: causal, and a KV-cache row") {
-  Run r = run("bias --scheme t5 --num-buckets 32 --max-distance 128 --query-length 4 --key-length 4");
+  auto r = run_rpb("bias --scheme t5 --num-buckets 32 --max-distance 128 --query-length 4 --key-length 4");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK(has(r.out, "bidirectional"));
   CHECK(has(r.out, "   0  17  18  19\n"));
   // Causal, the last query of 200 keys: key 0 is 199 before it (bucket 31), the query itself is bucket 0.
-  r = run("bias --scheme t5 --causal --query-length 1 --key-length 200 --query-offset 199 --json");
+  r = run_rpb("bias --scheme t5 --causal --query-length 1 --key-length 200 --query-offset 199 --json");
   CHECK(r.code == 0);
   CHECK(has(r.out, "\"buckets\":[[31,"));
   CHECK(has(r.out, ",2,1,0]]"));
 }
 
 TEST_CASE("rpb bias prints the shaw index and the alibi and log_decay biases") {
-  Run r = run("bias --scheme shaw --max-relative-position 2 --query-length 5 --key-length 5 --json");
+  auto r = run_rpb("bias --scheme shaw --max-relative-position 2 --query-length 5 --key-length 5 --json");
   CHECK(r.code == 0);
   CHECK(has(r.out, "\"buckets\":[[2,3,4,4,4],[1,2,3,4,4],[0,1,2,3,4],[0,0,1,2,3],[0,0,0,1,2]]"));
 
   // 2 heads: slopes 2^-4 and 2^-8; bias -m * |i - j|.
-  r = run("bias --scheme alibi --heads 2 --query-length 3 --key-length 3 --json");
+  r = run_rpb("bias --scheme alibi --heads 2 --query-length 3 --key-length 3 --json");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK(has(r.out, "\"bias\":[[[0,-0.0625,-0.125],[-0.0625,0,-0.0625],[-0.125,-0.0625,0]],"
                    "[[0,-0.00390625,-0.0078125],[-0.00390625,0,-0.00390625],[-0.0078125,-0.00390625,0]]]"));
   CHECK(!has(r.out, "\"buckets\""));
-  r = run("bias --scheme alibi --heads 8 --query-length 2 --key-length 2");
+  r = run_rpb("bias --scheme alibi --heads 8 --query-length 2 --key-length 2");
   CHECK(r.code == 0);
   CHECK(has(r.out, "head 0 (slope 0.5)"));
   CHECK(has(r.out, "head 7 (slope 0.00390625)"));
   CHECK(has(r.out, " -0.5000"));
 
   // seed 001: lambda 0.3 -> -0.2079, -0.3296, -0.4159, -0.4828.
-  r = run("bias --scheme log_decay --lambda 0.3 --query-length 5 --key-length 5");
+  r = run_rpb("bias --scheme log_decay --lambda 0.3 --query-length 5 --key-length 5");
   CHECK(r.code == 0);
   CHECK(has(r.out, "  0.0000 -0.2079 -0.3296 -0.4159 -0.4828\n"));
 }
@@ -75,10 +63,10 @@ TEST_CASE("rpb bias prints the shaw index and the alibi and log_decay biases") {
 TEST_CASE("rpb bias: schemes without a bias matrix say so and exit 0") {
   for (const char* s : {"rope", "sinusoidal", "learned", "none"}) {
     INFO(s);
-    const Run r = run(std::string("bias --scheme ") + s);
+    const auto r = run_rpb(std::string("bias --scheme ") + s);
     CHECK(r.code == 0);
     CHECK(has(r.out, "no bias matrix"));
-    const Run j = run(std::string("bias --json --scheme ") + s);
+    const auto j = run_rpb(std::string("bias --json --scheme ") + s);
     CHECK(j.code == 0);
     CHECK(!has(j.out, "\"bias\""));
     CHECK(!has(j.out, "\"buckets\""));
@@ -86,40 +74,40 @@ TEST_CASE("rpb bias: schemes without a bias matrix say so and exit 0") {
 }
 
 TEST_CASE("rpb bias: bad values exit 2 and name the option") {
-  Run r = run("bias --scheme t5 --num-buckets 31 --max-distance 128");
+  auto r = run_rpb("bias --scheme t5 --num-buckets 31 --max-distance 128");
   CHECK(r.code == 2);
   CHECK(has(r.out, "num_buckets 31"));
   CHECK(has(r.out, "--num-buckets"));
-  CHECK(run("bias --scheme t5 --num-buckets 31 --causal").code == 0);  // causal buckets need not be even
+  CHECK(run_rpb("bias --scheme t5 --num-buckets 31 --causal").code == 0);  // causal buckets need not be even
 
-  r = run("bias --scheme t5 --num-buckets 32 --max-distance 6");
+  r = run_rpb("bias --scheme t5 --num-buckets 32 --max-distance 6");
   CHECK(r.code == 2);
   CHECK(has(r.out, "max_distance 6 must be above max_exact 8"));
   CHECK(has(r.out, "--max-distance"));
 
-  r = run("bias --scheme t5 --query-length 0");
+  r = run_rpb("bias --scheme t5 --query-length 0");
   CHECK(r.code == 2);
   CHECK(has(r.out, "--query-length 0"));
-  r = run("bias --scheme alibi --key-length 0");
+  r = run_rpb("bias --scheme alibi --key-length 0");
   CHECK(r.code == 2);
   CHECK(has(r.out, "--key-length 0"));
-  r = run("bias --scheme alibi --query-offset -3");
+  r = run_rpb("bias --scheme alibi --query-offset -3");
   CHECK(r.code == 2);
   CHECK(has(r.out, "--query-offset"));
 
-  r = run("bias --scheme t6");
+  r = run_rpb("bias --scheme t6");
   CHECK(r.code == 2);
   CHECK(has(r.out, "unknown scheme 't6'"));
   CHECK(has(r.out, "log_decay"));
   CHECK(has(r.out, "--scheme"));
 
-  r = run("bias --scheme alibi --heads 0");
+  r = run_rpb("bias --scheme alibi --heads 0");
   CHECK(r.code == 2);
   CHECK(has(r.out, "--heads"));
-  r = run("bias --scheme shaw --max-relative-position 0");
+  r = run_rpb("bias --scheme shaw --max-relative-position 0");
   CHECK(r.code == 2);
   CHECK(has(r.out, "--max-relative-position"));
-  r = run("bias --query-length abc");
+  r = run_rpb("bias --query-length abc");
   CHECK(r.code == 2);
 }
 

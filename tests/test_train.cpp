@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 using namespace rpb;
 using rpb::testing::contains;
 using rpb::testing::error_of;
+using rpb::testing::run_rpb;
 
 namespace {
 
@@ -47,21 +48,6 @@ std::vector<std::vector<double>> params_of(nn::Module& m) {
   std::vector<std::vector<double>> v;
   for (const auto& [name, t] : m.named_parameters()) v.push_back(t.to_vector());
   return v;
-}
-
-struct Cmd {
-  int code;
-  std::string out;
-};
-Cmd run_rpb(const std::string& args) {
-  const std::string cmd = std::string(RPB_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 }  // namespace
@@ -124,7 +110,7 @@ TEST_CASE("train: rpb train, eval, inspect and extrapolate from the command line
   const fs::path cfg = tmp.path / "tiny.toml";
   std::ofstream(cfg) << tiny_config(tmp.path);
 
-  Cmd r = run_rpb("train " + cfg.string());
+  auto r = run_rpb("train " + cfg.string());
   CHECK(r.code == 0);
   CHECK(contains(r.out, "| 16 | 1x |"));
   const std::string latest = read_latest((tmp.path / "tiny").string());

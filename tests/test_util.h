@@ -1,7 +1,12 @@
 // tests/test_util.h: small helpers shared by the test files.
 #pragma once
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 #include "core/error.h"
@@ -19,5 +24,22 @@ inline std::string error_of(const std::function<void()>& f) {
 }
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+/// Exit code and combined stdout+stderr of one `rpb` command (the built binary).
+struct CommandResult {
+  int code;
+  std::string out;
+};
+
+inline CommandResult run_rpb(const std::string& args) {
+  const std::string cmd = std::string(RPB_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("cannot run " + cmd);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), static_cast<int>(buf.size()), p)) out += buf.data();
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
 
 }  // namespace rpb::testing
