@@ -19,14 +19,14 @@ namespace rpb {
 namespace {
 
 void print_lengths(const Run& run, const std::vector<LengthResult>& results, std::ostream& out) {
-  out << "Perplexity on the held-out test split (" << run.task().describe() << "), trained at length "
+  out << "Perplexity on the held-out test split (" << run.describe() << "), trained at length "
       << run.config().length << ":\n\n| length | x train | NLL (nats) | perplexity |\n|---|---|---|---|\n";
   for (const LengthResult& r : results) {
     out << "| " << r.length << " | " << r.multiplier << "x | ";
     if (r.nll) out << std::fixed << std::setprecision(4) << *r.nll << " | " << *r.perplexity() << " |\n";
     else out << "n/a | n/a (learned positions end at " << run.config().model.position.max_positions << ") |\n";
   }
-  if (const auto opt = run.task().optimal_perplexity())
+  if (const auto opt = run.optimal_perplexity())
     out << "\noptimal perplexity (exp of the entropy rate): " << std::fixed << std::setprecision(4) << *opt << "\n";
   out.unsetf(std::ios::fixed);
 }

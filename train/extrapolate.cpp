@@ -100,7 +100,7 @@ SweepResult run_sweep(const RunConfig& base) {
           row.lengths.push_back(r.length);
         }
         row.ppl.push_back(ppl);
-        row.optimal_ppl = run.task().optimal_perplexity();
+        row.optimal_ppl = run.optimal_perplexity();
         int64_t pos_params = 0;
         for (const auto& [name, t] : run.model().named_parameters())
           if (name.rfind("pos.", 0) == 0 || name.find(".pos.") != std::string::npos) pos_params += t.numel();

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <toml++/toml.h>
 
+#include "nn/transformer.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
@@ -22,19 +23,12 @@ namespace fs = std::filesystem;
 
 namespace rpb {
 
-std::optional<double> LengthResult::perplexity() const {
-  if (!nll) return std::nullopt;
-  return std::exp(*nll);
-}
-
 std::unique_ptr<optim::Optimizer> make_optimizer(const OptimConfig& c, const nn::NamedTensors& params) {
   if (c.kind == "sgd") return std::make_unique<optim::SGD>(params, c.sgd);
   return std::make_unique<optim::Adam>(params, c.adam);
 }
 
 namespace {
-
-constexpr uint64_t kSamplerSeedSalt = 0x5eed'ba7c'0000'0001ull;
 
 std::string checkpoint_name(int64_t step) {
   char buf[32];
@@ -71,15 +65,8 @@ std::shared_ptr<spdlog::logger> run_logger(const std::string& dir) {
 
 Run::Run(const RunConfig& config) : config_(config) {
   dir_ = (fs::path(config_.out_dir) / config_.name).string();
-  task_ = data::make_task(config_.task);
-  nn::TransformerOptions mo = config_.model;
-  mo.vocab = task_->vocab();
-  mo.causal = true;
-  Generator init_gen(config_.seed);
-  model_ = std::make_unique<nn::LanguageModel>(mo, init_gen);
-  optimizer_ = make_optimizer(config_.optim, model_->named_parameters());
-  sampler_ = std::make_unique<data::BatchSampler>(task_->train_stream(), config_.batch, config_.length,
-                                                  config_.seed ^ kSamplerSeedSalt);
+  workload_ = make_workload(config_);
+  optimizer_ = make_optimizer(config_.optim, workload_->model().named_parameters());
 }
 
 Run::~Run() = default;
@@ -89,27 +76,27 @@ Checkpoint Run::snapshot(int64_t step) const {
   c.step = step;
   c.config_text = config_.text;
   c.library_version = version();
-  c.params = model_->named_parameters();
-  c.buffers = model_->named_buffers(true);
+  c.params = workload_->model().named_parameters();
+  c.buffers = workload_->model().named_buffers(true);
   const optim::OptimizerState os = optimizer_->state();
   c.optim_kind = os.kind;
   c.optim_step = os.step;
   c.optim_scalars = os.scalars;
   c.optim_groups = os.groups;
   c.optim_tensors = os.tensors;
-  c.rng = {{"dropout", model_->dropout_generator().state()}, {"sampler", sampler_->state().rng}};
-  c.counters = {{"sampler_batches", sampler_->state().batches_drawn}};
+  workload_->save_state(c);
   c.metrics = metrics_;
   return c;
 }
 
 void Run::restore(const Checkpoint& c, const std::string& file) {
-  check_params(c, model_->named_parameters(), file);
+  nn::Module& model = workload_->model();
+  check_params(c, model.named_parameters(), file);
   NoGradGuard no_grad;
-  for (const auto& [name, t] : model_->named_parameters())
+  for (const auto& [name, t] : model.named_parameters())
     for (const auto& [cname, ct] : c.params)
       if (cname == name) t.copy_(ct);
-  for (const auto& [name, t] : model_->named_buffers(true))
+  for (const auto& [name, t] : model.named_buffers(true))
     for (const auto& [cname, ct] : c.buffers)
       if (cname == name) t.copy_(ct);
   optim::OptimizerState os;
@@ -119,17 +106,7 @@ void Run::restore(const Checkpoint& c, const std::string& file) {
   os.groups = c.optim_groups;
   os.tensors = c.optim_tensors;
   optimizer_->load_state(os);
-  data::BatchSampler::State ss;
-  bool have_dropout = false, have_sampler = false;
-  for (const auto& [name, st] : c.rng) {
-    if (name == "dropout") model_->dropout_generator().set_state(st), have_dropout = true;
-    if (name == "sampler") ss.rng = st, have_sampler = true;
-  }
-  RPB_CHECK(have_dropout && have_sampler, "checkpoint", file, ": missing /rng/dropout or /rng/sampler");
-  ss.batches_drawn = 0;
-  for (const auto& [name, v] : c.counters)
-    if (name == "sampler_batches") ss.batches_drawn = v;
-  sampler_->set_state(ss);
+  workload_->load_state(c, file);
   metrics_ = c.metrics;
 }
 
@@ -177,19 +154,17 @@ TrainSummary Run::train(bool resume) {
   auto log = run_logger(dir_);
   const bool tty = isatty(STDERR_FILENO);
   log->info("run {}: {} on {}, {} parameters, steps {}..{}", config_.name, config_.model.position.scheme,
-            task_->describe(), model_->parameter_count(), start, config_.steps);
+            workload_->describe(), workload_->model().parameter_count(), start, config_.steps);
 
-  model_->train();
+  workload_->model().train();
   const auto t0 = std::chrono::steady_clock::now();
   auto window_start = t0;
   int64_t window_tokens = 0;
-  Tensor inputs, targets;
   double last_loss = 0;
   for (int64_t step = start; step < config_.steps; ++step) {
     const double lr = optim::learning_rate(config_.optim.schedule, step);
     optimizer_->zero_grad();
-    sampler_->next(inputs, targets);
-    Tensor loss = model_->loss(inputs, targets);
+    Tensor loss = workload_->next_loss();
     const double lv = loss.item();
     std::string bad;
     if (!std::isfinite(lv)) {
@@ -214,7 +189,7 @@ TrainSummary Run::train(bool resume) {
         break;
       }
     }
-    window_tokens += config_.batch * config_.length;
+    window_tokens += workload_->batch_tokens();
     const int64_t done = step + 1;
     if (done % config_.log_every == 0 || done == config_.steps) {
       const auto now = std::chrono::steady_clock::now();
@@ -244,19 +219,7 @@ TrainSummary Run::train(bool resume) {
   return summary;
 }
 
-double mean_nll(const nn::LanguageModel& model, const data::EvalSegments& s, int64_t batch) {
-  NoGradGuard no_grad;
-  const int64_t n = s.inputs.size(0);
-  double total = 0;
-  for (int64_t b = 0; b < n; b += batch) {
-    const int64_t e = std::min(n, b + batch);
-    const Tensor in = slice(s.inputs, 0, b, e), tg = slice(s.targets, 0, b, e);
-    total += cross_entropy(model.forward(in), tg).item() * static_cast<double>(e - b);
-  }
-  return total / static_cast<double>(n);
-}
-
-std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths) const {
+std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths) {
   std::vector<int64_t> mult;
   if (lengths.empty()) mult = config_.eval_multipliers;
   else
@@ -265,18 +228,7 @@ std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths) con
                 config_.length);
       mult.push_back(l / config_.length);
     }
-  const auto segments = data::make_eval_segments(task_->test_stream(), config_.length, mult, config_.eval_tokens);
-  model_->eval();
-  std::vector<LengthResult> out;
-  const nn::PositionOptions& p = config_.model.position;
-  for (std::size_t i = 0; i < segments.size(); ++i) {
-    LengthResult r;
-    r.length = segments[i].length;
-    r.multiplier = mult[i];
-    if (!(p.scheme == "learned" && r.length > p.max_positions)) r.nll = mean_nll(*model_, segments[i], config_.eval_batch);
-    out.push_back(r);
-  }
-  return out;
+  return workload_->evaluate(mult);
 }
 
 }  // namespace rpb

@@ -7,21 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "nn/transformer.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
-#include "train/data.h"
+#include "train/workload.h"
 
 namespace rpb {
-
-/// Perplexity of a model at one evaluation length.
-struct LengthResult {
-  int64_t length = 0;
-  int64_t multiplier = 0;
-  std::optional<double> nll;  // mean NLL in nats; nullopt where the model cannot run (learned positions past its table)
-  std::optional<double> perplexity() const;
-};
 
 struct TrainSummary {
   int64_t step = 0;                 // steps completed
@@ -34,7 +25,7 @@ struct TrainSummary {
 /// A run folder <out_dir>/<name>: config, log, checkpoints (step_<k>.h5) and a `latest` pointer.
 class Run {
  public:
-  /// Builds the task, the model and the optimizer from `config`.
+  /// Builds the workload (task and model) and the optimizer from `config`.
   explicit Run(const RunConfig& config);
   ~Run();
 
@@ -50,11 +41,13 @@ class Run {
 
   /// Perplexity on the held-out test stream at every length of config.eval_multipliers
   /// (or at `lengths` when given), scoring the same tokens at each length.
-  std::vector<LengthResult> evaluate(const std::vector<int64_t>& lengths = {}) const;
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& lengths = {});
 
   const RunConfig& config() const { return config_; }
-  const data::Task& task() const { return *task_; }
-  nn::LanguageModel& model() { return *model_; }
+  /// The task, one line.
+  std::string describe() const { return workload_->describe(); }
+  std::optional<double> optimal_perplexity() const { return workload_->optimal_perplexity(); }
+  nn::Module& model() { return workload_->model(); }
   const std::string& dir() const { return dir_; }
   /// True when the latest checkpoint has reached config.steps.
   bool finished() const;
@@ -66,17 +59,12 @@ class Run {
 
   RunConfig config_;
   std::string dir_;
-  std::unique_ptr<data::Task> task_;
-  std::unique_ptr<nn::LanguageModel> model_;
+  std::unique_ptr<Workload> workload_;
   std::unique_ptr<optim::Optimizer> optimizer_;
-  std::unique_ptr<data::BatchSampler> sampler_;
   std::vector<MetricsRow> metrics_;
 };
 
 /// The optimizer `config.optim` names, over `params` (by name; groups by pattern).
 std::unique_ptr<optim::Optimizer> make_optimizer(const OptimConfig& config, const nn::NamedTensors& params);
-
-/// Mean NLL of `model` over the segments of one length, in batches of `batch` segments.
-double mean_nll(const nn::LanguageModel& model, const data::EvalSegments& segments, int64_t batch);
 
 }  // namespace rpb

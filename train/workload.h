@@ -1,0 +1,50 @@
+// rpb/train/workload.h: what a run trains and evaluates (a 1-D language model on a token task,
+// or a 2-D grid model); the Run around it owns the optimizer, the loop and the checkpoints.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+
+namespace rpb {
+
+/// Perplexity at one evaluation size (a length, or a grid side).
+struct LengthResult {
+  int64_t length = 0;
+  int64_t multiplier = 0;
+  std::optional<double> nll;  // mean NLL in nats; nullopt where the model cannot run (learned positions past its table)
+  std::optional<double> perplexity() const;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual nn::Module& model() = 0;
+  /// One line naming the task and its parameters.
+  virtual std::string describe() const = 0;
+  /// exp(entropy rate) where the task knows it.
+  virtual std::optional<double> optimal_perplexity() const = 0;
+  /// Tokens (or cells) in one training batch, for the tokens/s figure.
+  virtual int64_t batch_tokens() const = 0;
+  /// The loss of the next training batch, drawn from the workload's sampler.
+  virtual Tensor next_loss() = 0;
+  /// The generator states and counters that fix the following batches and dropout masks.
+  virtual void save_state(Checkpoint& c) const = 0;
+  /// Restores what save_state wrote; errors name `file` and what is missing.
+  virtual void load_state(const Checkpoint& c, const std::string& file) = 0;
+  /// Held-out perplexity at each multiple of the train length (or grid side).
+  virtual std::vector<LengthResult> evaluate(const std::vector<int64_t>& multipliers) = 0;
+};
+
+/// The workload `config.task.kind` calls for.
+std::unique_ptr<Workload> make_workload(const RunConfig& config);
+
+/// The language-model workload over a 1-D token task (markov, lag, kjv).
+std::unique_ptr<Workload> make_lm_workload(const RunConfig& config);
+
+}  // namespace rpb

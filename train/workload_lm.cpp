@@ -1,0 +1,99 @@
+// The 1-D workload: a decoder-only language model on a token stream.
+#include <cmath>
+
+#include "nn/transformer.h"
+#include "train/data.h"
+#include "train/workload.h"
+
+namespace rpb {
+
+std::optional<double> LengthResult::perplexity() const {
+  if (!nll) return std::nullopt;
+  return std::exp(*nll);
+}
+
+namespace {
+
+constexpr uint64_t kSamplerSeedSalt = 0x5eed'ba7c'0000'0001ull;
+
+class LmWorkload final : public Workload {
+ public:
+  explicit LmWorkload(const RunConfig& c) : config_(c), task_(data::make_task(c.task)) {
+    nn::TransformerOptions mo = c.model;
+    mo.vocab = task_->vocab();
+    mo.causal = true;
+    Generator init_gen(c.seed);
+    model_ = std::make_unique<nn::LanguageModel>(mo, init_gen);
+    sampler_ = std::make_unique<data::BatchSampler>(task_->train_stream(), c.batch, c.length, c.seed ^ kSamplerSeedSalt);
+  }
+
+  nn::Module& model() override { return *model_; }
+  std::string describe() const override { return task_->describe(); }
+  std::optional<double> optimal_perplexity() const override { return task_->optimal_perplexity(); }
+  int64_t batch_tokens() const override { return config_.batch * config_.length; }
+
+  Tensor next_loss() override {
+    Tensor inputs, targets;
+    sampler_->next(inputs, targets);
+    return model_->loss(inputs, targets);
+  }
+
+  void save_state(Checkpoint& c) const override {
+    c.rng = {{"dropout", model_->dropout_generator().state()}, {"sampler", sampler_->state().rng}};
+    c.counters = {{"sampler_batches", sampler_->state().batches_drawn}};
+  }
+
+  void load_state(const Checkpoint& c, const std::string& file) override {
+    data::BatchSampler::State ss;
+    bool have_dropout = false, have_sampler = false;
+    for (const auto& [name, st] : c.rng) {
+      if (name == "dropout") model_->dropout_generator().set_state(st), have_dropout = true;
+      if (name == "sampler") ss.rng = st, have_sampler = true;
+    }
+    RPB_CHECK(have_dropout && have_sampler, "checkpoint", file, ": missing /rng/dropout or /rng/sampler");
+    ss.batches_drawn = 0;
+    for (const auto& [name, v] : c.counters)
+      if (name == "sampler_batches") ss.batches_drawn = v;
+    sampler_->set_state(ss);
+  }
+
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult) override {
+    const auto segments = data::make_eval_segments(task_->test_stream(), config_.length, mult, config_.eval_tokens);
+    model_->eval();
+    std::vector<LengthResult> out;
+    const nn::PositionOptions& p = config_.model.position;
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+      LengthResult r;
+      r.length = segments[i].length;
+      r.multiplier = mult[i];
+      if (!(p.scheme == "learned" && r.length > p.max_positions)) r.nll = mean_nll(segments[i]);
+      out.push_back(r);
+    }
+    model_->train();
+    return out;
+  }
+
+ private:
+  double mean_nll(const data::EvalSegments& s) const {
+    NoGradGuard no_grad;
+    const int64_t n = s.inputs.size(0);
+    double total = 0;
+    for (int64_t b = 0; b < n; b += config_.eval_batch) {
+      const int64_t e = std::min(n, b + config_.eval_batch);
+      const Tensor in = slice(s.inputs, 0, b, e), tg = slice(s.targets, 0, b, e);
+      total += cross_entropy(model_->forward(in), tg).item() * static_cast<double>(e - b);
+    }
+    return total / static_cast<double>(n);
+  }
+
+  RunConfig config_;
+  std::unique_ptr<data::Task> task_;
+  std::unique_ptr<nn::LanguageModel> model_;
+  std::unique_ptr<data::BatchSampler> sampler_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_lm_workload(const RunConfig& config) { return std::make_unique<LmWorkload>(config); }
+
+}  // namespace rpb
