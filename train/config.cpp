@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/rng.h"
+#include "nn/grid_model.h"
 #include "nn/position.h"
 
 namespace rpb {
@@ -133,7 +134,7 @@ class Table {
     for (const toml::node& e : *a) {
       if (!e.is_string()) fail(key, e, "expected a string array element");
       const std::string v = *e.value<std::string>();
-      if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end())
         fail(key, e, "expected one of " + join(allowed) + suggestion(v, allowed), false);
       out.push_back(v);
     }
@@ -265,7 +266,7 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
   RunConfig c;
   c.source = source;
   Table top(&root, "", source, applied);
-  for (const char* t : {"run", "model", "position", "task", "optim", "sweep"}) top.know(t);
+  for (const char* t : {"run", "model", "position", "task", "grid", "optim", "sweep"}) top.know(t);
   top.done();
 
   Table run(subtable(root, "run", source), "run.", source, applied);
@@ -303,9 +304,25 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
     model.fail_at("heads", "heads " + std::to_string(m.heads) + " must divide model.d_model " + std::to_string(m.d_model));
   model.done();
 
+  data::TaskOptions& t = c.task;
+  Table task(subtable(root, "task", source), "task.", source, applied);
+  task.get("kind", t.kind, {"markov", "lag", "kjv", "grid2d"});
+  task.get("vocab", t.vocab, 2, 1 << 16);
+  task.get("order", t.order, 1, 16);
+  task.get("concentration", t.concentration, 0.0, 1e6, true);
+  task.get("lag", t.lag, 1, 1 << 20);
+  task.get("noise", t.noise, 0.0, 1.0);
+  task.get("seed", t.seed);
+  task.get("train_tokens", t.train_tokens, 2, INT64_MAX);
+  task.get("eval_tokens", t.eval_tokens, 2, INT64_MAX);
+  task.get("kjv_path", t.kjv_path);
+  task.done();
+
   nn::PositionOptions& p = m.position;
   Table pos(subtable(root, "position", source), "position.", source, applied);
-  pos.get("scheme", p.scheme, nn::position_scheme_names());
+  const bool grid = t.kind == "grid2d";
+  if (grid && !pos.has("scheme")) p.scheme = "swin";
+  pos.get("scheme", p.scheme, grid ? nn::grid_scheme_names() : nn::position_scheme_names());
   pos.get("num_buckets", p.num_buckets, 2, 1 << 16);
   pos.get("max_distance", p.max_distance, 1, INT64_MAX);
   pos.get("max_relative_position", p.max_relative_position, 1, 1 << 20);
@@ -317,7 +334,7 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
   if (p.scheme == "learned" && p.max_positions < c.length)
     pos.fail_at("max_positions", "the learned table needs at least run.length = " + std::to_string(c.length) +
                                      " positions, got " + std::to_string(p.max_positions));
-  {
+  if (!grid) {
     // The scheme's own checks (num_buckets parity, max_distance above max_exact, ...), reported at [position].
     nn::PositionOptions probe = p;
     probe.heads = m.heads;
@@ -333,19 +350,20 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
   }
   pos.done();
 
-  data::TaskOptions& t = c.task;
-  Table task(subtable(root, "task", source), "task.", source, applied);
-  task.get("kind", t.kind, {"markov", "lag", "kjv"});
-  task.get("vocab", t.vocab, 2, 1 << 16);
-  task.get("order", t.order, 1, 16);
-  task.get("concentration", t.concentration, 0.0, 1e6, true);
-  task.get("lag", t.lag, 1, 1 << 20);
-  task.get("noise", t.noise, 0.0, 1.0);
-  task.get("seed", t.seed);
-  task.get("train_tokens", t.train_tokens, 2, INT64_MAX);
-  task.get("eval_tokens", t.eval_tokens, 2, INT64_MAX);
-  task.get("kjv_path", t.kjv_path);
-  task.done();
+  GridConfig& gc = c.grid;
+  Table gt(subtable(root, "grid", source), "grid.", source, applied);
+  gt.get("window", gc.window, 1, 1024);
+  gt.get("shift", gc.shift);
+  gt.get("cpb_hidden", gc.cpb_hidden, 1, 1 << 16);
+  gt.get("max_side", gc.max_side, 1, 1 << 16);
+  gt.get("eval_window", gc.eval_window, 0, 1024);
+  if (grid && p.scheme == "learned2d" && gc.max_side < c.length)
+    gt.fail_at("max_side", "the learned2d table needs at least run.length = " + std::to_string(c.length) +
+                               " cells per side, got " + std::to_string(gc.max_side));
+  if (gc.eval_window > 0 && !(grid && nn::is_window_scheme(p.scheme)))
+    gt.fail_at("eval_window", "only the windowed 2-D schemes (swin, swin_v2) have a window to change");
+  gt.done();
+
 
   OptimConfig& o = c.optim;
   const toml::table* ot = subtable(root, "optim", source);
@@ -390,9 +408,33 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
   opt.done();
 
   Table sweep(subtable(root, "sweep", source), "sweep.", source, applied);
-  sweep.get("methods", c.sweep.methods, nn::position_scheme_names());
+  // Methods are scheme names; "swin_v2@window8" evaluates the finished swin_v2 run with grid.eval_window = 8.
+  sweep.get("methods", c.sweep.methods, {});
   sweep.get("seeds", c.sweep.seeds);
-  sweep.get("tasks", c.sweep.tasks, {"markov", "lag", "kjv"});
+  sweep.get("tasks", c.sweep.tasks, {"markov", "lag", "kjv", "grid2d"});
+  const std::vector<std::string> tasks = c.sweep.tasks.empty() ? std::vector<std::string>{t.kind} : c.sweep.tasks;
+  const bool grid_sweep = std::find(tasks.begin(), tasks.end(), "grid2d") != tasks.end();
+  if (grid_sweep && tasks.size() > 1)
+    sweep.fail_at("tasks", "grid2d needs the 2-D schemes; sweep it on its own");
+  const std::vector<std::string>& names = grid_sweep ? nn::grid_scheme_names() : nn::position_scheme_names();
+  if (!sweep.has("methods")) c.sweep.methods = names;  // the default sweep: every scheme of the task's kind
+  for (const std::string& m : c.sweep.methods) {
+    const auto at = m.find("@window");
+    const std::string base = m.substr(0, at);
+    std::string what;
+    if (std::find(names.begin(), names.end(), base) == names.end()) {
+      what = "\"" + m + "\": expected one of";
+      for (const auto& n : names) what += " " + n;
+      what += grid_sweep ? " (2-D task)" : " (1-D task)";
+    } else if (at != std::string::npos) {
+      const std::string n = m.substr(at + 7);
+      if (!nn::is_window_scheme(base) || n.empty() || n.size() > 4 ||
+          !std::all_of(n.begin(), n.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); }) ||
+          std::stoi(n) < 1)
+        what = "\"" + m + "\": expected swin@window<N> or swin_v2@window<N> with N >= 1";
+    }
+    if (!what.empty()) sweep.fail_at("methods", what);
+  }
   sweep.done();
 
   std::ostringstream os;

@@ -25,11 +25,22 @@ struct OptimConfig {
   double grad_clip = 1.0;           // global-norm clipping; 0 disables
 };
 
+/// The 2-D grid model's options ([grid]); task.kind = "grid2d" trains a GridModel on side x side
+/// grids (run.length is the side) with position.scheme one of nn::grid_scheme_names().
+struct GridConfig {
+  int64_t window = 4;       // swin, swin_v2: window side
+  bool shift = true;        // every other block shifts its windows by window / 2
+  int64_t cpb_hidden = 256; // swin_v2: hidden width of the continuous bias MLP
+  int64_t max_side = 16;    // learned2d: largest grid side
+  int64_t eval_window = 0;  // swin, swin_v2: window used for evaluation (0: the trained one)
+};
+
 /// What `rpb extrapolate` sweeps: each method (position scheme) x task x seed is one run.
 struct SweepConfig {
   std::vector<std::string> methods = {"learned", "sinusoidal", "rope", "t5", "shaw", "log_decay", "alibi", "none"};
   std::vector<uint64_t> seeds = {0};
   std::vector<std::string> tasks;  // task kinds; empty: the [task] table's kind only
+  // A method "swin_v2@window8" evaluates the finished swin_v2 run with grid.eval_window = 8.
 };
 
 struct RunConfig {
@@ -48,6 +59,7 @@ struct RunConfig {
 
   nn::TransformerOptions model;      // [model] and [position]
   data::TaskOptions task;            // [task]
+  GridConfig grid;                   // [grid]
   OptimConfig optim;                 // [optim] and [[optim.group]]
   SweepConfig sweep;                 // [sweep]
 

@@ -17,13 +17,29 @@ namespace fs = std::filesystem;
 
 namespace rpb {
 
-std::string method_label(const std::string& s) {
+std::string method_label(const std::string& method) {
   static const std::map<std::string, std::string> labels = {
-      {"learned", "Learned PE"}, {"sinusoidal", "Sinusoidal"}, {"rope", "RoPE"},         {"t5", "T5 bias"},
-      {"shaw", "Shaw (clipped)"}, {"log_decay", "Log-decay"},  {"alibi", "ALiBi"},        {"none", "NoPE (none)"}};
-  const auto it = labels.find(s);
-  return it == labels.end() ? s : it->second;
+      {"learned", "Learned PE"},        {"sinusoidal", "Sinusoidal"},     {"rope", "RoPE"},
+      {"t5", "T5 bias"},                {"shaw", "Shaw (clipped)"},       {"log_decay", "Log-decay"},
+      {"alibi", "ALiBi"},               {"none", "NoPE (none)"},          {"swin", "Swin V1 table (windows)"},
+      {"swin_v2", "Swin V2 continuous (windows)"}, {"learned2d", "Learned 2-D (global)"},
+      {"sinusoidal2d", "Sinusoidal 2-D (global)"},  {"alibi2d", "ALiBi 2-D (global)"},
+      {"clipped2d", "Clipped 2-D table (global)"}};
+  const auto at = method.find("@window");
+  const std::string base = method.substr(0, at);
+  const auto it = labels.find(base);
+  std::string label = it == labels.end() ? base : it->second;
+  if (at != std::string::npos) label += ", eval window " + method.substr(at + 7);
+  return label;
 }
+
+namespace {
+// Parameters that encode position: the 1-D and 2-D schemes' modules, Swin's tables and bias MLPs.
+bool is_position_param(const std::string& name) {
+  return name.rfind("pos.", 0) == 0 || name.find(".pos.") != std::string::npos ||
+         name.find("relative_position_bias_table") != std::string::npos || name.find("cpb_mlp") != std::string::npos;
+}
+}  // namespace
 
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v) {
   std::vector<double> x;
@@ -76,11 +92,15 @@ SweepResult run_sweep(const RunConfig& base) {
       row.task = task;
       row.method = method;
       for (uint64_t seed : base.sweep.seeds) {
-        const std::string dir = (fs::path(root) / task / method).string();
-        const RunConfig cfg = parse_config(base.text, base.source,
-                                           {"run.out_dir=" + quoted(dir), "run.name=" + quoted("seed" + std::to_string(seed)),
-                                            "run.seed=" + std::to_string(seed), "position.scheme=" + quoted(method),
-                                            "task.kind=" + quoted(task)});
+        // "swin_v2@window8" reuses the swin_v2 run and evaluates it with another window.
+        const auto at = method.find("@window");
+        const std::string scheme = method.substr(0, at);
+        const std::string dir = (fs::path(root) / task / scheme).string();
+        std::vector<std::string> overrides = {"run.out_dir=" + quoted(dir), "run.name=" + quoted("seed" + std::to_string(seed)),
+                                              "run.seed=" + std::to_string(seed), "position.scheme=" + quoted(scheme),
+                                              "task.kind=" + quoted(task)};
+        if (at != std::string::npos) overrides.push_back("grid.eval_window=" + method.substr(at + 7));
+        const RunConfig cfg = parse_config(base.text, base.source, overrides);
         Run run(cfg);
         ++done;
         if (run.finished()) {
@@ -103,7 +123,7 @@ SweepResult run_sweep(const RunConfig& base) {
         row.optimal_ppl = run.optimal_perplexity();
         int64_t pos_params = 0;
         for (const auto& [name, t] : run.model().named_parameters())
-          if (name.rfind("pos.", 0) == 0 || name.find(".pos.") != std::string::npos) pos_params += t.numel();
+          if (is_position_param(name)) pos_params += t.numel();
         row.position_params = pos_params;
       }
       result.rows.push_back(row);

@@ -101,6 +101,32 @@ void print_table_per_head(std::ostream& out, const std::string& name, const Tens
   }
 }
 
+// A 2-D relative-position table ((2R+1)^2, heads), row (dy + R) * (2R+1) + (dx + R) with dy, dx =
+// query - key per axis (Swin's layout), as one text heatmap per head.
+void print_heatmaps(std::ostream& out, const std::string& name, const Tensor& table, const std::string& what) {
+  const int64_t rows = table.size(0), heads = table.size(1);
+  const int64_t side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(rows))));
+  if (side * side != rows || side % 2 == 0) return;
+  const int64_t R = side / 2;
+  static const std::string shades = " .:-=+*#%@";
+  out << "\n" << name << " " << table.shape() << ": " << what << "\n  rows dy = -" << R << ".." << R
+      << " (query - key, down), columns dx = -" << R << ".." << R << " (right); darker = larger bias\n";
+  for (int64_t h = 0; h < heads; ++h) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int64_t i = 0; i < rows; ++i) lo = std::min(lo, table.at({i, h})), hi = std::max(hi, table.at({i, h}));
+    out << "  head " << h << " (min " << std::setprecision(4) << lo << ", max " << hi << ")\n";
+    for (int64_t dy = 0; dy < side; ++dy) {
+      out << "    ";
+      for (int64_t dx = 0; dx < side; ++dx) {
+        const double v = table.at({dy * side + dx, h});
+        const auto k = hi > lo ? static_cast<std::size_t>((v - lo) / (hi - lo) * static_cast<double>(shades.size() - 1) + 0.5) : 0;
+        out << shades[std::min(k, shades.size() - 1)] << shades[std::min(k, shades.size() - 1)];
+      }
+      out << (dy == R ? "   <- dy = 0" : "") << "\n";
+    }
+  }
+}
+
 }  // namespace
 
 void inspect_checkpoint(const std::string& file, std::ostream& out) {
@@ -147,8 +173,10 @@ void inspect_checkpoint(const std::string& file, std::ostream& out) {
   out << "  total " << total << " parameters\n";
 
   for (const auto& [name, t] : c.params) {
-    const bool t5 = name.size() >= 12 && name.compare(name.size() - 12, 12, "pos.t5.table") == 0;
-    const bool shaw = name.size() >= 14 && name.compare(name.size() - 14, 14, "pos.shaw.table") == 0;
+    const auto ends_with = [&name = name](const std::string& suffix) {
+      return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    const bool t5 = ends_with("pos.t5.table"), shaw = ends_with("pos.shaw.table");
     if (t5)
       print_table_per_head(out, name, t, t5_ranges(p, true),
                            "T5 buckets (causal, " + std::to_string(p.num_buckets) + " buckets, max_distance " +
@@ -156,8 +184,11 @@ void inspect_checkpoint(const std::string& file, std::ostream& out) {
     if (shaw)
       print_table_per_head(out, name, t, shaw_ranges(p.max_relative_position),
                            "Shaw clipped positions, K = " + std::to_string(p.max_relative_position));
-    const bool lambda = name.size() >= 20 && name.compare(name.size() - 20, 20, "pos.log_decay.lambda") == 0;
-    if (lambda) {
+    if (name.find("relative_position_bias_table") != std::string::npos)
+      print_heatmaps(out, name, t, "Swin V1 window table, window " + std::to_string(cfg.grid.window));
+    if (ends_with("pos.clipped2d.table"))
+      print_heatmaps(out, name, t, "clipped 2-D table, K = " + std::to_string(p.max_relative_position));
+    if (ends_with("pos.log_decay.lambda")) {
       out << "\n" << name << " " << t.shape() << ": bias = -lambda_h * log(1 + |i - j|)\n";
       for (int64_t h = 0; h < t.numel(); ++h) {
         out << "  head " << h << ": lambda " << std::setprecision(5) << t.at({h}) << "; bias at distance";

@@ -44,6 +44,7 @@ std::string identity_of(const std::string& text) {
     for (const char* k : {"steps", "log_every", "checkpoint_every", "eval_multipliers", "eval_tokens", "eval_batch"})
       run->erase(k);
   t.erase("sweep");
+  if (toml::table* g = t["grid"].as_table()) g->erase("eval_window");
   if (toml::table* o = t["optim"].as_table()) o->erase("min_lr_ratio");
   std::ostringstream os;
   os << t;

@@ -2,6 +2,8 @@
 
 namespace rpb {
 
-std::unique_ptr<Workload> make_workload(const RunConfig& config) { return make_lm_workload(config); }
+std::unique_ptr<Workload> make_workload(const RunConfig& config) {
+  return config.task.kind == "grid2d" ? make_grid_workload(config) : make_lm_workload(config);
+}
 
 }  // namespace rpb

@@ -46,5 +46,7 @@ std::unique_ptr<Workload> make_workload(const RunConfig& config);
 
 /// The language-model workload over a 1-D token task (markov, lag, kjv).
 std::unique_ptr<Workload> make_lm_workload(const RunConfig& config);
+/// The 2-D grid workload (grid2d): a GridModel trained on run.length x run.length grids.
+std::unique_ptr<Workload> make_grid_workload(const RunConfig& config);
 
 }  // namespace rpb

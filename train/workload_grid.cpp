@@ -1,0 +1,110 @@
+// The 2-D workload: a grid model on the neighbour task, trained at side x side grids and
+// evaluated on larger ones.
+#include "nn/grid_model.h"
+#include "train/grid2d.h"
+#include "train/workload.h"
+
+namespace rpb {
+
+namespace {
+
+constexpr uint64_t kGridSamplerSalt = 0x5eed'ba7c'0000'0002ull;
+
+class GridWorkload final : public Workload {
+ public:
+  explicit GridWorkload(const RunConfig& c)
+      : config_(c), task_(options(c)), sampler_(c.seed ^ kGridSamplerSalt) {
+    nn::GridModelOptions m;
+    m.vocab = task_.vocab();
+    m.d_model = c.model.d_model;
+    m.heads = c.model.heads;
+    m.layers = c.model.layers;
+    m.d_ff = c.model.d_ff;
+    m.dropout = c.model.dropout;
+    m.init_std = c.model.init_std;
+    m.scheme = c.model.position.scheme;
+    m.window = c.grid.window;
+    m.shift = c.grid.shift;
+    m.cpb_hidden = c.grid.cpb_hidden;
+    m.max_side = c.grid.max_side;
+    m.max_relative_position = c.model.position.max_relative_position;
+    Generator init_gen(c.seed);
+    model_ = std::make_unique<nn::GridModel>(m, init_gen);
+  }
+
+  nn::Module& model() override { return *model_; }
+  std::string describe() const override { return task_.describe(); }
+  std::optional<double> optimal_perplexity() const override { return task_.optimal_perplexity(); }
+  int64_t batch_tokens() const override { return config_.batch * config_.length * config_.length; }
+
+  Tensor next_loss() override {
+    Tensor x, y;
+    task_.sample(config_.batch, config_.length, config_.length, sampler_, x, y);
+    return model_->loss(x, y);
+  }
+
+  void save_state(Checkpoint& c) const override {
+    c.rng = {{"dropout", model_->dropout_generator().state()}, {"sampler", sampler_.state()}};
+    c.counters.clear();
+  }
+
+  void load_state(const Checkpoint& c, const std::string& file) override {
+    bool have_dropout = false, have_sampler = false;
+    for (const auto& [name, st] : c.rng) {
+      if (name == "dropout") model_->dropout_generator().set_state(st), have_dropout = true;
+      if (name == "sampler") sampler_.set_state(st), have_sampler = true;
+    }
+    RPB_CHECK(have_dropout && have_sampler, "checkpoint", file, ": missing /rng/dropout or /rng/sampler");
+  }
+
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult) override {
+    model_->eval();
+    const bool rewindow = config_.grid.eval_window > 0;
+    if (rewindow) model_->set_window(config_.grid.eval_window);
+    std::vector<LengthResult> out;
+    for (int64_t m : mult) {
+      LengthResult r;
+      r.multiplier = m;
+      r.length = m * config_.length;  // the grid side
+      if (model_->max_side() == 0 || r.length <= model_->max_side()) r.nll = mean_nll(r.length);
+      out.push_back(r);
+    }
+    if (rewindow) model_->set_window(config_.grid.window);
+    model_->train();
+    return out;
+  }
+
+ private:
+  static data::Grid2DOptions options(const RunConfig& c) {
+    data::Grid2DOptions o;
+    o.vocab = c.task.vocab;
+    o.noise = c.task.noise;
+    o.seed = c.task.seed;
+    o.eval_cells = c.eval_tokens;
+    return o;
+  }
+
+  double mean_nll(int64_t side) const {
+    NoGradGuard no_grad;
+    Tensor x, y;
+    task_.eval_grids(side, x, y);
+    const int64_t n = x.size(0);
+    double total = 0;
+    for (int64_t b = 0; b < n; b += config_.eval_batch) {
+      const int64_t e = std::min(n, b + config_.eval_batch);
+      total += model_->loss(slice(x, 0, b, e), slice(y, 0, b, e)).item() * static_cast<double>(e - b);
+    }
+    return total / static_cast<double>(n);
+  }
+
+  RunConfig config_;
+  data::Grid2DTask task_;
+  Generator sampler_;
+  std::unique_ptr<nn::GridModel> model_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_grid_workload(const RunConfig& config) { return std::make_unique<GridWorkload>(config); }
+
+}  // namespace rpb
