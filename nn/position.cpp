@@ -12,6 +12,8 @@
 //     constant tables (distances, cos/sin, sinusoids) in double, then stored in that dtype.
 #include "nn/position.h"
 
+#include "nn/last_value_cache.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -92,31 +94,6 @@ float t5_log_span(bool bidirectional, int64_t num_buckets, int64_t max_distance)
 
 // ---- shared state of the schemes ----
 
-/// The most recent tensor built for one (q_len, k_len, q_offset, dtype), so repeated forwards at one
-/// length reuse an O(T^2) index or distance table instead of recomputing it. Only the last key is kept
-/// (training runs at one length; decoding moves q_offset on each step, where rebuilding one row is cheap).
-/// Guarded by a mutex because one scheme may be shared by several layers and threads.
-class LastTensorCache {
- public:
-  template <typename Make>
-  Tensor get(int64_t q_len, int64_t k_len, int64_t q_offset, DType dtype, Make&& make) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!value_.defined() || q_len != q_len_ || k_len != k_len_ || q_offset != q_offset_ || dtype != dtype_) {
-      value_ = make();
-      q_len_ = q_len;
-      k_len_ = k_len;
-      q_offset_ = q_offset;
-      dtype_ = dtype;
-    }
-    return value_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  mutable Tensor value_;
-  mutable int64_t q_len_ = 0, k_len_ = 0, q_offset_ = 0;
-  mutable DType dtype_ = DType::i64;
-};
 
 // (1, q_len, k_len) table of f(|i - j|) with i = q_offset + row, j = column, in `dtype`.
 template <typename F>
@@ -161,9 +138,9 @@ class TableScheme : public PositionScheme {
  private:
   Tensor cached_index(int64_t q_len, int64_t k_len, int64_t q_offset) const {
     check_lengths(name().c_str(), q_len, k_len, q_offset);
-    return cache_.get(q_len, k_len, q_offset, DType::i64, [&] { return make_index(q_len, k_len, q_offset); });
+    return cache_.get({q_len, k_len, q_offset, static_cast<int64_t>(DType::i64)}, [&] { return make_index(q_len, k_len, q_offset); });
   }
-  LastTensorCache cache_;
+  LastValueCache cache_;
 
  public:
   Tensor table;  // (rows, heads)
@@ -203,7 +180,7 @@ class LogDecayScheme final : public PositionScheme {
 
   Tensor bias(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
     check_lengths("log_decay", q_len, k_len, q_offset);
-    const Tensor neg_log = cache_.get(q_len, k_len, q_offset, lambda.dtype(), [&] {
+    const Tensor neg_log = cache_.get({q_len, k_len, q_offset, static_cast<int64_t>(lambda.dtype())}, [&] {
       return distance_table(q_len, k_len, q_offset, lambda.dtype(), [](double d) { return -std::log1p(d); });
     });  // (1, q, k): -log(1 + |i - j|)
     // A recorded mul, so a learnable lambda receives sum over (i, j) of -log(1 + |i - j|) * dL/dB[h, i, j].
@@ -212,7 +189,7 @@ class LogDecayScheme final : public PositionScheme {
 
  private:
   PositionOptions o_;
-  LastTensorCache cache_;
+  LastValueCache cache_;
 
  public:
   Tensor lambda = o_.learnable_lambda
@@ -230,7 +207,7 @@ class AlibiScheme final : public PositionScheme {
 
   Tensor bias(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
     check_lengths("alibi", q_len, k_len, q_offset);
-    const Tensor neg_dist = cache_.get(q_len, k_len, q_offset, slopes.dtype(), [&] {
+    const Tensor neg_dist = cache_.get({q_len, k_len, q_offset, static_cast<int64_t>(slopes.dtype())}, [&] {
       return distance_table(q_len, k_len, q_offset, slopes.dtype(), [](double d) { return -d; });
     });  // (1, q, k): -|i - j|
     return mul(reshape(slopes, {o_.heads, 1, 1}), neg_dist);  // (H, q, k)
@@ -238,7 +215,7 @@ class AlibiScheme final : public PositionScheme {
 
  private:
   PositionOptions o_;
-  LastTensorCache cache_;
+  LastValueCache cache_;
 
  public:
   // Fixed by the head count, so not saved in checkpoints.
@@ -318,8 +295,8 @@ class RopeScheme final : public PositionScheme {
     RPB_CHECK(offset >= 0, "rope", "offset ", offset, " must be at least 0");
     const int64_t t = x.size(-2), half = o_.head_dim / 2;
     RPB_CHECK(t >= 1, "rope", "x ", x.shape(), " has no positions (T = 0)");
-    const Tensor cos_t = cos_cache_.get(t, o_.head_dim, offset, x.dtype(), [&] { return table(t, offset, false); });
-    const Tensor sin_t = sin_cache_.get(t, o_.head_dim, offset, x.dtype(), [&] { return table(t, offset, true); });
+    const Tensor cos_t = cos_cache_.get({t, o_.head_dim, offset, static_cast<int64_t>(x.dtype())}, [&] { return table(t, offset, false); });
+    const Tensor sin_t = sin_cache_.get({t, o_.head_dim, offset, static_cast<int64_t>(x.dtype())}, [&] { return table(t, offset, true); });
     const std::vector<Tensor> halves = split(x, {half, half}, -1);   // x1, x2: (..., T, d/2)
     const Tensor rotated = concat({neg(halves[1]), halves[0]}, -1);  // rotate_half(x) = (-x2, x1)
     return add(mul(x, cos_t), mul(rotated, sin_t));                  // (..., T, d)
@@ -355,7 +332,7 @@ class RopeScheme final : public PositionScheme {
   }
 
   PositionOptions o_;
-  LastTensorCache cos_cache_, sin_cache_;  // keyed (T, head_dim, offset, dtype)
+  LastValueCache cos_cache_, sin_cache_;  // keyed (T, head_dim, offset, dtype)
 
  public:
   // base^(-2i/head_dim), i = 0 .. head_dim/2 - 1 (computed in double, then rounded to the dtype).

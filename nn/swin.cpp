@@ -9,6 +9,8 @@
 // everything to float64 for the gradient checks.
 #include "nn/swin.h"
 
+#include "nn/last_value_cache.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -465,27 +467,6 @@ void check_hw(const std::string& scheme, int64_t H, int64_t W) {
   RPB_CHECK(H >= 1 && W >= 1, scheme.c_str(), "grid ", H, " x ", W, " must have at least one cell");
 }
 
-/// The most recent tensor for one (H, W, dtype) (as LastTensorCache in nn/position.cpp).
-class GridCache {
- public:
-  template <typename Make>
-  Tensor get(int64_t H, int64_t W, DType dtype, Make&& make) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!value_.defined() || H != h_ || W != w_ || dtype != dtype_) {
-      value_ = make();
-      h_ = H;
-      w_ = W;
-      dtype_ = dtype;
-    }
-    return value_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  mutable Tensor value_;
-  mutable int64_t h_ = 0, w_ = 0;
-  mutable DType dtype_ = DType::i64;
-};
 
 /// learned2d: one learned vector per cell of a (max_h, max_w) grid; an H x W grid reads its top-left H x W corner.
 class Learned2D final : public Position2D {
@@ -501,7 +482,7 @@ class Learned2D final : public Position2D {
               "; this scheme cannot extrapolate");
     RPB_CHECK(W <= o_.max_w, "learned2d", "grid width ", W, " is beyond the table's max_w ", o_.max_w,
               "; this scheme cannot extrapolate");
-    const Tensor idx = cache_.get(H, W, DType::i64, [&] {
+    const Tensor idx = cache_.get({H, W, static_cast<int64_t>(DType::i64)}, [&] {
       std::vector<int64_t> v(static_cast<std::size_t>(H * W));
       for (int64_t r = 0; r < H; ++r)
         for (int64_t c = 0; c < W; ++c) v[r * W + c] = r * o_.max_w + c;
@@ -512,7 +493,7 @@ class Learned2D final : public Position2D {
 
  private:
   Position2DOptions o_;
-  GridCache cache_;
+  LastValueCache cache_;
 
  public:
   Tensor table = register_parameter("table", Tensor::zeros({o_.max_h, o_.max_w, o_.dim}));  // (max_h, max_w, dim)
@@ -529,7 +510,7 @@ class Sinusoidal2D final : public Position2D {
 
   Tensor embed(int64_t H, int64_t W) const override {
     check_hw("sinusoidal2d", H, W);
-    return cache_.get(H, W, dtype_carrier.dtype(), [&] {
+    return cache_.get({H, W, static_cast<int64_t>(dtype_carrier.dtype())}, [&] {
       const int64_t half = o_.dim / 2;
       const std::vector<double> rows = sinusoidal_table(H, half, 0, DType::f64).to_vector();
       const std::vector<double> cols = sinusoidal_table(W, half, 0, DType::f64).to_vector();
@@ -546,7 +527,7 @@ class Sinusoidal2D final : public Position2D {
 
  private:
   Position2DOptions o_;
-  GridCache cache_;
+  LastValueCache cache_;
 
  public:
   // Holds no information: a non-persistent buffer whose dtype (set by Module::to) is the embeddings' dtype.
@@ -563,7 +544,7 @@ class Alibi2D final : public Position2D {
 
   Tensor bias(int64_t H, int64_t W) const override {
     check_hw("alibi2d", H, W);
-    const Tensor neg_dist = cache_.get(H, W, slopes.dtype(), [&] {
+    const Tensor neg_dist = cache_.get({H, W, static_cast<int64_t>(slopes.dtype())}, [&] {
       const int64_t n = H * W;
       std::vector<double> v(static_cast<std::size_t>(n * n));
       for (int64_t p = 0; p < n; ++p)
@@ -578,7 +559,7 @@ class Alibi2D final : public Position2D {
 
  private:
   Position2DOptions o_;
-  GridCache cache_;
+  LastValueCache cache_;
 
  public:
   Tensor slopes = register_buffer("slopes", from_doubles({o_.heads}, alibi_slopes(o_.heads), DType::f32),
@@ -596,13 +577,13 @@ class Clipped2D final : public Position2D {
   Tensor bias(int64_t H, int64_t W) const override {
     check_hw("clipped2d", H, W);
     const Tensor idx =
-        cache_.get(H, W, DType::i64, [&] { return clipped_relative_index_2d(H, W, o_.max_relative_position); });
+        cache_.get({H, W, static_cast<int64_t>(DType::i64)}, [&] { return clipped_relative_index_2d(H, W, o_.max_relative_position); });
     return permute(index_select(table, idx), {2, 0, 1});  // (N, N, heads) -> (heads, N, N)
   }
 
  private:
   Position2DOptions o_;
-  GridCache cache_;
+  LastValueCache cache_;
 
  public:
   Tensor table = register_parameter(

@@ -127,11 +127,11 @@ Checkpoint sample_checkpoint() {
       {"a.b", Tensor::from_vector<double>({2, 2}, {1.0 / 3.0, -2e-300, 1e300, std::numbers::pi})},
   };
   c.buffers = {{"pos.t5.table", f32({4, 2}, 3.0f)}, {"step.counter", Tensor::scalar(7, DType::i64)}};
-  c.optim_kind = "adamw";
-  c.optim_step = 99;
-  c.optim_scalars = {{"lr", 0.1}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.05}};
-  c.optim_groups = "decay: *.weight\nno_decay: *.bias, *.scale\n";
-  c.optim_tensors = {
+  c.optim.kind = "adamw";
+  c.optim.step = 99;
+  c.optim.scalars = {{"lr", 0.1}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.05}};
+  c.optim.groups = "decay: *.weight\nno_decay: *.bias, *.scale\n";
+  c.optim.tensors = {
       {"exp_avg/blocks.0.attn.qkv.weight", f32({2, 3, 4, 5}, 0.25f)},
       {"exp_avg/head.scale", Tensor::scalar(-0.5, DType::f64)},
       {"exp_avg_sq/blocks.0.attn.qkv.weight", f32({2, 3, 4, 5}, 0.75f)},
@@ -152,15 +152,15 @@ void require_equal(const Checkpoint& a, const Checkpoint& b) {
   CHECK(a.library_version == b.library_version);
   CHECK(same_named(a.params, b.params));
   CHECK(same_named(a.buffers, b.buffers));
-  CHECK(a.optim_kind == b.optim_kind);
-  CHECK(a.optim_step == b.optim_step);
-  REQUIRE(a.optim_scalars.size() == b.optim_scalars.size());
-  for (std::size_t i = 0; i < a.optim_scalars.size(); ++i) {
-    CHECK(a.optim_scalars[i].first == b.optim_scalars[i].first);
-    CHECK(same_double_bits(a.optim_scalars[i].second, b.optim_scalars[i].second));
+  CHECK(a.optim.kind == b.optim.kind);
+  CHECK(a.optim.step == b.optim.step);
+  REQUIRE(a.optim.scalars.size() == b.optim.scalars.size());
+  for (std::size_t i = 0; i < a.optim.scalars.size(); ++i) {
+    CHECK(a.optim.scalars[i].first == b.optim.scalars[i].first);
+    CHECK(same_double_bits(a.optim.scalars[i].second, b.optim.scalars[i].second));
   }
-  CHECK(a.optim_groups == b.optim_groups);
-  CHECK(same_named(a.optim_tensors, b.optim_tensors));
+  CHECK(a.optim.groups == b.optim.groups);
+  CHECK(same_named(a.optim.tensors, b.optim.tensors));
   CHECK(a.rng == b.rng);
   CHECK(a.counters == b.counters);
   REQUIRE(a.metrics.size() == b.metrics.size());
@@ -513,7 +513,7 @@ TEST_CASE("checkpoint: a failed save leaves the previous file intact and no temp
   }
   SUBCASE("reserved optimizer scalar name") {
     Checkpoint second = sample_checkpoint();
-    second.optim_scalars.emplace_back("step", 1.0);
+    second.optim.scalars.emplace_back("step", 1.0);
     CHECK(contains(error_of([&] { rpb::save_checkpoint(path, second); }), "optimizer scalar \"step\""));
   }
   SUBCASE("the temp file cannot be created") {

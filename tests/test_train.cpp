@@ -77,7 +77,7 @@ TEST_CASE("train: a run saved at step k and resumed to N ends bit-identical to a
     CHECK(a.metrics[i].loss == b.metrics[i].loss);  // bit-identical, not approximately
     CHECK(a.metrics[i].grad_norm == b.metrics[i].grad_norm);
   }
-  CHECK(a.optim_step == b.optim_step);
+  CHECK(a.optim.step == b.optim.step);
 }
 
 TEST_CASE("train: no run is overwritten, and a resume refuses a changed model") {

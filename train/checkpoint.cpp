@@ -288,16 +288,16 @@ void write_hdf5(const std::string& file_path, const Checkpoint& c, const std::st
     write_tensor_group(root.get(), "buffers", c.buffers, op);
 
     Hid optim = create_group(root.get(), "optim", "/optim", op);
-    write_string_attr(optim.get(), "kind", c.optim_kind, "/optim", op);
-    write_attr(optim.get(), "step", H5T_NATIVE_INT64, c.optim_step, "/optim", op);
-    write_string_attr(optim.get(), "groups", c.optim_groups, "/optim", op);
-    for (const auto& [name, value] : c.optim_scalars) {
+    write_string_attr(optim.get(), "kind", c.optim.kind, "/optim", op);
+    write_attr(optim.get(), "step", H5T_NATIVE_INT64, c.optim.step, "/optim", op);
+    write_string_attr(optim.get(), "groups", c.optim.groups, "/optim", op);
+    for (const auto& [name, value] : c.optim.scalars) {
       CKPT_CHECK(name != "kind" && name != "step" && name != "groups" && !name.empty(), "optimizer scalar \"", name,
                  "\": the name is empty or reserved (kind, step, groups are /optim's own attributes)");
       CKPT_CHECK(H5Aexists(optim.get(), name.c_str()) == 0, "optimizer scalar ", name, " is written twice");
       write_attr(optim.get(), name, H5T_NATIVE_DOUBLE, value, "/optim", op);
     }
-    for (const auto& [name, t] : c.optim_tensors) {
+    for (const auto& [name, t] : c.optim.tensors) {
       const std::size_t slash = name.rfind('/');
       const std::string leaf = slash == std::string::npos ? name : name.substr(slash + 1);
       const std::string dir = slash == std::string::npos ? "" : name.substr(0, slash);
@@ -591,15 +591,15 @@ Checkpoint load_checkpoint(const std::string& path) {
     c.buffers = read_tensor_group(root.get(), "buffers", op);
 
     Hid optim = open_group(root.get(), "optim", "/optim", op);
-    c.optim_kind = read_string_attr(optim.get(), "kind", "/optim", op);
-    c.optim_step = read_int_attr(optim.get(), "step", "/optim", op);
-    c.optim_groups = read_string_attr(optim.get(), "groups", "/optim", op);
+    c.optim.kind = read_string_attr(optim.get(), "kind", "/optim", op);
+    c.optim.step = read_int_attr(optim.get(), "step", "/optim", op);
+    c.optim.groups = read_string_attr(optim.get(), "groups", "/optim", op);
     for (const std::string& name : attr_names(optim.get(), "/optim", op)) {
       if (name == "kind" || name == "step" || name == "groups") continue;
-      c.optim_scalars.emplace_back(
+      c.optim.scalars.emplace_back(
           name, read_attr<double>(optim.get(), name, H5T_FLOAT, H5T_NATIVE_DOUBLE, "a float", "/optim", op));
     }
-    read_optim_tensors(optim.get(), "", "/optim", 0, c.optim_tensors, op);
+    read_optim_tensors(optim.get(), "", "/optim", 0, c.optim.tensors, op);
 
     Hid rng = open_group(root.get(), "rng", "/rng", op);
     for (const std::string& name : link_names(rng.get(), "/rng", op)) {

@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "nn/module.h"
+#include "optim/optimizer.h"
 
 namespace rpb {
 
@@ -41,8 +42,8 @@ struct MetricsRow {
 /// Every dataset carries a uint32 attribute "crc32" (CRC-32/IEEE of its raw bytes) checked on load.
 /// Strings are fixed-length, NUL-terminated UTF-8 (h5py reads them as bytes).
 ///
-/// Names and order: params, buffers, rng, counters and optim_scalars load back in the order they were
-/// saved. optim_tensors load back grouped by their first path component (each group in the order its
+/// Names and order: params, buffers, rng, counters and optim.scalars load back in the order they were
+/// saved. optim.tensors load back grouped by their first path component (each group in the order its
 /// members were saved), so look them up by name. Optim scalar names must not be "kind", "step" or "groups".
 struct Checkpoint {
   int64_t step = 0;
@@ -53,13 +54,9 @@ struct Checkpoint {
   nn::NamedTensors params;
   /// Persistent buffers only.
   nn::NamedTensors buffers;
-  std::string optim_kind;
-  int64_t optim_step = 0;
-  /// Hyper-parameters (lr, betas, weight decay, ...).
-  std::vector<std::pair<std::string, double>> optim_scalars;
-  /// The optimizer's parameter groups, as text.
-  std::string optim_groups;
-  nn::NamedTensors optim_tensors;
+  /// The optimizer's state as it hands it over: kind, step, moments (/optim/<slot>/<module path>),
+  /// hyper-parameters and the group text.
+  optim::OptimizerState optim;
   std::vector<std::pair<std::string, Generator::State>> rng;
   std::vector<std::pair<std::string, int64_t>> counters;
   std::vector<MetricsRow> metrics;

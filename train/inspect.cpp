@@ -137,7 +137,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out) {
       << ", format version " << kCheckpointFormatVersion << "\n  model: d_model " << cfg.model.d_model << ", heads "
       << cfg.model.heads << ", layers " << cfg.model.layers << ", d_ff " << cfg.model.d_ff << "; position scheme "
       << p.scheme << (cfg.model.share_position ? "" : " (one per layer)") << "\n  task: " << cfg.task.kind
-      << ", train length " << cfg.length << "; optimizer " << c.optim_kind << " at step " << c.optim_step << "\n";
+      << ", train length " << cfg.length << "; optimizer " << c.optim.kind << " at step " << c.optim.step << "\n";
 
   out << "\nconfig:\n";
   std::istringstream cs(c.config_text);

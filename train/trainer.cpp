@@ -79,12 +79,7 @@ Checkpoint Run::snapshot(int64_t step) const {
   c.library_version = version();
   c.params = workload_->model().named_parameters();
   c.buffers = workload_->model().named_buffers(true);
-  const optim::OptimizerState os = optimizer_->state();
-  c.optim_kind = os.kind;
-  c.optim_step = os.step;
-  c.optim_scalars = os.scalars;
-  c.optim_groups = os.groups;
-  c.optim_tensors = os.tensors;
+  c.optim = optimizer_->state();
   workload_->save_state(c);
   c.metrics = metrics_;
   return c;
@@ -100,13 +95,7 @@ void Run::restore(const Checkpoint& c, const std::string& file) {
   for (const auto& [name, t] : model.named_buffers(true))
     for (const auto& [cname, ct] : c.buffers)
       if (cname == name) t.copy_(ct);
-  optim::OptimizerState os;
-  os.kind = c.optim_kind;
-  os.step = c.optim_step;
-  os.scalars = c.optim_scalars;
-  os.groups = c.optim_groups;
-  os.tensors = c.optim_tensors;
-  optimizer_->load_state(os);
+  optimizer_->load_state(c.optim);
   workload_->load_state(c, file);
   metrics_ = c.metrics;
 }
