@@ -137,10 +137,12 @@ std::string format_table(const SweepResult& r) {
   for (const MethodResult& m : r.rows) {
     if (m.task != current_task) {
       current_task = m.task;
-      os << "\nTask: " << m.task << " (train length " << r.train_length << ", " << r.seeds.size() << " seed"
-         << (r.seeds.size() == 1 ? "" : "s") << ", perplexity mean ± std)";
+      const bool grid = m.task == "grid2d";
+      os << "\nTask: " << m.task << " (train " << (grid ? "grid " : "length ") << r.train_length;
+      if (grid) os << " x " << r.train_length << ", columns: grid side";
+      os << ", " << r.seeds.size() << " seed" << (r.seeds.size() == 1 ? "" : "s") << ", perplexity mean ± std)";
       if (m.optimal_ppl) os << "; optimal perplexity " << std::fixed << std::setprecision(3) << *m.optimal_ppl;
-      os << "\n\n| Method | Position params | PPL at train length";
+      os << "\n\n| Method | Position params | PPL at train " << (grid ? "size" : "length");
       for (std::size_t j = 1; j < r.multipliers.size(); ++j) os << " | " << r.multipliers[j] << "x";
       os << " |\n|---|---|---";
       for (std::size_t j = 1; j < r.multipliers.size(); ++j) os << "|---";
@@ -217,7 +219,7 @@ std::string svg(const SweepResult& r) {
   std::vector<std::string> tasks;
   for (const auto& m : r.rows)
     if (std::find(tasks.begin(), tasks.end(), m.task) == tasks.end()) tasks.push_back(m.task);
-  const double pw = 520, ph = 340, ml = 70, mt = 40, mb = 50, legend_w = 170;
+  const double pw = 520, ph = 340, ml = 70, mt = 40, mb = 50, legend_w = 340;
   const double W = ml + pw + legend_w, H = tasks.size() * (ph + mt + mb);
   std::ostringstream os;
   os << std::fixed << std::setprecision(1);
@@ -238,7 +240,7 @@ std::string svg(const SweepResult& r) {
                  xhi = std::log2(static_cast<double>(r.multipliers.back()));
     auto X = [&](double mult) { return ml + (xhi > xlo ? (std::log2(mult) - xlo) / (xhi - xlo) : 0.5) * pw; };
     auto Y = [&](double ppl) { return top + ph - (std::log10(ppl) - ylo) / (yhi - ylo) * ph; };
-    os << "<text x=\"" << ml << "\" y=\"" << top - 15 << "\" font-size=\"14\">Perplexity vs evaluation length, task "
+    os << "<text x=\"" << ml << "\" y=\"" << top - 15 << "\" font-size=\"14\">Perplexity vs evaluation size, task "
        << tasks[ti] << " (trained at " << r.train_length << ")</text>\n";
     os << "<rect x=\"" << ml << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
        << "\" fill=\"none\" stroke=\"#333\"/>\n";
@@ -248,7 +250,9 @@ std::string svg(const SweepResult& r) {
          << "\" stroke=\"#ddd\"/><text x=\"" << x << "\" y=\"" << top + ph + 16 << "\" text-anchor=\"middle\">"
          << mult * r.train_length << "</text>\n";
     }
-    os << "<text x=\"" << ml + pw / 2 << "\" y=\"" << top + ph + 36 << "\" text-anchor=\"middle\">evaluation length (tokens, log scale)</text>\n";
+    os << "<text x=\"" << ml + pw / 2 << "\" y=\"" << top + ph + 36 << "\" text-anchor=\"middle\">"
+       << (tasks[ti] == "grid2d" ? "evaluation grid side (cells, log scale)" : "evaluation length (tokens, log scale)")
+       << "</text>\n";
     for (int k = 0; k <= 4; ++k) {
       const double v = std::pow(10.0, ylo + (yhi - ylo) * k / 4.0), y = Y(v);
       os << "<line x1=\"" << ml << "\" y1=\"" << y << "\" x2=\"" << ml + pw << "\" y2=\"" << y
