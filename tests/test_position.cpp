@@ -17,16 +17,11 @@ using rpb::nn::PositionKind;
 using rpb::nn::PositionOptions;
 using rpb::testing::contains;
 using rpb::testing::error_of;
+using rpb::testing::flat;
+using rpb::testing::Matrix;
 
 namespace {
 
-using Matrix = std::vector<std::vector<double>>;
-
-std::vector<double> flat(const Matrix& m) {
-  std::vector<double> v;
-  for (const auto& row : m) v.insert(v.end(), row.begin(), row.end());
-  return v;
-}
 
 // Every element of t (any shape whose trailing axes hold m's elements in order) within tol of m.
 void check_close(const Tensor& t, const Matrix& m, double tol) {

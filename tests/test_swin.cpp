@@ -18,16 +18,11 @@ using namespace rpb;
 using namespace rpb::nn;
 using rpb::testing::contains;
 using rpb::testing::error_of;
+using rpb::testing::flat;
+using rpb::testing::Matrix;
 
 namespace {
 
-using Matrix = std::vector<std::vector<double>>;
-
-std::vector<double> flat(const Matrix& m) {
-  std::vector<double> v;
-  for (const auto& row : m) v.insert(v.end(), row.begin(), row.end());
-  return v;
-}
 
 std::vector<double> iota(int64_t n) {
   std::vector<double> v(static_cast<std::size_t>(n));

@@ -8,6 +8,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -24,6 +25,16 @@ inline std::string error_of(const std::function<void()>& f) {
 }
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+/// A matrix written out row by row in a test.
+using Matrix = std::vector<std::vector<double>>;
+
+/// The elements of m in row-major order.
+inline std::vector<double> flat(const Matrix& m) {
+  std::vector<double> v;
+  for (const auto& row : m) v.insert(v.end(), row.begin(), row.end());
+  return v;
+}
 
 /// Exit code and combined stdout+stderr of one `rpb` command (the built binary).
 struct CommandResult {
