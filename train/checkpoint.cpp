@@ -7,9 +7,11 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include <map>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "train/version.h"
 
@@ -271,11 +274,60 @@ std::string iso_time_now() {
   return buf;
 }
 
-void write_hdf5(const std::string& file_path, const Checkpoint& c, const std::string& op) {
+// The in-memory file's buffer, handed over by HDF5's core driver through file image callbacks:
+// `bytes` receives its first `keep` bytes when the file closes.
+struct MemoryImage {
+  std::size_t capacity = 0;
+  std::size_t keep = 0;
+  std::vector<char> bytes;
+};
+
+void* image_malloc(std::size_t n, H5FD_file_image_op_t, void* u) {
+  void* p = std::malloc(n);
+  if (p) static_cast<MemoryImage*>(u)->capacity = n;
+  return p;
+}
+void* image_memcpy(void* dst, const void* src, std::size_t n, H5FD_file_image_op_t, void*) {
+  return std::memcpy(dst, src, n);
+}
+void* image_realloc(void* p, std::size_t n, H5FD_file_image_op_t, void* u) {
+  void* q = std::realloc(p, n);
+  if (q) static_cast<MemoryImage*>(u)->capacity = n;
+  return q;
+}
+herr_t image_free(void* p, H5FD_file_image_op_t op, void* u) {
+  auto* m = static_cast<MemoryImage*>(u);
+  if (p && op == H5FD_FILE_IMAGE_OP_FILE_CLOSE) {
+    const char* c = static_cast<const char*>(p);
+    m->bytes.assign(c, c + std::min(m->keep, m->capacity));
+    m->bytes.resize(m->keep, 0);  // space allocated at the end but never written reads as zeros
+  }
+  std::free(p);
+  return 0;
+}
+void* image_udata_copy(void* u) { return u; }
+herr_t image_udata_free(void*) { return 0; }
+
+// Builds the checkpoint as an HDF5 file in memory (the core driver, no backing store) and returns
+// the bytes of the closed file; save_checkpoint writes them itself. HDF5 never writes to disk here:
+// when its own write fails (a full disk, EFBIG), H5Fclose fails too and leaves the file open inside
+// the library (holding the deleted temp file's space), which then crashes at exit (H5F__close_cb
+// from H5_term_library, HDF5 1.10). The bytes are taken at close rather than with
+// H5Fget_file_image, which clears the superblock's status flags without updating its checksum.
+std::vector<char> hdf5_image(const std::string& file_path, const Checkpoint& c, const std::string& op) {
   Hid fcpl = ordered_plist(H5P_FILE_CREATE, op);
   Hid fapl = file_access_plist(op);
+  std::size_t bytes = 0;
+  for (const nn::NamedTensors* group : {&c.params, &c.buffers, &c.optim.tensors})
+    for (const auto& [name, t] : *group) bytes += static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
+  must_ok(H5Pset_fapl_core(fapl.get(), bytes + (std::size_t{1} << 16), /*backing_store=*/0), op,
+          "cannot set the in-memory file driver");
+  MemoryImage image;
+  H5FD_file_image_callbacks_t callbacks = {image_malloc, image_memcpy,     image_realloc, image_free,
+                                           image_udata_copy, image_udata_free, &image};
+  must_ok(H5Pset_file_image_callbacks(fapl.get(), &callbacks), op, "cannot set the file image callbacks");
   Hid file = must(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose, op,
-                  "cannot create temp file " + file_path);
+                  "cannot create the in-memory file for " + file_path);
   {
     Hid root = must(H5Gopen2(file.get(), "/", H5P_DEFAULT), H5Gclose, op, "cannot open group /");
     write_attr(root.get(), "format_version", H5T_NATIVE_INT, kCheckpointFormatVersion, "/", op);
@@ -339,8 +391,32 @@ void write_hdf5(const std::string& file_path, const Checkpoint& c, const std::st
       write_dataset(metrics.get(), names[k], std::string("/metrics/") + names[k], H5T_NATIVE_DOUBLE, dims,
                     columns[k].data(), n * 8, op);
   }
-  must_ok(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), op, "cannot flush temp file " + file_path);
-  must_ok(file.close(), op, "cannot close temp file " + file_path);
+  must_ok(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), op, "cannot flush the in-memory file");
+  const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);  // the end of the file (its EOA)
+  CKPT_CHECK(size > 0, "cannot get the size of the in-memory file", hdf5_reason());
+  image.keep = static_cast<std::size_t>(size);
+  must_ok(file.close(), op, "cannot close the in-memory file");
+  CKPT_CHECK(image.bytes.size() == image.keep, "the in-memory file's bytes were not handed over at close");
+  return std::move(image.bytes);
+}
+
+// Writes `bytes` to a new file `path`; the error names the file and the errno text.
+void write_bytes(const std::string& path, const std::vector<char>& bytes, const std::string& op) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  CKPT_CHECK(fd >= 0, "cannot create temp file ", path, ": ", std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      RPB_FAIL(op.c_str(), "cannot write temp file ", path, " (", done, " of ", bytes.size(),
+               " bytes written): ", std::strerror(err));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  CKPT_CHECK(::close(fd) == 0, "cannot close temp file ", path, ": ", std::strerror(errno));
 }
 
 // ------------------------------------------------------------- reading ----
@@ -561,7 +637,7 @@ std::vector<T> read_column(hid_t metrics, const char* name, H5T_class_t cls, hid
 void save_checkpoint(const std::string& path, const Checkpoint& c) {
   const std::string op = "checkpoint " + path;
   QuietHdf5 quiet;
-  replace_file_atomically(path, [&](const std::string& tmp) { write_hdf5(tmp, c, op); }, op);
+  replace_file_atomically(path, [&](const std::string& tmp) { write_bytes(tmp, hdf5_image(tmp, c, op), op); }, op);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {

@@ -62,6 +62,14 @@ std::shared_ptr<spdlog::logger> run_logger(const std::string& dir) {
   return logger;
 }
 
+// The first parameter (in order) holding a NaN or an Inf: the likely cause of a non-finite loss.
+std::optional<std::string> first_non_finite_param(const std::vector<optim::NamedParam>& params) {
+  for (const auto& p : params)
+    for (double v : p.param.to_vector())
+      if (!std::isfinite(v)) return p.name;
+  return std::nullopt;
+}
+
 }  // namespace
 
 Run::Run(const RunConfig& config) : config_(config) {
@@ -133,6 +141,7 @@ TrainSummary Run::train(bool resume) {
     restore(c, latest);
     start = c.step;
     summary.resumed = true;
+    summary.step = start;  // a run resumed at or past config.steps takes no step
   } else {
     RPB_CHECK(latest.empty(), "train", dir_, " already holds checkpoints (", latest,
               "); use --resume to continue it or choose another run.name");
@@ -150,7 +159,7 @@ TrainSummary Run::train(bool resume) {
   const auto t0 = std::chrono::steady_clock::now();
   auto window_start = t0;
   int64_t window_tokens = 0;
-  double last_loss = 0;
+  double last_loss = metrics_.empty() ? 0.0 : metrics_.back().loss;
   for (int64_t step = start; step < config_.steps; ++step) {
     const double lr = optim::learning_rate(config_.optim.schedule, step);
     optimizer_->zero_grad();
@@ -159,6 +168,8 @@ TrainSummary Run::train(bool resume) {
     std::string bad;
     if (!std::isfinite(lv)) {
       bad = "the loss";
+      if (auto name = first_non_finite_param(optimizer_->params()))
+        bad += " (parameter " + *name + " holds a NaN or an Inf)";
       tape().clear();
     } else {
       backward(loss);
@@ -200,7 +211,9 @@ TrainSummary Run::train(bool resume) {
     summary.step = done;
   }
   if (tty) std::fprintf(stderr, "\n");
-  if (!summary.stopped_non_finite) save(summary.step);
+  // A resumed run that took no step (it had already reached config.steps) keeps its checkpoint
+  // and `latest` as they are: saving again would rewrite them for nothing.
+  if (!summary.stopped_non_finite && !(summary.resumed && summary.step == start)) save(summary.step);
   summary.last_loss = last_loss;
   summary.checkpoint = read_latest(dir_);
   log->info("run {}: finished at step {} (loss {:.4f}); checkpoint {}", config_.name, summary.step, last_loss,
