@@ -25,34 +25,12 @@ namespace fs = std::filesystem;
 using rpb::Checkpoint;
 using rpb::DType;
 using rpb::Tensor;
+using rpb::testing::TempDir;
 using rpb::testing::contains;
 using rpb::testing::error_of;
 
 namespace {
 
-/// A fresh folder under /tmp, removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("rpb_test_ckpt_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  /// Every entry of the folder, sorted.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-};
 
 /// Runs f with file descriptor 2 redirected to a file; returns what was written to stderr.
 std::string stderr_of(const std::function<void()>& f) {

@@ -20,6 +20,7 @@
 
 using namespace rpb;
 using namespace rpb::data;
+using rpb::testing::TempDir;
 using rpb::testing::contains;
 using rpb::testing::error_of;
 namespace fs = std::filesystem;
@@ -34,19 +35,6 @@ TaskOptions small(const std::string& kind) {
   return o;
 }
 
-/// A fresh directory under the system temp dir, removed when the guard goes.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    path = fs::temp_directory_path() / ("rpb_test_data_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 /// Solves pi P = pi, sum pi = 1 by Gaussian elimination (independent of the task's power iteration).
 std::vector<double> solve_stationary(const std::vector<double>& P, int64_t n) {

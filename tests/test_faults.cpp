@@ -31,24 +31,13 @@ extern char** environ;
 
 namespace fs = std::filesystem;
 using namespace rpb;
+using rpb::testing::TempDir;
 using rpb::testing::contains;
 using rpb::testing::error_of;
 using rpb::testing::run_rpb;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag)
-      : path(fs::temp_directory_path() / ("rpb_faults_" + tag + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 struct Size {
   int64_t d_model = 16, layers = 1, d_ff = 32, batch = 4, length = 16;

@@ -97,9 +97,8 @@ TEST_CASE("grid model: configs for 2-D runs are checked") {
 }
 
 TEST_CASE("grid model: rpb extrapolate prints the 2-D table") {
-  const fs::path dir = fs::temp_directory_path() / ("rpb_test_grid_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const rpb::testing::TempDir tmp("grid");
+  const fs::path& dir = tmp.path;
   std::ofstream(dir / "g.toml") << "[run]\nname = \"g\"\nout_dir = \"" << dir.string()
                                 << "\"\nsteps = 6\nbatch = 2\nlength = 4\nlog_every = 3\neval_multipliers = [1, 2]\n"
                                    "eval_tokens = 64\n[model]\nd_model = 8\nheads = 2\nlayers = 2\nd_ff = 8\n"
@@ -113,5 +112,4 @@ TEST_CASE("grid model: rpb extrapolate prints the 2-D table") {
   CHECK(contains(r.out, "| Learned 2-D (global) | 128 |"));
   CHECK(contains(r.out, "n/a"));
   CHECK(contains(r.out, "[3/4] grid2d / swin_v2@window4 / seed 0: finished earlier, reusing"));
-  fs::remove_all(dir);
 }

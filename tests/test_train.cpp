@@ -15,21 +15,13 @@
 
 namespace fs = std::filesystem;
 using namespace rpb;
+using rpb::testing::TempDir;
 using rpb::testing::contains;
 using rpb::testing::error_of;
 using rpb::testing::run_rpb;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag)
-      : path(fs::temp_directory_path() / ("rpb_test_" + tag + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 // A tiny run: dropout on, so the dropout generator's state matters for resuming.
 std::string tiny_config(const fs::path& out, const std::string& scheme = "t5") {

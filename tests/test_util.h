@@ -2,9 +2,12 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -25,6 +28,33 @@ inline std::string error_of(const std::function<void()>& f) {
 }
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+/// A fresh folder under the system temp dir, removed with everything in it when the guard goes.
+/// `tag` names the test in the folder's name; a counter keeps several guards of one tag apart.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& tag = "tmp") {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("rpb_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  /// Every entry of the folder, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(path)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
 
 /// A matrix written out row by row in a test.
 using Matrix = std::vector<std::vector<double>>;

@@ -12,7 +12,6 @@
 #include <fstream>
 #include <toml++/toml.h>
 
-#include "nn/transformer.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
