@@ -109,6 +109,33 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 /// from `gen`; identity when !training or p == 0.
 Tensor dropout(const Tensor& x, double p, Generator& gen, bool training = true);
 
+// ---- attention.cpp: fused attention with a relative-position bias ----
+/// Where queries and keys sit, for the mask and the bias index of fused_attention.
+struct AttentionSpec {
+  double scale = 1.0;     // multiplies q k^T; the bias is added after it, unscaled
+  bool causal = false;    // key j is masked for query i when j > q_offset + i
+  int64_t q_offset = 0;   // 1-D: queries sit at q_offset .. q_offset + Tq - 1, keys at 0 .. Tk - 1
+  int64_t grid_width = 0; // 0: 1-D positions. w > 0: Tq == Tk tokens of a (T / w, w) grid in raster order
+};
+
+/// softmax(scale q k^T + bias + mask) v, tiled over queries and keys with an online softmax: the
+/// (Tq, Tk) scores, bias and probabilities are never stored; forward keeps O(Tq) per head (the
+/// row log-sum-exp) and backward recomputes the tiles. Work over batch x heads runs on the pool
+/// of core/parallel.h; results are bit-identical run to run and for any thread count.
+///   q (B, H, Tq, dh); k, v (B, H, Tk, dh), one float dtype.
+///   rel_bias (H, R) or undefined: the bias of a (query, key) pair depends only on their offset.
+///     1-D: R = Tq + Tk - 1 and pair (i, j) reads rel_bias[h, j - i + Tq - 1], i.e. entry m is the
+///          bias at relative position key - query = m - (q_offset + Tq - 1).
+///     grid (width w, height g = T / w): R = (2g - 1)(2w - 1) and a pair reads
+///          rel_bias[h, (y_key - y_query + g - 1) * (2w - 1) + (x_key - x_query + w - 1)].
+///     Its gradient is summed per entry in a fixed order (no atomics).
+///   key_padding (B, Tk) or undefined: non-zero masks that key.
+///   window_mask (G, Tq, Tk) float or undefined: a constant added to the scores of batch entry b
+///     from window b % G (Swin's shifted-window -100 mask); no gradient.
+/// A fully masked row gives zeros and zero gradients. Returns (B, H, Tq, dh).
+Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rel_bias,
+                       const Tensor& key_padding, const Tensor& window_mask, const AttentionSpec& spec);
+
 // ---- loss.cpp ----
 /// Fused log_softmax + negative log-likelihood over the last axis of `logits`
 /// (..., C) with i64 `target` (...), averaged over targets != ignore_index

@@ -35,6 +35,8 @@ enum class OpKind : uint16_t {
   Dropout,
   // loss.cpp
   CrossEntropy,
+  // attention.cpp
+  FusedAttention,
   Count
 };
 
@@ -78,6 +80,7 @@ inline constexpr std::array<OpInfo, static_cast<std::size_t>(OpKind::Count)> kOp
     {OpKind::LayerNorm, "layer_norm", "norm"},
     {OpKind::Dropout, "dropout", "dropout"},
     {OpKind::CrossEntropy, "cross_entropy", "loss"},
+    {OpKind::FusedAttention, "fused_attention", "attention"},
 }};
 
 constexpr bool registry_is_ordered() {

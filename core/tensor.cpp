@@ -1,6 +1,7 @@
 #include "core/tensor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -91,15 +92,29 @@ BlockCache& block_cache() {
 
 }  // namespace
 
+namespace {
+std::atomic<std::size_t> g_live_bytes{0}, g_peak_bytes{0};  // held by live storages
+}  // namespace
+
 std::size_t release_cached_memory() { return block_cache().release(); }
+std::size_t live_memory_bytes() { return g_live_bytes.load(); }
+std::size_t peak_memory_bytes() { return g_peak_bytes.load(); }
+void reset_peak_memory() { g_peak_bytes.store(g_live_bytes.load()); }
 std::size_t cached_memory_bytes() { return block_cache().cached(); }
 
 Storage::Storage(std::size_t bytes) : bytes_(bytes) {
   data_ = block_cache().get(BlockCache::rounded(bytes));
   RPB_CHECK(data_ != nullptr, "storage", "out of memory allocating ", bytes, " bytes");
+  const std::size_t live = g_live_bytes.fetch_add(bytes_) + bytes_;
+  std::size_t peak = g_peak_bytes.load();
+  while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live)) {
+  }
 }
 
-Storage::~Storage() { block_cache().put(data_, BlockCache::rounded(bytes_)); }
+Storage::~Storage() {
+  g_live_bytes.fetch_sub(bytes_);
+  block_cache().put(data_, BlockCache::rounded(bytes_));
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   auto impl = std::make_shared<TensorImpl>();

@@ -51,6 +51,12 @@ class Storage {
 std::size_t release_cached_memory();
 /// Bytes currently held idle for reuse.
 std::size_t cached_memory_bytes();
+/// Bytes held by live storages (tensors in use, including what the tape saves for backward).
+std::size_t live_memory_bytes();
+/// The most live_memory_bytes() has been since the last reset_peak_memory() (or the start).
+std::size_t peak_memory_bytes();
+/// Starts a new peak at the current live bytes.
+void reset_peak_memory();
 
 struct GradSlot;  // core/autograd.h
 

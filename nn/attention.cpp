@@ -27,6 +27,25 @@ Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset) {
   return m;
 }
 
+PositionBias position_bias(const PositionScheme* pos, int64_t q_len, int64_t k_len, int64_t q_offset,
+                           bool relative) {
+  PositionBias b;
+  if (!pos || pos->kind() != PositionKind::additive_bias) return b;
+  if (relative) b.relative = pos->relative_bias(q_len, k_len, q_offset);
+  if (!b.relative.defined()) b.full = pos->bias(q_len, k_len, q_offset);
+  return b;
+}
+
+Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len) {
+  RPB_CHECK(relative.dim() == 2 && relative.size(1) == q_len + k_len - 1, "attention", "relative bias ",
+            relative.shape(), " is not (H, Tq + Tk - 1) for Tq ", q_len, " and Tk ", k_len);
+  std::vector<int64_t> idx(static_cast<std::size_t>(q_len * k_len));
+  for (int64_t i = 0; i < q_len; ++i)
+    for (int64_t j = 0; j < k_len; ++j) idx[static_cast<std::size_t>(i * k_len + j)] = j - i + q_len - 1;
+  // (R, H) rows picked per (i, j) -> (Tq, Tk, H) -> (H, Tq, Tk)
+  return permute(index_select(transpose(relative, 0, 1), Tensor::indices({q_len, k_len}, idx)), {2, 0, 1});
+}
+
 MultiHeadAttention::MultiHeadAttention(const AttentionOptions& o, Generator& init_gen, Generator& dropout_gen)
     : qkv(register_module("qkv", std::make_shared<Linear>(o.d_model, 3 * o.d_model, true, init_gen, o.init_std))),
       out(register_module("out", std::make_shared<Linear>(o.d_model, o.d_model, true, init_gen, o.out_init_std))),
@@ -34,13 +53,19 @@ MultiHeadAttention::MultiHeadAttention(const AttentionOptions& o, Generator& ini
       resid_drop(register_module("resid_drop", std::make_shared<Dropout>(o.dropout, dropout_gen))),
       heads_(o.heads),
       head_dim_(o.heads > 0 ? o.d_model / o.heads : 0),
-      causal_(o.causal) {
+      causal_(o.causal),
+      fused_(o.fused) {
   RPB_CHECK(o.heads > 0 && o.d_model % o.heads == 0, "attention", "heads ", o.heads, " must divide d_model ",
             o.d_model);
   scale_ = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(head_dim_));
 }
 
-Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, const Tensor& bias,
+bool MultiHeadAttention::uses_fused() const {
+  // Dropout on the attention probabilities needs them materialized.
+  return fused_ && !(attn_drop->p() > 0 && attn_drop->is_training());
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, const PositionBias& bias,
                                    const Tensor& key_padding_mask, LayerCache* cache) const {
   RPB_CHECK(x.dim() == 3 && x.size(2) == heads_ * head_dim_, "attention", "input ", x.shape(), " is not (B, T, ",
             heads_ * head_dim_, ")");
@@ -63,11 +88,21 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, c
     cache->v = v;
   }
   const int64_t Tk = k.size(2);
+  if (key_padding_mask.defined())
+    RPB_CHECK(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == B && key_padding_mask.size(1) == Tk,
+              "attention", "key padding mask ", key_padding_mask.shape(), " is not (B, Tk) = (", B, ", ", Tk, ")");
+  auto merge_heads = [&](const Tensor& h) {  // (B, H, T, dh) -> (B, T, d), then the output projection
+    return resid_drop->forward(out->forward(reshape(permute(h, {0, 2, 1, 3}), {B, T, d})));
+  };
+  if (uses_fused() && !bias.full.defined()) {
+    const AttentionSpec spec{scale_, causal_, offset, 0};
+    return merge_heads(fused_attention(q, k, v, bias.relative, key_padding_mask, Tensor(), spec));
+  }
+  const Tensor full = bias.full.defined() || !bias.relative.defined() ? bias.full
+                                                                       : expand_relative_bias(bias.relative, T, Tk);
   Tensor mask;
   if (causal_) mask = causal_mask(T, Tk, offset);
   if (key_padding_mask.defined()) {
-    RPB_CHECK(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == B && key_padding_mask.size(1) == Tk,
-              "attention", "key padding mask ", key_padding_mask.shape(), " is not (B, Tk) = (", B, ", ", Tk, ")");
     const Tensor kp = reshape(key_padding_mask, {B, 1, 1, Tk});
     if (mask.defined()) {
       // Either mask forbids: combine into one (B, 1, T, Tk) i64 mask.
@@ -83,8 +118,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, c
       mask = kp;
     }
   }
-  const Tensor h = scaled_dot_product_attention(q, k, v, bias, mask, scale_, attn_drop.get());  // (B, H, T, dh)
-  return resid_drop->forward(out->forward(reshape(permute(h, {0, 2, 1, 3}), {B, T, d})));
+  return merge_heads(scaled_dot_product_attention(q, k, v, full, mask, scale_, attn_drop.get()));
 }
 
 }  // namespace rpb::nn

@@ -21,6 +21,20 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 /// (Tq, Tk) i64 causal mask: 1 where key j lies after query q_offset + i.
 Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset);
 
+/// An additive position bias in one of its two forms.
+struct PositionBias {
+  Tensor relative;  // (H, Tq + Tk - 1): per relative position, as fused_attention reads it (core/ops.h)
+  Tensor full;      // (H, Tq, Tk): materialized, for the reference path and schemes without a relative form
+  bool defined() const { return relative.defined() || full.defined(); }
+};
+
+/// The position bias of `pos` for Tq queries after q_offset cached tokens over Tk keys: the relative form
+/// when `relative` is set and the scheme has one, else the full form; empty for schemes without a bias.
+PositionBias position_bias(const PositionScheme* pos, int64_t q_len, int64_t k_len, int64_t q_offset, bool relative);
+
+/// (H, Tq, Tk): the full bias of a relative one, full[h, i, j] = relative[h, j - i + Tq - 1].
+Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len);
+
 /// Cached keys and values of one attention layer (incremental decoding).
 struct LayerCache {
   Tensor k;  // (B, H, Tcached, dh)
@@ -36,6 +50,9 @@ struct AttentionOptions {
   double dropout = 0.0;
   double init_std = 0.02;
   double out_init_std = 0.02;
+  /// The fused kernel (core/ops.h fused_attention) unless attention dropout is active; false keeps the
+  /// reference path (scores, bias, mask and probabilities materialized as (B, H, T, T)).
+  bool fused = true;
 };
 
 /// Multi-head self-attention: qkv = Linear(d, 3d) fused, out = Linear(d, d).
@@ -45,11 +62,13 @@ class MultiHeadAttention : public Module {
 
   /// x (B, T, d) -> (B, T, d).
   ///   pos: the position scheme (rotary schemes rotate q and k here) or null;
-  ///   bias: the additive position bias (H, T, Tk) already computed (shared across layers), or undefined;
+  ///   bias: the additive position bias already computed (shared across layers), or empty;
   ///   key_padding_mask: (B, Tk) non-zero at padded keys, or undefined;
   ///   cache: when given, new keys and values are appended and queries sit at offset cache->k's length.
-  Tensor forward(const Tensor& x, const PositionScheme* pos, const Tensor& bias, const Tensor& key_padding_mask,
+  Tensor forward(const Tensor& x, const PositionScheme* pos, const PositionBias& bias, const Tensor& key_padding_mask,
                  LayerCache* cache) const;
+  /// True when forward runs the fused kernel (fused and no active attention dropout).
+  bool uses_fused() const;
 
   int64_t heads() const { return heads_; }
   int64_t head_dim() const { return head_dim_; }
@@ -63,6 +82,7 @@ class MultiHeadAttention : public Module {
  private:
   int64_t heads_, head_dim_;
   bool causal_;
+  bool fused_;
   double scale_;
 };
 

@@ -64,7 +64,8 @@ Tensor GridBlock::forward(const Tensor& x, const Position2D* pos) const {
   if (window_attn) {
     a = window_attn->forward(h);
   } else {
-    const Tensor bias = pos && pos->additive() ? pos->bias(H, W) : Tensor();  // (heads, N, N)
+    PositionBias bias;
+    if (pos && pos->additive()) bias.full = pos->bias(H, W);  // (heads, N, N)
     a = reshape(attn->forward(reshape(h, {B, H * W, d}), nullptr, bias, Tensor(), nullptr), {B, H, W, d});
   }
   const Tensor y = add(x, a);

@@ -110,6 +110,15 @@ Tensor distance_table(int64_t q_len, int64_t k_len, int64_t q_offset, DType dtyp
   return from_doubles({1, q_len, k_len}, v, dtype);
 }
 
+// (1, q_len + k_len - 1) row of f(r) over the relative positions r = key - query of relative_bias(),
+// entry m holding r = m - (q_offset + q_len - 1), in `dtype`.
+template <typename F>
+Tensor offset_row(int64_t q_len, int64_t k_len, int64_t q_offset, DType dtype, F&& f) {
+  std::vector<double> v(static_cast<std::size_t>(q_len + k_len - 1));
+  for (std::size_t m = 0; m < v.size(); ++m) v[m] = f(static_cast<int64_t>(m) - (q_offset + q_len - 1));
+  return from_doubles({1, static_cast<int64_t>(v.size())}, v, dtype);
+}
+
 // ---- the schemes ----
 
 /// t5 and shaw: a learned (rows, heads) table read at a per-(query, key) row index, so the
@@ -129,10 +138,21 @@ class TableScheme : public PositionScheme {
     const Tensor idx = cached_index(q_len, k_len, q_offset);  // (q, k) i64
     return permute(index_select(table, idx), {2, 0, 1});      // (q, k, H) -> (H, q, k)
   }
+  Tensor relative_bias(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
+    check_lengths(name().c_str(), q_len, k_len, q_offset);
+    const Tensor rows = rel_cache_.get({q_len, k_len, q_offset}, [&] {
+      std::vector<int64_t> v(static_cast<std::size_t>(q_len + k_len - 1));
+      for (std::size_t m = 0; m < v.size(); ++m) v[m] = row_of(static_cast<int64_t>(m) - (q_offset + q_len - 1));
+      return Tensor::indices({static_cast<int64_t>(v.size())}, v);
+    });                                                   // (R) i64: the table row of each offset
+    return permute(index_select(table, rows), {1, 0});  // (R, H) -> (H, R)
+  }
 
  protected:
   /// The (q_len, k_len) i64 row index; computed once per (q_len, k_len, q_offset).
   virtual Tensor make_index(int64_t q_len, int64_t k_len, int64_t q_offset) const = 0;
+  /// The table row of relative position key - query; make_index's rows, one offset at a time.
+  virtual int64_t row_of(int64_t relative_position) const = 0;
   PositionOptions o_;
 
  private:
@@ -140,7 +160,7 @@ class TableScheme : public PositionScheme {
     check_lengths(name().c_str(), q_len, k_len, q_offset);
     return cache_.get({q_len, k_len, q_offset, static_cast<int64_t>(DType::i64)}, [&] { return make_index(q_len, k_len, q_offset); });
   }
-  LastValueCache cache_;
+  LastValueCache cache_, rel_cache_;
 
  public:
   Tensor table;  // (rows, heads)
@@ -156,6 +176,9 @@ class T5Scheme final : public TableScheme {
   Tensor make_index(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
     return t5_buckets(q_len, k_len, q_offset, !o_.causal, o_.num_buckets, o_.max_distance);
   }
+  int64_t row_of(int64_t relative_position) const override {
+    return t5_bucket(relative_position, !o_.causal, o_.num_buckets, o_.max_distance);
+  }
 };
 
 /// shaw: a learned (2K+1, heads) scalar table indexed by clip(key - query, -K, K) + K.
@@ -167,6 +190,10 @@ class ShawScheme final : public TableScheme {
  private:
   Tensor make_index(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
     return shaw_index(q_len, k_len, q_offset, o_.max_relative_position);
+  }
+  int64_t row_of(int64_t relative_position) const override {
+    const int64_t K = o_.max_relative_position;
+    return std::clamp<int64_t>(relative_position, -K, K) + K;
   }
 };
 
@@ -186,10 +213,18 @@ class LogDecayScheme final : public PositionScheme {
     // A recorded mul, so a learnable lambda receives sum over (i, j) of -log(1 + |i - j|) * dL/dB[h, i, j].
     return mul(reshape(lambda, {o_.heads, 1, 1}), neg_log);  // (H, q, k)
   }
+  Tensor relative_bias(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
+    check_lengths("log_decay", q_len, k_len, q_offset);
+    const Tensor neg_log = rel_cache_.get({q_len, k_len, q_offset, static_cast<int64_t>(lambda.dtype())}, [&] {
+      return offset_row(q_len, k_len, q_offset, lambda.dtype(),
+                        [](int64_t r) { return -std::log1p(static_cast<double>(r < 0 ? -r : r)); });
+    });                                                   // (1, R): -log(1 + |r|)
+    return mul(reshape(lambda, {o_.heads, 1}), neg_log);  // (H, R)
+  }
 
  private:
   PositionOptions o_;
-  LastValueCache cache_;
+  LastValueCache cache_, rel_cache_;
 
  public:
   Tensor lambda = o_.learnable_lambda
@@ -212,10 +247,18 @@ class AlibiScheme final : public PositionScheme {
     });  // (1, q, k): -|i - j|
     return mul(reshape(slopes, {o_.heads, 1, 1}), neg_dist);  // (H, q, k)
   }
+  Tensor relative_bias(int64_t q_len, int64_t k_len, int64_t q_offset) const override {
+    check_lengths("alibi", q_len, k_len, q_offset);
+    const Tensor neg_dist = rel_cache_.get({q_len, k_len, q_offset, static_cast<int64_t>(slopes.dtype())}, [&] {
+      return offset_row(q_len, k_len, q_offset, slopes.dtype(),
+                        [](int64_t r) { return -static_cast<double>(r < 0 ? -r : r); });
+    });                                                    // (1, R): -|r|
+    return mul(reshape(slopes, {o_.heads, 1}), neg_dist);  // (H, R)
+  }
 
  private:
   PositionOptions o_;
-  LastValueCache cache_;
+  LastValueCache cache_, rel_cache_;
 
  public:
   // Fixed by the head count, so not saved in checkpoints.
@@ -403,6 +446,8 @@ Tensor PositionScheme::rotate(const Tensor& x, int64_t offset) const {
 }
 
 Tensor PositionScheme::index(int64_t q_len, int64_t k_len, int64_t q_offset) const { return Tensor(); }
+
+Tensor PositionScheme::relative_bias(int64_t q_len, int64_t k_len, int64_t q_offset) const { return Tensor(); }
 
 const std::vector<std::string>& position_scheme_names() {
   static const std::vector<std::string> names{"learned", "sinusoidal", "rope", "t5",

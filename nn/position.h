@@ -67,6 +67,11 @@ class PositionScheme : public Module {
   virtual Tensor embed(int64_t length, int64_t offset) const;
   /// additive_bias: (heads, q_len, k_len).
   virtual Tensor bias(int64_t q_len, int64_t k_len, int64_t q_offset) const;
+  /// additive_bias schemes whose bias depends only on key - query (t5, shaw, log_decay, alibi): the
+  /// (heads, q_len + k_len - 1) vector the fused attention kernel reads (core/ops.h fused_attention),
+  /// entry m holding the bias at key - query = m - (q_offset + q_len - 1). Differentiable in the
+  /// scheme's parameters. Undefined for schemes without such a form.
+  virtual Tensor relative_bias(int64_t q_len, int64_t k_len, int64_t q_offset) const;
   /// rotary: x (B, heads, T, head_dim) rotated for positions offset .. offset + T - 1.
   virtual Tensor rotate(const Tensor& x, int64_t offset) const;
   /// Table-indexed schemes (t5, shaw): the (q_len, k_len) i64 row index into the table; undefined otherwise.

@@ -34,13 +34,8 @@ AttentionOptions attention_options(const TransformerOptions& o) {
   a.dropout = o.dropout;
   a.init_std = o.init_std;
   a.out_init_std = o.init_std / std::sqrt(2.0 * static_cast<double>(o.layers));  // GPT-2's residual scaling
+  a.fused = o.fused_attention;
   return a;
-}
-
-// Additive bias for T new queries after `offset` cached tokens, or undefined.
-Tensor position_bias(const PositionScheme* pos, int64_t T, int64_t offset) {
-  if (!pos || pos->kind() != PositionKind::additive_bias) return Tensor();
-  return pos->bias(T, offset + T, offset);  // (H, T, Tk)
 }
 
 }  // namespace
@@ -59,13 +54,13 @@ TransformerBlock::TransformerBlock(const TransformerOptions& o, Generator& init_
   }
 }
 
-Tensor TransformerBlock::forward(const Tensor& x, const PositionScheme* shared, const Tensor& shared_bias,
+Tensor TransformerBlock::forward(const Tensor& x, const PositionScheme* shared, const PositionBias& shared_bias,
                                  const Tensor& key_padding_mask, LayerCache* cache) const {
   const PositionScheme* pos = position ? position.get() : shared;
-  Tensor bias = shared_bias;
+  PositionBias bias = shared_bias;
   if (position) {
     const int64_t offset = cache && cache->k.defined() ? cache->k.size(2) : 0;
-    bias = position_bias(pos, x.size(1), offset);
+    bias = position_bias(pos, x.size(1), offset + x.size(1), offset, attn->uses_fused());
   }
   Tensor h = add(x, attn->forward(ln1->forward(x), pos, bias, key_padding_mask, cache));
   return add(h, mlp->forward(ln2->forward(h)));
@@ -100,7 +95,8 @@ Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_
   Tensor x = tok->forward(tokens);  // (B, T, d)
   if (position_ && position_->kind() == PositionKind::absolute) x = add(x, position_->embed(T, offset));
   // One bias for all layers: T5 shares its table, and the table's gradient sums over the layers.
-  const Tensor bias = position_bias(position_.get(), T, offset);
+  const bool fused = blocks->size() > 0 && blocks->at<TransformerBlock>(0).attn->uses_fused();
+  const PositionBias bias = position_bias(position_.get(), T, offset + T, offset, fused);
   for (std::size_t i = 0; i < blocks->size(); ++i)
     x = blocks->at<TransformerBlock>(i).forward(x, position_.get(), bias, key_padding_mask,
                                                 cache ? &cache->layers[i] : nullptr);

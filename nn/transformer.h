@@ -22,6 +22,7 @@ struct TransformerOptions {
   double attn_scale = 0.0;        // 0: 1/sqrt(head_dim)
   double init_std = 0.02;         // normal init of linear and embedding weights (GPT-2)
   GeluApprox gelu = GeluApprox::tanh;
+  bool fused_attention = true;    // the fused kernel (core/ops.h fused_attention) or the reference path
   PositionOptions position;       // heads, d_model, head_dim and causal are filled from the above
 };
 
@@ -39,8 +40,8 @@ struct KVCache {
 class TransformerBlock : public Module {
  public:
   TransformerBlock(const TransformerOptions& options, Generator& init_gen, Generator& dropout_gen, bool own_position);
-  /// x (B, T, d). `shared` is the stack's scheme and `shared_bias` its precomputed bias (both may be null/undefined).
-  Tensor forward(const Tensor& x, const PositionScheme* shared, const Tensor& shared_bias,
+  /// x (B, T, d). `shared` is the stack's scheme and `shared_bias` its precomputed bias (both may be null/empty).
+  Tensor forward(const Tensor& x, const PositionScheme* shared, const PositionBias& shared_bias,
                  const Tensor& key_padding_mask, LayerCache* cache) const;
 
   std::shared_ptr<LayerNorm> ln1;

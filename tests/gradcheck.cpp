@@ -94,6 +94,7 @@ CaseList all_cases() {
   add_norm_cases(cases);
   add_dropout_cases(cases);
   add_loss_cases(cases);
+  add_attention_cases(cases);
   return cases;
 }
 

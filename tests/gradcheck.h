@@ -51,6 +51,7 @@ void add_softmax_cases(CaseList& cases);
 void add_norm_cases(CaseList& cases);
 void add_dropout_cases(CaseList& cases);
 void add_loss_cases(CaseList& cases);
+void add_attention_cases(CaseList& cases);
 
 /// Every case of every family.
 CaseList all_cases();

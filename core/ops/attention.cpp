@@ -1,0 +1,312 @@
+// Fused attention with a relative-position bias (flash-attention's tiling, FlashAttention-2's
+// loop order): forward and backward side by side. One task per (batch, head) on the pool of
+// core/parallel.h; each task owns its outputs, so results do not depend on the thread count.
+//
+// Forward, per query tile, over key tiles: S = scale Q K^T + bias + masks, then the online softmax
+//   m' = max(m, rowmax S),  P = exp(S - m'),  l = l e^(m - m') + rowsum P,  acc = acc e^(m - m') + P V,
+// and finally O = acc / l, lse = m + log l (the only per-row state kept for backward).
+// Backward recomputes P = exp(S - lse) per tile, with D = rowsum(dO * O):
+//   dV += P^T dO,  dS = P * (dO V^T - D),  dQ += scale dS K,  dK += scale dS^T Q,  dbias[offset] += dS.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/ops.h"
+#include "core/ops/kernels.h"
+#include "core/parallel.h"
+
+namespace rpb {
+
+namespace {
+
+constexpr int64_t kTileQ = 64;   // queries per tile
+constexpr int64_t kTileK = 128;  // keys per tile
+
+template <typename T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using Mat = Eigen::Map<RowMat<T>>;
+template <typename T>
+using CMat = Eigen::Map<const RowMat<T>>;
+// Tile buffers start on a 64-byte boundary: Eigen's vectorized row reductions peel unaligned leading
+// elements, so the summation order (and the result's last bit) would otherwise follow the heap address.
+template <typename T>
+using TileBuffer = std::vector<T, Eigen::aligned_allocator<T>>;
+template <typename T>
+using StridedCMat = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
+
+// Shapes and positions of one call.
+struct Geometry {
+  int64_t B = 0, H = 0, Tq = 0, Tk = 0, dh = 0, R = 0;
+  int64_t G = 0;             // windows in window_mask (0: none)
+  int64_t gh = 0, gw = 0;    // grid height and width (gw = 0: 1-D)
+  AttentionSpec spec;
+
+  // The rel_bias entry of query i and key j (see core/ops.h).
+  int64_t rel_index(int64_t i, int64_t j) const {
+    if (gw == 0) return j - i + Tq - 1;
+    return (j / gw - i / gw + gh - 1) * (2 * gw - 1) + (j % gw - i % gw + gw - 1);
+  }
+  // One past the last key a query tile ending (exclusive) at i_end may see.
+  int64_t key_end(int64_t i_end) const { return spec.causal ? std::min(Tk, spec.q_offset + i_end) : Tk; }
+};
+
+// The inputs of one (batch, head) task.
+template <typename T>
+struct Task {
+  const T* q;              // (Tq, dh)
+  const T* k;              // (Tk, dh)
+  const T* v;              // (Tk, dh)
+  const T* rel;            // (R) or null
+  const uint8_t* padded;   // (Tk) or null
+  const T* window;         // (Tq, Tk) or null
+};
+
+template <typename T>
+Task<T> task_of(const Geometry& g, int64_t task, const T* q, const T* k, const T* v, const T* rel,
+                const uint8_t* padded, const T* window) {
+  const int64_t b = task / g.H, h = task % g.H;
+  return {q + task * g.Tq * g.dh,
+          k + task * g.Tk * g.dh,
+          v + task * g.Tk * g.dh,
+          rel ? rel + h * g.R : nullptr,
+          padded ? padded + b * g.Tk : nullptr,
+          window ? window + (b % g.G) * g.Tq * g.Tk : nullptr};
+}
+
+// S (bq, bk) = scale Q[i0:] K[j0:]^T + bias + masks; masked entries are -inf.
+template <typename T>
+void score_tile(const Geometry& g, const Task<T>& t, int64_t i0, int64_t bq, int64_t j0, int64_t bk, Mat<T>& S) {
+  const int64_t dh = g.dh;
+  S.noalias() = CMat<T>(t.q + i0 * dh, bq, dh) * CMat<T>(t.k + j0 * dh, bk, dh).transpose();
+  if (g.spec.scale != 1.0) S *= static_cast<T>(g.spec.scale);
+  if (t.rel) {
+    if (g.gw == 0) {
+      // Along a row the offset grows with the key: a contiguous slice of rel.
+      for (int64_t r = 0; r < bq; ++r)
+        S.row(r) += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(t.rel + g.rel_index(i0 + r, j0), bk);
+    } else {
+      for (int64_t r = 0; r < bq; ++r)
+        for (int64_t c = 0; c < bk; ++c) S(r, c) += t.rel[g.rel_index(i0 + r, j0 + c)];
+    }
+  }
+  if (t.window) S += StridedCMat<T>(t.window + i0 * g.Tk + j0, bq, bk, Eigen::OuterStride<>(g.Tk));
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  if (t.padded)
+    for (int64_t c = 0; c < bk; ++c)
+      if (t.padded[j0 + c]) S.col(c).setConstant(kNegInf);
+  if (g.spec.causal) {
+    for (int64_t r = 0; r < bq; ++r) {
+      const int64_t first_masked = g.spec.q_offset + i0 + r + 1 - j0;  // tile column of the first future key
+      if (first_masked < bk) S.row(r).tail(bk - std::max<int64_t>(first_masked, 0)).setConstant(kNegInf);
+    }
+  }
+}
+
+template <typename T>
+void forward_task(const Geometry& g, const Task<T>& t, T* out, T* lse) {
+  const int64_t dh = g.dh;
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  TileBuffer<T> s_buf(kTileQ * kTileK), acc_buf(kTileQ * dh);
+  Eigen::Array<T, Eigen::Dynamic, 1> m(kTileQ), l(kTileQ);
+  for (int64_t i0 = 0; i0 < g.Tq; i0 += kTileQ) {
+    const int64_t bq = std::min(kTileQ, g.Tq - i0);
+    Mat<T> acc(acc_buf.data(), bq, dh);
+    acc.setZero();
+    m.head(bq).setConstant(kNegInf);
+    l.head(bq).setZero();
+    const int64_t kend = g.key_end(i0 + bq);
+    for (int64_t j0 = 0; j0 < kend; j0 += kTileK) {
+      const int64_t bk = std::min(kTileK, kend - j0);
+      Mat<T> S(s_buf.data(), bq, bk);
+      score_tile(g, t, i0, bq, j0, bk, S);
+      for (int64_t r = 0; r < bq; ++r) {
+        const T m_new = std::max(m[r], S.row(r).maxCoeff());
+        if (m_new == kNegInf) {  // every key so far is masked
+          S.row(r).setZero();
+          continue;
+        }
+        S.row(r) = (S.row(r).array() - m_new).exp().matrix();
+        const T corr = std::exp(m[r] - m_new);  // 0 when m was -inf
+        l[r] = l[r] * corr + S.row(r).sum();
+        if (corr != T(1)) acc.row(r) *= corr;
+        m[r] = m_new;
+      }
+      acc.noalias() += S * CMat<T>(t.v + j0 * dh, bk, dh);
+    }
+    for (int64_t r = 0; r < bq; ++r) {
+      Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>> o(out + (i0 + r) * dh, dh);
+      if (l[r] > 0) {
+        o = acc.row(r) / l[r];
+        lse[i0 + r] = m[r] + std::log(l[r]);
+      } else {  // a fully masked row
+        o.setZero();
+        lse[i0 + r] = kNegInf;
+      }
+    }
+  }
+}
+
+// Gradients of one task: dq (Tq, dh), dk and dv (Tk, dh) and drel (R, double; may be null), all zeroed.
+template <typename T>
+void backward_task(const Geometry& g, const Task<T>& t, const T* out, const T* lse, const T* dout, T* dq, T* dk,
+                   T* dv, double* drel) {
+  const int64_t dh = g.dh;
+  const T scale = static_cast<T>(g.spec.scale);
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  TileBuffer<T> p_buf(kTileQ * kTileK), dp_buf(kTileQ * kTileK);
+  Eigen::Array<T, Eigen::Dynamic, 1> D(kTileQ);
+  for (int64_t i0 = 0; i0 < g.Tq; i0 += kTileQ) {
+    const int64_t bq = std::min(kTileQ, g.Tq - i0);
+    const CMat<T> dO(dout + i0 * dh, bq, dh);
+    const CMat<T> Qb(t.q + i0 * dh, bq, dh);
+    Mat<T> dQb(dq + i0 * dh, bq, dh);
+    D.head(bq) = (dO.array() * CMat<T>(out + i0 * dh, bq, dh).array()).rowwise().sum();
+    const int64_t kend = g.key_end(i0 + bq);
+    for (int64_t j0 = 0; j0 < kend; j0 += kTileK) {
+      const int64_t bk = std::min(kTileK, kend - j0);
+      Mat<T> P(p_buf.data(), bq, bk);
+      Mat<T> dS(dp_buf.data(), bq, bk);
+      score_tile(g, t, i0, bq, j0, bk, P);
+      for (int64_t r = 0; r < bq; ++r) {
+        if (lse[i0 + r] == kNegInf) P.row(r).setZero();
+        else P.row(r) = (P.row(r).array() - lse[i0 + r]).exp().matrix();
+      }
+      const CMat<T> Kb(t.k + j0 * dh, bk, dh);
+      const CMat<T> Vb(t.v + j0 * dh, bk, dh);
+      Mat<T>(dv + j0 * dh, bk, dh).noalias() += P.transpose() * dO;
+      dS.noalias() = dO * Vb.transpose();
+      dS = (P.array() * (dS.array().colwise() - D.head(bq))).matrix();
+      if (drel) {
+        for (int64_t r = 0; r < bq; ++r) {
+          if (g.gw == 0) {
+            double* d = drel + g.rel_index(i0 + r, j0);
+            for (int64_t c = 0; c < bk; ++c) d[c] += dS(r, c);
+          } else {
+            for (int64_t c = 0; c < bk; ++c) drel[g.rel_index(i0 + r, j0 + c)] += dS(r, c);
+          }
+        }
+      }
+      dQb.noalias() += dS * Kb;
+      Mat<T>(dk + j0 * dh, bk, dh).noalias() += dS.transpose() * Qb;
+    }
+    if (scale != T(1)) dQb *= scale;
+  }
+  if (scale != T(1)) Mat<T>(dk, g.Tk, dh) *= scale;
+}
+
+// Non-zero entries of a (B, Tk) mask of any dtype, as bytes.
+std::vector<uint8_t> padding_bytes(const Tensor& mask) {
+  const Tensor m = mask.to(DType::f64);
+  const double* p = m.data<double>();
+  std::vector<uint8_t> out(m.numel());
+  for (int64_t i = 0; i < m.numel(); ++i) out[i] = p[i] != 0;
+  return out;
+}
+
+}  // namespace
+
+Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rel_bias,
+                       const Tensor& key_padding, const Tensor& window_mask, const AttentionSpec& spec) {
+  RPB_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "fused_attention",
+            "expected (B, H, T, dh) tensors, got q ", q.shape(), " k ", k.shape(), " v ", v.shape());
+  RPB_CHECK(q.is_floating() && q.dtype() == k.dtype() && q.dtype() == v.dtype(), "fused_attention",
+            "q, k and v need one float dtype, got ", dtype_name(q.dtype()), ", ", dtype_name(k.dtype()), " and ",
+            dtype_name(v.dtype()));
+  RPB_CHECK(k.shape() == v.shape() && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
+            "fused_attention", "q ", q.shape(), ", k ", k.shape(), " and v ", v.shape(), " do not fit");
+  Geometry g;
+  g.B = q.size(0), g.H = q.size(1), g.Tq = q.size(2), g.Tk = k.size(2), g.dh = q.size(3);
+  g.spec = spec;
+  RPB_CHECK(spec.q_offset >= 0, "fused_attention", "q_offset ", spec.q_offset, " must be >= 0");
+  if (spec.grid_width > 0) {
+    g.gw = spec.grid_width;
+    RPB_CHECK(g.Tq == g.Tk && g.Tq % g.gw == 0 && spec.q_offset == 0, "fused_attention", "grid width ", g.gw,
+              " needs Tq == Tk, a multiple of it, and q_offset 0; got q ", q.shape(), ", k ", k.shape(),
+              ", q_offset ", spec.q_offset);
+    g.gh = g.Tq / g.gw;
+    g.R = (2 * g.gh - 1) * (2 * g.gw - 1);
+  } else {
+    RPB_CHECK(spec.grid_width == 0, "fused_attention", "grid_width must be >= 0, got ", spec.grid_width);
+    g.R = g.Tq + g.Tk - 1;
+  }
+  if (rel_bias.defined())
+    RPB_CHECK(rel_bias.dtype() == q.dtype() && rel_bias.shape() == Shape({g.H, g.R}), "fused_attention",
+              "rel_bias ", dtype_name(rel_bias.dtype()), " ", rel_bias.shape(), " is not ", dtype_name(q.dtype()),
+              " (H, R) = (", g.H, ", ", g.R, ") for q ", q.shape(), ", k ", k.shape(),
+              g.gw ? " on a grid" : " (R = Tq + Tk - 1)");
+  if (key_padding.defined())
+    RPB_CHECK(key_padding.shape() == Shape({g.B, g.Tk}), "fused_attention", "key_padding ", key_padding.shape(),
+              " is not (B, Tk) = (", g.B, ", ", g.Tk, ")");
+  if (window_mask.defined()) {
+    RPB_CHECK(window_mask.dtype() == q.dtype() && window_mask.dim() == 3 && window_mask.size(0) > 0 &&
+                  g.B % window_mask.size(0) == 0 && window_mask.size(1) == g.Tq && window_mask.size(2) == g.Tk,
+              "fused_attention", "window_mask ", dtype_name(window_mask.dtype()), " ", window_mask.shape(),
+              " is not (G, Tq, Tk) = (G, ", g.Tq, ", ", g.Tk, ") with G dividing B = ", g.B);
+    RPB_CHECK(!window_mask.requires_grad(), "fused_attention", "window_mask ", window_mask.shape(),
+              " is a constant: it takes no gradient");
+    g.G = window_mask.size(0);
+  }
+
+  const std::vector<uint8_t> padded = key_padding.defined() ? padding_bytes(key_padding) : std::vector<uint8_t>();
+  Tensor out = Tensor::empty(q.shape(), q.dtype());
+  Tensor lse = Tensor::empty({g.B, g.H, g.Tq}, q.dtype());
+  dispatch_float(q.dtype(), "fused_attention", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* prel = rel_bias.defined() ? rel_bias.data<T>() : nullptr;
+    const T* pwin = window_mask.defined() ? window_mask.data<T>() : nullptr;
+    const uint8_t* ppad = padded.empty() ? nullptr : padded.data();
+    const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
+    T* po = out.mutable_data<T>();
+    T* pl = lse.mutable_data<T>();
+    parallel_for(g.B * g.H, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task)
+        forward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pwin), po + task * g.Tq * g.dh, pl + task * g.Tq);
+    });
+  });
+
+  if (autograd::should_record({&q, &k, &v, &rel_bias})) {
+    autograd::record(
+        OpKind::FusedAttention, out, {&q, &k, &v, &rel_bias},
+        [g, sq = q.detach(), sk = k.detach(), sv = v.detach(), srel = rel_bias.defined() ? rel_bias.detach() : Tensor(),
+         padded, swin = window_mask.defined() ? window_mask.detach() : Tensor(), so = out.detach(),
+         lse](const Tensor& grad, InputGrads& gi) {
+          const bool need_rel = gi.needed(3);
+          Tensor dq = Tensor::zeros(sq.shape(), sq.dtype());
+          Tensor dk = Tensor::zeros(sk.shape(), sk.dtype());
+          Tensor dv = Tensor::zeros(sv.shape(), sv.dtype());
+          // One accumulator per task, summed over the batch in order afterwards: deterministic.
+          std::vector<double> drel_tasks(need_rel ? g.B * g.H * g.R : 0, 0.0);
+          dispatch_float(sq.dtype(), "fused_attention", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            const T* prel = srel.defined() ? srel.data<T>() : nullptr;
+            const T* pwin = swin.defined() ? swin.data<T>() : nullptr;
+            const uint8_t* ppad = padded.empty() ? nullptr : padded.data();
+            const T *pq = sq.data<T>(), *pk = sk.data<T>(), *pv = sv.data<T>();
+            const T *po = so.data<T>(), *pl = lse.data<T>(), *pg = grad.data<T>();
+            T *pdq = dq.mutable_data<T>(), *pdk = dk.mutable_data<T>(), *pdv = dv.mutable_data<T>();
+            parallel_for(g.B * g.H, [&](int64_t begin, int64_t end) {
+              for (int64_t task = begin; task < end; ++task) {
+                const int64_t oq = task * g.Tq * g.dh, ok = task * g.Tk * g.dh;
+                backward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pwin), po + oq, pl + task * g.Tq,
+                              pg + oq, pdq + oq, pdk + ok, pdv + ok,
+                              need_rel ? drel_tasks.data() + task * g.R : nullptr);
+              }
+            });
+          });
+          if (gi.needed(0)) gi.set(0, dq);
+          if (gi.needed(1)) gi.set(1, dk);
+          if (gi.needed(2)) gi.set(2, dv);
+          if (need_rel) {
+            std::vector<double> drel(g.H * g.R, 0.0);
+            for (int64_t b = 0; b < g.B; ++b)
+              for (int64_t i = 0; i < g.H * g.R; ++i) drel[i] += drel_tasks[b * g.H * g.R + i];
+            Tensor d = Tensor::from_vector<double>({g.H, g.R}, drel);
+            gi.set(3, d.dtype() == sq.dtype() ? d : d.to(sq.dtype()));
+          }
+        });
+  }
+  return out;
+}
+
+}  // namespace rpb
