@@ -42,12 +42,14 @@ GridBlock::GridBlock(const GridModelOptions& o, int64_t index, Generator& init_g
     w.pretrained_window_h = w.pretrained_window_w = o.scheme == "swin_v2" ? o.window : 0;
     w.cpb_hidden = o.cpb_hidden;
     w.init_std = o.init_std;
+    w.fused = o.fused_attention;
     window_attn = register_module("window_attn", std::make_shared<WindowAttention>(w, init_gen));
   } else {
     AttentionOptions a;
     a.d_model = o.d_model;
     a.heads = o.heads;
     a.causal = false;
+    a.fused = o.fused_attention;
     a.dropout = o.dropout;
     a.init_std = a.out_init_std = o.init_std;
     attn = register_module("attn", std::make_shared<MultiHeadAttention>(a, init_gen, dropout_gen));

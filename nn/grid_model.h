@@ -27,6 +27,7 @@ struct GridModelOptions {
   int64_t cpb_hidden = 256;            // swin_v2: hidden width of the bias MLP (Swin V2 uses 512)
   int64_t max_side = 16;               // learned2d: the largest grid side
   int64_t max_relative_position = 8;   // clipped2d: K
+  bool fused_attention = true;         // the fused kernel (core/ops.h fused_attention) or the reference path
 };
 
 /// The scheme names GridModel accepts.

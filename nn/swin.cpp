@@ -340,6 +340,26 @@ Tensor WindowAttention::relative_position_bias(int64_t wh, int64_t ww) const {
   return permute(index_select(table, idx), {2, 0, 1});                                    // (heads, N, N)
 }
 
+Tensor WindowAttention::relative_position_bias_offsets(int64_t wh, int64_t ww) const {
+  check_window("window_attention", wh, ww);
+  if (o_.bias == "none") return Tensor();
+  // The table row of each (dy, dx) offset, read off the (N, N) index at any pair with that offset.
+  const Tensor idx = index_for(wh, ww);  // (N, N) i64; outside cached(), whose lock index_for takes too
+  const Tensor rows = cached({5, wh, ww}, [&] {
+    const int64_t n = wh * ww;
+    const int64_t* pi = idx.data<int64_t>();
+    std::vector<int64_t> v(static_cast<std::size_t>((2 * wh - 1) * (2 * ww - 1)));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        v[static_cast<std::size_t>((j / ww - i / ww + wh - 1) * (2 * ww - 1) + (j % ww - i % ww + ww - 1))] =
+            pi[i * n + j];
+    return Tensor::indices({static_cast<int64_t>(v.size())}, v);
+  });
+  const Tensor table = o_.bias == "table" ? relative_position_bias_table
+                                          : mul_scalar(sigmoid(cpb_mlp->forward(coords_for(wh, ww))), 16.0);
+  return permute(index_select(table, rows), {1, 0});  // (R, heads) -> (heads, R)
+}
+
 // The per-window additive bias (1, nW * heads, N, N) (windows outer, heads inner, as the (B, nW * heads, N, dh)
 // layout of attend()): the position bias plus Swin's -100 region mask when shifted; undefined when neither.
 Tensor WindowAttention::window_bias(const WindowGeometry& g, DType dtype) const {
@@ -363,21 +383,31 @@ Tensor WindowAttention::window_bias(const WindowGeometry& g, DType dtype) const 
   return reshape(b, {1, nW * h, n, n});
 }
 
-// (1, nW * heads, 1, N) i64: 1 at keys that are padding (rows >= H or columns >= W of the padded grid, after the
-// roll by -shift and the partition); undefined without padding.
+// (nW, N) flattened: 1 at keys that are padding (rows >= H or columns >= W of the padded grid, after the roll by
+// -shift and the partition).
+std::vector<int64_t> WindowAttention::padded_keys(int64_t H, int64_t W, const WindowGeometry& g) const {
+  const int64_t n = g.wh * g.ww, nw = g.Wp / g.ww, nW = (g.Hp / g.wh) * nw;
+  std::vector<int64_t> v(static_cast<std::size_t>(nW * n), 0);
+  for (int64_t r = 0; r < g.Hp; ++r)
+    for (int64_t c = 0; c < g.Wp; ++c) {
+      // rolled[r, c] = padded[(r + shift_h) mod Hp, (c + shift_w) mod Wp] (torch.roll by -shift)
+      const int64_t pr = mod(r + g.shift_h, g.Hp), pc = mod(c + g.shift_w, g.Wp);
+      if (pr < H && pc < W) continue;
+      v[static_cast<std::size_t>(((r / g.wh) * nw + c / g.ww) * n + (r % g.wh) * g.ww + c % g.ww)] = 1;
+    }
+  return v;
+}
+
+// (1, nW * heads, 1, N) i64: padded_keys repeated per head; undefined without padding.
 Tensor WindowAttention::key_padding_mask(int64_t H, int64_t W, const WindowGeometry& g) const {
   if (g.Hp == H && g.Wp == W) return Tensor();
   return cached({4, H, W, g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w}, [&] {
-    const int64_t n = g.wh * g.ww, nw = g.Wp / g.ww, nW = (g.Hp / g.wh) * nw, h = o_.heads;
-    std::vector<int64_t> v(static_cast<std::size_t>(nW * h * n), 0);
-    for (int64_t r = 0; r < g.Hp; ++r)
-      for (int64_t c = 0; c < g.Wp; ++c) {
-        // rolled[r, c] = padded[(r + shift_h) mod Hp, (c + shift_w) mod Wp] (torch.roll by -shift)
-        const int64_t pr = mod(r + g.shift_h, g.Hp), pc = mod(c + g.shift_w, g.Wp);
-        if (pr < H && pc < W) continue;
-        const int64_t w = (r / g.wh) * nw + c / g.ww, t = (r % g.wh) * g.ww + c % g.ww;
-        for (int64_t k = 0; k < h; ++k) v[(w * h + k) * n + t] = 1;
-      }
+    const int64_t n = g.wh * g.ww, nW = (g.Hp / g.wh) * (g.Wp / g.ww), h = o_.heads;
+    const std::vector<int64_t> keys = padded_keys(H, W, g);
+    std::vector<int64_t> v;
+    v.reserve(static_cast<std::size_t>(nW * h * n));
+    for (int64_t w = 0; w < nW; ++w)
+      for (int64_t k = 0; k < h; ++k) v.insert(v.end(), keys.begin() + w * n, keys.begin() + (w + 1) * n);
     return Tensor::indices({1, nW * h, 1, n}, v);
   });
 }
@@ -419,8 +449,28 @@ Tensor WindowAttention::attend(const Tensor& xp, int64_t H, int64_t W, const Win
   // and key mask serve every batch entry through scaled_dot_product_attention's broadcasting.
   auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B, nW * h, n, dh}); };
   // V1: q = q * head_dim^-0.5; attn = q @ k^T + bias (+ mask). Scaling the product instead of q is the same value.
-  const Tensor out = scaled_dot_product_attention(part(0), part(1), part(2), window_bias(g, xp.dtype()),
-                                                  key_padding_mask(H, W, g), 1.0 / std::sqrt(static_cast<double>(dh)));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  Tensor out;
+  if (o_.fused) {
+    // Windows as the batch (B * nW, heads, N, dh): window b % nW, as the shift mask's G = nW rows expect.
+    auto windows_part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B * nW, h, n, dh}); };
+    Tensor shift, padding;
+    if (g.shift_h > 0 || g.shift_w > 0)
+      shift = cached({7, g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w, static_cast<int64_t>(xp.dtype())},
+                     [&] { return swin_shift_mask(g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w, xp.dtype()); });
+    if (g.Hp != H || g.Wp != W)
+      padding = cached({6, B, H, W, g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w}, [&] {
+        const std::vector<int64_t> keys = padded_keys(H, W, g);
+        std::vector<int64_t> v;
+        for (int64_t b = 0; b < B; ++b) v.insert(v.end(), keys.begin(), keys.end());
+        return Tensor::indices({B * nW, n}, v);
+      });
+    out = fused_attention(windows_part(0), windows_part(1), windows_part(2),
+                          relative_position_bias_offsets(g.wh, g.ww), padding, shift, {scale, false, 0, g.ww});
+  } else {
+    out = scaled_dot_product_attention(part(0), part(1), part(2), window_bias(g, xp.dtype()),
+                                       key_padding_mask(H, W, g), scale);
+  }
   // (attn @ v).transpose(1, 2).reshape(B_, N, C), then proj
   const Tensor merged = reshape(permute(reshape(out, {B * nW, h, n, dh}), {0, 2, 1, 3}), {B * nW, n, C});
   const Tensor y = window_reverse(proj->forward(merged), g.wh, g.ww, g.Hp, g.Wp);  // (B, Hp, Wp, C)

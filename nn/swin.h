@@ -78,6 +78,9 @@ struct WindowAttentionOptions {
   int64_t pretrained_window_h = 0, pretrained_window_w = 0;
   int64_t cpb_hidden = 512;  // continuous: hidden width of cpb_mlp
   double init_std = 0.02;    // trunc_normal std of the Linear weights and of the table
+  /// The fused kernel (core/ops.h fused_attention, reading the bias per (dy, dx) offset) or the reference path
+  /// (the (B, nW * heads, N, N) bias and scores materialized).
+  bool fused = true;
 };
 
 /// The window and shift a forward uses for one H x W grid (after Swin's clamp) and the padded extents.
@@ -129,6 +132,10 @@ class WindowAttention : public Module {
   Tensor relative_position_bias() const;
   /// The same for a window wh x ww no larger than the table's ("table") or of any size ("continuous").
   Tensor relative_position_bias(int64_t wh, int64_t ww) const;
+  /// The same bias per offset, as fused_attention reads it on a wh x ww grid: (heads, (2wh - 1)(2ww - 1)), entry
+  /// (dy + wh - 1) * (2ww - 1) + dx + ww - 1 for key - query = (dy, dx) (Swin's index counts query - key, so this
+  /// is its table read in reverse offset order). Undefined for "none".
+  Tensor relative_position_bias_offsets(int64_t wh, int64_t ww) const;
 
   /// Changes the window, keeping the shift (which must stay below the new window), and rebuilds the
   /// relative_position_index (and relative_coords_table) buffers. "continuous": any window (the MLP is evaluated on
@@ -165,6 +172,7 @@ class WindowAttention : public Module {
   Tensor coords_for(int64_t wh, int64_t ww) const;
   Tensor window_bias(const WindowGeometry& g, DType dtype) const;
   Tensor key_padding_mask(int64_t H, int64_t W, const WindowGeometry& g) const;
+  std::vector<int64_t> padded_keys(int64_t H, int64_t W, const WindowGeometry& g) const;
   void rebuild_buffers();
 
   // Derived constant tensors keyed by their arguments (window, shift, grid, dtype); cleared by set_window.

@@ -9,6 +9,7 @@
 #include "core/core.h"
 #include "core/parallel.h"
 #include "nn/attention.h"
+#include "nn/swin.h"
 #include "nn/transformer.h"
 #include "test_util.h"
 
@@ -279,4 +280,38 @@ TEST_CASE("fused attention rejects shapes that do not fit, naming the op and the
                  "grid width 3 needs Tq == Tk, a multiple of it"));
   CHECK(contains(error_of([&] { fused_attention(q, k, k, Tensor(), Tensor::indices({1, 4}, {0, 0, 0, 0}), Tensor(), {}); }),
                  "key_padding [1, 4] is not (B, Tk) = (1, 5)"));
+}
+
+TEST_CASE("fused Swin window attention equals the reference path: shifts, padding, V1 table and V2 bias") {
+  for (const std::string& bias : {"table", "continuous", "none"}) {
+    for (const int64_t shift : {0, 2}) {
+      INFO("bias: ", bias, ", shift: ", shift);
+      std::vector<std::pair<Tensor, NamedTensors>> runs;
+      Generator data(81);
+      const Tensor x = randn({2, 9, 7, 16}, data);  // 9 x 7 pads to 12 x 8 with 4 x 4 windows
+      const Tensor g = randn({2, 9, 7, 16}, data);
+      for (const bool fused : {true, false}) {
+        Generator gen(82);
+        WindowAttentionOptions o;
+        o.dim = 16;
+        o.heads = 2;
+        o.window_h = o.window_w = 4;
+        o.shift_h = o.shift_w = shift;
+        o.bias = bias;
+        o.cpb_hidden = 32;
+        o.fused = fused;
+        WindowAttention attn(o, gen);
+        const Tensor y = attn.forward(x);
+        backward(sum(mul(y, g)));
+        NamedTensors grads;
+        for (const auto& [name, p] : attn.named_parameters()) grads.emplace_back(name, p.grad());
+        runs.emplace_back(y.detach(), grads);
+      }
+      CHECK(scaled_error(runs[0].first, runs[1].first) <= 1e-5);
+      for (std::size_t i = 0; i < runs[0].second.size(); ++i) {
+        INFO("parameter: ", runs[0].second[i].first);
+        CHECK(scaled_error(runs[0].second[i].second, runs[1].second[i].second) <= 1e-5);
+      }
+    }
+  }
 }

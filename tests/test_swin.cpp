@@ -516,7 +516,7 @@ TEST_CASE("swin window attention passes the float64 gradient check") {
     o.init_std = 0.5;
     WindowAttention a(o, gen);
     const Tensor x = randn({1, 4, 4, 2}, gen, DType::f64);
-    check_module_gradients(a, [&] { return a.forward(x); }, "window attention, none", OpKind::Softmax);
+    check_module_gradients(a, [&] { return a.forward(x); }, "window attention, none", OpKind::FusedAttention);
   }
 }
 

@@ -296,6 +296,7 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
   model.get("tie_head", m.tie_head);
   model.get("share_position", m.share_position);
   model.get("attn_scale", m.attn_scale, 0.0, 1e6);
+  model.get("fused_attention", m.fused_attention);
   model.get("init_std", m.init_std, 0.0, 10.0, true);
   std::string gelu = m.gelu == GeluApprox::tanh ? "tanh" : "erf";
   model.get("gelu", gelu, {"tanh", "erf"});
@@ -345,7 +346,16 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
     try {
       nn::make_position_scheme(probe, g);
     } catch (const Error& e) {
-      pos.fail_at("scheme", std::string("invalid options: ") + e.what());
+      // "t5: max_distance 8 must be above max_exact 16 (num_buckets/2) [nn/position.cpp:63]": reported
+      // at the key it names when the file sets it (else at the scheme), without the source location.
+      std::string what = e.what();
+      what = what.substr(0, what.rfind(" ["));
+      if (const auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
+      const char* key = "scheme";
+      for (const char* k : {"num_buckets", "max_distance", "max_relative_position", "lambda", "max_positions",
+                            "rope_base", "init_std"})
+        if (what.rfind(std::string(k) + " ", 0) == 0 && pos.has(k)) key = k;
+      pos.fail_at(key, "invalid for scheme " + p.scheme + ": " + what);
     }
   }
   pos.done();

@@ -21,6 +21,7 @@ class GridWorkload final : public Workload {
     m.layers = c.model.layers;
     m.d_ff = c.model.d_ff;
     m.dropout = c.model.dropout;
+    m.fused_attention = c.model.fused_attention;
     m.init_std = c.model.init_std;
     m.scheme = c.model.position.scheme;
     m.window = c.grid.window;
