@@ -94,8 +94,11 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, c
   auto merge_heads = [&](const Tensor& h) {  // (B, H, T, dh) -> (B, T, d), then the output projection
     return resid_drop->forward(out->forward(reshape(permute(h, {0, 2, 1, 3}), {B, T, d})));
   };
+  RPB_CHECK(bias.grid_width == 0 || !bias.relative.defined() || uses_fused(), "attention",
+            "a 2-D relative bias (grid width ", bias.grid_width,
+            ") needs the fused path; pass the full bias when fused attention is off or dropout is active");
   if (uses_fused() && !bias.full.defined()) {
-    const AttentionSpec spec{scale_, causal_, offset, 0};
+    const AttentionSpec spec{scale_, causal_, offset, bias.relative.defined() ? bias.grid_width : 0};
     return merge_heads(fused_attention(q, k, v, bias.relative, key_padding_mask, Tensor(), spec));
   }
   const Tensor full = bias.full.defined() || !bias.relative.defined() ? bias.full

@@ -25,6 +25,8 @@ Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset);
 struct PositionBias {
   Tensor relative;  // (H, Tq + Tk - 1): per relative position, as fused_attention reads it (core/ops.h)
   Tensor full;      // (H, Tq, Tk): materialized, for the reference path and schemes without a relative form
+  /// 0: `relative` is 1-D. w > 0: the tokens are a (T / w, w) grid and `relative` holds 2-D offsets (fused only).
+  int64_t grid_width = 0;
   bool defined() const { return relative.defined() || full.defined(); }
 };
 

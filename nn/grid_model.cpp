@@ -67,7 +67,13 @@ Tensor GridBlock::forward(const Tensor& x, const Position2D* pos) const {
     a = window_attn->forward(h);
   } else {
     PositionBias bias;
-    if (pos && pos->additive()) bias.full = pos->bias(H, W);  // (heads, N, N)
+    if (pos && pos->additive()) {
+      if (attn->uses_fused()) {
+        bias.relative = pos->relative_bias(H, W);  // (heads, (2H - 1)(2W - 1))
+        bias.grid_width = W;
+      }
+      if (!bias.relative.defined()) bias.full = pos->bias(H, W);  // (heads, N, N)
+    }
     a = reshape(attn->forward(reshape(h, {B, H * W, d}), nullptr, bias, Tensor(), nullptr), {B, H, W, d});
   }
   const Tensor y = add(x, a);

@@ -606,10 +606,21 @@ class Alibi2D final : public Position2D {
     });  // (1, N, N)
     return mul(reshape(slopes, {o_.heads, 1, 1}), neg_dist);  // (heads, N, N)
   }
+  Tensor relative_bias(int64_t H, int64_t W) const override {
+    check_hw("alibi2d", H, W);
+    const Tensor neg_dist = rel_cache_.get({H, W, static_cast<int64_t>(slopes.dtype())}, [&] {
+      std::vector<double> v;
+      for (int64_t dy = 1 - H; dy < H; ++dy)
+        for (int64_t dx = 1 - W; dx < W; ++dx)
+          v.push_back(-std::sqrt(static_cast<double>(dy * dy) + static_cast<double>(dx * dx)));
+      return from_doubles({1, static_cast<int64_t>(v.size())}, v, slopes.dtype());
+    });                                                   // (1, R)
+    return mul(reshape(slopes, {o_.heads, 1}), neg_dist);  // (heads, R)
+  }
 
  private:
   Position2DOptions o_;
-  LastValueCache cache_;
+  LastValueCache cache_, rel_cache_;
 
  public:
   Tensor slopes = register_buffer("slopes", from_doubles({o_.heads}, alibi_slopes(o_.heads), DType::f32),
@@ -630,10 +641,22 @@ class Clipped2D final : public Position2D {
         cache_.get({H, W, static_cast<int64_t>(DType::i64)}, [&] { return clipped_relative_index_2d(H, W, o_.max_relative_position); });
     return permute(index_select(table, idx), {2, 0, 1});  // (N, N, heads) -> (heads, N, N)
   }
+  Tensor relative_bias(int64_t H, int64_t W) const override {
+    check_hw("clipped2d", H, W);
+    const Tensor rows = rel_cache_.get({H, W}, [&] {
+      const int64_t K = o_.max_relative_position;
+      std::vector<int64_t> v;
+      for (int64_t dy = 1 - H; dy < H; ++dy)  // key - query; the table is read at query - key = (-dy, -dx)
+        for (int64_t dx = 1 - W; dx < W; ++dx)
+          v.push_back((std::clamp(-dy, -K, K) + K) * (2 * K + 1) + std::clamp(-dx, -K, K) + K);
+      return Tensor::indices({static_cast<int64_t>(v.size())}, v);
+    });
+    return permute(index_select(table, rows), {1, 0});  // (R, heads) -> (heads, R)
+  }
 
  private:
   Position2DOptions o_;
-  LastValueCache cache_;
+  LastValueCache cache_, rel_cache_;
 
  public:
   Tensor table = register_parameter(
@@ -682,6 +705,8 @@ void validate(const Position2DOptions& o) {
 Tensor Position2D::bias(int64_t H, int64_t W) const {
   RPB_FAIL("position2d", "scheme '", name(), "' has no bias(): only additive schemes (alibi2d, clipped2d) add to the scores");
 }
+
+Tensor Position2D::relative_bias(int64_t H, int64_t W) const { return Tensor(); }
 
 Tensor Position2D::embed(int64_t H, int64_t W) const {
   RPB_FAIL("position2d", "scheme '", name(),

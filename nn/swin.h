@@ -207,6 +207,9 @@ class Position2D : public Module {
   virtual bool absolute() const = 0;
   /// additive: (heads, N, N) bias for an H x W grid (raster order), N = H * W.
   virtual Tensor bias(int64_t H, int64_t W) const;
+  /// additive: the same bias per offset, as fused_attention reads it on an H x W grid: (heads, (2H - 1)(2W - 1)),
+  /// entry (dy + H - 1) * (2W - 1) + dx + W - 1 for key - query = (dy, dx). Undefined for other schemes.
+  virtual Tensor relative_bias(int64_t H, int64_t W) const;
   /// absolute: (H*W, dim) embedding added to the tokens.
   virtual Tensor embed(int64_t H, int64_t W) const;
 };

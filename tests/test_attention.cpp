@@ -9,6 +9,7 @@
 #include "core/core.h"
 #include "core/parallel.h"
 #include "nn/attention.h"
+#include "nn/grid_model.h"
 #include "nn/swin.h"
 #include "nn/transformer.h"
 #include "test_util.h"
@@ -69,6 +70,26 @@ TransformerOptions model_options(const std::string& scheme, bool causal, bool fu
   o.position.learnable_lambda = true;
   o.position.max_positions = 256;
   return o;
+}
+
+// A forward value and the gradient of every named parameter, from one of the two paths.
+using PathRun = std::pair<Tensor, NamedTensors>;
+
+PathRun run_of(const Tensor& value, const Module& m) {
+  NamedTensors grads;
+  for (const auto& [name, p] : m.named_parameters()) grads.emplace_back(name, p.grad());
+  return {value.detach(), grads};
+}
+
+// The fused run (first) agrees with the reference run to 1e-5 of the reference's scale, every gradient included.
+void check_paths_agree(const PathRun& fused, const PathRun& reference) {
+  CHECK(scaled_error(fused.first, reference.first) <= 1e-5);
+  REQUIRE(fused.second.size() == reference.second.size());
+  for (std::size_t i = 0; i < fused.second.size(); ++i) {
+    INFO("parameter: ", fused.second[i].first);
+    REQUIRE(fused.second[i].second.defined());
+    CHECK(scaled_error(fused.second[i].second, reference.second[i].second) <= 1e-5);
+  }
 }
 
 }  // namespace
@@ -142,7 +163,7 @@ TEST_CASE("fused and reference language models agree for every scheme, loss and 
       Generator gen_a(21), gen_b(21), data(22);
       const int64_t T = 150;
       const Tensor tokens = randint({2, T}, 11, data), targets = randint({2, T}, 11, data);
-      std::vector<std::pair<Tensor, std::vector<std::pair<std::string, Tensor>>>> runs;
+      std::vector<PathRun> runs;
       for (const bool fused : {true, false}) {
         Generator& gen = fused ? gen_a : gen_b;
         std::shared_ptr<TransformerStack> model;
@@ -160,17 +181,9 @@ TEST_CASE("fused and reference language models agree for every scheme, loss and 
         }
         CHECK(model->blocks->at<TransformerBlock>(0).attn->uses_fused() == fused);
         backward(loss);
-        std::vector<std::pair<std::string, Tensor>> grads;
-        for (const auto& [name, p] : model->named_parameters()) grads.emplace_back(name, p.grad());
-        runs.emplace_back(loss.detach(), grads);
+        runs.push_back(run_of(loss, *model));
       }
-      CHECK(scaled_error(runs[0].first, runs[1].first) <= 1e-5);
-      REQUIRE(runs[0].second.size() == runs[1].second.size());
-      for (std::size_t i = 0; i < runs[0].second.size(); ++i) {
-        INFO("parameter: ", runs[0].second[i].first);
-        REQUIRE(runs[0].second[i].second.defined());
-        CHECK(scaled_error(runs[0].second[i].second, runs[1].second[i].second) <= 1e-5);
-      }
+      check_paths_agree(runs[0], runs[1]);
     }
   }
 }
@@ -286,7 +299,7 @@ TEST_CASE("fused Swin window attention equals the reference path: shifts, paddin
   for (const std::string& bias : {"table", "continuous", "none"}) {
     for (const int64_t shift : {0, 2}) {
       INFO("bias: ", bias, ", shift: ", shift);
-      std::vector<std::pair<Tensor, NamedTensors>> runs;
+      std::vector<PathRun> runs;
       Generator data(81);
       const Tensor x = randn({2, 9, 7, 16}, data);  // 9 x 7 pads to 12 x 8 with 4 x 4 windows
       const Tensor g = randn({2, 9, 7, 16}, data);
@@ -303,15 +316,56 @@ TEST_CASE("fused Swin window attention equals the reference path: shifts, paddin
         WindowAttention attn(o, gen);
         const Tensor y = attn.forward(x);
         backward(sum(mul(y, g)));
-        NamedTensors grads;
-        for (const auto& [name, p] : attn.named_parameters()) grads.emplace_back(name, p.grad());
-        runs.emplace_back(y.detach(), grads);
+        runs.push_back(run_of(y, attn));
       }
-      CHECK(scaled_error(runs[0].first, runs[1].first) <= 1e-5);
-      for (std::size_t i = 0; i < runs[0].second.size(); ++i) {
-        INFO("parameter: ", runs[0].second[i].first);
-        CHECK(scaled_error(runs[0].second[i].second, runs[1].second[i].second) <= 1e-5);
-      }
+      check_paths_agree(runs[0], runs[1]);
     }
+  }
+}
+
+TEST_CASE("fused and reference grid models agree for every 2-D scheme, loss and every parameter gradient") {
+  for (const std::string& scheme : grid_scheme_names()) {
+    INFO("scheme: ", scheme);
+    Generator data(91);
+    const Tensor tokens = randint({2, 7, 9}, 5, data), targets = randint({2, 7, 9}, 5, data);
+    std::vector<PathRun> runs;
+    for (const bool fused : {true, false}) {
+      Generator gen(92);
+      GridModelOptions o;
+      o.vocab = 5;
+      o.d_model = 16;
+      o.heads = 2;
+      o.d_ff = 24;
+      o.scheme = scheme;
+      o.window = 4;
+      o.cpb_hidden = 16;
+      o.max_relative_position = 3;
+      o.fused_attention = fused;
+      GridModel model(o, gen);
+      const Tensor loss = model.loss(tokens, targets);
+      backward(loss);
+      runs.push_back(run_of(loss, model));
+    }
+    check_paths_agree(runs[0], runs[1]);
+  }
+}
+
+TEST_CASE("2-D relative_bias read through the grid index is exactly bias() for alibi2d and clipped2d") {
+  for (const std::string& name : {"alibi2d", "clipped2d"}) {
+    INFO("scheme: ", name);
+    Generator gen(93);
+    Position2DOptions o;
+    o.name = name;
+    o.heads = 3;
+    o.max_relative_position = 2;
+    const auto pos = make_position_2d(o, gen);
+    const int64_t H = 4, W = 5, N = H * W;
+    const Tensor rel = pos->relative_bias(H, W);
+    REQUIRE(rel.shape() == Shape({3, (2 * H - 1) * (2 * W - 1)}));
+    std::vector<int64_t> idx(N * N);
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < N; ++j) idx[i * N + j] = (j / W - i / W + H - 1) * (2 * W - 1) + (j % W - i % W + W - 1);
+    const Tensor full = permute(index_select(transpose(rel, 0, 1), Tensor::indices({N, N}, idx)), {2, 0, 1});
+    CHECK(bit_identical(full, pos->bias(H, W)));
   }
 }
