@@ -1,0 +1,595 @@
+"""rpb against PyTorch (eager) on the same models, interleaved, in one run (issue 6).
+
+  /usr/bin/python3 bench/compare.py [--reps 5] [--quick] [--no-tune] [--extrapolate] [--cases A,D4096]
+                                    [--build build] [--out bench/results.md]
+
+bench/run.sh builds rpb and runs this with Debian's python (python3-torch, python3-h5py).
+
+First a parity check (fails loudly): bench_models writes model A from a fixed seed as an rpb checkpoint
+with a batch and rpb's losses; torch_models.py loads it with h5py and must reach the same parameter
+names, shapes and count, and the same loss to 1e-4 in float32 (1e-9 in float64).
+
+Then (unless --no-tune or --quick) PyTorch alone under a few thread and attention settings; the
+fastest is kept for the comparison, so PyTorch runs at its best on this machine.
+
+Then, for rep in 1..N, for each case, each implementation runs in its own process (so its peak RSS is
+that case's): rpb (the fused attention, the default path), rpb with the reference (unfused) attention
+where it fits in memory, and PyTorch. The order alternates from rep to rep. Medians, ratios rpb/PyTorch
+and every raw figure go to the terminal and to bench/results.md.
+
+FLOPs are counted analytically, never measured: a matmul (M, K) @ (K, N) is 2 M N K; a model counts
+its qkv, output, fc1, fc2 and tied-head matmuls and attention's q k^T and p v over the full L x L (also
+when causal: the convention PyTorch users quote); a train step, or attention forward + backward, is 3x
+the forward. Elementwise work (softmax, LayerNorm, GELU, AdamW) is not counted.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCH_SCRIPT = os.path.join(ROOT, "bench", "torch_models.py")
+VOCAB = 64
+MODELS = {  # as bench_models.cpp and torch_models.py
+    "A": dict(d_model=128, heads=4, layers=2, d_ff=512, length=64, batch=32),
+    "B": dict(d_model=256, heads=8, layers=4, d_ff=1024, length=256, batch=16),
+}
+ATTN_HEADS, ATTN_HEAD_DIM = 8, 64
+EVAL_LENGTHS = (1024, 4096, 16384)
+ATTN_LENGTHS = (256, 1024, 4096)
+REFERENCE_MAX_ELEMENTS = 2 ** 28  # rpb's reference path runs where its (H, L, L) scores stay below 1 GiB
+SGEMM_FLOPS = 2 * 2048 ** 3  # bench_models --case sgemm and torch_models.py --case mm: (2048, 2048) @ (2048, 2048)
+
+
+def model_forward_flops(m, batch, length):
+    t, d, ff = batch * length, m["d_model"], m["d_ff"]
+    per_layer = (2 * t * d * 3 * d + 2 * t * d * d + 2 * 2 * t * d * ff  # qkv, out, fc1 + fc2
+                 + 2 * 2 * batch * length * length * d)                   # q k^T and p v, all heads
+    return m["layers"] * per_layer + 2 * t * d * VOCAB                    # tied head
+
+
+def attention_forward_flops(length):
+    return 2 * 2 * ATTN_HEADS * length * length * ATTN_HEAD_DIM
+
+
+class Case:
+    """One row of the table: what runs, how long, and its FLOPs per step."""
+
+    def __init__(self, key, kind, length, flops, steps, warmup, reference):
+        self.key, self.kind, self.length, self.flops = key, kind, length, flops
+        self.steps, self.warmup, self.reference = steps, warmup, reference
+
+    def commands(self, build, torch_extra):
+        """[(implementation, argv)] in the order one rep runs them."""
+        timing = ["--steps", str(self.steps), "--warmup", str(self.warmup)]
+        length = [] if self.kind in MODELS else ["--length", str(self.length)]
+        rpb = [os.path.join(build, "bench_models"), "--case", self.kind] + length + timing
+        torch = [sys.executable, TORCH_SCRIPT, "--case", self.kind] + length + timing + torch_extra
+        out = [("rpb", rpb)]
+        if self.reference:
+            out.append(("rpb-ref", rpb + ["--impl", "reference"]))
+        out.append(("torch", torch))
+        return out
+
+
+def make_cases(quick):
+    def steps(full, fast):
+        return fast if quick else full
+
+    cases = []
+    for name, m in MODELS.items():
+        train_steps = {"A": (20, 3), "B": (5, 2)}[name]
+        s, w = steps(train_steps, (2, 1))
+        cases.append(Case(name, name, m["length"], 3 * model_forward_flops(m, m["batch"], m["length"]), s, w, True))
+    for length in EVAL_LENGTHS:
+        s, w = steps({1024: (20, 2), 4096: (3, 1), 16384: (1, 1)}[length], (1, 1) if length < 16384 else (1, 0))
+        ref = MODELS["A"]["heads"] * length * length <= REFERENCE_MAX_ELEMENTS
+        cases.append(Case(f"C{length}", "C", length, model_forward_flops(MODELS["A"], 1, length), s, w, ref))
+    for length in ATTN_LENGTHS:
+        s, w = steps({256: (50, 5), 1024: (10, 2), 4096: (2, 1)}[length], (1, 1))
+        ref = ATTN_HEADS * length * length <= REFERENCE_MAX_ELEMENTS
+        cases.append(Case(f"D{length}", "D", length, 3 * attention_forward_flops(length), s, w, ref))
+    return cases
+
+
+# ---- running ----
+
+def run_json(argv, timeout):
+    """Runs one measurement; returns its last JSON line, or {"error": ...}."""
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
+    if p.returncode != 0 or not lines:
+        why = f"killed by signal {-p.returncode} (out of memory?)" if p.returncode < 0 else f"exit {p.returncode}"
+        tail = (p.stderr.strip().splitlines() or [""])[-1][:200]
+        return {"error": f"{why}: {tail}" if tail else why}
+    return json.loads(lines[-1])
+
+
+def check_parity(build, workdir, torch_extra):
+    rpb = run_json([os.path.join(build, "bench_models"), "--case", "parity", "--out", workdir], 600)
+    if "error" in rpb:
+        raise SystemExit(f"parity: bench_models failed: {rpb['error']}")
+    p = subprocess.run([sys.executable, TORCH_SCRIPT, "--case", "parity", "--dir", workdir] + torch_extra,
+                       capture_output=True, text=True, cwd=ROOT)
+    lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
+    if p.returncode != 0 or not lines:
+        sys.stderr.write(p.stdout + p.stderr)
+        raise SystemExit("parity check FAILED: rpb and PyTorch do not compute the same model (see above)")
+    torch = json.loads(lines[-1])
+    print(f"parity: {torch['parameter_count']} parameters on both sides; loss float32 rpb {torch['rpb_loss_f32']:.9f} "
+          f"torch {torch['loss_f32']:.9f} (|diff| {torch['diff_f32']:.2e}); float64 |diff| {torch['diff_f64']:.2e}")
+    return rpb, torch
+
+
+def measure(cases, build, torch_extra, reps, log):
+    """{(case key, impl): [result per rep]}, interleaved: rep by rep, case by case, impl by impl."""
+    results = {}
+    for rep in range(reps):
+        for case in cases:
+            commands = case.commands(build, torch_extra)
+            if rep % 2:
+                commands.reverse()  # alternate who runs first
+            for impl, argv in commands:
+                r = run_json(argv, timeout=900)
+                results.setdefault((case.key, impl), []).append(r)
+                shown = r.get("error") or f"{r['sec_per_step'] * 1e3:10.2f} ms/step  {r['peak_rss_mb']:8.1f} MB"
+                log(f"rep {rep + 1}/{reps}  {case.key:7s} {impl:8s} {shown}")
+        sgemm = run_json([os.path.join(build, "bench_models"), "--case", "sgemm"], 300)
+        mm = run_json([sys.executable, TORCH_SCRIPT, "--case", "mm"], 300)
+        results.setdefault(("sgemm", "rpb"), []).append(sgemm)
+        results.setdefault(("sgemm", "torch"), []).append(mm)
+        log(f"rep {rep + 1}/{reps}  sgemm 2048^3: cblas {gflops_of(sgemm, SGEMM_FLOPS):.1f} GFLOP/s, "
+            f"torch.mm {gflops_of(mm, SGEMM_FLOPS):.1f}")
+    return results
+
+
+def gflops_of(r, flops):
+    return float("nan") if "error" in r else flops / r["sec_per_step"] * 1e-9
+
+
+def time_extrapolate(build, log):
+    """Seconds of `rpb extrapolate configs/extrapolation_quick.toml`, with the fused and the reference attention."""
+    seconds = {}
+    for fused in (True, False):
+        with tempfile.TemporaryDirectory(prefix="rpb-extrapolate-") as out_dir:
+            argv = [os.path.join(build, "rpb"), "extrapolate", "configs/extrapolation_quick.toml",
+                    "--set", f'run.out_dir="{out_dir}"', "--set", f"model.fused_attention={str(fused).lower()}"]
+            t0 = time.perf_counter()
+            p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+            seconds[fused] = time.perf_counter() - t0 if p.returncode == 0 else float("nan")
+            log(f"extrapolation_quick, fused_attention = {str(fused).lower()}: {seconds[fused]:.1f} s"
+                + ("" if p.returncode == 0 else f" (failed: {(p.stderr.strip().splitlines() or [''])[-1]})"))
+    return seconds
+
+
+# ---- torch settings ----
+
+TUNE_GRID = [  # (label, extra torch_models.py arguments); the first is torch_models.py's default
+    ("default: 2 threads, OpenBLAS 2, interop 1, passive, foreach, unfold bias", []),
+    ("OpenBLAS 1 thread", ["--blas-threads", "1"]),
+    ("torch.set_num_threads(1) (OpenBLAS 2)", ["--threads", "1"]),
+    ("interop threads left at torch's default", ["--interop", "0"]),
+    ("AdamW without foreach", ["--foreach", "0"]),
+    ("t5 bias gathered through an (L, L) bucket matrix", ["--bias", "gather"]),
+    ("scores as matmul(q * scale, k^T).add_(bias)", ["--scores", "qscale"]),
+    ("scores as one baddbmm(bias, q, k^T, alpha=scale)", ["--scores", "baddbmm"]),
+]
+# OMP_WAIT_POLICY=active (OpenMP's spinning) is left out: 2.4x slower on these probes when this was written.
+TUNE_PROBES = [("A", ["--case", "A", "--steps", "10", "--warmup", "2"]),
+               ("B", ["--case", "B", "--steps", "2", "--warmup", "1"]),
+               ("D1024", ["--case", "D", "--length", "1024", "--steps", "3", "--warmup", "1"])]
+TUNE_MIN_GAIN = 0.03  # a setting replaces the default only when its geometric-mean time is this much lower
+
+
+def tune(reps, log):
+    """Times PyTorch alone under each setting of TUNE_GRID on A, B and D1024, interleaved.
+    Returns (the winning extra arguments, (head, rows) for results.md)."""
+    times = {}
+    for _ in range(reps):
+        for probe, argv in TUNE_PROBES:
+            for label, extra in TUNE_GRID:
+                r = run_json([sys.executable, TORCH_SCRIPT] + argv + extra, 600)
+                times.setdefault((label, probe), []).append(r.get("sec_per_step", float("nan")))
+    medians = {key: statistics.median(v) for key, v in times.items()}
+    default = TUNE_GRID[0][0]
+    rows, score = [], {}
+    for label, extra in TUNE_GRID:
+        ratios = [medians[(label, p)] / medians[(default, p)] for p, _ in TUNE_PROBES]
+        score[label] = statistics.geometric_mean(ratios) if all(r == r for r in ratios) else float("inf")
+        rows.append([label] + [fmt(1e3 * medians[(label, p)]) for p, _ in TUNE_PROBES] + [fmt(score[label], 3)])
+        log(f"tune: {label:52s} " + "  ".join(f"{p} {c} ms" for (p, _), c in zip(TUNE_PROBES, rows[-1][1:]))
+            + f"  (x{rows[-1][-1]} the default)")
+    best = min(TUNE_GRID, key=lambda g: score[g[0]])
+    winner = best if score[best[0]] < 1 - TUNE_MIN_GAIN else TUNE_GRID[0]
+    log(f"tune: PyTorch runs with: {winner[0]}")
+    head = ["setting"] + [f"{p} ms/step" for p, _ in TUNE_PROBES] + ["time against the default (geometric mean)"]
+    return winner[1], (head, rows)
+
+
+# ---- report ----
+
+def command_output(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def machine_info():
+    model = next((line.split(":", 1)[1].strip() for line in command_output(["lscpu"]).splitlines()
+                  if line.startswith("Model name")), platform.processor())
+    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    return f"{model}, {os.cpu_count()} cores, {mem_gb:.0f} GiB RAM"
+
+
+def versions():
+    torch_version = command_output([sys.executable, "-c", "import torch, numpy, h5py; "
+                                    "print(torch.__version__, numpy.__version__, h5py.__version__)"]).split()
+    package = lambda name: command_output(["dpkg-query", "-W", "-f=${Version}", name])  # noqa: E731
+    gxx = (command_output(["g++", "--version"]).splitlines() or [""])[0]
+    torch = torch_version[0] if torch_version else "?"
+    return {"g++": gxx, "OpenBLAS": f"libopenblas0-pthread {package('libopenblas0-pthread')}",
+            "torch": f"{torch} (python3-torch {package('python3-torch')})",
+            "numpy": torch_version[1] if torch_version else "?",
+            "h5py": torch_version[2] if torch_version else "?",
+            "python": f"{platform.python_version()} ({sys.executable})"}
+
+
+def stats(values):
+    v = [x for x in values if x == x]  # drop NaN (failed reps)
+    if not v:
+        return float("nan"), float("nan"), float("nan")
+    return min(v), statistics.median(v), max(v)
+
+
+def fmt(x, digits=1):
+    return "n/a" if x != x else f"{x:,.{digits}f}"
+
+
+class Summary:
+    """Medians and ratios of one case."""
+
+    def __init__(self, case, results, sgemm_gflops):
+        self.case = case
+        self.runs = {impl: rs for (key, impl), rs in results.items() if key == case.key}
+        self.sgemm = sgemm_gflops
+        for rs in self.runs.values():  # the two sides must count the same FLOPs
+            for r in rs:
+                if "flops_per_step" in r and abs(r["flops_per_step"] / case.flops - 1) > 1e-5:
+                    raise SystemExit(f"{case.key}: bench_models counts {r['flops_per_step']:.6g} FLOPs per step, "
+                                     f"compare.py {case.flops:.6g}")
+
+    def values(self, impl, field):
+        return [r.get(field, float("nan")) for r in self.runs.get(impl, [])]
+
+    def secs(self, impl):
+        return self.values(impl, "sec_per_step")
+
+    def rss(self, impl):
+        return self.values(impl, "peak_rss_mb")
+
+    def median_of(self, impl, field):
+        return stats(self.values(impl, field))[1]
+
+    def median_sec(self, impl):
+        return stats(self.secs(impl))[1]
+
+    def median_rss(self, impl):
+        return stats(self.rss(impl))[1]
+
+    def speedup(self, impl="rpb"):
+        """PyTorch's time over impl's: rpb's tokens/s over PyTorch's."""
+        return self.median_sec("torch") / self.median_sec(impl)
+
+    def memory_fraction(self, impl="rpb"):
+        return self.median_rss(impl) / self.median_rss("torch")
+
+    def tokens_per_s(self, impl):
+        m = MODELS.get(self.case.kind)
+        tokens = m["batch"] * m["length"] if m else self.case.length
+        return tokens / self.median_sec(impl)
+
+    def gflops(self, impl):
+        return self.case.flops / self.median_sec(impl) * 1e-9
+
+    def errors(self):
+        return [f"{impl} rep {i + 1}: {r['error']}" for impl, rs in self.runs.items()
+                for i, r in enumerate(rs) if "error" in r]
+
+
+def describe(case):
+    if case.kind in MODELS:
+        m = MODELS[case.kind]
+        return f"{case.kind}: train, d {m['d_model']}, {m['layers']} layers, batch {m['batch']} x {m['length']}"
+    if case.kind == "C":
+        return f"C: eval model A, 1 x {case.length}"
+    return f"D: attention fwd+bwd, 8 x {case.length} x 64"
+
+
+def main_table(summaries):
+    head = ["case", "rpb tok/s", "rpb-ref tok/s", "torch tok/s", "rpb/torch speed", "rpb GFLOP/s",
+            "rpb % sgemm", "torch GFLOP/s", "torch % sgemm", "rpb MB", "torch MB", "rpb/torch memory"]
+    rows = []
+    for s in summaries:
+        has_ref = "rpb-ref" in s.runs
+        rows.append([describe(s.case), fmt(s.tokens_per_s("rpb"), 0),
+                     fmt(s.tokens_per_s("rpb-ref"), 0) if has_ref else "-", fmt(s.tokens_per_s("torch"), 0),
+                     f"{fmt(s.speedup(), 2)}x", fmt(s.gflops("rpb")), f"{fmt(100 * s.gflops('rpb') / s.sgemm, 0)}%",
+                     fmt(s.gflops("torch")), f"{fmt(100 * s.gflops('torch') / s.sgemm, 0)}%",
+                     fmt(s.median_rss("rpb"), 0), fmt(s.median_rss("torch"), 0),
+                     fmt(s.memory_fraction(), 3)])
+    return head, rows
+
+
+def time_table(summaries):
+    head = ["case", "rpb ms", "rpb-ref ms", "torch ms", "torch/rpb", "torch/rpb-ref", "rpb MB", "rpb-ref MB",
+            "torch MB", "rpb tensors MB"]
+    rows = []
+    for s in summaries:
+        has_ref = "rpb-ref" in s.runs
+        rows.append([s.case.key, fmt(1e3 * s.median_sec("rpb"), 2),
+                     fmt(1e3 * s.median_sec("rpb-ref"), 2) if has_ref else "-", fmt(1e3 * s.median_sec("torch"), 2),
+                     f"{fmt(s.speedup(), 2)}x", f"{fmt(s.speedup('rpb-ref'), 2)}x" if has_ref else "-",
+                     fmt(s.median_rss("rpb"), 0), fmt(s.median_rss("rpb-ref"), 0) if has_ref else "-",
+                     fmt(s.median_rss("torch"), 0), fmt(s.median_of("rpb", "tensor_peak_mb"))])
+    return head, rows
+
+
+def raw_table(summaries, sgemm_runs):
+    head = ["case", "impl", "ms/step min", "median", "max", "peak RSS MB min", "median", "max", "every rep (ms/step)"]
+    rows = []
+    for s in summaries:
+        for impl in ("rpb", "rpb-ref", "torch"):
+            if impl not in s.runs:
+                continue
+            lo, mid, hi = stats(s.secs(impl))
+            rlo, rmid, rhi = stats(s.rss(impl))
+            every = ", ".join(fmt(1e3 * x, 2) for x in s.secs(impl))
+            rows.append([s.case.key, impl, fmt(1e3 * lo, 2), fmt(1e3 * mid, 2), fmt(1e3 * hi, 2),
+                         fmt(rlo, 0), fmt(rmid, 0), fmt(rhi, 0), every])
+    for impl, label in (("rpb", "cblas_sgemm 2048^3 (GFLOP/s)"), ("torch", "torch.mm 2048^3 (GFLOP/s)")):
+        g = [gflops_of(r, SGEMM_FLOPS) for r in sgemm_runs[impl]]
+        lo, mid, hi = stats(g)
+        rows.append([label, impl, fmt(lo), fmt(mid), fmt(hi), "", "", "", ", ".join(fmt(x) for x in g)])
+    return head, rows
+
+
+def targets(by_key, extrapolate=None):
+    """(target, measured, met) for issue 6's targets."""
+    out = []
+
+    def speed(key, need, text):
+        s = by_key.get(key)
+        if s:
+            x = s.speedup()
+            out.append((text, f"{fmt(x, 2)}x PyTorch's tokens/s", "yes" if x >= need else "**no**"))
+
+    speed("A", 2.0, "(A) at least 2x PyTorch's tokens/s")
+    speed("B", 1.5, "(B) at least 1.5x PyTorch's tokens/s")
+    for key, label in (("C16384", "(C) at 16384 tokens: at most 1/8 of PyTorch's peak memory, and faster"),
+                       ("D4096", "(D) at L = 4096: faster than PyTorch, with at most 1/8 of its memory")):
+        s = by_key.get(key)
+        if s:
+            x, f = s.speedup(), s.memory_fraction()
+            met = x > 1 and f <= 1 / 8
+            out.append((label, f"{fmt(x, 2)}x faster, {fmt(f, 3)} of the memory "
+                               f"({fmt(s.median_rss('rpb'), 0)} MB against {fmt(s.median_rss('torch'), 0)} MB)",
+                        "yes" if met else "**no**"))
+    text = "configs/extrapolation_quick.toml end to end (`rpb extrapolate`), before and after"
+    if extrapolate:
+        out.append((text, f"{fmt(extrapolate[True])} s with the fused attention, {fmt(extrapolate[False])} s with "
+                          "`model.fused_attention = false` (the unfused path this issue started from; one run each, "
+                          "not interleaved)", "reported"))
+    else:
+        out.append((text, "not measured in this run (`compare.py --extrapolate` adds it, about 10 minutes)", "-"))
+    return out
+
+
+def torch_settings_text(summaries):
+    """What the PyTorch runs of this report used, as they reported it."""
+    used = next((r["settings"] for s in summaries for r in s.runs.get("torch", []) if "settings" in r), None)
+    if used is None:
+        return "No PyTorch run succeeded."
+    bias = {"unfold": "from the table rows of the 2L-1 query-key offsets (`unfold` + `flip`)",
+            "gather": "gathered through an (L, L) bucket matrix (HF T5's `compute_bias`)"}[used["bias"]]
+    scores = {"mul": "`matmul(q, k^T).mul_(scale).add_(bias)`, in place",
+              "qscale": "`matmul(q * scale, k^T).add_(bias)`, the scale on q",
+              "baddbmm": "one `baddbmm(bias, q, k^T, alpha=scale)` over B x H (the bias copied per batch entry)"
+              }[used["scores"]]
+    return (
+        "Eager mode (torch 1.13: no `scaled_dot_product_attention`, no `torch.compile`); Debian's torch calls the "
+        f"system BLAS, OpenBLAS. Before `import torch`: `OMP_WAIT_POLICY={used['OMP_WAIT_POLICY']}`, "
+        f"`OMP_NUM_THREADS={used['threads']}`, `OPENBLAS_NUM_THREADS={used['OPENBLAS_NUM_THREADS']}`; then "
+        f"`torch.set_num_threads({used['threads']})` and `torch.set_num_interop_threads({used['interop']})`. "
+        f"`torch.optim.AdamW(lr=1e-3, weight_decay=0.01, foreach={used['foreach']})`, gradients set to None "
+        "between steps; evaluation under `torch.inference_mode()`. The t5 bias is built once per forward and "
+        f"shared by the layers, {bias}, its buckets cached per length (as rpb caches them), the causal -inf "
+        f"folded into it; scores are {scores} (one (B, H, L, L) buffer before the softmax). "
+        "Warm-up steps are not timed."
+    )
+
+
+def markdown_table(head, rows):
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_report(path, args, info, parity, summaries, sgemm_runs, tuned, extrapolate, started, finished):
+    rpb_parity, torch_parity = parity
+    sgemm = stats([gflops_of(r, SGEMM_FLOPS) for r in sgemm_runs["rpb"]])[1]
+    by_key = {s.case.key: s for s in summaries}
+    v = info["versions"]
+    out = [
+        "# rpb against PyTorch: results",
+        "",
+        f"Written by `bench/run.sh` (bench/compare.py {' '.join(args.argv)}) on {started['date']}; "
+        f"{args.reps} interleaved repetitions{' (--quick: a smoke run, not for quoting)' if args.quick else ''}. "
+        "Only ratios from one run count: figures move from machine to machine.",
+        "",
+        "## Machine and versions",
+        "",
+        f"- machine: {info['machine']}",
+        f"- load average before / after: {started['load']} / {finished['load']} "
+        "(the bench is only meaningful on a quiet machine)",
+    ]
+    out += [f"- {name}: {value}" for name, value in v.items()]
+    out += [
+        "- rpb: Release build (`-O3 -march=native`), OpenBLAS with its default threads (2), the fused attention "
+        "kernel's pool with 2 threads",
+        "",
+        "## PyTorch settings",
+        "",
+        torch_settings_text(summaries),
+    ]
+    if tuned:
+        out += ["", "How they were chosen (`--tune`): median ms per step of PyTorch alone under each setting, "
+                "interleaved; the fastest by geometric mean replaces the default only when it is at least "
+                f"{TUNE_MIN_GAIN:.0%} faster. `OMP_WAIT_POLICY=active` (OpenMP's spinning) is not retried: it "
+                "was 2.4x slower on these probes when the bench was written.", "", markdown_table(*tuned)]
+    else:
+        out += ["", "This run skipped the search of `compare.py --tune` (OpenBLAS 1 or 2 threads, "
+                "torch.set_num_threads 1 or 2, interop 1 or torch's default, "
+                "AdamW with and without foreach, two ways to build the bias, three to form the scores): these "
+                "are torch_models.py's defaults."]
+    out += [
+        "",
+        "## Parity: the same model on both sides",
+        "",
+        f"Model A ({torch_parity['parameter_count']:,} parameters on both sides, same names and shapes) from a "
+        "fixed seed with every parameter spread away from its initialisation (so that a wrong bucket, mask, "
+        "scale or GELU moves the loss), saved by rpb as an HDF5 checkpoint (`/params/<module path>`), loaded "
+        "by `torch_models.py` with h5py; one batch of 32 x 64 tokens:",
+        "",
+        markdown_table(["", "rpb", "PyTorch", "abs. difference", "tolerance"], [
+            ["loss, float32", f"{torch_parity['rpb_loss_f32']:.9f}", f"{torch_parity['loss_f32']:.9f}",
+             f"{torch_parity['diff_f32']:.2e}", "1e-4"],
+            ["loss, float64", f"{torch_parity['rpb_loss_f64']:.15f}", f"{torch_parity['loss_f64']:.15f}",
+             f"{torch_parity['diff_f64']:.2e}", "1e-9"],
+            ["loss, float32, rpb's reference attention", f"{rpb_parity['loss_f32_reference']:.9f}", "", "", ""],
+            ["largest relative difference of a parameter's gradient norm", "", "",
+             f"{torch_parity['grad_norm_max_rel_diff']:.2e}", "1e-3"],
+            ["largest difference in the t5 table's gradient", "", "",
+             f"{torch_parity['table_grad_max_abs_diff']:.2e}", "1e-5"],
+        ]),
+        "",
+        "## Results (medians)",
+        "",
+        f"cblas_sgemm 2048^3 with 2 threads, measured in every rep: **{fmt(sgemm)} GFLOP/s** (median); "
+        "'% sgemm' is a figure's GFLOP/s against it. tok/s for D is query positions per second.",
+        "",
+        markdown_table(*main_table(summaries)),
+        "",
+        "rpb's causal kernel skips the masked half of L x L that the count includes, so its '% sgemm' can pass "
+        "100% where attention dominates (C, D).",
+        "",
+        "Time per step (a train step, one evaluation forward, one attention forward + backward); "
+        "torch/rpb > 1 means rpb is faster. rpb-ref is rpb with `fused_attention = false` (the unfused "
+        "reference path), run where its (H, L, L) scores stay under 1 GiB. MB is the peak RSS; 'rpb tensors "
+        "MB' is the peak of rpb's live tensor storage (what the model and the tape hold):",
+        "",
+        markdown_table(*time_table(summaries)),
+        "",
+        "## Issue 6's targets",
+        "",
+        markdown_table(["target", "measured", "met"], targets(by_key, extrapolate)),
+        "",
+        "## How FLOPs are counted",
+        "",
+        "Analytically, the same formula in bench_models.cpp and compare.py (checked equal every run): "
+        "a matmul (M, K) @ (K, N) is 2MNK. A model's forward counts, per layer, qkv 2T d 3d, out 2T d d, "
+        "fc1 and fc2 2T d d_ff each, and attention's q k^T and p v 2 B L L d each over the full L x L "
+        "(causal masking included: the convention PyTorch users quote, although a causal kernel can skip "
+        "half of it), plus the tied head 2T d vocab (T = batch x length). A train step is 3x the forward "
+        "(backward = 2x forward); evaluation is 1x. Attention alone (D): 4 H L L dh forward, 3x with backward. "
+        "Softmax, LayerNorm, GELU, embedding and AdamW are not counted.",
+        "",
+        "Peak memory is the process's peak resident set (`getrusage` ru_maxrss), one process per measurement; "
+        "it includes each runtime's fixed part (the Python interpreter and torch's libraries are a few hundred "
+        "MB; rpb's executable a few MB).",
+        "",
+        "## Every repetition",
+        "",
+        markdown_table(*raw_table(summaries, sgemm_runs)),
+    ]
+    errors = [e for s in summaries for e in s.errors()]
+    if errors:
+        out += ["", "## Failed measurements", ""] + [f"- {e}" for e in errors]
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def load_average():
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--reps", type=int, default=5, help="interleaved repetitions (>= 1; 5 or more to quote)")
+    p.add_argument("--quick", action="store_true", help="a smoke run: 1 rep unless --reps, fewer steps")
+    p.add_argument("--tune", action=argparse.BooleanOptionalAction, default=None,
+                   help="first time PyTorch under a few thread and attention settings and keep the fastest "
+                        "(default: on, off with --quick)")
+    p.add_argument("--tune-reps", type=int, default=2, help="repetitions of the --tune search")
+    p.add_argument("--build", default=os.environ.get("RPB_BUILD_DIR", "build"), help="rpb's build folder")
+    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results.md"), help="the report")
+    p.add_argument("--cases", default="", help="comma-separated subset, e.g. A,D1024 (default: all)")
+    p.add_argument("--extrapolate", action="store_true",
+                   help="also time configs/extrapolation_quick.toml with the fused and the reference attention")
+    argv = sys.argv[1:]
+    args = p.parse_args(argv)
+    args.argv = argv
+    if args.quick and "--reps" not in argv:
+        args.reps = 1
+    if args.tune is None:
+        args.tune = not args.quick
+    if args.reps < 1:
+        raise SystemExit("--reps must be at least 1")
+    build = os.path.join(ROOT, args.build) if not os.path.isabs(args.build) else args.build
+    if not os.path.exists(os.path.join(build, "bench_models")):
+        raise SystemExit(f"{build}/bench_models is missing: build rpb first (scripts/build.sh)")
+
+    started = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "load": load_average()}
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    info = {"machine": machine_info(), "versions": versions()}
+    log(f"# {info['machine']}; load average {started['load']}")
+    with tempfile.TemporaryDirectory(prefix="rpb-parity-") as workdir:
+        parity = check_parity(build, workdir, [])
+        torch_extra, tuned = tune(1 if args.quick else args.tune_reps, log) if args.tune else ([], None)
+        if torch_extra:  # the settings the timing uses must compute the same model too
+            parity = check_parity(build, workdir, torch_extra)
+
+    cases = make_cases(args.quick)
+    if args.cases:
+        wanted = set(args.cases.split(","))
+        cases = [c for c in cases if c.key in wanted]
+    results = measure(cases, build, torch_extra, args.reps, log)
+    sgemm_runs = {"rpb": results.pop(("sgemm", "rpb")), "torch": results.pop(("sgemm", "torch"))}
+    sgemm = stats([gflops_of(r, SGEMM_FLOPS) for r in sgemm_runs["rpb"]])[1]
+    summaries = [Summary(c, results, sgemm) for c in cases]
+
+    print()
+    head, rows = main_table(summaries)
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    for row in [head] + rows:
+        print("  ".join(str(c).rjust(w) for c, w in zip(row, widths)))
+    print(f"\ncblas_sgemm 2048^3: {fmt(sgemm)} GFLOP/s (median)")
+    extrapolate = time_extrapolate(build, log) if args.extrapolate else None
+    for target, measured, met in targets({s.case.key: s for s in summaries}, extrapolate):
+        print(f"{ {'yes': 'MET', '**no**': 'MISSED'}.get(met, '-'):6s}  {target}: {measured}")
+    finished = {"load": load_average()}
+    write_report(args.out, args, info, parity, summaries, sgemm_runs, tuned, extrapolate, started, finished)
+    print(f"\nwrote {os.path.relpath(args.out, os.getcwd())}")
+
+
+if __name__ == "__main__":
+    main()
