@@ -27,6 +27,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -130,10 +131,28 @@ def check_parity(build, workdir, torch_extra):
     return rpb, torch
 
 
+def cpu_snapshot():
+    """(wall seconds, CPU seconds the whole machine has been busy, CPU seconds of this process and its children)."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in f.readline().split()[1:8])
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (time.monotonic(), (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK"),
+            own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime)
+
+
+def other_cpu_share(before, after):
+    """The share of the machine's cores that other processes (not this bench) kept busy between two snapshots."""
+    wall, busy, mine = (a - b for a, b in zip(after, before))
+    return max(0.0, busy - mine) / (wall * os.cpu_count()) if wall > 0 else float("nan")
+
+
 def measure(cases, build, torch_extra, reps, log):
-    """{(case key, impl): [result per rep]}, interleaved: rep by rep, case by case, impl by impl."""
-    results = {}
+    """({(case key, impl): [result per rep]}, [other processes' CPU share per rep]), interleaved: rep by rep,
+    case by case, impl by impl."""
+    results, others = {}, []
     for rep in range(reps):
+        snap = cpu_snapshot()
         for case in cases:
             commands = case.commands(build, torch_extra)
             if rep % 2:
@@ -147,9 +166,10 @@ def measure(cases, build, torch_extra, reps, log):
         mm = run_json([sys.executable, TORCH_SCRIPT, "--case", "mm"], 300)
         results.setdefault(("sgemm", "rpb"), []).append(sgemm)
         results.setdefault(("sgemm", "torch"), []).append(mm)
+        others.append(other_cpu_share(snap, cpu_snapshot()))
         log(f"rep {rep + 1}/{reps}  sgemm 2048^3: cblas {gflops_of(sgemm, SGEMM_FLOPS):.1f} GFLOP/s, "
-            f"torch.mm {gflops_of(mm, SGEMM_FLOPS):.1f}")
-    return results
+            f"torch.mm {gflops_of(mm, SGEMM_FLOPS):.1f}; other processes used {others[-1]:.1%} of the CPUs")
+    return results, others
 
 
 def gflops_of(r, flops):
@@ -158,17 +178,19 @@ def gflops_of(r, flops):
 
 def time_extrapolate(build, log):
     """Seconds of `rpb extrapolate configs/extrapolation_quick.toml`, with the fused and the reference attention."""
-    seconds = {}
+    seconds, others = {}, {}
     for fused in (True, False):
         with tempfile.TemporaryDirectory(prefix="rpb-extrapolate-") as out_dir:
             argv = [os.path.join(build, "rpb"), "extrapolate", "configs/extrapolation_quick.toml",
                     "--set", f'run.out_dir="{out_dir}"', "--set", f"model.fused_attention={str(fused).lower()}"]
-            t0 = time.perf_counter()
+            snap = cpu_snapshot()
             p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
-            seconds[fused] = time.perf_counter() - t0 if p.returncode == 0 else float("nan")
-            log(f"extrapolation_quick, fused_attention = {str(fused).lower()}: {seconds[fused]:.1f} s"
+            seconds[fused] = time.monotonic() - snap[0] if p.returncode == 0 else float("nan")
+            others[fused] = other_cpu_share(snap, cpu_snapshot())
+            log(f"extrapolation_quick, fused_attention = {str(fused).lower()}: {seconds[fused]:.1f} s, other "
+                f"processes used {others[fused]:.1%} of the CPUs"
                 + ("" if p.returncode == 0 else f" (failed: {(p.stderr.strip().splitlines() or [''])[-1]})"))
-    return seconds
+    return seconds, others
 
 
 # ---- torch settings ----
@@ -386,9 +408,11 @@ def targets(by_key, extrapolate=None):
                         "yes" if met else "**no**"))
     text = "configs/extrapolation_quick.toml end to end (`rpb extrapolate`), before and after"
     if extrapolate:
-        out.append((text, f"{fmt(extrapolate[True])} s with the fused attention, {fmt(extrapolate[False])} s with "
-                          "`model.fused_attention = false` (the unfused path this issue started from; one run each, "
-                          "not interleaved)", "reported"))
+        seconds, others = extrapolate
+        out.append((text, f"{fmt(seconds[True])} s with the fused attention, {fmt(seconds[False])} s with "
+                          "`model.fused_attention = false` (the unfused attention this issue started from, at "
+                          "today's code; one run each, not interleaved; other processes used "
+                          f"{others[True]:.0%} and {others[False]:.0%} of the CPUs meanwhile)", "reported"))
     else:
         out.append((text, "not measured in this run (`compare.py --extrapolate` adds it, about 10 minutes)", "-"))
     return out
@@ -439,8 +463,9 @@ def write_report(path, args, info, parity, summaries, sgemm_runs, tuned, extrapo
         "## Machine and versions",
         "",
         f"- machine: {info['machine']}",
-        f"- load average before / after: {started['load']} / {finished['load']} "
-        "(the bench is only meaningful on a quiet machine)",
+        f"- quiet? load average at the start {started['load']}; other processes (not this bench) kept "
+        f"{quiet_text(finished['others'])} of the CPUs busy during the comparison's repetitions "
+        "(from /proc/stat less the bench's own CPU time; above a few %, the figures are disturbed)",
     ]
     out += [f"- {name}: {value}" for name, value in v.items()]
     out += [
@@ -528,6 +553,11 @@ def write_report(path, args, info, parity, summaries, sgemm_runs, tuned, extrapo
         f.write("\n".join(out) + "\n")
 
 
+def quiet_text(shares):
+    lo, mid, hi = stats(shares)
+    return f"{mid:.1%} (median over reps; {lo:.1%} to {hi:.1%})"
+
+
 def load_average():
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -572,7 +602,7 @@ def main():
     if args.cases:
         wanted = set(args.cases.split(","))
         cases = [c for c in cases if c.key in wanted]
-    results = measure(cases, build, torch_extra, args.reps, log)
+    results, others = measure(cases, build, torch_extra, args.reps, log)
     sgemm_runs = {"rpb": results.pop(("sgemm", "rpb")), "torch": results.pop(("sgemm", "torch"))}
     sgemm = stats([gflops_of(r, SGEMM_FLOPS) for r in sgemm_runs["rpb"]])[1]
     summaries = [Summary(c, results, sgemm) for c in cases]
@@ -586,7 +616,7 @@ def main():
     extrapolate = time_extrapolate(build, log) if args.extrapolate else None
     for target, measured, met in targets({s.case.key: s for s in summaries}, extrapolate):
         print(f"{ {'yes': 'MET', '**no**': 'MISSED'}.get(met, '-'):6s}  {target}: {measured}")
-    finished = {"load": load_average()}
+    finished = {"others": others}
     write_report(args.out, args, info, parity, summaries, sgemm_runs, tuned, extrapolate, started, finished)
     print(f"\nwrote {os.path.relpath(args.out, os.getcwd())}")
 
