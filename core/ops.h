@@ -116,13 +116,18 @@ struct AttentionSpec {
   bool causal = false;    // key j is masked for query i when j > q_offset + i
   int64_t q_offset = 0;   // 1-D: queries sit at q_offset .. q_offset + Tq - 1, keys at 0 .. Tk - 1
   int64_t grid_width = 0; // 0: 1-D positions. w > 0: Tq == Tk tokens of a (T / w, w) grid in raster order
+  /// false: q (B, H, Tq, dh), k and v (B, H, Tk, dh), output (B, H, Tq, dh).
+  /// true: q is a fused projection (B, T, 3, H, dh) holding q, k and v (k and v undefined, Tq = Tk = T), as
+  /// reshaping a (B, T, 3d) qkv Linear gives, and the output is (B, T, H, dh), as the output projection reads
+  /// it: no permutes or slices on either side.
+  bool packed_qkv = false;
 };
 
 /// softmax(scale q k^T + bias + mask) v, tiled over queries and keys with an online softmax: the
 /// (Tq, Tk) scores, bias and probabilities are never stored; forward keeps O(Tq) per head (the
 /// row log-sum-exp) and backward recomputes the tiles. Work over batch x heads runs on the pool
 /// of core/parallel.h; results are bit-identical run to run and for any thread count.
-///   q (B, H, Tq, dh); k, v (B, H, Tk, dh), one float dtype.
+///   q (B, H, Tq, dh); k, v (B, H, Tk, dh), one float dtype (or packed, see AttentionSpec).
 ///   rel_bias (H, R) or undefined: the bias of a (query, key) pair depends only on their offset.
 ///     1-D: R = Tq + Tk - 1 and pair (i, j) reads rel_bias[h, j - i + Tq - 1], i.e. entry m is the
 ///          bias at relative position key - query = m - (q_offset + Tq - 1).

@@ -71,11 +71,29 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, c
             heads_ * head_dim_, ")");
   const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
   const int64_t offset = cache && cache->k.defined() ? cache->k.size(2) : 0;
-  // (B, T, 3d) -> three (B, H, T, dh)
-  const Tensor qkv5 = permute(reshape(qkv->forward(x), {B, T, 3, heads_, head_dim_}), {2, 0, 3, 1, 4});
+  RPB_CHECK(bias.grid_width == 0 || !bias.relative.defined() || uses_fused(), "attention",
+            "a 2-D relative bias (grid width ", bias.grid_width,
+            ") needs the fused path; pass the full bias when fused attention is off or dropout is active");
+  if (key_padding_mask.defined())
+    RPB_CHECK(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == B && key_padding_mask.size(1) == T + offset,
+              "attention", "key padding mask ", key_padding_mask.shape(), " is not (B, Tk) = (", B, ", ", T + offset,
+              ")");
+  const bool rotary = pos && pos->kind() == PositionKind::rotary;
+  const Tensor packed = reshape(qkv->forward(x), {B, T, 3, heads_, head_dim_});  // a view of the (B, T, 3d) output
+  auto project_out = [&](const Tensor& h) {  // (B, T, H, dh) -> (B, T, d), then the output projection
+    return resid_drop->forward(out->forward(reshape(h, {B, T, d})));
+  };
+  if (!cache && !rotary && uses_fused() && !bias.full.defined()) {
+    // The kernel reads q, k and v where the projection wrote them and writes what the output projection reads.
+    AttentionSpec spec{scale_, causal_, 0, bias.relative.defined() ? bias.grid_width : 0};
+    spec.packed_qkv = true;
+    return project_out(fused_attention(packed, Tensor(), Tensor(), bias.relative, key_padding_mask, Tensor(), spec));
+  }
+  // (B, T, 3, H, dh) -> three (B, H, T, dh)
+  const Tensor qkv5 = permute(packed, {2, 0, 3, 1, 4});
   auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B, heads_, T, head_dim_}); };
   Tensor q = part(0), k = part(1), v = part(2);
-  if (pos && pos->kind() == PositionKind::rotary) {
+  if (rotary) {
     q = pos->rotate(q, offset);
     k = pos->rotate(k, offset);
   }
@@ -88,15 +106,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, c
     cache->v = v;
   }
   const int64_t Tk = k.size(2);
-  if (key_padding_mask.defined())
-    RPB_CHECK(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == B && key_padding_mask.size(1) == Tk,
-              "attention", "key padding mask ", key_padding_mask.shape(), " is not (B, Tk) = (", B, ", ", Tk, ")");
-  auto merge_heads = [&](const Tensor& h) {  // (B, H, T, dh) -> (B, T, d), then the output projection
-    return resid_drop->forward(out->forward(reshape(permute(h, {0, 2, 1, 3}), {B, T, d})));
-  };
-  RPB_CHECK(bias.grid_width == 0 || !bias.relative.defined() || uses_fused(), "attention",
-            "a 2-D relative bias (grid width ", bias.grid_width,
-            ") needs the fused path; pass the full bias when fused attention is off or dropout is active");
+  auto merge_heads = [&](const Tensor& h) { return project_out(permute(h, {0, 2, 1, 3})); };  // (B, H, T, dh) in
   if (uses_fused() && !bias.full.defined()) {
     const AttentionSpec spec{scale_, causal_, offset, bias.relative.defined() ? bias.grid_width : 0};
     return merge_heads(fused_attention(q, k, v, bias.relative, key_padding_mask, Tensor(), spec));

@@ -443,17 +443,12 @@ Tensor WindowAttention::attend(const Tensor& xp, int64_t H, int64_t W, const Win
   const int64_t n = g.wh * g.ww, nW = (g.Hp / g.wh) * (g.Wp / g.ww);
   const Tensor shifted = roll2d(xp, -g.shift_h, -g.shift_w);         // torch.roll(x, (-shift, -shift), (1, 2))
   const Tensor windows = window_partition(shifted, g.wh, g.ww);       // (B * nW, N, C)
-  // qkv(x).reshape(B_, N, 3, nH, C // nH).permute(2, 0, 3, 1, 4) -> (3, B * nW, heads, N, dh)
-  const Tensor qkv5 = permute(reshape(qkv->forward(windows), {B * nW, n, 3, h, dh}), {2, 0, 3, 1, 4});
-  // Each of q, k, v as (B, nW * heads, N, dh): a reshape of (B * nW, heads, ...), so one (nW * heads, N, N) bias
-  // and key mask serve every batch entry through scaled_dot_product_attention's broadcasting.
-  auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B, nW * h, n, dh}); };
+  // qkv(x).reshape(B_, N, 3, nH, C // nH)
+  const Tensor packed = reshape(qkv->forward(windows), {B * nW, n, 3, h, dh});
   // V1: q = q * head_dim^-0.5; attn = q @ k^T + bias (+ mask). Scaling the product instead of q is the same value.
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-  Tensor out;
+  Tensor merged;  // (attn @ v).transpose(1, 2).reshape(B_, N, C)
   if (o_.fused) {
-    // Windows as the batch (B * nW, heads, N, dh): window b % nW, as the shift mask's G = nW rows expect.
-    auto windows_part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B * nW, h, n, dh}); };
     Tensor shift, padding;
     if (g.shift_h > 0 || g.shift_w > 0)
       shift = cached({7, g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w, static_cast<int64_t>(xp.dtype())},
@@ -465,14 +460,22 @@ Tensor WindowAttention::attend(const Tensor& xp, int64_t H, int64_t W, const Win
         for (int64_t b = 0; b < B; ++b) v.insert(v.end(), keys.begin(), keys.end());
         return Tensor::indices({B * nW, n}, v);
       });
-    out = fused_attention(windows_part(0), windows_part(1), windows_part(2),
-                          relative_position_bias_offsets(g.wh, g.ww), padding, shift, {scale, false, 0, g.ww});
+    // Windows are the batch, window b % nW as the shift mask's G = nW rows expect; the kernel reads q, k and v
+    // where the projection wrote them and writes (B * nW, N, heads, dh), the layout proj reads.
+    AttentionSpec spec{scale, false, 0, g.ww};
+    spec.packed_qkv = true;
+    merged = reshape(
+        fused_attention(packed, Tensor(), Tensor(), relative_position_bias_offsets(g.wh, g.ww), padding, shift, spec),
+        {B * nW, n, C});
   } else {
-    out = scaled_dot_product_attention(part(0), part(1), part(2), window_bias(g, xp.dtype()),
-                                       key_padding_mask(H, W, g), scale);
+    // .permute(2, 0, 3, 1, 4) -> (3, B * nW, heads, N, dh); each of q, k, v as (B, nW * heads, N, dh), so one
+    // (nW * heads, N, N) bias and key mask serve every batch entry through broadcasting.
+    const Tensor qkv5 = permute(packed, {2, 0, 3, 1, 4});
+    auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B, nW * h, n, dh}); };
+    const Tensor out = scaled_dot_product_attention(part(0), part(1), part(2), window_bias(g, xp.dtype()),
+                                                    key_padding_mask(H, W, g), scale);
+    merged = reshape(permute(reshape(out, {B * nW, h, n, dh}), {0, 2, 1, 3}), {B * nW, n, C});
   }
-  // (attn @ v).transpose(1, 2).reshape(B_, N, C), then proj
-  const Tensor merged = reshape(permute(reshape(out, {B * nW, h, n, dh}), {0, 2, 1, 3}), {B * nW, n, C});
   const Tensor y = window_reverse(proj->forward(merged), g.wh, g.ww, g.Hp, g.Wp);  // (B, Hp, Wp, C)
   return roll2d(y, g.shift_h, g.shift_w);                                         // reverse cyclic shift
 }

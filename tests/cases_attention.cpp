@@ -53,6 +53,24 @@ void add_attention_cases(CaseList& cases) {
     add("a fully masked batch entry", with_rel(qkv(2, 1, 3, 3, 2), 1, 5), padding, Tensor(), {1.0, false, 0, 0});
   }
   {
+    // Packed: q, k and v interleaved in one (B, T, 3, H, dh) projection, output (B, T, H, dh).
+    AttentionSpec spec{0.5, true, 0, 0};
+    spec.packed_qkv = true;
+    cases.push_back({"fused_attention packed qkv, causal 1-D bias, key padding", OpKind::FusedAttention,
+                     {input(gen, {2, 5, 3, 2, 3}), input(gen, {2, 9})},
+                     [spec](const std::vector<Tensor>& in) {
+                       return fused_attention(in[0], Tensor(), Tensor(), in[1],
+                                              Tensor::indices({2, 5}, {0, 0, 0, 1, 0, 0, 0, 0, 0, 0}), Tensor(), spec);
+                     }});
+    AttentionSpec grid{0.5, false, 0, 2};
+    grid.packed_qkv = true;
+    cases.push_back({"fused_attention packed qkv on a 2 x 2 grid", OpKind::FusedAttention,
+                     {input(gen, {1, 4, 3, 2, 2}), input(gen, {2, 9})},
+                     [grid](const std::vector<Tensor>& in) {
+                       return fused_attention(in[0], Tensor(), Tensor(), in[1], Tensor(), Tensor(), grid);
+                     }});
+  }
+  {
     // Reused input: self-attention of one tensor as q, k and v.
     Tensor x = input(gen, {1, 2, 4, 3});
     Tensor rel = input(gen, {2, 7});

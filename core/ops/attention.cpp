@@ -26,21 +26,24 @@ template <typename T>
 using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <typename T>
 using Mat = Eigen::Map<RowMat<T>>;
+// Rows of q, k, v, out and their gradients sit `stride` elements apart (the packed layout interleaves them).
 template <typename T>
-using CMat = Eigen::Map<const RowMat<T>>;
+using SMat = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
+template <typename T>
+using CSMat = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
 // Tile buffers start on a 64-byte boundary: Eigen's vectorized row reductions peel unaligned leading
 // elements, so the summation order (and the result's last bit) would otherwise follow the heap address.
 template <typename T>
 using TileBuffer = std::vector<T, Eigen::aligned_allocator<T>>;
-template <typename T>
-using StridedCMat = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
 
-// Shapes and positions of one call.
+// Shapes, positions and memory layout of one call.
 struct Geometry {
   int64_t B = 0, H = 0, Tq = 0, Tk = 0, dh = 0, R = 0;
   int64_t G = 0;             // windows in window_mask (0: none)
   int64_t gh = 0, gw = 0;    // grid height and width (gw = 0: 1-D)
   AttentionSpec spec;
+  // Row strides: q, k and v (and their gradients) share one; out and its gradient another.
+  int64_t in_row = 0, out_row = 0;
 
   // The rel_bias entry of query i and key j (see core/ops.h).
   int64_t rel_index(int64_t i, int64_t j) const {
@@ -49,14 +52,29 @@ struct Geometry {
   }
   // One past the last key a query tile ending (exclusive) at i_end may see.
   int64_t key_end(int64_t i_end) const { return spec.causal ? std::min(Tk, spec.q_offset + i_end) : Tk; }
+
+  // Offsets of head h of batch entry b's first row. Heads-first: (B, H, T, dh) each. Packed: q, k, v
+  // interleaved in (B, T, 3, H, dh) and out in (B, T, H, dh).
+  int64_t q_offset_of(int64_t b, int64_t h) const {
+    return spec.packed_qkv ? b * Tq * 3 * H * dh + h * dh : (b * H + h) * Tq * dh;
+  }
+  int64_t k_offset_of(int64_t b, int64_t h) const {
+    return spec.packed_qkv ? q_offset_of(b, h) + H * dh : (b * H + h) * Tk * dh;
+  }
+  int64_t v_offset_of(int64_t b, int64_t h) const {
+    return spec.packed_qkv ? q_offset_of(b, h) + 2 * H * dh : (b * H + h) * Tk * dh;
+  }
+  int64_t out_offset_of(int64_t b, int64_t h) const {
+    return spec.packed_qkv ? b * Tq * H * dh + h * dh : (b * H + h) * Tq * dh;
+  }
 };
 
 // The inputs of one (batch, head) task.
 template <typename T>
 struct Task {
-  const T* q;              // (Tq, dh)
-  const T* k;              // (Tk, dh)
-  const T* v;              // (Tk, dh)
+  const T* q;              // (Tq, dh), rows in_row apart
+  const T* k;              // (Tk, dh), rows in_row apart
+  const T* v;              // (Tk, dh), rows in_row apart
   const T* rel;            // (R) or null
   const uint8_t* padded;   // (Tk) or null
   const T* window;         // (Tq, Tk) or null
@@ -66,9 +84,9 @@ template <typename T>
 Task<T> task_of(const Geometry& g, int64_t task, const T* q, const T* k, const T* v, const T* rel,
                 const uint8_t* padded, const T* window) {
   const int64_t b = task / g.H, h = task % g.H;
-  return {q + task * g.Tq * g.dh,
-          k + task * g.Tk * g.dh,
-          v + task * g.Tk * g.dh,
+  return {q + g.q_offset_of(b, h),
+          k + g.k_offset_of(b, h),
+          v + g.v_offset_of(b, h),
           rel ? rel + h * g.R : nullptr,
           padded ? padded + b * g.Tk : nullptr,
           window ? window + (b % g.G) * g.Tq * g.Tk : nullptr};
@@ -77,8 +95,9 @@ Task<T> task_of(const Geometry& g, int64_t task, const T* q, const T* k, const T
 // S (bq, bk) = scale Q[i0:] K[j0:]^T + bias + masks; masked entries are -inf.
 template <typename T>
 void score_tile(const Geometry& g, const Task<T>& t, int64_t i0, int64_t bq, int64_t j0, int64_t bk, Mat<T>& S) {
-  const int64_t dh = g.dh;
-  S.noalias() = CMat<T>(t.q + i0 * dh, bq, dh) * CMat<T>(t.k + j0 * dh, bk, dh).transpose();
+  const int64_t dh = g.dh, row = g.in_row;
+  S.noalias() = CSMat<T>(t.q + i0 * row, bq, dh, Eigen::OuterStride<>(row)) *
+                CSMat<T>(t.k + j0 * row, bk, dh, Eigen::OuterStride<>(row)).transpose();
   if (g.spec.scale != 1.0) S *= static_cast<T>(g.spec.scale);
   if (t.rel) {
     if (g.gw == 0) {
@@ -90,7 +109,7 @@ void score_tile(const Geometry& g, const Task<T>& t, int64_t i0, int64_t bq, int
         for (int64_t c = 0; c < bk; ++c) S(r, c) += t.rel[g.rel_index(i0 + r, j0 + c)];
     }
   }
-  if (t.window) S += StridedCMat<T>(t.window + i0 * g.Tk + j0, bq, bk, Eigen::OuterStride<>(g.Tk));
+  if (t.window) S += CSMat<T>(t.window + i0 * g.Tk + j0, bq, bk, Eigen::OuterStride<>(g.Tk));
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   if (t.padded)
     for (int64_t c = 0; c < bk; ++c)
@@ -103,6 +122,7 @@ void score_tile(const Geometry& g, const Task<T>& t, int64_t i0, int64_t bq, int
   }
 }
 
+// out (Tq, dh; rows out_row apart) and lse (Tq) of one task.
 template <typename T>
 void forward_task(const Geometry& g, const Task<T>& t, T* out, T* lse) {
   const int64_t dh = g.dh;
@@ -132,10 +152,10 @@ void forward_task(const Geometry& g, const Task<T>& t, T* out, T* lse) {
         if (corr != T(1)) acc.row(r) *= corr;
         m[r] = m_new;
       }
-      acc.noalias() += S * CMat<T>(t.v + j0 * dh, bk, dh);
+      acc.noalias() += S * CSMat<T>(t.v + j0 * g.in_row, bk, dh, Eigen::OuterStride<>(g.in_row));
     }
     for (int64_t r = 0; r < bq; ++r) {
-      Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>> o(out + (i0 + r) * dh, dh);
+      Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>> o(out + (i0 + r) * g.out_row, dh);
       if (l[r] > 0) {
         o = acc.row(r) / l[r];
         lse[i0 + r] = m[r] + std::log(l[r]);
@@ -147,21 +167,23 @@ void forward_task(const Geometry& g, const Task<T>& t, T* out, T* lse) {
   }
 }
 
-// Gradients of one task: dq (Tq, dh), dk and dv (Tk, dh) and drel (R, double; may be null), all zeroed.
+// Gradients of one task: dq (Tq, dh), dk and dv (Tk, dh), rows in_row apart, all zeroed on entry; drel (R, double)
+// or null. out and dout have rows out_row apart.
 template <typename T>
 void backward_task(const Geometry& g, const Task<T>& t, const T* out, const T* lse, const T* dout, T* dq, T* dk,
                    T* dv, double* drel) {
-  const int64_t dh = g.dh;
+  const int64_t dh = g.dh, row = g.in_row;
+  const Eigen::OuterStride<> in_stride(row), out_stride(g.out_row);
   const T scale = static_cast<T>(g.spec.scale);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   TileBuffer<T> p_buf(kTileQ * kTileK), dp_buf(kTileQ * kTileK);
   Eigen::Array<T, Eigen::Dynamic, 1> D(kTileQ);
   for (int64_t i0 = 0; i0 < g.Tq; i0 += kTileQ) {
     const int64_t bq = std::min(kTileQ, g.Tq - i0);
-    const CMat<T> dO(dout + i0 * dh, bq, dh);
-    const CMat<T> Qb(t.q + i0 * dh, bq, dh);
-    Mat<T> dQb(dq + i0 * dh, bq, dh);
-    D.head(bq) = (dO.array() * CMat<T>(out + i0 * dh, bq, dh).array()).rowwise().sum();
+    const CSMat<T> dO(dout + i0 * g.out_row, bq, dh, out_stride);
+    const CSMat<T> Qb(t.q + i0 * row, bq, dh, in_stride);
+    SMat<T> dQb(dq + i0 * row, bq, dh, in_stride);
+    D.head(bq) = (dO.array() * CSMat<T>(out + i0 * g.out_row, bq, dh, out_stride).array()).rowwise().sum();
     const int64_t kend = g.key_end(i0 + bq);
     for (int64_t j0 = 0; j0 < kend; j0 += kTileK) {
       const int64_t bk = std::min(kTileK, kend - j0);
@@ -172,9 +194,9 @@ void backward_task(const Geometry& g, const Task<T>& t, const T* out, const T* l
         if (lse[i0 + r] == kNegInf) P.row(r).setZero();
         else P.row(r) = (P.row(r).array() - lse[i0 + r]).exp().matrix();
       }
-      const CMat<T> Kb(t.k + j0 * dh, bk, dh);
-      const CMat<T> Vb(t.v + j0 * dh, bk, dh);
-      Mat<T>(dv + j0 * dh, bk, dh).noalias() += P.transpose() * dO;
+      const CSMat<T> Kb(t.k + j0 * row, bk, dh, in_stride);
+      const CSMat<T> Vb(t.v + j0 * row, bk, dh, in_stride);
+      SMat<T>(dv + j0 * row, bk, dh, in_stride).noalias() += P.transpose() * dO;
       dS.noalias() = dO * Vb.transpose();
       dS = (P.array() * (dS.array().colwise() - D.head(bq))).matrix();
       if (drel) {
@@ -188,11 +210,11 @@ void backward_task(const Geometry& g, const Task<T>& t, const T* out, const T* l
         }
       }
       dQb.noalias() += dS * Kb;
-      Mat<T>(dk + j0 * dh, bk, dh).noalias() += dS.transpose() * Qb;
+      SMat<T>(dk + j0 * row, bk, dh, in_stride).noalias() += dS.transpose() * Qb;
     }
     if (scale != T(1)) dQb *= scale;
   }
-  if (scale != T(1)) Mat<T>(dk, g.Tk, dh) *= scale;
+  if (scale != T(1)) SMat<T>(dk, g.Tk, dh, in_stride) *= scale;
 }
 
 // Non-zero entries of a (B, Tk) mask of any dtype, as bytes.
@@ -208,22 +230,33 @@ std::vector<uint8_t> padding_bytes(const Tensor& mask) {
 
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rel_bias,
                        const Tensor& key_padding, const Tensor& window_mask, const AttentionSpec& spec) {
-  RPB_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "fused_attention",
-            "expected (B, H, T, dh) tensors, got q ", q.shape(), " k ", k.shape(), " v ", v.shape());
-  RPB_CHECK(q.is_floating() && q.dtype() == k.dtype() && q.dtype() == v.dtype(), "fused_attention",
-            "q, k and v need one float dtype, got ", dtype_name(q.dtype()), ", ", dtype_name(k.dtype()), " and ",
-            dtype_name(v.dtype()));
-  RPB_CHECK(k.shape() == v.shape() && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
-            "fused_attention", "q ", q.shape(), ", k ", k.shape(), " and v ", v.shape(), " do not fit");
   Geometry g;
-  g.B = q.size(0), g.H = q.size(1), g.Tq = q.size(2), g.Tk = k.size(2), g.dh = q.size(3);
   g.spec = spec;
+  if (spec.packed_qkv) {
+    RPB_CHECK(q.dim() == 5 && q.size(2) == 3 && !k.defined() && !v.defined(), "fused_attention",
+              "packed_qkv expects one (B, T, 3, H, dh) tensor and undefined k and v, got ", q.shape(),
+              k.defined() ? " with k" : "", v.defined() ? " with v" : "");
+    RPB_CHECK(spec.q_offset == 0, "fused_attention", "packed_qkv attends T queries to their own T keys: q_offset ",
+              spec.q_offset, " must be 0");
+    g.B = q.size(0), g.H = q.size(3), g.Tq = g.Tk = q.size(1), g.dh = q.size(4);
+    g.in_row = 3 * g.H * g.dh, g.out_row = g.H * g.dh;
+  } else {
+    RPB_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "fused_attention",
+              "expected (B, H, T, dh) tensors, got q ", q.shape(), " k ", k.shape(), " v ", v.shape());
+    RPB_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), "fused_attention", "q, k and v need one dtype, got ",
+              dtype_name(q.dtype()), ", ", dtype_name(k.dtype()), " and ", dtype_name(v.dtype()));
+    RPB_CHECK(k.shape() == v.shape() && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
+              "fused_attention", "q ", q.shape(), ", k ", k.shape(), " and v ", v.shape(), " do not fit");
+    g.B = q.size(0), g.H = q.size(1), g.Tq = q.size(2), g.Tk = k.size(2), g.dh = q.size(3);
+    g.in_row = g.out_row = g.dh;
+  }
+  RPB_CHECK(q.is_floating(), "fused_attention", "expected float tensors, got ", dtype_name(q.dtype()), " ", q.shape());
   RPB_CHECK(spec.q_offset >= 0, "fused_attention", "q_offset ", spec.q_offset, " must be >= 0");
   if (spec.grid_width > 0) {
     g.gw = spec.grid_width;
     RPB_CHECK(g.Tq == g.Tk && g.Tq % g.gw == 0 && spec.q_offset == 0, "fused_attention", "grid width ", g.gw,
-              " needs Tq == Tk, a multiple of it, and q_offset 0; got q ", q.shape(), ", k ", k.shape(),
-              ", q_offset ", spec.q_offset);
+              " needs Tq == Tk, a multiple of it, and q_offset 0; got Tq ", g.Tq, ", Tk ", g.Tk, ", q_offset ",
+              spec.q_offset);
     g.gh = g.Tq / g.gw;
     g.R = (2 * g.gh - 1) * (2 * g.gw - 1);
   } else {
@@ -233,7 +266,7 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   if (rel_bias.defined())
     RPB_CHECK(rel_bias.dtype() == q.dtype() && rel_bias.shape() == Shape({g.H, g.R}), "fused_attention",
               "rel_bias ", dtype_name(rel_bias.dtype()), " ", rel_bias.shape(), " is not ", dtype_name(q.dtype()),
-              " (H, R) = (", g.H, ", ", g.R, ") for q ", q.shape(), ", k ", k.shape(),
+              " (H, R) = (", g.H, ", ", g.R, ") for ", g.Tq, " queries and ", g.Tk, " keys",
               g.gw ? " on a grid" : " (R = Tq + Tk - 1)");
   if (key_padding.defined())
     RPB_CHECK(key_padding.shape() == Shape({g.B, g.Tk}), "fused_attention", "key_padding ", key_padding.shape(),
@@ -249,32 +282,37 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   }
 
   const std::vector<uint8_t> padded = key_padding.defined() ? padding_bytes(key_padding) : std::vector<uint8_t>();
-  Tensor out = Tensor::empty(q.shape(), q.dtype());
+  Tensor out = Tensor::empty(spec.packed_qkv ? Shape{g.B, g.Tq, g.H, g.dh} : q.shape(), q.dtype());
   Tensor lse = Tensor::empty({g.B, g.H, g.Tq}, q.dtype());
   dispatch_float(q.dtype(), "fused_attention", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* prel = rel_bias.defined() ? rel_bias.data<T>() : nullptr;
     const T* pwin = window_mask.defined() ? window_mask.data<T>() : nullptr;
     const uint8_t* ppad = padded.empty() ? nullptr : padded.data();
-    const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
+    const T* pq = q.data<T>();
+    const T* pk = spec.packed_qkv ? pq : k.data<T>();
+    const T* pv = spec.packed_qkv ? pq : v.data<T>();
     T* po = out.mutable_data<T>();
     T* pl = lse.mutable_data<T>();
     parallel_for(g.B * g.H, [&](int64_t begin, int64_t end) {
       for (int64_t task = begin; task < end; ++task)
-        forward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pwin), po + task * g.Tq * g.dh, pl + task * g.Tq);
+        forward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pwin),
+                     po + g.out_offset_of(task / g.H, task % g.H), pl + task * g.Tq);
     });
   });
 
   if (autograd::should_record({&q, &k, &v, &rel_bias})) {
     autograd::record(
         OpKind::FusedAttention, out, {&q, &k, &v, &rel_bias},
-        [g, sq = q.detach(), sk = k.detach(), sv = v.detach(), srel = rel_bias.defined() ? rel_bias.detach() : Tensor(),
+        [g, sq = q.detach(), sk = k.defined() ? k.detach() : Tensor(), sv = v.defined() ? v.detach() : Tensor(), srel = rel_bias.defined() ? rel_bias.detach() : Tensor(),
          padded, swin = window_mask.defined() ? window_mask.detach() : Tensor(), so = out.detach(),
          lse](const Tensor& grad, InputGrads& gi) {
           const bool need_rel = gi.needed(3);
+          // Packed: one (B, T, 3, H, dh) gradient holds dq, dk and dv, as the input held q, k and v.
+          const bool packed = g.spec.packed_qkv;
           Tensor dq = Tensor::zeros(sq.shape(), sq.dtype());
-          Tensor dk = Tensor::zeros(sk.shape(), sk.dtype());
-          Tensor dv = Tensor::zeros(sv.shape(), sv.dtype());
+          Tensor dk = packed ? dq : Tensor::zeros(sk.shape(), sk.dtype());
+          Tensor dv = packed ? dq : Tensor::zeros(sv.shape(), sv.dtype());
           // One accumulator per task, summed over the batch in order afterwards: deterministic.
           std::vector<double> drel_tasks(need_rel ? g.B * g.H * g.R : 0, 0.0);
           dispatch_float(sq.dtype(), "fused_attention", [&](auto tag) {
@@ -282,21 +320,23 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
             const T* prel = srel.defined() ? srel.data<T>() : nullptr;
             const T* pwin = swin.defined() ? swin.data<T>() : nullptr;
             const uint8_t* ppad = padded.empty() ? nullptr : padded.data();
-            const T *pq = sq.data<T>(), *pk = sk.data<T>(), *pv = sv.data<T>();
+            const T* pq = sq.data<T>();
+            const T* pk = packed ? pq : sk.data<T>();
+            const T* pv = packed ? pq : sv.data<T>();
             const T *po = so.data<T>(), *pl = lse.data<T>(), *pg = grad.data<T>();
             T *pdq = dq.mutable_data<T>(), *pdk = dk.mutable_data<T>(), *pdv = dv.mutable_data<T>();
             parallel_for(g.B * g.H, [&](int64_t begin, int64_t end) {
               for (int64_t task = begin; task < end; ++task) {
-                const int64_t oq = task * g.Tq * g.dh, ok = task * g.Tk * g.dh;
-                backward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pwin), po + oq, pl + task * g.Tq,
-                              pg + oq, pdq + oq, pdk + ok, pdv + ok,
+                const int64_t b = task / g.H, h = task % g.H, oo = g.out_offset_of(b, h);
+                backward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pwin), po + oo, pl + task * g.Tq, pg + oo,
+                              pdq + g.q_offset_of(b, h), pdk + g.k_offset_of(b, h), pdv + g.v_offset_of(b, h),
                               need_rel ? drel_tasks.data() + task * g.R : nullptr);
               }
             });
           });
           if (gi.needed(0)) gi.set(0, dq);
-          if (gi.needed(1)) gi.set(1, dk);
-          if (gi.needed(2)) gi.set(2, dv);
+          if (!packed && gi.needed(1)) gi.set(1, dk);
+          if (!packed && gi.needed(2)) gi.set(2, dv);
           if (need_rel) {
             std::vector<double> drel(g.H * g.R, 0.0);
             for (int64_t b = 0; b < g.B; ++b)
