@@ -9,6 +9,7 @@
 #include "nn/position.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/workload.h"
 
 namespace rpb {
 
@@ -132,6 +133,9 @@ void print_heatmaps(std::ostream& out, const std::string& name, const Tensor& ta
 void inspect_checkpoint(const std::string& file, std::ostream& out) {
   const Checkpoint c = load_checkpoint(file);
   const RunConfig cfg = parse_config(c.config_text, file + " (stored config)");
+  // The parameters must be the ones the stored config's model has (names, shapes, dtypes), as
+  // `rpb eval` requires: the tables below are read by the config's num_buckets, K and window.
+  check_params(c, make_workload(cfg)->model().named_parameters(), file);
   const nn::PositionOptions& p = cfg.model.position;
   out << "checkpoint " << file << "\n  step " << c.step << " of " << cfg.steps << ", rpb " << c.library_version
       << ", format version " << kCheckpointFormatVersion << "\n  model: d_model " << cfg.model.d_model << ", heads "

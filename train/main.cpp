@@ -1,5 +1,6 @@
 // build/rpb: the command-line interface.
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -11,6 +12,8 @@
 #include "train/version.h"
 
 int main(int argc, char** argv) {
+  // Errors and progress go to stderr; stdout carries only results (tables, reports, JSON).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   CLI::App app{"rpb: train and study relative-position-bias attention"};
   app.set_version_flag("--version", std::string("rpb ") + rpb::version());
   app.require_subcommand(1);
@@ -61,16 +64,19 @@ int main(int argc, char** argv) {
   CLI::App* inspect_cmd = app.add_subcommand("inspect", "Report a checkpoint: config, metrics, parameters, bias tables");
   inspect_cmd->add_option("checkpoint", checkpoint_path, "a checkpoint .h5 file")->required()->check(CLI::ExistingFile);
 
-  // Name an unknown subcommand instead of CLI11's generic "A subcommand is required".
-  if (argc > 1 && argv[1][0] != '-') {
+  // Name an unknown subcommand, or an unknown option before the subcommand, instead of CLI11's
+  // generic "A subcommand is required".
+  if (argc > 1) {
+    const std::string first = argv[1];
     std::string known;
-    bool found = false;
+    bool found = first == "-h" || first == "--help" || first == "--version";
     for (CLI::App* sub : app.get_subcommands({})) {
-      found |= sub->check_name(argv[1]);
+      found |= sub->check_name(first);
       known += (known.empty() ? "" : ", ") + sub->get_name();
     }
     if (!found) {
-      std::cerr << "rpb: unknown subcommand '" << argv[1] << "' (expected one of: " << known << ")\n"
+      std::cerr << "rpb: unknown " << (first[0] == '-' ? "option" : "subcommand") << " '" << first
+                << "' (usage: rpb <subcommand> [options]; subcommands: " << known << ")\n"
                 << "Run with --help for more information.\n";
       return 2;
     }
