@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -44,7 +46,14 @@ std::string repr(const toml::node& n) {
   if (n.is_string()) os << '"' << *n.value<std::string>() << '"';
   else if (n.is_table()) os << "a table";
   else if (n.is_array()) os << "an array";
-  else n.visit([&](auto&& v) { os << v; });
+  else if (n.is_floating_point() && std::isfinite(*n.value<double>())) {
+    // The shortest text that reads back as the same double (-0.1, not toml++'s -0.10000000000000001).
+    char buf[32];
+    const auto end = std::to_chars(buf, buf + sizeof buf, *n.value<double>()).ptr;
+    std::string text(buf, end);
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+    os << text;
+  } else n.visit([&](auto&& v) { os << v; });
   return os.str();
 }
 
