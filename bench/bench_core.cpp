@@ -11,9 +11,11 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/core.h"
+#include "core/parallel.h"
 #include "core/ops/kernels.h"
 
 using namespace rpb;
@@ -33,13 +35,21 @@ double median(std::vector<double> v) {
 }
 
 // Runs a and b alternately `reps` times (after a warm-up), returning the median time of each.
-std::pair<double, double> interleaved(int reps, const std::function<void()>& a, const std::function<void()>& b) {
+// OpenBLAS's idle threads spin for about 2^28 cycles after a threaded call; let them fall asleep (outside the
+// timed region) so they do not take the cores from rpb's pool in the next measurement.
+void settle_openblas() { std::this_thread::sleep_for(std::chrono::milliseconds(250)); }
+
+// Median seconds of a and of b, run alternately; `after_b` (untimed) runs after each b.
+std::pair<double, double> interleaved(int reps, const std::function<void()>& a, const std::function<void()>& b,
+                                      const std::function<void()>& after_b = {}) {
   a();
   b();
+  if (after_b) after_b();
   std::vector<double> ta, tb;
   for (int r = 0; r < reps; ++r) {
     ta.push_back(seconds(a));
     tb.push_back(seconds(b));
+    if (after_b) after_b();
   }
   return {median(ta), median(tb)};
 }
@@ -59,10 +69,14 @@ void bench_matmul(int reps) {
           for (int i = 0; i < inner; ++i) c = matmul(a, b);
         },
         [&] {
+          // OpenBLAS at its best, on its own threads; rpb::matmul sets it back to one thread and splits the
+          // product over rpb's pool instead.
+          openblas_set_num_threads(num_threads());
           for (int i = 0; i < inner; ++i)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n,
                         0.0f, c_ref.mutable_data<float>(), n);
-        });
+        },
+        settle_openblas);
     t_rpb /= inner;
     t_blas /= inner;
     const double flop = 2.0 * n * n * n;
@@ -80,6 +94,10 @@ void bench_matmul(int reps) {
 
 void bench_elementwise(int reps) {
   std::printf("\n## elementwise and reductions, float32, 4M elements (rpb op vs a plain Eigen expression)\n");
+  // One thread on both sides, so the ratio is the kernels' and not the pool's (which splits rpb's elementwise
+  // ops and row-wise kernels over the cores).
+  const int threads = num_threads();
+  set_num_threads(1);
   std::printf("%-34s %10s %10s %8s\n", "op", "rpb ms", "eigen ms", "ratio");
   Generator gen(2);
   const int64_t rows = 2048, cols = 2048;
@@ -132,6 +150,7 @@ void bench_elementwise(int reps) {
     auto [t_ours, t_eigen] = interleaved(reps, r.ours, r.eigen);
     std::printf("%-34s %10.3f %10.3f %8.3f\n", r.name, 1e3 * t_ours, 1e3 * t_eigen, t_eigen / t_ours);
   }
+  set_num_threads(threads);
 }
 
 // A 3-layer MLP step: 3 matmuls, 3 bias adds, 2 tanh, cross-entropy.

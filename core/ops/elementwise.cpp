@@ -1,4 +1,5 @@
 // Broadcasting binary ops and scalar ops: forward and backward side by side.
+#include <algorithm>
 #include <cmath>
 
 #include "core/ops.h"
@@ -27,6 +28,28 @@ Tensor broadcast_binary(const char* op, const Tensor& a, const Tensor& b, F f) {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* po = out.mutable_data<T>();
+    // Same shapes, or one operand a row repeated over the other's rows (a Linear's bias): blocks of rows.
+    const bool a_full = a.shape() == os, b_full = b.shape() == os;
+    const auto is_row = [&](const Shape& s) {
+      return s.size() <= os.size() && s.numel() > 0 && std::equal(s.begin(), s.end(), os.end() - s.size());
+    };
+    if (a_full && b_full) {
+      for_blocks(os.numel(), [&](int64_t begin, int64_t end) {
+        ArrayMap<T> o(po + begin, end - begin);
+        f(o, ConstArrayMap<T>(pa + begin, end - begin), ConstArrayMap<T>(pb + begin, end - begin));
+      });
+      return;
+    }
+    if ((a_full && is_row(b.shape())) || (b_full && is_row(a.shape()))) {
+      const int64_t row = a_full ? b.numel() : a.numel(), rows = os.numel() / row;
+      for_blocks(rows, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          ArrayMap<T> o(po + r * row, row);
+          f(o, ConstArrayMap<T>(pa + (a_full ? r * row : 0), row), ConstArrayMap<T>(pb + (b_full ? r * row : 0), row));
+        }
+      }, std::max<int64_t>(1, kElementBlock / row));
+      return;
+    }
     for_each_broadcast_run<2>(os, {a.shape(), b.shape()}, [&](int64_t oo, const auto& off, const auto& st, int64_t n) {
       ArrayMap<T> o(po + oo, n);
       if (st[0] == 1 && st[1] == 1) f(o, ConstArrayMap<T>(pa + off[0], n), ConstArrayMap<T>(pb + off[1], n));
@@ -47,7 +70,11 @@ void add_inplace(const Tensor& dst, const Tensor& src) {
   RPB_CHECK(dst.shape() == src.shape(), "add_inplace", "shapes ", dst.shape(), " and ", src.shape(), " differ");
   dispatch_float(dst.dtype(), "add_inplace", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    amap<T>(dst) += camap<T>(src);
+    T* pd = dst.mutable_data<T>();
+    const T* ps = src.data<T>();
+    for_blocks(dst.numel(), [&](int64_t begin, int64_t end) {
+      ArrayMap<T>(pd + begin, end - begin) += ConstArrayMap<T>(ps + begin, end - begin);
+    });
   });
 }
 

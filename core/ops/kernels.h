@@ -3,10 +3,12 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <type_traits>
 
+#include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace rpb {
@@ -50,6 +52,24 @@ ConstArrayMap<T> camap(const Tensor& t) {
   return ConstArrayMap<T>(t.data<T>(), t.numel());
 }
 
+/// Elements per block of for_blocks: 64 KiB of float32, a multiple of every SIMD width.
+inline constexpr int64_t kElementBlock = 16384;
+
+/// Calls f(begin, end) over [0, n) in fixed blocks of `block` items (the last may be shorter), spread over the
+/// pool of core/parallel.h when there are several. The blocks do not depend on the thread count, so an
+/// elementwise kernel takes the same vectorized path for every element (and gives the same bits) on any number
+/// of threads. Below two blocks, one call covers everything.
+template <typename F>
+void for_blocks(int64_t n, F&& f, int64_t block = kElementBlock) {
+  if (n < 2 * block) {
+    if (n > 0) f(int64_t{0}, n);
+    return;
+  }
+  parallel_for((n + block - 1) / block, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) f(b * block, std::min(n, (b + 1) * block));
+  });
+}
+
 /// The scalar type of an Eigen expression or map (inside generic lambdas).
 template <typename M>
 using ScalarOf = typename std::decay_t<M>::Scalar;
@@ -62,9 +82,13 @@ Tensor map_unary(const char* op, const Tensor& x, F f) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    ArrayMap<T> o = amap<T>(out);
-    const ConstArrayMap<T> v = camap<T>(x);
-    f(o, v);
+    T* po = out.mutable_data<T>();
+    const T* px = x.data<T>();
+    for_blocks(x.numel(), [&](int64_t begin, int64_t end) {
+      ArrayMap<T> o(po + begin, end - begin);
+      const ConstArrayMap<T> v(px + begin, end - begin);
+      f(o, v);
+    });
   });
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "core/ops.h"
 #include "core/ops/kernels.h"
+#include "core/parallel.h"
 
 namespace rpb {
 
@@ -20,15 +21,38 @@ int as_blas_int(int64_t v, const Tensor& a, const Tensor& b) {
   return static_cast<int>(v);
 }
 
-// C (m x n, row stride n) = op(A) @ op(B), beta = 0 so C needs no prior fill.
+// One BLAS call on the calling thread: OpenBLAS is kept single-threaded, since rpb's pool splits the work.
 template <typename T>
-void gemm(bool ta, bool tb, int m, int n, int k, const T* pa, int lda, const T* pb, int ldb, T* pc) {
+void blas_gemm(bool ta, bool tb, int m, int n, int k, const T* pa, int lda, const T* pb, int ldb, T* pc) {
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
   const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, opa, opb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, n);
   else
     cblas_dgemm(CblasRowMajor, opa, opb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, n);
+}
+
+// C (m x n, row stride n) = op(A) @ op(B), beta = 0 so C needs no prior fill. Large products are split into
+// blocks of rows that the pool of core/parallel.h shares out. The blocks depend on the shape alone: BLAS's
+// micro-kernels round an element's sum differently at block edges, so a split that followed the thread count
+// would change results with it (a test compares 1, 2 and 3 threads).
+template <typename T>
+void gemm(bool ta, bool tb, int m, int n, int k, const T* pa, int lda, const T* pb, int ldb, T* pc) {
+  constexpr double kSplitFlops = 1 << 21;
+  if (2.0 * m * n * k < kSplitFlops || m < 32) {
+    blas_gemm(ta, tb, m, n, k, pa, lda, pb, ldb, pc);
+    return;
+  }
+  const int rows = std::max(64, (m / 8 + 15) / 16 * 16);  // up to 8 blocks of a multiple of 16 rows
+  parallel_for((m + rows - 1) / rows, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int i0 = static_cast<int>(b) * rows, mb = std::min(rows, m - i0);
+      // Rows i0.. of op(A): rows of A, or columns when A is stored transposed.
+      blas_gemm(ta, tb, mb, n, k, ta ? pa + i0 : pa + static_cast<int64_t>(i0) * lda, lda, pb, ldb,
+                pc + static_cast<int64_t>(i0) * n);
+    }
+  });
 }
 
 }  // namespace
@@ -85,10 +109,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
       } else {
         const int m = static_cast<int>(M);
         const int64_t step_a = ra * ca, step_b = rb * cb, step_o = M * N;
+        // One product per batch entry, spread over the pool (each entry's product then runs on one thread).
+        std::vector<std::array<int64_t, 3>> entries;  // offsets of a, b and the output
+        entries.reserve(static_cast<std::size_t>(batch));
         for_each_broadcast_run<2>(bo, {ba, bb}, [&](int64_t oo, const auto& off, const auto& st, int64_t run) {
           for (int64_t j = 0; j < run; ++j)
-            gemm<T>(trans_a, trans_b, m, n, k, pa + (off[0] + j * st[0]) * step_a, lda,
-                    pb + (off[1] + j * st[1]) * step_b, ldb, po + (oo + j) * step_o);
+            entries.push_back({(off[0] + j * st[0]) * step_a, (off[1] + j * st[1]) * step_b, (oo + j) * step_o});
+        });
+        parallel_for(static_cast<int64_t>(entries.size()), [&](int64_t e0, int64_t e1) {
+          for (int64_t e = e0; e < e1; ++e)
+            gemm<T>(trans_a, trans_b, m, n, k, pa + entries[e][0], lda, pb + entries[e][1], ldb, po + entries[e][2]);
         });
       }
     });

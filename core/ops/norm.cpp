@@ -17,6 +17,9 @@ void check_affine(const char* what, const Tensor& p, const Tensor& x) {
             ": expected [", x.size(-1), "]");
 }
 
+// Rows per for_blocks block: about kElementBlock elements, fixed by the row length alone.
+int64_t rows_per_block(int64_t C) { return std::max<int64_t>(1, kElementBlock / C); }
+
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
@@ -38,19 +41,21 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     T* pr = rstd.mutable_data<T>();
     const T* pw = weight.defined() ? weight.data<T>() : nullptr;
     const T* pb = bias.defined() ? bias.data<T>() : nullptr;
-    for (int64_t r = 0; r < R; ++r) {
-      const ConstArrayMap<T> xr(px + r * C, C);
-      ArrayMap<T> yr(py + r * C, C);
-      const T mu = xr.mean();
-      const T var = (xr - mu).square().mean();  // biased, as torch
-      const T rs = T(1) / std::sqrt(var + static_cast<T>(eps));
-      pm[r] = mu;
-      pr[r] = rs;
-      if (pw && pb) yr = (xr - mu) * rs * ConstArrayMap<T>(pw, C) + ConstArrayMap<T>(pb, C);
-      else if (pw) yr = (xr - mu) * rs * ConstArrayMap<T>(pw, C);
-      else if (pb) yr = (xr - mu) * rs + ConstArrayMap<T>(pb, C);
-      else yr = (xr - mu) * rs;
-    }
+    for_blocks(R, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const ConstArrayMap<T> xr(px + r * C, C);
+        ArrayMap<T> yr(py + r * C, C);
+        const T mu = xr.mean();
+        const T var = (xr - mu).square().mean();  // biased, as torch
+        const T rs = T(1) / std::sqrt(var + static_cast<T>(eps));
+        pm[r] = mu;
+        pr[r] = rs;
+        if (pw && pb) yr = (xr - mu) * rs * ConstArrayMap<T>(pw, C) + ConstArrayMap<T>(pb, C);
+        else if (pw) yr = (xr - mu) * rs * ConstArrayMap<T>(pw, C);
+        else if (pb) yr = (xr - mu) * rs + ConstArrayMap<T>(pb, C);
+        else yr = (xr - mu) * rs;
+      }
+    }, rows_per_block(C));
   });
   if (autograd::should_record({&x, &weight, &bias})) {
     const bool need_x = x.requires_grad() || weight.requires_grad();
@@ -73,21 +78,31 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
             const T* px = saved_x.defined() ? saved_x.data<T>() : nullptr;
             const T* pw = saved_w.defined() ? saved_w.data<T>() : nullptr;
             T* pdx = gx ? dx.mutable_data<T>() : nullptr;
-            ArrayMap<T> dwv(gw ? dw.mutable_data<T>() : nullptr, gw ? C : 0);
-            ArrayMap<T> dbv(gb ? db.mutable_data<T>() : nullptr, gb ? C : 0);
-            Eigen::Array<T, Eigen::Dynamic, 1> xhat(C), dn(C);
-            for (int64_t r = 0; r < R; ++r) {
-              const ConstArrayMap<T> gr(pg + r * C, C);
-              if (gb) dbv += gr;
-              if (!gx && !gw) continue;
-              xhat = (ConstArrayMap<T>(px + r * C, C) - pm[r]) * pr[r];
-              if (gw) dwv += gr * xhat;
-              if (!gx) continue;
-              if (pw) dn = gr * ConstArrayMap<T>(pw, C);
-              else dn = gr;
-              const T a = dn.mean();
-              const T b = (dn * xhat).mean();
-              ArrayMap<T>(pdx + r * C, C) = pr[r] * (dn - a - xhat * b);
+            // Weight and bias gradients: one partial sum per block of rows, added in block order afterwards.
+            const int64_t block = rows_per_block(C), blocks = (R + block - 1) / block;
+            Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic> dw_part, db_part;  // (C, blocks)
+            if (gw) dw_part.setZero(C, blocks);
+            if (gb) db_part.setZero(C, blocks);
+            for_blocks(R, [&](int64_t r0, int64_t r1) {
+              const int64_t k = r0 / block;
+              Eigen::Array<T, Eigen::Dynamic, 1> xhat(C), dn(C);
+              for (int64_t r = r0; r < r1; ++r) {
+                const ConstArrayMap<T> gr(pg + r * C, C);
+                if (gb) db_part.col(k) += gr;
+                if (!gx && !gw) continue;
+                xhat = (ConstArrayMap<T>(px + r * C, C) - pm[r]) * pr[r];
+                if (gw) dw_part.col(k) += gr * xhat;
+                if (!gx) continue;
+                if (pw) dn = gr * ConstArrayMap<T>(pw, C);
+                else dn = gr;
+                const T a = dn.mean();
+                const T b = (dn * xhat).mean();
+                ArrayMap<T>(pdx + r * C, C) = pr[r] * (dn - a - xhat * b);
+              }
+            }, block);
+            for (int64_t k = 0; k < blocks; ++k) {
+              if (gw) ArrayMap<T>(dw.mutable_data<T>(), C) += dw_part.col(k);
+              if (gb) ArrayMap<T>(db.mutable_data<T>(), C) += db_part.col(k);
             }
           });
           if (gx) gi.set(0, dx);

@@ -17,10 +17,14 @@ Tensor grad_kernel(const char* op, const Tensor& g, const Tensor& s, F f) {
   Tensor out = Tensor::empty(g.shape(), g.dtype());
   dispatch_float(g.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    ArrayMap<T> o = amap<T>(out);
-    const ConstArrayMap<T> gv = camap<T>(g);
-    const ConstArrayMap<T> sv = camap<T>(s);
-    f(o, gv, sv);
+    T* po = out.mutable_data<T>();
+    const T *pg = g.data<T>(), *ps = s.data<T>();
+    for_blocks(g.numel(), [&](int64_t begin, int64_t end) {
+      ArrayMap<T> o(po + begin, end - begin);
+      const ConstArrayMap<T> gv(pg + begin, end - begin);
+      const ConstArrayMap<T> sv(ps + begin, end - begin);
+      f(o, gv, sv);
+    });
   });
   return out;
 }
