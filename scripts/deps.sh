@@ -4,7 +4,8 @@ set -euo pipefail
 
 PACKAGES=(g++ cmake make pkg-config
   libeigen3-dev libopenblas-dev libhdf5-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev hdf5-tools
-  bible-kjv bible-kjv-text)
+  bible-kjv bible-kjv-text
+  clang-14 libclang-rt-14-dev)  # the libFuzzer targets of tests/fuzz (scripts/test.sh)
 PACKAGES+=("$@")
 
 missing=()

@@ -54,3 +54,18 @@ TEST_CASE("config range errors name file:line:column, the key, the value and wha
         "F:2:10: model.layers = 2.0: expected an integer in [1, 1024], found a float");
   CHECK(load_error("[optim]\nlr = \"1e-3\"\n") == "F:2:6: optim.lr = \"1e-3\": expected a number, found a string");
 }
+
+TEST_CASE("config: checking the position options of a huge model allocates nothing") {
+  // Validation used to build the scheme with its tables: 4 TiB (learned), 8 GiB (shaw), and a
+  // 65536 x 1024 t5 table drawn at random. Each is a valid config; none may take time or memory.
+  for (const char* text : {"[model]\nd_model = 65536\nheads = 1\n[position]\nscheme = \"learned\"\nmax_positions = 16777216\n",
+                           "[model]\nd_model = 1024\nheads = 1024\n[position]\nscheme = \"shaw\"\nmax_relative_position = 1048576\n",
+                           "[model]\nd_model = 1024\nheads = 1024\n[position]\nscheme = \"t5\"\nnum_buckets = 65536\nmax_distance = 100000\n"}) {
+    CAPTURE(text);
+    CHECK(load_error(text).empty());
+  }
+  // Sizes still keep what makes them valid or not.
+  CHECK(load_error("[model]\nd_model = 63\nheads = 1\n[position]\nscheme = \"sinusoidal\"\n") ==
+        "F:5:10: position.scheme = \"sinusoidal\": invalid for scheme sinusoidal: d_model 63 must be even and at least 2 "
+        "(sin and cos per frequency)");
+}

@@ -351,6 +351,12 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
     probe.d_model = m.d_model;
     probe.head_dim = m.d_model / m.heads;
     probe.causal = m.causal;
+    // The probe builds the scheme, tables included: the options that only size a table (each valid
+    // from 1 up, and named in no message) are cut to 1, so checking a config allocates at most
+    // d_model or num_buckets values (a learned 2^24 x 2^16 table is 4 TiB).
+    probe.heads = 1;
+    probe.max_positions = 1;
+    probe.max_relative_position = 1;
     Generator g(0);
     try {
       nn::make_position_scheme(probe, g);

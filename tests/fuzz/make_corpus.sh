@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Rebuilds the committed seed corpora of the fuzz targets (tests/fuzz/corpus/{config,checkpoint}).
+# Usage: tests/fuzz/make_corpus.sh [path/to/rpb]   (default: build/rpb)
+# config/: the configs/*.toml files, plus the small valid and invalid variants kept in this script.
+# checkpoint/: checkpoints of two tiny runs (SGD without state, AdamW with its moments), then
+# truncated and bit-flipped copies of the first. Files stay small (14 and 20 KB).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RPB=$(realpath "${1:-build/rpb}")
+out=tests/fuzz/corpus
+rm -rf "$out" && mkdir -p "$out/config" "$out/checkpoint"
+
+# ---- config ----
+for f in configs/*.toml; do cp "$f" "$out/config/$(basename "$f")"; done
+printf '' > "$out/config/empty.toml"
+printf '[model]\nd_model = 8\nheads = 2\n#set position.scheme=alibi' > "$out/config/set_override.toml"
+printf '[run]\nsteps = 10\n#set run.eval_multipliers=[1,4]' > "$out/config/set_array.toml"
+printf '[model\nd_model = 8\n' > "$out/config/bad_syntax.toml"
+printf '[model]\nd_modle = 8\n' > "$out/config/unknown_key.toml"
+printf '[model]\nheads = "4"\n' > "$out/config/wrong_type.toml"
+printf '[optim]\nlr = 0\n[model]\ndropout = 1.0\n' > "$out/config/out_of_range.toml"
+printf '[model]\nd_model = 64\nheads = 6\n' > "$out/config/heads_divide.toml"
+printf '[position]\nscheme = "t5"\nnum_buckets = 32\nmax_distance = 8\n' > "$out/config/t5_distance.toml"
+printf '[position]\nscheme = "learned"\nmax_positions = 16\n[run]\nlength = 64\n' > "$out/config/learned_short.toml"
+printf '[position]\nscheme = "shaw"\nmax_relative_position = 4\n[optim]\nkind = "sgd"\nmomentum = 0.9\n[[optim.group]]\npattern = "*.bias"\nweight_decay = 0.0\nlr_scale = 2\n' > "$out/config/shaw_groups.toml"
+printf '[task]\nkind = "grid2d"\n[position]\nscheme = "swin_v2"\n[grid]\nwindow = 4\neval_window = 8\n[sweep]\nmethods = ["swin", "swin_v2@window8"]\n' > "$out/config/grid.toml"
+printf '[task]\nkind = "lag"\nlag = 3\nnoise = 0.1\n[sweep]\ntasks = ["markov", "lag"]\nseeds = [0, 1]\n' > "$out/config/sweep.toml"
+printf 'model = 3\n' > "$out/config/not_a_table.toml"
+# Regression: validating these used to build 4 TiB and 8 GiB position tables.
+printf '[model]\nd_model = 65536\nheads = 1\n[position]\nscheme = "learned"\nmax_positions = 16777216\n' > "$out/config/huge_learned.toml"
+printf '[model]\nd_model = 1024\nheads = 1024\n[position]\nscheme = "shaw"\nmax_relative_position = 1048576\n' > "$out/config/huge_shaw.toml"
+
+# ---- checkpoint ----
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+tiny='[run]
+name = "tiny"
+steps = 2
+batch = 1
+length = 4
+log_every = 1
+eval_multipliers = [1]
+eval_tokens = 8
+[model]
+d_model = 2
+heads = 1
+layers = 1
+d_ff = 2
+tie_head = true
+[position]
+scheme = "t5"
+num_buckets = 2
+max_distance = 4
+[task]
+kind = "markov"
+vocab = 2
+train_tokens = 64
+eval_tokens = 16
+'
+printf '%s[optim]\nkind = "sgd"\nmomentum = 0.0\n' "$tiny" > "$tmp/sgd.toml"
+printf '%s[optim]\nkind = "adamw"\n' "$tiny" > "$tmp/adamw.toml"
+(cd "$tmp" && "$RPB" train sgd.toml --set run.out_dir=sgd && "$RPB" train adamw.toml --set run.out_dir=adamw) > /dev/null 2>&1
+good=$out/checkpoint/tiny_sgd.h5
+cp "$tmp/sgd/tiny/step_00000002.h5" "$good"
+cp "$tmp/adamw/tiny/step_00000002.h5" "$out/checkpoint/tiny_adamw.h5"
+size=$(stat -c %s "$good")
+for keep in 96 $((size / 2)) $((size - 1)); do head -c "$keep" "$good" > "$out/checkpoint/cut_$keep.h5"; done
+# One flipped bit each: in the superblock, in the metadata, in the middle and near the end.
+for at in 20 3000 $((size / 2 + 7)) $((size - 40)); do
+  cp "$good" "$out/checkpoint/flip_$at.h5"
+  byte=$(od -An -tu1 -j "$at" -N1 "$good" | tr -d ' ')
+  printf "$(printf '\\%03o' $((byte ^ 4)))" | dd of="$out/checkpoint/flip_$at.h5" bs=1 seek="$at" conv=notrunc status=none
+done
+ls -l "$out/config" "$out/checkpoint" | awk 'NR > 1 && $5 { n++; s += $5 } END { print n " files, " s " bytes" }'
