@@ -21,10 +21,13 @@ void accumulate(GradSlot& slot, Tensor g, const char* op, int input) {
     slot.owned = false;
     return;
   }
-  if (!slot.owned) {
+  // A gradient no other handle or view can see (a rule's fresh output, held only here) is added into
+  // in place; one that may be shared (an add hands one tensor to both its inputs) is copied first.
+  const TensorImpl& held = slot.grad.impl();
+  if (!slot.owned && !(slot.grad.impl_ptr().use_count() == 1 && held.storage.use_count() == 1)) {
     slot.grad = slot.grad.clone();
-    slot.owned = true;
   }
+  slot.owned = true;
   add_inplace(slot.grad, g);
 }
 }  // namespace

@@ -21,8 +21,8 @@ struct GradSlot {
   Shape shape;  // the tensor's shape: every gradient must have it
   DType dtype = DType::f32;
   bool leaf = false;  // leaves keep their gradient across backward calls
-  /// False while `grad` may alias a tensor handed out by a backward rule;
-  /// the first accumulation copies it before adding in place.
+  /// False while `grad` may alias a tensor handed out by a backward rule; the first accumulation
+  /// then copies it before adding in place, unless no other handle or view shares its storage.
   bool owned = false;
   Tensor grad;
 };

@@ -58,6 +58,18 @@ Tensor gelu(const Tensor& x, GeluApprox approx = GeluApprox::erf);
 /// 2-D @ 2-D, or batched: leading (batch) axes broadcast numpy-style, and a 2-D
 /// operand is shared by every batch entry. Shapes (..., M, K) @ (..., K, N) -> (..., M, N).
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+/// A fully connected layer, x @ weight^T + bias: x (..., in), weight (out, in) as torch lays it out, bias (out)
+/// or undefined; -> (..., out). Fused: the bias seeds the product's output rows instead of being added after it,
+/// which saves a pass over the output and BLAS's zeroing of it. Equal to add(matmul(x, weight, false, true), bias)
+/// to rounding (tests/test_ops_matmul_index.cpp).
+///
+/// @code
+/// const rpb::Tensor x = rpb::Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+/// const rpb::Tensor w = rpb::Tensor::from_vector<float>({1, 3}, {1, 0, -1});
+/// const rpb::Tensor b = rpb::Tensor::from_vector<float>({1}, {10});
+/// CHECK(rpb::linear(x, w, b).to_vector() == std::vector<double>{8, 8});  // 1 - 3 + 10, 4 - 6 + 10
+/// @endcode
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // ---- reduce.cpp ----
 /// Sum over `axes` (all when empty); keepdim keeps them as size 1.

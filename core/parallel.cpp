@@ -1,6 +1,8 @@
 #include "core/parallel.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -27,7 +29,39 @@ int default_threads() {
 
 thread_local bool t_inside = false;
 
-// Workers wait for a generation counter to move, run their chunk, and report back.
+// How long an idle worker keeps polling for the next job, and the caller for the end of the current
+// one, before blocking. A step of a small model issues a parallel_for every few tens of microseconds;
+// a futex wake-up costs 30 us back to back and 100 us once the idle core has gone to sleep (measured on
+// the 2-core bench VM), which made every such call lose that much. Polling pauses the core and yields
+// it every few microseconds, so another runnable thread (a second test process, say) still gets it.
+constexpr auto kPollFor = std::chrono::microseconds(300);
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls `ready` for up to kPollFor; true once it holds.
+template <typename Ready>
+bool poll(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kPollFor;
+  for (unsigned i = 1;; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+    if (i % 64 == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return ready();
+      std::this_thread::yield();
+    }
+  }
+}
+
+// A job is published through job_; workers poll for that, then block on wake_. The caller
+// runs chunk 0, then polls pending_, then blocks on done_. Sleeping and waking use the same handshake
+// both ways: the sleeper announces itself (sleepers_ or caller_asleep_) under mutex_ and re-checks its
+// condition there; the waker changes the condition first and takes mutex_ before notifying whenever it
+// sees the announcement. Both sides are seq_cst, so at least one of them sees the other's write and no
+// wake-up is lost.
 class Pool {
  public:
   ~Pool() {
@@ -42,19 +76,24 @@ class Pool {
   void run(int threads, int64_t n, const std::function<void(int64_t, int64_t)>& body) {
     std::lock_guard<std::mutex> serial(run_mutex_);  // one parallel_for at a time across caller threads
     grow(threads - 1);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      body_ = &body;
-      n_ = n;
-      chunks_ = threads;
-      pending_ = threads - 1;
-      error_ = nullptr;
-      ++generation_;
+    // Participating workers read these only after they see the new job (acquire); none is mid-job here.
+    body_ = &body;
+    n_ = n;
+    chunks_ = threads;
+    error_ = nullptr;
+    pending_.store(threads - 1);
+    job_.store(((job_.load() >> kChunkBits) + 1) << kChunkBits | static_cast<uint64_t>(threads));
+    if (sleepers_.load() > 0) {
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      wake_.notify_all();
     }
-    wake_.notify_all();
     run_chunk(0);
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    if (!poll([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      caller_asleep_.store(true);
+      done_.wait(lock, [&] { return pending_.load() == 0; });
+      caller_asleep_.store(false);
+    }
     body_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
@@ -83,17 +122,20 @@ class Pool {
   void loop(int id) {
     uint64_t seen = 0;
     for (;;) {
-      {
+      const auto next = [&] { return stop_.load() || job_.load(std::memory_order_acquire) != seen; };
+      if (!poll(next)) {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
-        if (id >= chunks_) continue;  // this round uses fewer threads
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, next);
+        sleepers_.fetch_sub(1);
       }
+      if (stop_.load()) return;
+      seen = job_.load(std::memory_order_acquire);
+      if (id >= static_cast<int>(seen & kChunkMask)) continue;  // this job uses fewer threads
       run_chunk(id);
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (--pending_ == 0) done_.notify_one();
+      if (pending_.fetch_sub(1) == 1 && caller_asleep_.load()) {
+        { std::lock_guard<std::mutex> lock(mutex_); }
+        done_.notify_one();
       }
     }
   }
@@ -101,12 +143,20 @@ class Pool {
   std::mutex run_mutex_, mutex_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
+  // The job: written by the caller before it publishes job_, read only by the threads that run a chunk.
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t n_ = 0;
-  int chunks_ = 1, pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
+  int chunks_ = 1;
+  std::exception_ptr error_;  // under mutex_
+  // A job's generation (high bits) and its thread count (low bits), published in one store, so that a
+  // worker that sits a job out reads its count consistently while the caller may already write the next.
+  static constexpr int kChunkBits = 16;
+  static constexpr uint64_t kChunkMask = (uint64_t{1} << kChunkBits) - 1;
+  std::atomic<uint64_t> job_{0};
+  std::atomic<int> pending_{0};          // workers still running the current job's chunks
+  std::atomic<int> sleepers_{0};         // workers blocked (or about to block) on wake_
+  std::atomic<bool> caller_asleep_{false};
+  std::atomic<bool> stop_{false};
 };
 
 std::mutex g_config_mutex;

@@ -18,7 +18,7 @@ enum class OpKind : uint16_t {
   // unary.cpp
   Exp, Log, Sqrt, Tanh, Sigmoid, Relu, GeluTanh, GeluErf,
   // matmul.cpp
-  Matmul,
+  Matmul, Linear,
   // reduce.cpp
   Sum, Mean, Max,
   // layout.cpp
@@ -64,6 +64,7 @@ inline constexpr std::array<OpInfo, static_cast<std::size_t>(OpKind::Count)> kOp
     {OpKind::GeluTanh, "gelu_tanh", "unary"},
     {OpKind::GeluErf, "gelu_erf", "unary"},
     {OpKind::Matmul, "matmul", "matmul"},
+    {OpKind::Linear, "linear", "matmul"},
     {OpKind::Sum, "sum", "reduce"},
     {OpKind::Mean, "mean", "reduce"},
     {OpKind::Max, "max", "reduce"},

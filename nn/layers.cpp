@@ -18,13 +18,7 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen, double i
   RPB_CHECK(in > 0 && out > 0, "linear", "features must be positive, got in=", in, " out=", out);
 }
 
-Tensor Linear::forward(const Tensor& x) const {
-  RPB_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear", "input ", x.shape(), " does not end in ",
-            weight.size(1), " features (weight ", weight.shape(), ")");
-  Tensor y = x.dim() == 1 ? reshape(matmul(reshape(x, {1, -1}), weight, false, true), {-1})
-                          : matmul(x, weight, false, true);
-  return bias.defined() ? add(y, bias) : y;
-}
+Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
 
 Embedding::Embedding(int64_t num, int64_t dim, Generator& gen, double init_std)
     : weight(register_parameter("weight", normal_tensor({num, dim}, gen, init_std))) {}

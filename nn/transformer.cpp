@@ -110,7 +110,7 @@ LanguageModel::LanguageModel(const TransformerOptions& o, Generator& init_gen) :
 
 Tensor LanguageModel::forward(const Tensor& tokens, KVCache* cache) const {
   const Tensor h = hidden(tokens, Tensor(), cache);  // (B, T, d)
-  return head ? head->forward(h) : matmul(h, tok->weight, false, true);
+  return head ? head->forward(h) : linear(h, tok->weight);  // tied: the embedding is the (vocab, d) weight
 }
 
 Tensor LanguageModel::loss(const Tensor& tokens, const Tensor& targets) const {

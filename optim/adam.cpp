@@ -42,18 +42,24 @@ void Adam::step(double lr) {
     const double step_size = lr_eff / bc1, sqrt_bc2 = std::sqrt(bc2);
     dispatch_float(p.dtype(), "adam", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      ArrayMap<T> P = amap<T>(p), M = amap<T>(st.exp_avg), V = amap<T>(st.exp_avg_sq);
-      const ConstArrayMap<T> G = camap<T>(g);
+      T *pp = p.mutable_data<T>(), *pm = st.exp_avg.mutable_data<T>(), *pv = st.exp_avg_sq.mutable_data<T>();
+      const T* pg = g.data<T>();
       const T tb1 = T(b1), tb2 = T(b2), ob1 = T(1.0 - b1), ob2 = T(1.0 - b2), twd = T(wd);
-      if (!options_.decoupled && wd != 0) {
-        M = tb1 * M + ob1 * (G + twd * P);
-        V = tb2 * V + ob2 * (G + twd * P).square();
-      } else {
-        M = tb1 * M + ob1 * G;
-        V = tb2 * V + ob2 * G.square();
-      }
-      if (options_.decoupled && wd != 0) P *= T(1.0 - lr_eff * wd);
-      P -= T(step_size) * M / (V.sqrt() / T(sqrt_bc2) + T(options_.eps));
+      const bool coupled = !options_.decoupled && wd != 0, decoupled = options_.decoupled && wd != 0;
+      for_blocks(p.numel(), [&](int64_t begin, int64_t end) {
+        const int64_t n = end - begin;
+        ArrayMap<T> P(pp + begin, n), M(pm + begin, n), V(pv + begin, n);
+        const ConstArrayMap<T> G(pg + begin, n);
+        if (coupled) {
+          M = tb1 * M + ob1 * (G + twd * P);
+          V = tb2 * V + ob2 * (G + twd * P).square();
+        } else {
+          M = tb1 * M + ob1 * G;
+          V = tb2 * V + ob2 * G.square();
+        }
+        if (decoupled) P *= T(1.0 - lr_eff * wd);
+        P -= T(step_size) * M / (V.sqrt() / T(sqrt_bc2) + T(options_.eps));
+      });
     });
   }
   finish_step(lr);

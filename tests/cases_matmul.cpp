@@ -51,6 +51,29 @@ void add_matmul_cases(CaseList& cases) {
   cases.push_back({"matmul folded batch through a reshape view", OpKind::Matmul,
                    {input(gen, {6, 4}), input(gen, {2, 4})},
                    [](const std::vector<Tensor>& in) { return matmul(reshape(in[0], {2, 3, 4}), in[1], false, true); }});
+
+  // linear: x (..., in) @ weight^T + bias.
+  auto add_linear = [&](const std::string& name, std::vector<Tensor> in) {
+    const bool with_bias = in.size() == 3;
+    cases.push_back({"linear " + name + " " + in[0].shape().to_string() + " @ " + in[1].shape().to_string() + "^T" +
+                         (with_bias ? " + " + in[2].shape().to_string() : ""),
+                     OpKind::Linear, std::move(in), [with_bias](const std::vector<Tensor>& t) {
+                       return linear(t[0], t[1], with_bias ? t[2] : Tensor());
+                     }});
+  };
+  add_linear("2-D", {input(gen, {3, 4}), input(gen, {2, 4}), input(gen, {2})});
+  add_linear("3-D", {input(gen, {2, 3, 4}), input(gen, {5, 4}), input(gen, {5})});
+  add_linear("1-D input", {input(gen, {4}), input(gen, {3, 4}), input(gen, {3})});
+  add_linear("without bias", {input(gen, {2, 3, 4}), input(gen, {2, 4})});
+  add_linear("one output", {input(gen, {3, 2}), input(gen, {1, 2}), input(gen, {1})});
+  add_linear("x without grad", {rand({2, 3, 4}, gen, DType::f64, -1.0, 1.0), input(gen, {2, 4}), input(gen, {2})});
+  add_linear("weight without grad", {input(gen, {3, 4}), rand({2, 4}, gen, DType::f64, -1.0, 1.0), input(gen, {2})});
+  add_linear("only the bias", {rand({3, 4}, gen, DType::f64, -1.0, 1.0), rand({2, 4}, gen, DType::f64, -1.0, 1.0),
+                               input(gen, {2})});
+  cases.push_back({"linear reused input x @ x^T + b", OpKind::Linear, {input(gen, {3, 3}), input(gen, {3})},
+                   [](const std::vector<Tensor>& in) { return linear(in[0], in[0], in[1]); }});
+  cases.push_back({"linear through a reshape view", OpKind::Linear, {input(gen, {12}), input(gen, {2, 4}), input(gen, {2})},
+                   [](const std::vector<Tensor>& in) { return linear(reshape(in[0], {3, 4}), in[1], in[2]); }});
 }
 
 }  // namespace rpb::testing

@@ -55,7 +55,7 @@ TEST_CASE("grid model: float64 gradient check through windows, shifts, padding a
     m.to(DType::f64);
     const int64_t side = std::string(scheme) == "learned2d" ? 4 : 3;  // 3 x 3 pads to the 2 x 2 windows
     const Tensor x = randint({1, side, side}, 3, gen), y = randint({1, side, side}, 3, gen);
-    rpb::testing::GradCase c{scheme, OpKind::Matmul, {}, [&](const std::vector<Tensor>&) { return m.loss(x, y); }};
+    rpb::testing::GradCase c{scheme, OpKind::Linear, {}, [&](const std::vector<Tensor>&) { return m.loss(x, y); }};
     for (const auto& [n, t] : m.named_parameters()) c.inputs.push_back(t);
     const auto r = rpb::testing::gradcheck(c);
     CHECK(r.op_recorded);

@@ -46,7 +46,7 @@ std::vector<std::string> names_of(const Module& m) {
 
 // Gradient-checks a module in float64: its parameters are the checked inputs.
 void check_module_gradients(Module& m, const std::function<Tensor()>& f, const std::string& what,
-                            OpKind op = OpKind::Matmul) {
+                            OpKind op = OpKind::Linear) {
   m.to(DType::f64);
   rpb::testing::GradCase c{what, op, {}, [&f](const std::vector<Tensor>&) { return f(); }};
   for (const auto& [name, t] : m.named_parameters()) c.inputs.push_back(t);

@@ -182,6 +182,62 @@ TEST_CASE("matmul errors name the op, shapes and flags") {
   CHECK(contains(vec, "[3]"));
 }
 
+TEST_CASE("linear equals its composite add(matmul(x, weight^T), bias), gradients included") {
+  Generator gen(8);
+  // Small products run as one BLAS call; (2048, 128) @ (384, 128)^T is split into row blocks that each start
+  // from the bias (beta = 1); a 3-row input goes below the split; in = 0 leaves just the bias.
+  struct Size { Shape x; int64_t out; };
+  for (const Size& sz : {Size{{32, 64, 128}, 384}, Size{{3, 5}, 4}, Size{{2, 40, 16}, 8}, Size{{7}, 3}})
+    for (DType dt : {DType::f32, DType::f64})
+      for (bool with_bias : {true, false}) {
+        INFO("x ", sz.x, " out ", sz.out, " ", dtype_name(dt), with_bias ? " with bias" : " without bias");
+        const int64_t in = sz.x.back();
+        const Tensor x = randn(sz.x, gen, dt).requires_grad_(), w = randn({sz.out, in}, gen, dt).requires_grad_();
+        const Tensor b = with_bias ? randn({sz.out}, gen, dt).requires_grad_() : Tensor();
+        Shape so = sz.x;
+        so[so.size() - 1] = sz.out;
+        const Tensor g = randn(so, gen, dt);
+        const double tol = dt == DType::f32 ? 1e-5 : 1e-12;
+        auto run = [&](bool fused) {
+          for (const Tensor* t : {&x, &w, &b})
+            if (t->defined()) t->zero_grad();
+          const Tensor xx = x.dim() == 1 ? reshape(x, {1, in}) : x;
+          Tensor y = fused ? linear(x, w, b) : matmul(xx, w, false, true);
+          if (!fused) {
+            if (b.defined()) y = add(y, b);
+            y = reshape(y, {so.begin(), so.end()});
+          }
+          backward(y, g);
+          std::vector<Tensor> r{y.detach(), x.grad(), w.grad()};
+          if (b.defined()) r.push_back(b.grad());
+          return r;
+        };
+        const std::vector<Tensor> fused = run(true), composite = run(false);
+        for (std::size_t i = 0; i < fused.size(); ++i) {
+          INFO("tensor ", i, " (output, dx, dweight, dbias)");
+          REQUIRE(fused[i].shape() == composite[i].shape());
+          const std::vector<double> f = fused[i].to_vector(), c = composite[i].to_vector();
+          double worst = 0;
+          for (std::size_t j = 0; j < f.size(); ++j) worst = std::max(worst, std::abs(f[j] - c[j]) / (1 + std::abs(c[j])));
+          CHECK(worst <= tol);
+        }
+      }
+  // in = 0: every output row is the bias.
+  const Tensor y = linear(Tensor::ones({2, 0}), Tensor::ones({3, 0}), Tensor::from_vector<float>({3}, {1, 2, 3}));
+  CHECK(y.to_vector() == std::vector<double>{1, 2, 3, 1, 2, 3});
+  CHECK(linear(Tensor::ones({2, 0}), Tensor::ones({3, 0})).to_vector() == std::vector<double>(6, 0.0));
+}
+
+TEST_CASE("linear errors name the op and the shapes") {
+  const std::string features = error_of([] { linear(Tensor::ones({2, 3}), Tensor::ones({4, 5})); });
+  CHECK(contains(features, "linear: input [2, 3] does not end in 5 features (weight [4, 5])"));
+  CHECK(contains(error_of([] { linear(Tensor::ones({2, 3}), Tensor::ones({3})); }), "weight must be (out, in), got [3]"));
+  CHECK(contains(error_of([] { linear(Tensor::ones({2, 3}), Tensor::ones({4, 3}), Tensor::ones({3})); }),
+                 "linear: bias float32 [3] is not float32 [4] for weight [4, 3]"));
+  CHECK(contains(error_of([] { linear(Tensor::ones({2, 3}), Tensor::ones({4, 3}, DType::f64)); }),
+                 "linear: expected float tensors of one dtype, got x float32 [2, 3] and weight float64 [4, 3]"));
+}
+
 TEST_CASE("index_select picks rows for any index shape") {
   for (DType dt : {DType::f32, DType::f64}) {
     const Tensor table = reshape(Tensor::arange(12, dt), {4, 3});

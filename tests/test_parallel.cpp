@@ -2,8 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "core/core.h"
 #include "core/parallel.h"
@@ -66,6 +69,24 @@ TEST_CASE("parallel_for rethrows a chunk's exception in the caller, and the pool
   });
   CHECK(total == 10);
   CHECK(contains(error_of([] { set_num_threads(0); }), "thread count must be at least 1, got 0"));
+}
+
+TEST_CASE("parallel_for runs thousands of jobs back to back and after idle gaps, also with fewer chunks than threads") {
+  // Workers poll for the next job, then sleep; the caller polls for the end of one, then sleeps. A lost
+  // wake-up would hang here; a job handed to a worker that sits it out would hit an item twice or never.
+  ThreadCount restore;
+  int64_t wrong = 0;
+  for (int round = 0; round < 3000; ++round) {
+    set_num_threads(1 + round % 4);
+    const int64_t n = round % 7;  // 0 to 6 items: often fewer chunks than threads
+    std::vector<int> hits(static_cast<std::size_t>(n), 0);
+    parallel_for(n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) ++hits[static_cast<std::size_t>(i)];
+    });
+    for (const int h : hits) wrong += h != 1;
+    if (round % 500 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // past the polling: asleep
+  }
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("matmul, elementwise ops, layer_norm and their gradients are bit-identical on 1, 2 and 3 threads") {

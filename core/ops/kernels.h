@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "core/parallel.h"
 #include "core/tensor.h"
@@ -176,6 +177,9 @@ void add_inplace(const Tensor& dst, const Tensor& src);
 
 /// x broadcast (copied) to `shape`.
 Tensor expand(const Tensor& x, const Shape& shape);
+
+/// A shape as the dims list reshape takes.
+inline std::vector<int64_t> to_dims(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
 
 /// Sums a broadcast gradient back to `shape` (the reverse of expand).
 Tensor sum_to(const Tensor& g, const Shape& shape);

@@ -10,8 +10,6 @@ namespace rpb {
 
 namespace {
 
-std::vector<int64_t> to_dims(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
-
 // Copies a block view: `rows` rows of `src_len` elements at stride `src_stride` into rows of
 // stride `dst_stride` (both in elements) — the common kernel of concat, slice and its backward.
 void copy_rows(const Tensor& src, int64_t src_off, int64_t src_stride, const Tensor& dst, int64_t dst_off,

@@ -37,8 +37,6 @@ Shape dropped_shape(const Shape& s, const std::vector<int>& axes) {
   return r;
 }
 
-std::vector<int64_t> to_dims(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
-
 // Splits sorted axes into runs of consecutive axes: each run reduces as one block.
 std::vector<std::pair<int, int>> axis_runs(const std::vector<int>& axes) {
   std::vector<std::pair<int, int>> runs;  // [first, last]
