@@ -195,6 +195,12 @@ def time_extrapolate(build, log):
 
 # ---- torch settings ----
 
+# First the C allocator under torch (torch_models.py's ALLOCATORS), then TUNE_GRID on top of the fastest.
+ALLOCATOR_GRID = [  # (label, extra torch_models.py arguments); the first is torch_models.py's default
+    ("glibc malloc keeping what it frees (mmap above 32 MiB only, no trimming)", []),
+    ("glibc malloc's defaults (mmap and munmap for every block above 128 KiB and up)", ["--allocator", "glibc"]),
+    ("tcmalloc (LD_PRELOAD)", ["--allocator", "tcmalloc"]),
+]
 TUNE_GRID = [  # (label, extra torch_models.py arguments); the first is torch_models.py's default
     ("default: 2 threads, OpenBLAS 2, interop 1, passive, foreach, unfold bias", []),
     ("OpenBLAS 1 thread", ["--blas-threads", "1"]),
@@ -212,29 +218,38 @@ TUNE_PROBES = [("A", ["--case", "A", "--steps", "10", "--warmup", "2"]),
 TUNE_MIN_GAIN = 0.03  # a setting replaces the default only when its geometric-mean time is this much lower
 
 
-def tune(reps, log):
-    """Times PyTorch alone under each setting of TUNE_GRID on A, B and D1024, interleaved.
-    Returns (the winning extra arguments, (head, rows) for results.md)."""
+def tune_stage(grid, base, reps, log):
+    """Times PyTorch alone under each setting of `grid` (its extra arguments after `base`) on the probes,
+    interleaved. Returns (the winning setting, table rows)."""
     times = {}
     for _ in range(reps):
         for probe, argv in TUNE_PROBES:
-            for label, extra in TUNE_GRID:
-                r = run_json([sys.executable, TORCH_SCRIPT] + argv + extra, 600)
+            for label, extra in grid:
+                r = run_json([sys.executable, TORCH_SCRIPT] + argv + base + extra, 600)
                 times.setdefault((label, probe), []).append(r.get("sec_per_step", float("nan")))
     medians = {key: statistics.median(v) for key, v in times.items()}
-    default = TUNE_GRID[0][0]
+    default = grid[0][0]
     rows, score = [], {}
-    for label, extra in TUNE_GRID:
+    for label, extra in grid:
         ratios = [medians[(label, p)] / medians[(default, p)] for p, _ in TUNE_PROBES]
         score[label] = statistics.geometric_mean(ratios) if all(r == r for r in ratios) else float("inf")
         rows.append([label] + [fmt(1e3 * medians[(label, p)]) for p, _ in TUNE_PROBES] + [fmt(score[label], 3)])
         log(f"tune: {label:52s} " + "  ".join(f"{p} {c} ms" for (p, _), c in zip(TUNE_PROBES, rows[-1][1:]))
             + f"  (x{rows[-1][-1]} the default)")
-    best = min(TUNE_GRID, key=lambda g: score[g[0]])
-    winner = best if score[best[0]] < 1 - TUNE_MIN_GAIN else TUNE_GRID[0]
+    best = min(grid, key=lambda g: score[g[0]])
+    return (best if score[best[0]] < 1 - TUNE_MIN_GAIN else grid[0]), rows
+
+
+def tune(reps, log):
+    """The allocator (ALLOCATOR_GRID), then TUNE_GRID under it, each against its first setting.
+    Returns (the winning extra arguments, (head, rows) for results.md)."""
+    allocator, rows = tune_stage(ALLOCATOR_GRID, [], reps, log)
+    log(f"tune: PyTorch's allocator: {allocator[0]}")
+    winner, more = tune_stage(TUNE_GRID, allocator[1], reps, log)
     log(f"tune: PyTorch runs with: {winner[0]}")
-    head = ["setting"] + [f"{p} ms/step" for p, _ in TUNE_PROBES] + ["time against the default (geometric mean)"]
-    return winner[1], (head, rows)
+    rows += [[f"{allocator[0]}; {more_row[0]}" if i else more_row[0]] + more_row[1:] for i, more_row in enumerate(more)]
+    head = ["setting"] + [f"{p} ms/step" for p, _ in TUNE_PROBES] + ["time against the stage's first row (geometric mean)"]
+    return allocator[1] + winner[1], (head, rows)
 
 
 # ---- report ----
@@ -253,6 +268,20 @@ def machine_info():
     return f"{model}, {os.cpu_count()} cores, {mem_gb:.0f} GiB RAM"
 
 
+def openblas_kernels():
+    """The OpenBLAS kernel set both sides run on, and OpenBLAS's own choice when the environment forces one."""
+    probe = ("import ctypes; lib = ctypes.CDLL('libopenblas.so.0'); "
+             "lib.openblas_get_corename.restype = ctypes.c_char_p; print(lib.openblas_get_corename().decode())")
+    active = command_output([sys.executable, "-c", probe]) or "?"
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if not forced:
+        return f"{active} (OpenBLAS's own choice for this CPU)"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    own = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env).stdout.strip() or "?"
+    return (f"{active}, set by `OPENBLAS_CORETYPE={forced}` in the environment (OpenBLAS's own choice for this "
+            f"CPU would be {own}); rpb and PyTorch inherit it alike")
+
+
 def versions():
     torch_version = command_output([sys.executable, "-c", "import torch, numpy, h5py; "
                                     "print(torch.__version__, numpy.__version__, h5py.__version__)"]).split()
@@ -260,6 +289,7 @@ def versions():
     gxx = (command_output(["g++", "--version"]).splitlines() or [""])[0]
     torch = torch_version[0] if torch_version else "?"
     return {"g++": gxx, "OpenBLAS": f"libopenblas0-pthread {package('libopenblas0-pthread')}",
+            "OpenBLAS kernels": openblas_kernels(),
             "torch": f"{torch} (python3-torch {package('python3-torch')})",
             "numpy": torch_version[1] if torch_version else "?",
             "h5py": torch_version[2] if torch_version else "?",
@@ -429,9 +459,15 @@ def torch_settings_text(summaries):
               "qscale": "`matmul(q * scale, k^T).add_(bias)`, the scale on q",
               "baddbmm": "one `baddbmm(bias, q, k^T, alpha=scale)` over B x H (the bias copied per batch entry)"
               }[used["scores"]]
+    allocator = {"glibc": "glibc's malloc with its defaults",
+                 "glibc-keep": "glibc's malloc told to keep what it frees (`MALLOC_MMAP_THRESHOLD_=33554432`, "
+                               "`MALLOC_TRIM_THRESHOLD_=1099511627776`; with glibc's defaults every multi-MB tensor "
+                               "is a fresh mmap and its page faults)",
+                 "tcmalloc": "tcmalloc (`LD_PRELOAD=libtcmalloc_minimal.so.4`)"}[used.get("allocator", "glibc")]
     return (
         "Eager mode (torch 1.13: no `scaled_dot_product_attention`, no `torch.compile`); Debian's torch calls the "
-        f"system BLAS, OpenBLAS. Before `import torch`: `OMP_WAIT_POLICY={used['OMP_WAIT_POLICY']}`, "
+        f"system BLAS, OpenBLAS. Under {allocator}. "
+        f"Before `import torch`: `OMP_WAIT_POLICY={used['OMP_WAIT_POLICY']}`, "
         f"`OMP_NUM_THREADS={used['threads']}`, `OPENBLAS_NUM_THREADS={used['OPENBLAS_NUM_THREADS']}`; then "
         f"`torch.set_num_threads({used['threads']})` and `torch.set_num_interop_threads({used['interop']})`. "
         f"`torch.optim.AdamW(lr=1e-3, weight_decay=0.01, foreach={used['foreach']})`, gradients set to None "
@@ -478,11 +514,15 @@ def write_report(path, args, info, parity, summaries, sgemm_runs, tuned, extrapo
     ]
     if tuned:
         out += ["", "How they were chosen (`--tune`): median ms per step of PyTorch alone under each setting, "
-                "interleaved; the fastest by geometric mean replaces the default only when it is at least "
-                f"{TUNE_MIN_GAIN:.0%} faster. `OMP_WAIT_POLICY=active` (OpenMP's spinning) is not retried: it "
-                "was 2.4x slower on these probes when the bench was written.", "", markdown_table(*tuned)]
+                "interleaved, in two stages: the allocator first, then the thread and attention settings under "
+                "the chosen allocator; in each, the fastest by geometric mean replaces the stage's first row only "
+                f"when it is at least {TUNE_MIN_GAIN:.0%} faster. `OMP_WAIT_POLICY=active` (OpenMP's spinning) is "
+                "not retried: it was 2.4x slower on these probes when the bench was written; jemalloc "
+                "(`LD_PRELOAD=libjemalloc.so.2`) neither: 2.8x slower than glibc keeping its memory on model A.",
+                "", markdown_table(*tuned)]
     else:
-        out += ["", "This run skipped the search of `compare.py --tune` (OpenBLAS 1 or 2 threads, "
+        out += ["", "This run skipped the search of `compare.py --tune` (glibc's malloc with or without its "
+                "defaults, or tcmalloc; OpenBLAS 1 or 2 threads, "
                 "torch.set_num_threads 1 or 2, interop 1 or torch's default, "
                 "AdamW with and without foreach, two ways to build the bias, three to form the scores): these "
                 "are torch_models.py's defaults."]

@@ -7,9 +7,10 @@
 # makes bench_core quick. The build folder is $RPB_BUILD_DIR (default build/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The build's packages, and PyTorch with h5py from Debian for the comparison only (the library never
-# needs them): deps.sh installs whichever are missing, with sudo when not root.
-scripts/deps.sh python3-torch python3-h5py
+# The build's packages, and PyTorch with h5py (and tcmalloc, one of the allocators --tune tries under
+# PyTorch) from Debian for the comparison only (the library never needs them): deps.sh installs whichever
+# are missing, with sudo when not root.
+scripts/deps.sh python3-torch python3-h5py libtcmalloc-minimal4
 scripts/build.sh
 BUILD_DIR=${RPB_BUILD_DIR:-build}
 

@@ -44,11 +44,43 @@ def parse_args(argv=None):
                    help="t5 bias as (H, L, L): from the (2L-1) offsets' rows (unfold) or the (L, L) bucket matrix")
     p.add_argument("--scores", default="mul", choices=["mul", "qscale", "baddbmm"],
                    help="how the scaled, biased scores are formed (see attention())")
+    p.add_argument("--allocator", default="glibc-keep", choices=sorted(ALLOCATORS),
+                   help="the C allocator under torch's CPU allocator (see ALLOCATORS)")
     return p.parse_args(argv)
+
+
+# torch's CPU allocator takes every tensor from malloc and frees it at once. glibc's malloc serves blocks
+# above its mmap threshold (128 KiB, rising as such blocks are freed) with mmap and returns them with
+# munmap, so each op's multi-MB output costs fresh page faults; on the 2-core bench VM that made model A's
+# step 1.8x slower. PyTorch's CPU tuning guides advise tcmalloc or jemalloc; glibc can also be told to keep
+# what it frees. Each entry: environment variables to set (None: unset). glibc reads them, and the loader
+# LD_PRELOAD, when the process starts, so torch_models.py restarts itself under them.
+ALLOCATORS = {
+    "glibc": {"MALLOC_MMAP_THRESHOLD_": None, "MALLOC_TRIM_THRESHOLD_": None, "LD_PRELOAD": None},
+    # mmap only above 32 MiB (glibc's largest threshold), never trim the heap back to the OS
+    "glibc-keep": {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 40),
+                   "LD_PRELOAD": None},
+    "tcmalloc": {"MALLOC_MMAP_THRESHOLD_": None, "MALLOC_TRIM_THRESHOLD_": None,
+                 "LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"},  # libtcmalloc-minimal4
+}
+
+
+def use_allocator(name):
+    """Restarts this script under allocator `name`'s environment unless it already runs under it."""
+    want = ALLOCATORS[name]
+    if all(os.environ.get(k) == v for k, v in want.items()):
+        return
+    preload = want.get("LD_PRELOAD")
+    if preload and not os.path.exists(preload):
+        raise SystemExit(f"--allocator {name}: {preload} is missing (Debian package libtcmalloc-minimal4)")
+    env = {k: v for k, v in os.environ.items() if k not in want}
+    env.update({k: v for k, v in want.items() if v is not None})
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 
 ARGS = parse_args() if __name__ == "__main__" else None
 if ARGS is not None:
+    use_allocator(ARGS.allocator)
     # Before `import torch`: OpenMP and OpenBLAS read these once, when they load.
     os.environ["OMP_WAIT_POLICY"] = ARGS.wait_policy
     os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
@@ -343,7 +375,7 @@ def settings(args):
     return {"threads": torch.get_num_threads(), "interop": torch.get_num_interop_threads(),
             "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
             "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
-            "foreach": bool(args.foreach), "bias": args.bias, "scores": args.scores}
+            "foreach": bool(args.foreach), "bias": args.bias, "scores": args.scores, "allocator": args.allocator}
 
 
 def main(args):
