@@ -74,9 +74,13 @@ Tensor sum_keepdim(const Tensor& x, const std::vector<int>& axes) {
           po[o] = ConstArrayMap<T>(px + o * n, n).sum();
           continue;
         }
-        ArrayMap<T> acc(po + o * inner, inner);
-        acc = ConstArrayMap<T>(px + o * n * inner, inner);
-        for (int64_t k = 1; k < n; ++k) acc += ConstArrayMap<T>(px + (o * n + k) * inner, inner);
+        // Columns in fixed blocks over the pool; each column still adds its n rows in order, so the bits do
+        // not depend on the split (a Linear's bias gradient sums 2048 rows of 384 columns).
+        for_blocks(inner, [&](int64_t c0, int64_t c1) {
+          ArrayMap<T> acc(po + o * inner + c0, c1 - c0);
+          acc = ConstArrayMap<T>(px + o * n * inner + c0, c1 - c0);
+          for (int64_t k = 1; k < n; ++k) acc += ConstArrayMap<T>(px + (o * n + k) * inner + c0, c1 - c0);
+        }, std::max<int64_t>(64, kElementBlock / std::max<int64_t>(n, 1)));
       }
     });
     cur = out;
