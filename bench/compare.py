@@ -197,9 +197,9 @@ def time_extrapolate(build, log):
 
 # First the C allocator under torch (torch_models.py's ALLOCATORS), then TUNE_GRID on top of the fastest.
 ALLOCATOR_GRID = [  # (label, extra torch_models.py arguments); the first is torch_models.py's default
-    ("glibc malloc keeping what it frees (mmap above 32 MiB only, no trimming)", []),
+    ("tcmalloc (LD_PRELOAD)", []),
+    ("glibc malloc keeping what it frees (mmap above 32 MiB only, no trimming)", ["--allocator", "glibc-keep"]),
     ("glibc malloc's defaults (mmap and munmap for every block above 128 KiB and up)", ["--allocator", "glibc"]),
-    ("tcmalloc (LD_PRELOAD)", ["--allocator", "tcmalloc"]),
 ]
 TUNE_GRID = [  # (label, extra torch_models.py arguments); the first is torch_models.py's default
     ("default: 2 threads, OpenBLAS 2, interop 1, passive, foreach, unfold bias", []),
@@ -518,7 +518,7 @@ def write_report(path, args, info, parity, summaries, sgemm_runs, tuned, extrapo
                 "the chosen allocator; in each, the fastest by geometric mean replaces the stage's first row only "
                 f"when it is at least {TUNE_MIN_GAIN:.0%} faster. `OMP_WAIT_POLICY=active` (OpenMP's spinning) is "
                 "not retried: it was 2.4x slower on these probes when the bench was written; jemalloc "
-                "(`LD_PRELOAD=libjemalloc.so.2`) neither: 2.8x slower than glibc keeping its memory on model A.",
+                "(`LD_PRELOAD=libjemalloc.so.2`) neither: 2.8x slower than tcmalloc on model A.",
                 "", markdown_table(*tuned)]
     else:
         out += ["", "This run skipped the search of `compare.py --tune` (glibc's malloc with or without its "

@@ -44,16 +44,17 @@ def parse_args(argv=None):
                    help="t5 bias as (H, L, L): from the (2L-1) offsets' rows (unfold) or the (L, L) bucket matrix")
     p.add_argument("--scores", default="mul", choices=["mul", "qscale", "baddbmm"],
                    help="how the scaled, biased scores are formed (see attention())")
-    p.add_argument("--allocator", default="glibc-keep", choices=sorted(ALLOCATORS),
+    p.add_argument("--allocator", default="tcmalloc", choices=sorted(ALLOCATORS),
                    help="the C allocator under torch's CPU allocator (see ALLOCATORS)")
     return p.parse_args(argv)
 
 
 # torch's CPU allocator takes every tensor from malloc and frees it at once. glibc's malloc serves blocks
-# above its mmap threshold (128 KiB, rising as such blocks are freed) with mmap and returns them with
-# munmap, so each op's multi-MB output costs fresh page faults; on the 2-core bench VM that made model A's
-# step 1.8x slower. PyTorch's CPU tuning guides advise tcmalloc or jemalloc; glibc can also be told to keep
-# what it frees. Each entry: environment variables to set (None: unset). glibc reads them, and the loader
+# above its mmap threshold (128 KiB, rising as such blocks are freed, to 32 MiB at most) with mmap and
+# returns them with munmap, so each op's multi-MB output costs fresh page faults; on the 2-core bench VM that
+# made model A's step 2.3x slower. PyTorch's CPU tuning guides advise tcmalloc or jemalloc; glibc can also
+# be told to keep what it frees, but not blocks of 32 MiB and more (B's and D1024's scores). tcmalloc, the
+# default, was fastest on all three of compare.py's probes (jemalloc was 2.8x slower than it on model A). Each entry: environment variables to set (None: unset). glibc reads them, and the loader
 # LD_PRELOAD, when the process starts, so torch_models.py restarts itself under them.
 ALLOCATORS = {
     "glibc": {"MALLOC_MMAP_THRESHOLD_": None, "MALLOC_TRIM_THRESHOLD_": None, "LD_PRELOAD": None},
