@@ -474,6 +474,53 @@ TEST_CASE("faults: on_nonfinite = stop makes rpb train exit non-zero, naming the
   CHECK_FALSE(fs::exists(dir / "step_00000008.h5"));
 }
 
+TEST_CASE("faults: a NaN in one gradient under a finite loss is skipped, or stops the run, naming the parameter") {
+  const std::string param = "blocks.0.mlp.fc1.weight";
+  for (const std::string mode : {"skip", "stop"}) {
+    INFO("on_nonfinite = ", mode);
+    TempDir tmp("grad_" + mode);
+    const std::string text = fault_config(tmp.path, 4, 1, {}, mode);
+    {
+      Run first(parse_config(text, "nan.toml"));
+      first.train(false);
+    }
+    Run run(parse_config(text, "nan.toml", {"run.steps=6"}));
+    int64_t injected = 0;
+    run.on_gradients([&](int64_t step, const std::vector<optim::NamedParam>& params) {
+      if (step != 5) return;
+      for (const auto& p : params)
+        if (p.name == param) {
+          p.param.grad().mutable_data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+          ++injected;
+        }
+    });
+    const TrainSummary s = run.train(true);
+    CHECK(injected == 1);
+    const fs::path dir = run.dir();
+    const std::string log = read_text(dir / "train.log");
+    CHECK(contains(log, "step 5: non-finite value in the gradient of " + param));
+    const Checkpoint step4 = load_checkpoint((dir / "step_00000004.h5").string());
+    if (mode == "skip") {
+      CHECK(contains(log, "step skipped"));
+      CHECK(s.step == 6);
+      CHECK_FALSE(s.stopped_non_finite);
+      // Step 5 changed nothing it trains; step 6 trained again.
+      const Checkpoint step5 = load_checkpoint((dir / "step_00000005.h5").string());
+      check_same_bits(step4.params, step5.params, "/params");
+      check_same_bits(step4.optim.tensors, step5.optim.tensors, "/optim");
+      CHECK(std::isfinite(step5.metrics.back().loss));
+      const Checkpoint step6 = load_checkpoint((dir / "step_00000006.h5").string());
+      CHECK(param_named(step6, param).to_vector() != param_named(step4, param).to_vector());
+    } else {
+      CHECK(contains(log, "run stopped"));
+      CHECK(s.stopped_non_finite);
+      CHECK(s.step == 4);
+      CHECK(read_latest(dir.string()) == (dir / "step_00000004.h5").string());
+      CHECK_FALSE(fs::exists(dir / "step_00000005.h5"));
+    }
+  }
+}
+
 // Softmax on float32 logits of ±1e4, ±88.7 and ±3e38, and fully -inf rows (zeros, finite zero
 // gradients) are covered in tests/test_ops_activations.cpp ("softmax is stable for huge float32
 // logits", "a fully -inf row gives zeros and a finite zero gradient").

@@ -172,6 +172,7 @@ TrainSummary Run::train(bool resume) {
       tape().clear();
     } else {
       backward(loss);
+      if (gradient_hook_) gradient_hook_(step + 1, optimizer_->params());
       if (auto name = optim::first_non_finite_grad(optimizer_->params())) bad = "the gradient of " + *name;
     }
     double norm = 0;

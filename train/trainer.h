@@ -52,6 +52,13 @@ class Run {
   /// True when the latest checkpoint has reached config.steps.
   bool finished() const;
 
+  /// What on_gradients() calls: the step being taken (1-based) and the parameters, their gradients set.
+  using GradientHook = std::function<void(int64_t step, const std::vector<optim::NamedParam>& params)>;
+  /// Calls `hook` after each step's backward, before the gradients are checked for NaN and Inf, clipped and
+  /// applied: to log, inspect or change them (the fault tests inject a NaN this way). One hook; an empty
+  /// function removes it.
+  void on_gradients(GradientHook hook) { gradient_hook_ = std::move(hook); }
+
  private:
   Checkpoint snapshot(int64_t step) const;
   void restore(const Checkpoint& c, const std::string& file);
@@ -62,6 +69,7 @@ class Run {
   std::unique_ptr<Workload> workload_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<MetricsRow> metrics_;
+  GradientHook gradient_hook_;
 };
 
 /// The optimizer `config.optim` names, over `params` (by name; groups by pattern).
