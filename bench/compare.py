@@ -247,7 +247,7 @@ def tune(reps, log):
     log(f"tune: PyTorch's allocator: {allocator[0]}")
     winner, more = tune_stage(TUNE_GRID, allocator[1], reps, log)
     log(f"tune: PyTorch runs with: {winner[0]}")
-    rows += [[f"{allocator[0]}; {more_row[0]}" if i else more_row[0]] + more_row[1:] for i, more_row in enumerate(more)]
+    rows += [[f"{allocator[0]}; {more_row[0]}"] + more_row[1:] for more_row in more]
     head = ["setting"] + [f"{p} ms/step" for p, _ in TUNE_PROBES] + ["time against the stage's first row (geometric mean)"]
     return allocator[1] + winner[1], (head, rows)
 
