@@ -189,7 +189,7 @@ TEST_CASE("fused and reference language models agree for every scheme, loss and 
 }
 
 TEST_CASE("relative_bias expands to exactly bias() for every additive scheme") {
-  for (const std::string& scheme : {"t5", "shaw", "log_decay", "alibi"}) {
+  for (const std::string scheme : {"t5", "shaw", "log_decay", "alibi"}) {
     for (const bool causal : {true, false}) {
       INFO("scheme: ", scheme, ", causal: ", causal);
       Generator gen(31);
@@ -296,7 +296,7 @@ TEST_CASE("fused attention rejects shapes that do not fit, naming the op and the
 }
 
 TEST_CASE("fused Swin window attention equals the reference path: shifts, padding, V1 table and V2 bias") {
-  for (const std::string& bias : {"table", "continuous", "none"}) {
+  for (const std::string bias : {"table", "continuous", "none"}) {
     for (const int64_t shift : {0, 2}) {
       INFO("bias: ", bias, ", shift: ", shift);
       std::vector<PathRun> runs;
@@ -351,7 +351,7 @@ TEST_CASE("fused and reference grid models agree for every 2-D scheme, loss and 
 }
 
 TEST_CASE("2-D relative_bias read through the grid index is exactly bias() for alibi2d and clipped2d") {
-  for (const std::string& name : {"alibi2d", "clipped2d"}) {
+  for (const std::string name : {"alibi2d", "clipped2d"}) {
     INFO("scheme: ", name);
     Generator gen(93);
     Position2DOptions o;
