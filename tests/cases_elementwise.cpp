@@ -18,15 +18,15 @@ void add_elementwise_cases(CaseList& cases) {
       // div's denominator stays away from zero.
       Tensor b = op == OpKind::Div ? input(gen, sb, 0.5, 2.0) : input(gen, sb);
       cases.push_back({std::string(op_name(op)) + " " + sa.to_string() + " with " + sb.to_string(), op,
-                       {input(gen, sa), b}, [fn](const std::vector<Tensor>& in) { return fn(in[0], in[1]); }});
+                       {input(gen, sa), b}, [fn = fn](const std::vector<Tensor>& in) { return fn(in[0], in[1]); }});
     }
     // Reused input: f(x, x), and one operand that does not require grad.
     Tensor x = op == OpKind::Div ? input(gen, {2, 3}, 0.5, 2.0) : input(gen, {2, 3});
     cases.push_back({std::string(op_name(op)) + " reused input", op, {x},
-                     [fn](const std::vector<Tensor>& in) { return fn(in[0], fn(in[0], in[0])); }});
+                     [fn = fn](const std::vector<Tensor>& in) { return fn(in[0], fn(in[0], in[0])); }});
     Tensor c = rand({3}, gen, DType::f64, 0.5, 2.0);  // a constant
     cases.push_back({std::string(op_name(op)) + " with a constant operand", op, {input(gen, {2, 3}), c},
-                     [fn](const std::vector<Tensor>& in) { return fn(in[1], in[0]); }});
+                     [fn = fn](const std::vector<Tensor>& in) { return fn(in[1], in[0]); }});
   }
   cases.push_back({"mul through a reshape view", OpKind::Mul, {input(gen, {2, 6}), input(gen, {3, 4})},
                    [](const std::vector<Tensor>& in) { return mul(reshape(in[0], {3, 4}), in[1]); }});

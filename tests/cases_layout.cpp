@@ -15,7 +15,7 @@ void add_layout_cases(CaseList& cases) {
       {{2, 3}, {1, 0}}, {{2, 3, 4}, {0, 2, 1}}, {{2, 3, 4}, {2, 0, 1}}, {{2, 1, 3, 2}, {0, 2, 1, 3}}, {{5}, {0}}};
   for (const auto& [s, p] : perms)
     cases.push_back({"permute " + s.to_string(), OpKind::Permute, {input(gen, s)},
-                     [p](const std::vector<Tensor>& in) { return permute(in[0], p); }});
+                     [p = p](const std::vector<Tensor>& in) { return permute(in[0], p); }});
   cases.push_back({"transpose reused", OpKind::Permute, {input(gen, {3, 3})},
                    [](const std::vector<Tensor>& in) { return add(in[0], transpose(in[0], 0, 1)); }});
   cases.push_back({"concat axis 0", OpKind::Concat, {input(gen, {2, 3}), input(gen, {1, 3})},

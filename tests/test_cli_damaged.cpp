@@ -321,7 +321,9 @@ TEST_CASE("CLI misuse: unknown subcommands, options and arguments, and missing f
       {"train", "config is required"},
       {"eval " + ckpt + " --lengths 0", "--lengths: Value 0 not in range"},
   };
-  for (const auto& [args, message] : cases) {
+  for (const auto& c : cases) {  // not a structured binding: clang 14 cannot capture one (CAPTURE)
+    const std::string& args = c.first;
+    const std::string& message = c.second;
     CAPTURE(args);
     const Outcome r = rpb_apart(args, tmp.path / "stderr.txt");
     CAPTURE(r.err);

@@ -144,7 +144,9 @@ TEST_CASE("unary ops record one node each, and nothing without grad") {
       {[](const Tensor& t) { return gelu(t, GeluApprox::erf); }, OpKind::GeluErf},
       {[](const Tensor& t) { return gelu(t, GeluApprox::tanh); }, OpKind::GeluTanh},
   };
-  for (const auto& [f, kind] : ops) {
+  for (const auto& op : ops) {  // not a structured binding: clang 14 cannot capture one (CAPTURE)
+    const auto& f = op.first;
+    const OpKind kind = op.second;
     CAPTURE(op_name(kind));
     Tensor y = f(x);
     REQUIRE(tape().size() == 1);

@@ -87,7 +87,8 @@ TEST_CASE("t5 buckets: references.md test vectors, bidirectional (32, 128)") {
       {0, 0},    {-1, 1},   {-7, 7},   {-8, 8},   {-12, 9},  {-16, 10}, {-23, 11}, {-32, 12}, {-46, 13},
       {-64, 14}, {-91, 15}, {-92, 15}, {-128, 15}, {-4000, 15}, {1, 17}, {8, 24},  {16, 26},  {64, 30},
       {91, 31},  {200, 31}};
-  for (const auto& [offset, bucket] : cases) {
+  for (const auto& [offset_, bucket] : cases) {
+    const int64_t offset = offset_;  // INFO captures it: clang 14 cannot capture a structured binding
     INFO("offset " << offset);
     CHECK(nn::t5_bucket(offset, true, 32, 128) == bucket);
   }
@@ -104,7 +105,8 @@ TEST_CASE("t5 buckets: references.md test vectors, causal (32, 128)") {
   for (int64_t offset = 1; offset <= 300; ++offset) CHECK(nn::t5_bucket(offset, false, 32, 128) == 0);
   const std::vector<std::pair<int64_t, int64_t>> cases{{0, 0},   {-15, 15}, {-16, 16}, {-19, 17},
                                                        {-31, 21}, {-64, 26}, {-113, 31}};
-  for (const auto& [offset, bucket] : cases) {
+  for (const auto& [offset_, bucket] : cases) {
+    const int64_t offset = offset_;  // INFO captures it: clang 14 cannot capture a structured binding
     INFO("offset " << offset);
     CHECK(nn::t5_bucket(offset, false, 32, 128) == bucket);
   }
@@ -115,8 +117,9 @@ TEST_CASE("t5 buckets: references.md test vectors, causal (32, 128)") {
 TEST_CASE("t5 buckets: float32 equals a float64 reference on [-5000, 5000], in range and monotone") {
   // references.md: the float32 formula (torch's) and the same formula in float64 agree for every offset in
   // [-5000, 5000] at (32, 128), so a float64 reference is exact there. Also at the seed's (8, 16).
-  for (const auto& [nb, md] : std::vector<std::pair<int64_t, int64_t>>{{32, 128}, {8, 16}})
+  for (const auto& sizes : std::vector<std::pair<int64_t, int64_t>>{{32, 128}, {8, 16}})
     for (bool bidi : {true, false}) {
+      const int64_t nb = sizes.first, md = sizes.second;  // INFO captures them: not a structured binding (clang 14)
       int64_t prev_neg = -1, prev_pos = -1;
       for (int64_t d = 0; d <= 5000; ++d) {
         const int64_t neg = nn::t5_bucket(-d, bidi, nb, md);
