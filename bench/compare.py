@@ -254,9 +254,9 @@ def tune(reps, log):
 
 # ---- report ----
 
-def command_output(argv):
+def command_output(argv, env=None):
     try:
-        return subprocess.run(argv, capture_output=True, text=True).stdout.strip()
+        return subprocess.run(argv, capture_output=True, text=True, env=env).stdout.strip()
     except OSError:
         return ""
 
@@ -277,7 +277,7 @@ def openblas_kernels():
     if not forced:
         return f"{active} (OpenBLAS's own choice for this CPU)"
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
-    own = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env).stdout.strip() or "?"
+    own = command_output([sys.executable, "-c", probe], env) or "?"
     return (f"{active}, set by `OPENBLAS_CORETYPE={forced}` in the environment (OpenBLAS's own choice for this "
             f"CPU would be {own}); rpb and PyTorch inherit it alike")
 

@@ -52,10 +52,11 @@ def parse_args(argv=None):
 # torch's CPU allocator takes every tensor from malloc and frees it at once. glibc's malloc serves blocks
 # above its mmap threshold (128 KiB, rising as such blocks are freed, to 32 MiB at most) with mmap and
 # returns them with munmap, so each op's multi-MB output costs fresh page faults; on the 2-core bench VM that
-# made model A's step 2.3x slower. PyTorch's CPU tuning guides advise tcmalloc or jemalloc; glibc can also
-# be told to keep what it frees, but not blocks of 32 MiB and more (B's and D1024's scores). tcmalloc, the
-# default, was fastest on all three of compare.py's probes (jemalloc was 2.8x slower than it on model A). Each entry: environment variables to set (None: unset). glibc reads them, and the loader
-# LD_PRELOAD, when the process starts, so torch_models.py restarts itself under them.
+# made model A's step 1.9-2.3x slower. PyTorch's CPU tuning guides advise tcmalloc or jemalloc; glibc can
+# also be told to keep what it frees, but not blocks of 32 MiB and more (B's and D1024's scores). tcmalloc,
+# the default, was fastest on all three of compare.py's probes (jemalloc was 2.8x slower than it on model A).
+# Each entry: environment variables to set (None: unset). glibc reads them, and the loader LD_PRELOAD, when
+# the process starts, so torch_models.py restarts itself under them.
 ALLOCATORS = {
     "glibc": {"MALLOC_MMAP_THRESHOLD_": None, "MALLOC_TRIM_THRESHOLD_": None, "LD_PRELOAD": None},
     # mmap only above 32 MiB (glibc's largest threshold), never trim the heap back to the OS

@@ -79,7 +79,6 @@ class Pool {
     // Participating workers read these only after they see the new job (acquire); none is mid-job here.
     body_ = &body;
     n_ = n;
-    chunks_ = threads;
     error_ = nullptr;
     pending_.store(threads - 1);
     job_.store(((job_.load() >> kChunkBits) + 1) << kChunkBits | static_cast<uint64_t>(threads));
@@ -87,7 +86,7 @@ class Pool {
       { std::lock_guard<std::mutex> lock(mutex_); }
       wake_.notify_all();
     }
-    run_chunk(0);
+    run_chunk(0, threads);
     if (!poll([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
       std::unique_lock<std::mutex> lock(mutex_);
       caller_asleep_.store(true);
@@ -106,8 +105,9 @@ class Pool {
     }
   }
 
-  void run_chunk(int c) {
-    const int64_t begin = n_ * c / chunks_, end = n_ * (c + 1) / chunks_;
+  // Chunk c of the current job's `chunks` equal chunks.
+  void run_chunk(int c, int chunks) {
+    const int64_t begin = n_ * c / chunks, end = n_ * (c + 1) / chunks;
     if (begin == end) return;
     t_inside = true;
     try {
@@ -131,8 +131,9 @@ class Pool {
       }
       if (stop_.load()) return;
       seen = job_.load(std::memory_order_acquire);
-      if (id >= static_cast<int>(seen & kChunkMask)) continue;  // this job uses fewer threads
-      run_chunk(id);
+      const int chunks = static_cast<int>(seen & kChunkMask);
+      if (id >= chunks) continue;  // this job uses fewer threads
+      run_chunk(id, chunks);
       if (pending_.fetch_sub(1) == 1 && caller_asleep_.load()) {
         { std::lock_guard<std::mutex> lock(mutex_); }
         done_.notify_one();
@@ -146,7 +147,6 @@ class Pool {
   // The job: written by the caller before it publishes job_, read only by the threads that run a chunk.
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t n_ = 0;
-  int chunks_ = 1;
   std::exception_ptr error_;  // under mutex_
   // A job's generation (high bits) and its thread count (low bits), published in one store, so that a
   // worker that sits a job out reads its count consistently while the caller may already write the next.

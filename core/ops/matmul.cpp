@@ -35,13 +35,22 @@ void blas_gemm(bool ta, bool tb, int m, int n, int k, const T* pa, int lda, cons
     cblas_dgemm(CblasRowMajor, opa, opb, m, n, k, 1.0, pa, lda, pb, ldb, beta, pc, n);
 }
 
+// Each of the `rows` rows of c (length n, contiguous) = the row `init`, or zeros when it is null.
+template <typename T>
+void fill_rows(T* c, int64_t rows, int n, const T* init) {
+  for (int64_t i = 0; i < rows; ++i) {
+    ArrayMap<T> row(c + i * n, n);
+    if (init) row = ConstArrayMap<T>(init, n);
+    else row.setZero();
+  }
+}
+
 // Rows [i0, i0 + mb) of C (row stride n) = the row `init`, or left to the product (beta = 0) when it is null.
 template <typename T>
 void blas_gemm_rows(bool ta, bool tb, int i0, int mb, int n, int k, const T* pa, int lda, const T* pb, int ldb,
                     T* pc, const T* init) {
   T* c = pc + static_cast<int64_t>(i0) * n;
-  if (init)
-    for (int i = 0; i < mb; ++i) ArrayMap<T>(c + static_cast<int64_t>(i) * n, n) = ConstArrayMap<T>(init, n);
+  if (init) fill_rows(c, mb, n, init);
   // Rows i0.. of op(A): rows of A, or columns when A is stored transposed.
   blas_gemm(ta, tb, mb, n, k, ta ? pa + i0 : pa + static_cast<int64_t>(i0) * lda, lda, pb, ldb, c,
             init ? T(1) : T(0));
@@ -198,11 +207,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       const T* pb = bias.defined() ? bias.data<T>() : nullptr;
       T* po = out.mutable_data<T>();
       if (k == 0) {
-        for (int64_t r = 0; r < rows; ++r) {
-          ArrayMap<T> o(po + r * n, n);
-          if (pb) o = ConstArrayMap<T>(pb, n);
-          else o.setZero();
-        }
+        fill_rows(po, rows, n, pb);  // an empty product: the bias alone
       } else {
         gemm<T>(false, true, m, n, k, x.data<T>(), k, weight.data<T>(), k, po, pb);
       }
