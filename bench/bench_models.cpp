@@ -155,9 +155,9 @@ Result bench_attention(int64_t length, bool fused, int warmup, int steps) {
     for (const Tensor* t : {&q, &k, &v}) t->zero_grad();
     pos->zero_grad();
     const Tensor out =
-        fused ? fused_attention(q, k, v, pos->relative_bias(length, length, 0), Tensor(), Tensor(),
-                                AttentionSpec{scale, true, 0, 0})
-              : nn::scaled_dot_product_attention(q, k, v, pos->bias(length, length, 0), mask, scale);
+        fused ? fused_attention(q, k, v, pos->relative_bias(nn::Positions::line(length, length)), Tensor(), Tensor(),
+                                AttentionSpec{scale, true, 0})
+              : nn::scaled_dot_product_attention(q, k, v, pos->bias(nn::Positions::line(length, length)), mask, scale);
     backward(out, g);
   });
   return {"", "", length, sec, 3 * attention_forward_flops(length), static_cast<double>(length)};

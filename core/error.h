@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace rpb {
 
@@ -13,14 +14,40 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// An invalid option value: carries the field at fault and the bare complaint, so that a caller maps the
+/// field to what the user typed (a config key and its line, a command-line flag) without reading the message.
+class OptionError : public Error {
+ public:
+  /// `message` reads like Error's; `field` names the option ("num_buckets") and `detail` is the complaint
+  /// without the op or the source location ("num_buckets 7 must be even ...").
+  OptionError(const std::string& message, std::string field, std::string detail)
+      : Error(message), field_(std::move(field)), detail_(std::move(detail)) {}
+  const std::string& field() const { return field_; }
+  const std::string& detail() const { return detail_; }
+
+ private:
+  std::string field_, detail_;
+};
+
 namespace detail {
 template <typename... Args>
-[[noreturn]] void throw_error(const char* file, int line, const char* op, const Args&... args) {
+std::string concat(const Args&... args) {
   std::ostringstream os;
-  os << op << ": ";
   (os << ... << args);
-  os << " [" << file << ":" << line << "]";
-  throw Error(os.str());
+  return os.str();
+}
+
+template <typename... Args>
+[[noreturn]] void throw_error(const char* file, int line, const char* op, const Args&... args) {
+  throw Error(std::string(op) + ": " + concat(args...) + " [" + file + ":" + std::to_string(line) + "]");
+}
+
+template <typename... Args>
+[[noreturn]] void throw_option_error(const char* file, int line, const char* op, const char* field,
+                                     const Args&... args) {
+  const std::string what = concat(args...);
+  const std::string message = std::string(op) + ": " + what + " [" + file + ":" + std::to_string(line) + "]";
+  throw OptionError(message, field, what);
 }
 }  // namespace detail
 
@@ -42,3 +69,15 @@ template <typename... Args>
 
 /// RPB_FAIL(op, parts...): throws unconditionally.
 #define RPB_FAIL(op, ...) ::rpb::detail::throw_error(__FILE__, __LINE__, op, __VA_ARGS__)
+
+/// RPB_CHECK_OPTION(cond, op, field, parts...): RPB_CHECK for an option value, throwing rpb::OptionError that
+/// names `field` (a string literal: the option's name) besides the message.
+///
+/// @code
+/// try { RPB_CHECK_OPTION(7 % 2 == 0, "t5", "num_buckets", "num_buckets ", 7, " must be even"); }
+/// catch (const rpb::OptionError& e) { CHECK(e.field() == "num_buckets"); CHECK(e.detail() == "num_buckets 7 must be even"); }
+/// @endcode
+#define RPB_CHECK_OPTION(cond, op, field, ...)                                                 \
+  do {                                                                                         \
+    if (!(cond)) ::rpb::detail::throw_option_error(__FILE__, __LINE__, op, field, __VA_ARGS__); \
+  } while (0)

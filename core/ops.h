@@ -122,12 +122,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 Tensor dropout(const Tensor& x, double p, Generator& gen, bool training = true);
 
 // ---- attention.cpp: fused attention with a relative-position bias ----
-/// Where queries and keys sit, for the mask and the bias index of fused_attention.
+/// Where queries and keys sit, for the causal mask of fused_attention, and how its inputs are laid out.
 struct AttentionSpec {
   double scale = 1.0;     // multiplies q k^T; the bias is added after it, unscaled
   bool causal = false;    // key j is masked for query i when j > q_offset + i
-  int64_t q_offset = 0;   // 1-D: queries sit at q_offset .. q_offset + Tq - 1, keys at 0 .. Tk - 1
-  int64_t grid_width = 0; // 0: 1-D positions. w > 0: Tq == Tk tokens of a (T / w, w) grid in raster order
+  int64_t q_offset = 0;   // queries sit at q_offset .. q_offset + Tq - 1, keys at 0 .. Tk - 1
   /// false: q (B, H, Tq, dh), k and v (B, H, Tk, dh), output (B, H, Tq, dh).
   /// true: q is a fused projection (B, T, 3, H, dh) holding q, k and v (k and v undefined, Tq = Tk = T), as
   /// reshaping a (B, T, 3d) qkv Linear gives, and the output is (B, T, H, dh), as the output projection reads
@@ -135,23 +134,38 @@ struct AttentionSpec {
   bool packed_qkv = false;
 };
 
-/// softmax(scale q k^T + bias + mask) v, tiled over queries and keys with an online softmax: the
-/// (Tq, Tk) scores, bias and probabilities are never stored; forward keeps O(Tq) per head (the
-/// row log-sum-exp) and backward recomputes the tiles. Work over batch x heads runs on the pool
-/// of core/parallel.h; results are bit-identical run to run and for any thread count.
+/// An additive attention bias that depends on a (query, key) pair only through their relative position: one
+/// value per head and per offset that can occur, in `table` (H, R). Where the tokens sit decides R and the
+/// column a pair reads:
+///   a line (`grid` empty): query rows i = 0 .. Tq - 1 and key rows j = 0 .. Tk - 1 (the positions of the
+///     AttentionSpec); R = Tq + Tk - 1 and pair (i, j) reads column j - i + Tq - 1, so column m holds the bias
+///     at key - query = m - (q_offset + Tq - 1);
+///   a lattice (`grid` = (n_0, ..., n_{d-1})): Tq == Tk == n_0 ... n_{d-1} tokens are its cells in raster order
+///     (the last axis fastest); R = (2 n_0 - 1) ... (2 n_{d-1} - 1) and a pair whose offset key - query is
+///     (o_0, ..., o_{d-1}) reads column sum_a (o_a + n_a - 1) * prod_{b > a} (2 n_b - 1).
+struct RelativeBias {
+  RelativeBias() = default;
+  /// A bias over a line (`grid` empty) or a lattice; a Tensor converts to a line bias.
+  RelativeBias(Tensor table, std::vector<int64_t> grid = {}) : table(std::move(table)), grid(std::move(grid)) {}
+  bool defined() const { return table.defined(); }
+
+  Tensor table;               // (H, R)
+  std::vector<int64_t> grid;  // the lattice's extents, outermost first; empty for a line
+};
+
+/// softmax(scale q k^T + bias + score_bias + masks) v, tiled over queries and keys with an online softmax: the
+/// (Tq, Tk) scores, bias and probabilities are never stored; forward keeps O(Tq) per head (the row
+/// log-sum-exp) and backward recomputes the tiles. Work over batch x heads runs on the pool of
+/// core/parallel.h; results are bit-identical run to run and for any thread count.
 ///   q (B, H, Tq, dh); k, v (B, H, Tk, dh), one float dtype (or packed, see AttentionSpec).
-///   rel_bias (H, R) or undefined: the bias of a (query, key) pair depends only on their offset.
-///     1-D: R = Tq + Tk - 1 and pair (i, j) reads rel_bias[h, j - i + Tq - 1], i.e. entry m is the
-///          bias at relative position key - query = m - (q_offset + Tq - 1).
-///     grid (width w, height g = T / w): R = (2g - 1)(2w - 1) and a pair reads
-///          rel_bias[h, (y_key - y_query + g - 1) * (2w - 1) + (x_key - x_query + w - 1)].
-///     Its gradient is summed per entry in a fixed order (no atomics).
+///   bias: a RelativeBias or undefined; the gradient of its table is summed per column in a fixed order (no
+///     atomics).
 ///   key_padding (B, Tk) or undefined: non-zero masks that key.
-///   window_mask (G, Tq, Tk) float or undefined: a constant added to the scores of batch entry b
-///     from window b % G (Swin's shifted-window -100 mask); no gradient.
+///   score_bias (G, Tq, Tk) float or undefined: a constant added to the scores of batch entry b from its
+///     group b % G (e.g. a region mask shared by every G-th batch entry); no gradient.
 /// A fully masked row gives zeros and zero gradients. Returns (B, H, Tq, dh).
-Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rel_bias,
-                       const Tensor& key_padding, const Tensor& window_mask, const AttentionSpec& spec);
+Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RelativeBias& bias,
+                       const Tensor& key_padding, const Tensor& score_bias, const AttentionSpec& spec);
 
 // ---- loss.cpp ----
 /// Fused log_softmax + negative log-likelihood over the last axis of `logits`

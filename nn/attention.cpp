@@ -27,15 +27,6 @@ Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset) {
   return m;
 }
 
-PositionBias position_bias(const PositionScheme* pos, int64_t q_len, int64_t k_len, int64_t q_offset,
-                           bool relative) {
-  PositionBias b;
-  if (!pos || pos->kind() != PositionKind::additive_bias) return b;
-  if (relative) b.relative = pos->relative_bias(q_len, k_len, q_offset);
-  if (!b.relative.defined()) b.full = pos->bias(q_len, k_len, q_offset);
-  return b;
-}
-
 Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len) {
   RPB_CHECK(relative.dim() == 2 && relative.size(1) == q_len + k_len - 1, "attention", "relative bias ",
             relative.shape(), " is not (H, Tq + Tk - 1) for Tq ", q_len, " and Tk ", k_len);
@@ -65,27 +56,28 @@ bool MultiHeadAttention::uses_fused() const {
   return fused_ && !(attn_drop->p() > 0 && attn_drop->is_training());
 }
 
-Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, const PositionBias& bias,
-                                   const Tensor& key_padding_mask, LayerCache* cache) const {
+Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& pos, const Tensor& key_padding_mask,
+                                   LayerCache* cache) const {
   RPB_CHECK(x.dim() == 3 && x.size(2) == heads_ * head_dim_, "attention", "input ", x.shape(), " is not (B, T, ",
             heads_ * head_dim_, ")");
   const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
   const int64_t offset = cache && cache->k.defined() ? cache->k.size(2) : 0;
-  RPB_CHECK(bias.grid_width == 0 || !bias.relative.defined() || uses_fused(), "attention",
-            "a 2-D relative bias (grid width ", bias.grid_width,
-            ") needs the fused path; pass the full bias when fused attention is off or dropout is active");
+  const PositionBias& bias = pos.bias;
+  RPB_CHECK(bias.relative.grid.empty() || uses_fused(), "attention",
+            "a relative bias over a grid needs the fused path; pass the full bias when fused attention is off or "
+            "dropout is active");
   if (key_padding_mask.defined())
     RPB_CHECK(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == B && key_padding_mask.size(1) == T + offset,
               "attention", "key padding mask ", key_padding_mask.shape(), " is not (B, Tk) = (", B, ", ", T + offset,
               ")");
-  const bool rotary = pos && pos->kind() == PositionKind::rotary;
+  const bool rotary = pos.rotary != nullptr;
   const Tensor packed = reshape(qkv->forward(x), {B, T, 3, heads_, head_dim_});  // a view of the (B, T, 3d) output
   auto project_out = [&](const Tensor& h) {  // (B, T, H, dh) -> (B, T, d), then the output projection
     return resid_drop->forward(out->forward(reshape(h, {B, T, d})));
   };
   if (!cache && !rotary && uses_fused() && !bias.full.defined()) {
     // The kernel reads q, k and v where the projection wrote them and writes what the output projection reads.
-    AttentionSpec spec{scale_, causal_, 0, bias.relative.defined() ? bias.grid_width : 0};
+    AttentionSpec spec{scale_, causal_, 0};
     spec.packed_qkv = true;
     return project_out(fused_attention(packed, Tensor(), Tensor(), bias.relative, key_padding_mask, Tensor(), spec));
   }
@@ -94,8 +86,8 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, c
   auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B, heads_, T, head_dim_}); };
   Tensor q = part(0), k = part(1), v = part(2);
   if (rotary) {
-    q = pos->rotate(q, offset);
-    k = pos->rotate(k, offset);
+    q = pos.rotary->rotate(q, offset);
+    k = pos.rotary->rotate(k, offset);
   }
   if (cache) {
     if (cache->k.defined()) {
@@ -108,11 +100,12 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const PositionScheme* pos, c
   const int64_t Tk = k.size(2);
   auto merge_heads = [&](const Tensor& h) { return project_out(permute(h, {0, 2, 1, 3})); };  // (B, H, T, dh) in
   if (uses_fused() && !bias.full.defined()) {
-    const AttentionSpec spec{scale_, causal_, offset, bias.relative.defined() ? bias.grid_width : 0};
+    const AttentionSpec spec{scale_, causal_, offset};
     return merge_heads(fused_attention(q, k, v, bias.relative, key_padding_mask, Tensor(), spec));
   }
-  const Tensor full = bias.full.defined() || !bias.relative.defined() ? bias.full
-                                                                       : expand_relative_bias(bias.relative, T, Tk);
+  const Tensor full = bias.full.defined() || !bias.relative.defined()
+                          ? bias.full
+                          : expand_relative_bias(bias.relative.table, T, Tk);
   Tensor mask;
   if (causal_) mask = causal_mask(T, Tk, offset);
   if (key_padding_mask.defined()) {

@@ -23,18 +23,18 @@ Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset);
 
 /// An additive position bias in one of its two forms.
 struct PositionBias {
-  Tensor relative;  // (H, Tq + Tk - 1): per relative position, as fused_attention reads it (core/ops.h)
-  Tensor full;      // (H, Tq, Tk): materialized, for the reference path and schemes without a relative form
-  /// 0: `relative` is 1-D. w > 0: the tokens are a (T / w, w) grid and `relative` holds 2-D offsets (fused only).
-  int64_t grid_width = 0;
+  RelativeBias relative;  // per relative position, as fused_attention reads it (core/ops.h)
+  Tensor full;            // (H, Tq, Tk): materialized, for the reference path and schemes without a relative form
   bool defined() const { return relative.defined() || full.defined(); }
 };
 
-/// The position bias of `pos` for Tq queries after q_offset cached tokens over Tk keys: the relative form
-/// when `relative` is set and the scheme has one, else the full form; empty for schemes without a bias.
-PositionBias position_bias(const PositionScheme* pos, int64_t q_len, int64_t k_len, int64_t q_offset, bool relative);
+/// The position information one attention layer reads (nn/position_plan.h decides it).
+struct AttentionPositions {
+  PositionBias bias;                       // additive schemes: added to the scores
+  const PositionScheme* rotary = nullptr;  // rotary schemes: rotates queries and keys
+};
 
-/// (H, Tq, Tk): the full bias of a relative one, full[h, i, j] = relative[h, j - i + Tq - 1].
+/// (H, Tq, Tk): the full bias of a relative one over a line, full[h, i, j] = relative[h, j - i + Tq - 1].
 Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len);
 
 /// Cached keys and values of one attention layer (incremental decoding).
@@ -63,11 +63,11 @@ class MultiHeadAttention : public Module {
   MultiHeadAttention(const AttentionOptions& options, Generator& init_gen, Generator& dropout_gen);
 
   /// x (B, T, d) -> (B, T, d).
-  ///   pos: the position scheme (rotary schemes rotate q and k here) or null;
-  ///   bias: the additive position bias already computed (shared across layers), or empty;
+  ///   pos: the additive bias (already computed, maybe shared across layers) and the rotary scheme that rotates
+  ///        q and k here, either or both empty;
   ///   key_padding_mask: (B, Tk) non-zero at padded keys, or undefined;
   ///   cache: when given, new keys and values are appended and queries sit at offset cache->k's length.
-  Tensor forward(const Tensor& x, const PositionScheme* pos, const PositionBias& bias, const Tensor& key_padding_mask,
+  Tensor forward(const Tensor& x, const AttentionPositions& pos, const Tensor& key_padding_mask,
                  LayerCache* cache) const;
   /// True when forward runs the fused kernel (fused and no active attention dropout).
   bool uses_fused() const;

@@ -58,6 +58,15 @@ std::vector<std::pair<std::string, Module*>> Module::named_children() const {
   return out;
 }
 
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+  std::vector<std::pair<std::string, const Module*>> out;
+  for (const auto& [name, child] : children_) {
+    out.emplace_back(name, child.get());
+    for (auto& [path, m] : child->named_modules()) out.emplace_back(name + "." + path, m);
+  }
+  return out;
+}
+
 int64_t Module::parameter_count() const {
   int64_t n = 0;
   for (const auto& [name, t] : named_parameters()) n += t.numel();

@@ -46,6 +46,9 @@ class Module {
   /// Every buffer, in the same order; persistent ones are saved in checkpoints.
   NamedTensors named_buffers(bool persistent_only = false) const;
   std::vector<std::pair<std::string, Module*>> named_children() const;
+  /// Every module below this one (not itself), depth-first in registration order, each with its dotted path
+  /// ("blocks.0.attn"): the order and the prefixes of named_parameters().
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
   int64_t parameter_count() const;
 
   /// Training mode (dropout active) for this module and all below it.

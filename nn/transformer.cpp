@@ -16,15 +16,6 @@ void validate(const TransformerOptions& o) {
 
 namespace {
 
-PositionOptions position_options(const TransformerOptions& o) {
-  PositionOptions p = o.position;
-  p.heads = o.heads;
-  p.d_model = o.d_model;
-  p.head_dim = o.d_model / o.heads;
-  p.causal = o.causal;
-  return p;
-}
-
 AttentionOptions attention_options(const TransformerOptions& o) {
   AttentionOptions a;
   a.d_model = o.d_model;
@@ -48,21 +39,15 @@ TransformerBlock::TransformerBlock(const TransformerOptions& o, Generator& init_
       mlp(register_module("mlp", std::make_shared<MLP>(o.d_model, o.d_ff, o.dropout, init_gen, dropout_gen, o.gelu,
                                                       o.init_std, attention_options(o).out_init_std))) {
   if (own_position) {
-    position = make_position_scheme(position_options(o), init_gen);
+    position = make_position_scheme(PositionOptions::for_model(o), init_gen);
     pos_ = register_module("pos", std::make_shared<ModuleDict>());
     pos_->insert(position->name(), position);
   }
 }
 
-Tensor TransformerBlock::forward(const Tensor& x, const PositionScheme* shared, const PositionBias& shared_bias,
-                                 const Tensor& key_padding_mask, LayerCache* cache) const {
-  const PositionScheme* pos = position ? position.get() : shared;
-  PositionBias bias = shared_bias;
-  if (position) {
-    const int64_t offset = cache && cache->k.defined() ? cache->k.size(2) : 0;
-    bias = position_bias(pos, x.size(1), offset + x.size(1), offset, attn->uses_fused());
-  }
-  Tensor h = add(x, attn->forward(ln1->forward(x), pos, bias, key_padding_mask, cache));
+Tensor TransformerBlock::forward(const Tensor& x, const AttentionPositions& pos, const Tensor& key_padding_mask,
+                                 LayerCache* cache) const {
+  Tensor h = add(x, attn->forward(ln1->forward(x), pos, key_padding_mask, cache));
   return add(h, mlp->forward(ln2->forward(h)));
 }
 
@@ -70,19 +55,26 @@ TransformerStack::TransformerStack(const TransformerOptions& o, Generator& init_
     : options_((validate(o), o)), dropout_gen_(std::make_unique<Generator>(init_gen.next_u64())) {
   tok = register_module("tok", std::make_shared<Embedding>(o.vocab, o.d_model, init_gen, o.init_std));
   // Absolute, rotary and fixed schemes are one module; learned biases may be one per layer.
-  const PositionOptions po = position_options(o);
-  const bool learned_bias =
-      po.scheme == "t5" || po.scheme == "shaw" || (po.scheme == "log_decay" && po.learnable_lambda);
-  const bool per_layer = !o.share_position && learned_bias;
+  const PositionOptions po = PositionOptions::for_model(o);
+  const SchemeInfo& info = scheme_info(po);
+  const bool per_layer = !o.share_position && info.per_layer && info.learned(po);
   if (!per_layer) {
     position_ = make_position_scheme(po, init_gen);
     pos_ = register_module("pos", std::make_shared<ModuleDict>());
     pos_->insert(position_->name(), position_);
   }
   blocks = register_module("blocks", std::make_shared<ModuleList>());
+  std::vector<const PositionScheme*> own;
   for (int64_t i = 0; i < o.layers; ++i)
-    blocks->push_back(std::make_shared<TransformerBlock>(o, init_gen, *dropout_gen_, per_layer));
+    own.push_back(blocks->push_back(std::make_shared<TransformerBlock>(o, init_gen, *dropout_gen_, per_layer))
+                      ->position.get());
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(o.d_model));
+  plan_ = per_layer ? PositionPlan::per_layer(own, nullptr) : PositionPlan::shared(position_.get(), o.layers);
+}
+
+int64_t TransformerStack::max_length() const {
+  const PositionOptions po = PositionOptions::for_model(options_);
+  return scheme_info(po).max_length(po);
 }
 
 Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_mask, KVCache* cache) const {
@@ -92,14 +84,13 @@ Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_
   RPB_CHECK(T > 0, "transformer", "empty sequence ", tokens.shape());
   if (cache && cache->layers.size() != blocks->size()) cache->layers.assign(blocks->size(), LayerCache{});
   const int64_t offset = cache ? cache->length() : 0;
-  Tensor x = tok->forward(tokens);  // (B, T, d)
-  if (position_ && position_->kind() == PositionKind::absolute) x = add(x, position_->embed(T, offset));
-  // One bias for all layers: T5 shares its table, and the table's gradient sums over the layers.
+  const Positions p = Positions::line(T, offset + T, offset);
+  const Tensor x0 = plan_.embed(tok->forward(tokens), p);  // (B, T, d)
   const bool fused = blocks->size() > 0 && blocks->at<TransformerBlock>(0).attn->uses_fused();
-  const PositionBias bias = position_bias(position_.get(), T, offset + T, offset, fused);
+  const std::vector<AttentionPositions> pos = plan_.attention(p, fused);
+  Tensor x = x0;
   for (std::size_t i = 0; i < blocks->size(); ++i)
-    x = blocks->at<TransformerBlock>(i).forward(x, position_.get(), bias, key_padding_mask,
-                                                cache ? &cache->layers[i] : nullptr);
+    x = blocks->at<TransformerBlock>(i).forward(x, pos[i], key_padding_mask, cache ? &cache->layers[i] : nullptr);
   return ln_f->forward(x);
 }
 

@@ -1,11 +1,12 @@
 // rpb/nn/transformer.h: pre-LN transformer blocks, a decoder-only language model and a
-// bidirectional encoder, with every position scheme of nn/position.h.
+// bidirectional encoder, with every 1-D position scheme of nn/position.h.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "nn/attention.h"
+#include "nn/position_plan.h"
 
 namespace rpb::nn {
 
@@ -23,7 +24,8 @@ struct TransformerOptions {
   double init_std = 0.02;         // normal init of linear and embedding weights (GPT-2)
   GeluApprox gelu = GeluApprox::tanh;
   bool fused_attention = true;    // the fused kernel (core/ops.h fused_attention) or the reference path
-  PositionOptions position;       // heads, d_model, head_dim and causal are filled from the above
+  PositionOptions position;       // dims, heads, d_model, head_dim and causal are filled from the above
+                                  // (PositionOptions::for_model)
 };
 
 /// Checks the options (heads divide d_model, positive sizes, dropout in [0, 1)); throws naming the key.
@@ -40,9 +42,9 @@ struct KVCache {
 class TransformerBlock : public Module {
  public:
   TransformerBlock(const TransformerOptions& options, Generator& init_gen, Generator& dropout_gen, bool own_position);
-  /// x (B, T, d). `shared` is the stack's scheme and `shared_bias` its precomputed bias (both may be null/empty).
-  Tensor forward(const Tensor& x, const PositionScheme* shared, const PositionBias& shared_bias,
-                 const Tensor& key_padding_mask, LayerCache* cache) const;
+  /// x (B, T, d); `pos` is what the stack's PositionPlan gives this layer.
+  Tensor forward(const Tensor& x, const AttentionPositions& pos, const Tensor& key_padding_mask,
+                 LayerCache* cache) const;
 
   std::shared_ptr<LayerNorm> ln1;
   std::shared_ptr<MultiHeadAttention> attn;
@@ -68,6 +70,8 @@ class TransformerStack : public Module {
   Generator& dropout_generator() const { return *dropout_gen_; }
   /// The shared position scheme, or null when each layer owns one.
   const PositionScheme* position() const { return position_.get(); }
+  /// The longest sequence the position scheme can run at (learned positions); 0 when unbounded.
+  int64_t max_length() const;
 
   std::shared_ptr<Embedding> tok;
   std::shared_ptr<ModuleList> blocks;
@@ -78,6 +82,7 @@ class TransformerStack : public Module {
   std::unique_ptr<Generator> dropout_gen_;
   std::shared_ptr<ModuleDict> pos_;
   std::shared_ptr<PositionScheme> position_;
+  PositionPlan plan_;
 };
 
 /// A decoder-only language model.

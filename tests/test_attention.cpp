@@ -10,7 +10,7 @@
 #include "core/parallel.h"
 #include "nn/attention.h"
 #include "nn/grid_model.h"
-#include "nn/swin.h"
+#include "nn/window_attention.h"
 #include "nn/transformer.h"
 #include "test_util.h"
 
@@ -106,7 +106,7 @@ TEST_CASE("fused attention equals the reference path at the op level, values and
   const Tensor padding = Tensor::indices({B, Tk}, pad);
   for (const bool causal : {true, false}) {
     INFO("causal: ", causal);
-    const AttentionSpec spec{0.25, causal, Tk - Tq, 0};
+    const AttentionSpec spec{0.25, causal, Tk - Tq};
     const AttentionGrads f = fused_run(q, k, v, rel, padding, g, spec);
 
     for (const Tensor* t : {&q, &k, &v, &rel}) t->zero_grad();
@@ -134,7 +134,7 @@ TEST_CASE("fused attention on a grid with a window mask equals the reference pat
   float* w = window.mutable_data<float>();
   for (int64_t i = 0; i < T; ++i)
     for (int64_t j = 0; j < T; ++j) w[T * T + i * T + j] = (i % gw < 4) != (j % gw < 4) ? -100.0f : 0.0f;
-  const Tensor out = fused_attention(q, k, v, rel, Tensor(), window, {0.3, false, 0, gw});
+  const Tensor out = fused_attention(q, k, v, RelativeBias(rel, {gh, gw}), Tensor(), window, {0.3, false, 0});
   backward(sum(mul(out, g)));
   const Tensor dq = q.grad(), drel = rel.grad();
   for (const Tensor* t : {&q, &rel}) t->zero_grad();
@@ -156,7 +156,7 @@ TEST_CASE("fused attention on a grid with a window mask equals the reference pat
 }
 
 TEST_CASE("fused and reference language models agree for every scheme, loss and every parameter gradient") {
-  for (const std::string& scheme : position_scheme_names()) {
+  for (const std::string& scheme : scheme_names(1)) {
     for (const bool causal : {true, false}) {
       if (!causal && scheme == "learned") continue;  // covered causally; the table size is what differs
       INFO("scheme: ", scheme, ", causal: ", causal);
@@ -203,9 +203,11 @@ TEST_CASE("relative_bias expands to exactly bias() for every additive scheme") {
       o.learnable_lambda = true;
       const auto pos = make_position_scheme(o, gen);
       for (const auto& [q_len, k_len, q_offset] : {std::array<int64_t, 3>{70, 70, 0}, {1, 90, 89}, {5, 30, 25}}) {
-        const Tensor rel = pos->relative_bias(q_len, k_len, q_offset);
-        REQUIRE(rel.shape() == Shape({3, q_len + k_len - 1}));
-        CHECK(bit_identical(expand_relative_bias(rel, q_len, k_len), pos->bias(q_len, k_len, q_offset)));
+        const RelativeBias rel = pos->relative_bias(Positions::line(q_len, k_len, q_offset));
+        REQUIRE(rel.table.shape() == Shape({3, q_len + k_len - 1}));
+        CHECK(rel.grid.empty());
+        CHECK(bit_identical(expand_relative_bias(rel.table, q_len, k_len),
+                            pos->bias(Positions::line(q_len, k_len, q_offset))));
       }
     }
   }
@@ -215,7 +217,7 @@ TEST_CASE("relative_bias expands to exactly bias() for every additive scheme") {
   o.scheme = "rope";
   o.heads = 2;
   o.head_dim = 4;
-  CHECK_FALSE(make_position_scheme(o, gen)->relative_bias(4, 4, 0).defined());
+  CHECK_FALSE(make_position_scheme(o, gen)->relative_bias(Positions::line(4, 4, 0)).defined());
 }
 
 TEST_CASE("fused attention is bit-identical run to run and for 1 or 2 threads, gradients included") {
@@ -228,7 +230,7 @@ TEST_CASE("fused attention is bit-identical run to run and for 1 or 2 threads, g
   std::vector<AttentionGrads> runs;
   for (const int threads : {2, 2, 1, 3}) {
     set_num_threads(threads);
-    runs.push_back(fused_run(q, k, v, rel, Tensor(), g, {0.125, true, 0, 0}));
+    runs.push_back(fused_run(q, k, v, rel, Tensor(), g, {0.125, true, 0}));
   }
   set_num_threads(saved);
   for (std::size_t r = 1; r < runs.size(); ++r) {
@@ -250,7 +252,7 @@ TEST_CASE("fused attention keeps O(L d) memory: no L x L tensor in forward or ba
   const std::size_t one_score_matrix = H * L * L * sizeof(float);  // 128 MiB; the reference path holds several
   reset_peak_memory();
   const std::size_t before = live_memory_bytes();
-  const Tensor out = fused_attention(q, k, v, rel, Tensor(), Tensor(), {0.25, true, 0, 0});
+  const Tensor out = fused_attention(q, k, v, rel, Tensor(), Tensor(), {0.25, true, 0});
   backward(sum(mul(out, g)));
   const std::size_t used = peak_memory_bytes() - before;
   INFO("peak bytes above the inputs: ", used);
@@ -269,14 +271,14 @@ TEST_CASE("fused attention stays finite on huge scores and masks whole rows to z
     // Scores of +-magnitude from the bias alone: the scaled products vanish beside it.
     const Tensor rel = leaf(Tensor::from_vector<float>(
         {1, 7}, {float(magnitude), -float(magnitude), float(magnitude), 0, -float(magnitude), float(magnitude), 0}));
-    const Tensor out = fused_attention(q, k, v, rel, Tensor(), Tensor(), {1e-30, false, 0, 0});
+    const Tensor out = fused_attention(q, k, v, rel, Tensor(), Tensor(), {1e-30, false, 0});
     backward(sum(out));
     for (const Tensor& t : {out, q.grad(), k.grad(), v.grad(), rel.grad()})
       for (const double x : t.to_vector()) CHECK(std::isfinite(x));
   }
   const Tensor q = leaf(randn({1, 1, 3, 2}, gen)), k = leaf(randn({1, 1, 3, 2}, gen));
   const Tensor v = leaf(randn({1, 1, 3, 2}, gen));
-  const Tensor out = fused_attention(q, k, v, Tensor(), Tensor::indices({1, 3}, {1, 1, 1}), Tensor(), {1.0, false, 0, 0});
+  const Tensor out = fused_attention(q, k, v, Tensor(), Tensor::indices({1, 3}, {1, 1, 1}), Tensor(), {1.0, false, 0});
   backward(sum(out));
   for (const Tensor& t : {out, q.grad(), k.grad(), v.grad()})
     for (const double x : t.to_vector()) CHECK(x == 0.0);
@@ -289,8 +291,10 @@ TEST_CASE("fused attention rejects shapes that do not fit, naming the op and the
                  "fused_attention: rel_bias float32 [2, 7] is not float32 (H, R) = (2, 8)"));
   CHECK(contains(error_of([&] { fused_attention(q, k, randn({1, 2, 5, 4}, gen), Tensor(), Tensor(), Tensor(), {}); }),
                  "fused_attention: q [1, 2, 4, 3], k [1, 2, 5, 3] and v [1, 2, 5, 4] do not fit"));
-  CHECK(contains(error_of([&] { fused_attention(q, q, q, Tensor(), Tensor(), Tensor(), {1.0, false, 0, 3}); }),
-                 "grid width 3 needs Tq == Tk, a multiple of it"));
+  CHECK(contains(error_of([&] { fused_attention(q, q, q, RelativeBias(Tensor(), {3}), Tensor(), Tensor(), {}); }),
+                 "a bias over the grid [3] needs Tq == Tk == 3 tokens and q_offset 0; got Tq 4, Tk 4"));
+  CHECK(contains(error_of([&] { fused_attention(q, q, q, RelativeBias(Tensor(), {2, 3}), Tensor(), Tensor(), {}); }),
+                 "bias grid [2, 3] has an extent below 1 or more cells than the 4 queries"));
   CHECK(contains(error_of([&] { fused_attention(q, k, k, Tensor(), Tensor::indices({1, 4}, {0, 0, 0, 0}), Tensor(), {}); }),
                  "key_padding [1, 4] is not (B, Tk) = (1, 5)"));
 }
@@ -324,24 +328,26 @@ TEST_CASE("fused Swin window attention equals the reference path: shifts, paddin
 }
 
 TEST_CASE("fused and reference grid models agree for every 2-D scheme, loss and every parameter gradient") {
-  for (const std::string& scheme : grid_scheme_names()) {
+  for (const std::string& scheme : scheme_names(2)) {
     INFO("scheme: ", scheme);
     Generator data(91);
     const Tensor tokens = randint({2, 7, 9}, 5, data), targets = randint({2, 7, 9}, 5, data);
     std::vector<PathRun> runs;
     for (const bool fused : {true, false}) {
       Generator gen(92);
-      GridModelOptions o;
+      TransformerOptions o;
       o.vocab = 5;
       o.d_model = 16;
       o.heads = 2;
       o.d_ff = 24;
-      o.scheme = scheme;
-      o.window = 4;
-      o.cpb_hidden = 16;
-      o.max_relative_position = 3;
+      o.causal = false;
+      o.position.scheme = scheme;
+      o.position.max_relative_position = 3;
       o.fused_attention = fused;
-      GridModel model(o, gen);
+      WindowOptions w;
+      w.window = 4;
+      w.cpb_hidden = 16;
+      GridModel model(o, w, gen);
       const Tensor loss = model.loss(tokens, targets);
       backward(loss);
       runs.push_back(run_of(loss, model));
@@ -354,18 +360,21 @@ TEST_CASE("2-D relative_bias read through the grid index is exactly bias() for a
   for (const std::string name : {"alibi2d", "clipped2d"}) {
     INFO("scheme: ", name);
     Generator gen(93);
-    Position2DOptions o;
-    o.name = name;
+    PositionOptions o;
+    o.scheme = name;
+    o.dims = 2;
     o.heads = 3;
     o.max_relative_position = 2;
-    const auto pos = make_position_2d(o, gen);
+    const auto pos = make_position_scheme(o, gen);
     const int64_t H = 4, W = 5, N = H * W;
-    const Tensor rel = pos->relative_bias(H, W);
+    const RelativeBias bias = pos->relative_bias(Positions::grid(H, W));
+    const Tensor& rel = bias.table;
     REQUIRE(rel.shape() == Shape({3, (2 * H - 1) * (2 * W - 1)}));
+    CHECK(bias.grid == std::vector<int64_t>{H, W});
     std::vector<int64_t> idx(N * N);
     for (int64_t i = 0; i < N; ++i)
       for (int64_t j = 0; j < N; ++j) idx[i * N + j] = (j / W - i / W + H - 1) * (2 * W - 1) + (j % W - i % W + W - 1);
     const Tensor full = permute(index_select(transpose(rel, 0, 1), Tensor::indices({N, N}, idx)), {2, 0, 1});
-    CHECK(bit_identical(full, pos->bias(H, W)));
+    CHECK(bit_identical(full, pos->bias(Positions::grid(H, W))));
   }
 }

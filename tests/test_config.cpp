@@ -5,6 +5,7 @@
 
 #include "test_util.h"
 #include "train/config.h"
+#include "train/toml_table.h"
 
 using namespace rpb;
 using rpb::testing::contains;
@@ -73,7 +74,9 @@ seeds = [1, 2, 3]
   REQUIRE(c.optim.adam.groups.size() == 1);
   CHECK(c.optim.adam.groups[0].pattern == "*.bias");
   CHECK(c.optim.adam.groups[0].lr_scale == 2.0);
-  CHECK(c.sweep.methods == std::vector<std::string>{"t5", "alibi"});
+  REQUIRE(c.sweep.methods.size() == 2);
+  CHECK(c.sweep.methods[0].name() == "t5");
+  CHECK(c.sweep.methods[1].name() == "alibi");
   CHECK(c.sweep.seeds == std::vector<uint64_t>{1, 2, 3});
   // The stored text parses back to the same configuration.
   const RunConfig again = parse_config(c.text, "stored");

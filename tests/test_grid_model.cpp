@@ -18,40 +18,46 @@ using rpb::testing::error_of;
 using rpb::testing::run_rpb;
 
 namespace {
-GridModelOptions tiny_grid(const std::string& scheme) {
-  GridModelOptions o;
+TransformerOptions tiny_grid(const std::string& scheme) {
+  TransformerOptions o;
   o.vocab = 3;
   o.d_model = 8;
   o.heads = 2;
   o.layers = 2;
   o.d_ff = 8;
-  o.scheme = scheme;
-  o.window = 2;
-  o.cpb_hidden = 4;
-  o.max_side = 4;
-  o.max_relative_position = 2;
+  o.causal = false;
+  o.position.scheme = scheme;
+  o.position.max_side = 4;
+  o.position.max_relative_position = 2;
   return o;
+}
+
+WindowOptions tiny_windows() {
+  WindowOptions w;
+  w.window = 2;
+  w.cpb_hidden = 4;
+  return w;
 }
 }  // namespace
 
 TEST_CASE("grid model: parameter names follow the module paths") {
   Generator gen(0);
-  GridModel swin(tiny_grid("swin"), gen);
+  GridModel swin(tiny_grid("swin"), tiny_windows(), gen);
   std::vector<std::string> names;
   for (const auto& [n, t] : swin.named_parameters()) names.push_back(n);
   CHECK(names.front() == "tok.weight");
   CHECK(std::find(names.begin(), names.end(), "blocks.1.window_attn.relative_position_bias_table") != names.end());
   CHECK(names.back() == "head.bias");
-  GridModel clipped(tiny_grid("clipped2d"), gen);
+  GridModel clipped(tiny_grid("clipped2d"), tiny_windows(), gen);
   CHECK(clipped.named_parameters()[1].first == "pos.clipped2d.table");
-  CHECK(contains(error_of([&] { GridModel m(tiny_grid("t5"), gen); }), "unknown 2-D scheme 't5'"));
+  CHECK(contains(error_of([&] { GridModel m(tiny_grid("t5"), tiny_windows(), gen); }), "unknown 2-D scheme 't5'"));
 }
 
 TEST_CASE("grid model: float64 gradient check through windows, shifts, padding and 2-D biases") {
   for (const char* scheme : {"swin", "swin_v2", "clipped2d", "alibi2d", "sinusoidal2d", "learned2d"}) {
     INFO("scheme: ", scheme);
     Generator gen(1);
-    GridModel m(tiny_grid(scheme), gen);
+    GridModel m(tiny_grid(scheme), tiny_windows(), gen);
     m.to(DType::f64);
     const int64_t side = std::string(scheme) == "learned2d" ? 4 : 3;  // 3 x 3 pads to the 2 x 2 windows
     const Tensor x = randint({1, side, side}, 3, gen), y = randint({1, side, side}, 3, gen);
@@ -65,7 +71,7 @@ TEST_CASE("grid model: float64 gradient check through windows, shifts, padding a
 
 TEST_CASE("grid model: swin_v2 runs with a larger window; learned2d stops at its table") {
   Generator gen(2);
-  GridModel v2(tiny_grid("swin_v2"), gen);
+  GridModel v2(tiny_grid("swin_v2"), tiny_windows(), gen);
   v2.eval();
   NoGradGuard no_grad;
   const Tensor x = randint({1, 8, 8}, 3, gen);
@@ -74,7 +80,7 @@ TEST_CASE("grid model: swin_v2 runs with a larger window; learned2d stops at its
   const std::vector<double> b = v2.forward(x).to_vector();
   CHECK(a.size() == b.size());
   CHECK(a != b);  // another window, another attention pattern
-  GridModel learned(tiny_grid("learned2d"), gen);
+  GridModel learned(tiny_grid("learned2d"), tiny_windows(), gen);
   CHECK(learned.max_side() == 4);
   CHECK(contains(error_of([&] { learned.forward(randint({1, 5, 5}, 3, gen)); }), "learned2d"));
   CHECK(contains(error_of([&] { learned.set_window(4); }), "has no windows"));

@@ -1,5 +1,6 @@
-// The position schemes (nn/position.h): golden values from the seed documents and
-// docs/references.md, KV-cache offsets, float64 gradient checks and error messages.
+// The 1-D position schemes (nn/position.h): golden values from the seed documents and docs/references.md,
+// KV-cache offsets, float64 gradient checks and error messages. Each scheme's golden and gradient-check case is
+// listed in position_1d_scheme_cases() (tests/scheme_cases.h), which tests/test_scheme_registry.cpp runs.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,7 +10,11 @@
 
 #include "core/core.h"
 #include "gradcheck.h"
+#include "nn/position_plan.h"
+#include "nn/transformer.h"
+#include "scheme_cases.h"
 #include "nn/position.h"
+#include "nn/window_attention.h"
 #include "test_util.h"
 
 using namespace rpb;
@@ -22,6 +27,9 @@ using rpb::testing::Matrix;
 
 namespace {
 
+nn::Positions line(int64_t q_len, int64_t k_len, int64_t q_offset) { return nn::Positions::line(q_len, k_len, q_offset); }
+// `length` queries from `offset` on (their keys are every position up to the last query).
+nn::Positions at(int64_t length, int64_t offset) { return nn::Positions::line(length, offset + length, offset); }
 
 // Every element of t (any shape whose trailing axes hold m's elements in order) within tol of m.
 void check_close(const Tensor& t, const Matrix& m, double tol) {
@@ -74,7 +82,8 @@ int64_t t5_bucket_f64(int64_t rp, bool bidirectional, int64_t nb, int64_t max_di
 
 // ---------------------------------------------------------------- T5 buckets
 
-TEST_CASE("t5 buckets: seed 003 worked example (T=4, 8 buckets, max_distance 16, bidirectional)") {
+// t5 buckets: seed 003 worked example (T=4, 8 buckets, max_distance 16, bidirectional)
+static void golden_t5() {
   // relative position = key - query: [[0,1,2,3],[-1,0,1,2],...]; max_exact 2, so 2 and 3 log-bucket to 2.
   const Tensor b = nn::t5_buckets(4, 4, 0, /*bidirectional=*/true, 8, 16);
   CHECK(b.dtype() == DType::i64);
@@ -171,7 +180,8 @@ TEST_CASE("t5 buckets at a query offset are the KV-cache rows of the full matrix
 
 // ---------------------------------------------------------------- Shaw and seed 004 indices
 
-TEST_CASE("shaw index: clip(key - query, -K, K) + K (tensor2tensor sign), K=2, T=5") {
+// shaw index: clip(key - query, -K, K) + K (tensor2tensor sign), K=2, T=5
+static void golden_shaw() {
   const Tensor idx = nn::shaw_index(5, 5, 0, 2);
   CHECK(idx.dtype() == DType::i64);
   check_close(idx,
@@ -181,7 +191,7 @@ TEST_CASE("shaw index: clip(key - query, -K, K) + K (tensor2tensor sign), K=2, T
   PositionOptions o;
   o.scheme = "shaw";
   o.max_relative_position = 2;
-  check_equal(make(o)->index(5, 5, 0), idx);
+  check_equal(make(o)->index(line(5, 5, 0)), idx);
 }
 
 TEST_CASE("seed 004: relative_index_1d (query - key + n - 1) and its table gradient") {
@@ -208,7 +218,8 @@ TEST_CASE("seed 004: relative_index_1d (query - key + n - 1) and its table gradi
 
 // ---------------------------------------------------------------- ALiBi slopes
 
-TEST_CASE("alibi slopes: the paper's get_slopes for 1, 3, 8, 12 and 16 heads") {
+// alibi slopes: the paper's get_slopes for 1, 3, 8, 12 and 16 heads
+static void golden_alibi() {
   auto check_log2 = [](int64_t heads, const std::vector<double>& want) {
     const std::vector<double> s = nn::alibi_slopes(heads);
     REQUIRE(s.size() == want.size());
@@ -227,7 +238,8 @@ TEST_CASE("alibi slopes: the paper's get_slopes for 1, 3, 8, 12 and 16 heads") {
 
 // ---------------------------------------------------------------- seed 001: log-decay bias and attention
 
-TEST_CASE("log_decay: seed 001 worked example, 'The cat sat on mat', to 4 decimals") {
+// log_decay: seed 001 worked example, 'The cat sat on mat', to 4 decimals
+static void golden_log_decay() {
   // Q, K, V of the seed (5 tokens, d_k = 4); scores = Q K^T / sqrt(4) + B, softmax over keys, @ V.
   const Tensor q = Tensor::from_vector<float>(
       {5, 4}, {1, 0, 1, 0, 0, 2, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1});
@@ -242,7 +254,7 @@ TEST_CASE("log_decay: seed 001 worked example, 'The cat sat on mat', to 4 decima
   o.lambda = 0.3;
   o.heads = 1;
   const auto scheme = make(o);
-  const Tensor b = scheme->bias(5, 5, 0);  // (1, 5, 5)
+  const Tensor b = scheme->bias(line(5, 5, 0));  // (1, 5, 5)
   CHECK(b.shape() == Shape{1, 5, 5});
   CHECK(!b.requires_grad());  // a fixed lambda is a buffer
   check_close(b,
@@ -283,7 +295,7 @@ TEST_CASE("log_decay: seed 001 worked example, 'The cat sat on mat', to 4 decima
 
   // "Standard" tables: lambda 0 makes the bias zero.
   o.lambda = 0.0;
-  const Tensor b0 = make(o)->bias(5, 5, 0);
+  const Tensor b0 = make(o)->bias(line(5, 5, 0));
   check_close(b0, Matrix(5, std::vector<double>(5, 0.0)), 0.0);
   Tensor scores0;
   const Tensor w0 = attend(b0, scores0);
@@ -335,7 +347,7 @@ TEST_CASE("schemes: kinds, names, parameters and buffers") {
       {"rope", PositionKind::rotary, false, {}, {"inv_freq"}, {}},
       {"none", PositionKind::none, false, {}, {}, {}},
   };
-  CHECK(nn::position_scheme_names().size() == wants.size());
+  CHECK(nn::scheme_names(1).size() == wants.size());
   for (const Want& w : wants) {
     INFO("scheme " << w.scheme);
     o.scheme = w.scheme;
@@ -353,7 +365,7 @@ TEST_CASE("schemes: kinds, names, parameters and buffers") {
     REQUIRE(buffers.size() == w.buffers.size());
     for (std::size_t i = 0; i < buffers.size(); ++i) CHECK(buffers[i].first == w.buffers[i]);
     CHECK(s->named_buffers(/*persistent_only=*/true).empty());  // fixed state is rebuilt from the options
-    CHECK(s->index(3, 3, 0).defined() == (w.scheme == std::string("t5") || w.scheme == std::string("shaw")));
+    CHECK(s->index(line(3, 3, 0)).defined() == (w.scheme == std::string("t5") || w.scheme == std::string("shaw")));
   }
   // A learnable lambda is a parameter, initialised to options.lambda.
   o.scheme = "log_decay";
@@ -377,10 +389,10 @@ TEST_CASE("schemes: a scheme answers only for its own kind") {
   PositionOptions o;
   o.scheme = "alibi";
   const auto alibi = make(o);
-  CHECK(contains(error_of([&] { alibi->embed(4, 0); }), "has no embed()"));
+  CHECK(contains(error_of([&] { alibi->embed(at(4, 0)); }), "has no embed()"));
   CHECK(contains(error_of([&] { alibi->rotate(Tensor::zeros({1, 1, 2, 4}), 0); }), "has no rotate()"));
   o.scheme = "none";
-  CHECK(contains(error_of([&] { make(o)->bias(2, 2, 0); }), "has no bias()"));
+  CHECK(contains(error_of([&] { make(o)->bias(line(2, 2, 0)); }), "has no bias()"));
 }
 
 TEST_CASE("t5 scheme: bias is the table looked up by the buckets, permuted to (H, q, k)") {
@@ -392,21 +404,21 @@ TEST_CASE("t5 scheme: bias is the table looked up by the buckets, permuted to (H
   o.max_distance = 16;
   const auto s = make(o, 7);
   const Tensor table = s->named_parameters()[0].second;  // (8, 3)
-  const Tensor bias = s->bias(4, 4, 0);
+  const Tensor bias = s->bias(line(4, 4, 0));
   CHECK(bias.shape() == Shape{3, 4, 4});
   CHECK(bias.dtype() == DType::f32);
   CHECK(bias.requires_grad());
-  const Tensor buckets = s->index(4, 4, 0);
+  const Tensor buckets = s->index(line(4, 4, 0));
   check_equal(buckets, nn::t5_buckets(4, 4, 0, true, 8, 16));
   for (int64_t h = 0; h < 3; ++h)
     for (int64_t i = 0; i < 4; ++i)
       for (int64_t j = 0; j < 4; ++j)
         CHECK(bias.at({h, i, j}) == table.at({static_cast<int64_t>(buckets.at({i, j})), h}));
   // index() hands out a copy: writing into it does not corrupt the cached buckets.
-  Tensor mine = s->index(4, 4, 0);
+  Tensor mine = s->index(line(4, 4, 0));
   mine.fill_(0);
-  check_equal(s->index(4, 4, 0), buckets);
-  check_equal(s->bias(4, 4, 0), bias);
+  check_equal(s->index(line(4, 4, 0)), buckets);
+  check_equal(s->bias(line(4, 4, 0)), bias);
 }
 
 TEST_CASE("t5 scheme: the table's gradient is the per-bucket sum of the score gradient, summed over layers") {
@@ -419,13 +431,13 @@ TEST_CASE("t5 scheme: the table's gradient is the per-bucket sum of the score gr
   const auto s = make(o, 3);
   const Tensor table = s->named_parameters()[0].second;  // (8, 2)
   const int64_t t = 12;
-  const Tensor buckets = s->index(t, t, 0);
+  const Tensor buckets = s->index(line(t, t, 0));
   Generator gen(11);
   const Tensor g1 = randn({2, t, t}, gen), g2 = randn({2, t, t}, gen);
 
   // Two "layers" share the one table: each calls bias() and adds it to its scores.
   table.zero_grad();
-  const Tensor layer1 = s->bias(t, t, 0), layer2 = s->bias(t, t, 0);
+  const Tensor layer1 = s->bias(line(t, t, 0)), layer2 = s->bias(line(t, t, 0));
   backward(add(sum(mul(layer1, g1)), sum(mul(layer2, g2))));
   REQUIRE(table.grad().defined());
   std::vector<double> want(8 * 2, 0.0);
@@ -447,7 +459,7 @@ TEST_CASE("alibi and log_decay biases: golden values, per-head slopes, symmetric
   PositionOptions o;
   o.scheme = "alibi";
   o.heads = 2;  // slopes 2^-4, 2^-8
-  const Tensor b = make(o)->bias(3, 4, 0);
+  const Tensor b = make(o)->bias(line(3, 4, 0));
   CHECK(b.shape() == Shape{2, 3, 4});
   CHECK(!b.requires_grad());
   check_close(b,
@@ -460,7 +472,7 @@ TEST_CASE("alibi and log_decay biases: golden values, per-head slopes, symmetric
               1e-9);
   o.scheme = "log_decay";
   o.lambda = 0.5;
-  const Tensor l = make(o)->bias(2, 3, 1);  // queries at 1, 2
+  const Tensor l = make(o)->bias(line(2, 3, 1));  // queries at 1, 2
   check_close(l,
               {{-0.5 * std::log(2.0), 0, -0.5 * std::log(2.0)},
                {-0.5 * std::log(3.0), -0.5 * std::log(2.0), 0},
@@ -480,14 +492,15 @@ TEST_CASE("every bias scheme: bias(1, T, T-1) is the last row of bias(T, T, 0) (
       o.max_relative_position = 3;
       const auto s = make(o, 5);
       const int64_t t = 9;
-      const Tensor full = s->bias(t, t, 0);  // (H, T, T)
-      check_equal(s->bias(1, t, t - 1), slice(full, 1, t - 1, t));
-      check_equal(s->bias(3, t, 4), slice(full, 1, 4, 7));
-      check_equal(s->bias(t, t, 0), full);  // and back to the cached length
+      const Tensor full = s->bias(line(t, t, 0));  // (H, T, T)
+      check_equal(s->bias(line(1, t, t - 1)), slice(full, 1, t - 1, t));
+      check_equal(s->bias(line(3, t, 4)), slice(full, 1, 4, 7));
+      check_equal(s->bias(line(t, t, 0)), full);  // and back to the cached length
     }
 }
 
-TEST_CASE("rope: golden rotation, offsets equal slices of the full rotation, relative-only scores") {
+// rope: golden rotations by hand (HF's rotate_half pairs)
+static void golden_rope() {
   PositionOptions o;
   o.scheme = "rope";
   o.head_dim = 2;
@@ -504,7 +517,11 @@ TEST_CASE("rope: golden rotation, offsets equal slices of the full rotation, rel
               {{std::cos(1.0) - 3 * std::sin(1.0), 2 * std::cos(0.1) - 4 * std::sin(0.1),
                 3 * std::cos(1.0) + std::sin(1.0), 4 * std::cos(0.1) + 2 * std::sin(0.1)}},
               1e-6);
+}
 
+TEST_CASE("rope: offsets equal slices of the full rotation, relative-only scores") {
+  PositionOptions o;
+  o.scheme = "rope";
   o.head_dim = 8;
   o.rope_base = 100.0;
   const auto s = make(o);
@@ -526,7 +543,8 @@ TEST_CASE("rope: golden rotation, offsets equal slices of the full rotation, rel
   CHECK(s->rotate(a, 3).dtype() == DType::f64);
 }
 
-TEST_CASE("absolute schemes: sinusoidal golden values; learned and sinusoidal offsets are slices") {
+// sinusoidal: Vaswani et al.'s table by hand, and the scheme's embeddings are its rows
+static void golden_sinusoidal() {
   const Tensor pe = nn::sinusoidal_table(3, 4, 0);
   // PE[p, 2i] = sin(p / 10000^(2i/4)), PE[p, 2i+1] = cos(...): frequencies 1 and 1/100.
   check_close(pe,
@@ -535,22 +553,97 @@ TEST_CASE("absolute schemes: sinusoidal golden values; learned and sinusoidal of
                {std::sin(2.0), std::cos(2.0), std::sin(0.02), std::cos(0.02)}},
               1e-7);
   PositionOptions o;
+  o.scheme = "sinusoidal";
+  o.d_model = 4;
+  check_near(make(o)->embed(at(2, 1)), slice(pe, 0, 1, 3), 0.0);
+}
+
+// learned: the embeddings of positions p .. are the table's rows p .., exactly
+static void golden_learned() {
+  PositionOptions o;
+  o.scheme = "learned";
+  o.d_model = 3;
+  o.max_positions = 6;
+  const auto s = make(o, 5);
+  const Tensor table = s->named_parameters()[0].second;  // (6, 3)
+  check_equal(s->embed(at(3, 2)), slice(table, 0, 2, 5));
+}
+
+// none: nothing to add anywhere — no tensors, and a model's tokens and attention get nothing from it
+static void golden_none() {
+  PositionOptions o;
+  o.scheme = "none";
+  const auto s = make(o);
+  CHECK(s->parameter_count() == 0);
+  CHECK(s->named_buffers().empty());
+  const nn::PositionPlan plan = nn::PositionPlan::shared(s.get(), 2);
+  const Tensor x = Tensor::ones({1, 3, 4});
+  CHECK(plan.embed(x, at(3, 0)).shares_storage(x));
+  for (const nn::AttentionPositions& a : plan.attention(at(3, 0), true)) {
+    CHECK_FALSE(a.bias.defined());
+    CHECK(a.rotary == nullptr);
+  }
+}
+
+// sinusoidal: the tokens' gradient flows through the sum with the fixed embeddings
+static testing::GradCase gradcheck_sinusoidal() {
+  PositionOptions o;
+  o.scheme = "sinusoidal";
+  o.d_model = 4;
+  const auto s = make(o);
+  s->to(DType::f64);
+  Generator gen(26);
+  return {"sinusoidal embeddings", OpKind::Add, {testing::input(gen, {5, 4})},
+          [s](const std::vector<Tensor>& in) { return tanh(add(in[0], s->embed(at(5, 3)))); }};
+}
+
+// alibi: the scores' gradient flows through the fixed bias
+static testing::GradCase gradcheck_alibi() {
+  PositionOptions o;
+  o.scheme = "alibi";
+  o.heads = 3;
+  const auto s = make(o);
+  s->to(DType::f64);
+  Generator gen(27);
+  return {"alibi bias", OpKind::Add, {testing::input(gen, {3, 4, 6})},
+          [s](const std::vector<Tensor>& in) { return softmax(add(in[0], s->bias(line(4, 6, 2))), -1); }};
+}
+
+// none: a language model without positions, through the fused attention
+static testing::GradCase gradcheck_none() {
+  nn::TransformerOptions o;
+  o.vocab = 5;
+  o.d_model = 4;
+  o.heads = 2;
+  o.layers = 1;
+  o.d_ff = 4;
+  o.position.scheme = "none";
+  Generator gen(28);
+  const auto lm = std::make_shared<nn::LanguageModel>(o, gen);
+  lm->to(DType::f64);
+  const Tensor tokens = randint({1, 4}, 5, gen), targets = randint({1, 4}, 5, gen);
+  return {"language model without positions", OpKind::FusedAttention, {lm->blocks->at<nn::TransformerBlock>(0).attn->qkv->weight},
+          [lm, tokens, targets](const std::vector<Tensor>&) { return lm->loss(tokens, targets); }};
+}
+
+TEST_CASE("absolute schemes: learned and sinusoidal offsets are slices") {
+  PositionOptions o;
   o.d_model = 6;
   for (const char* name : {"sinusoidal", "learned"}) {
     INFO("scheme " << name);
     o.scheme = name;
     o.max_positions = 20;
     const auto s = make(o, 9);
-    const Tensor full = s->embed(20, 0);  // (20, 6)
+    const Tensor full = s->embed(at(20, 0));  // (20, 6)
     CHECK(full.shape() == Shape{20, 6});
-    check_equal(s->embed(1, 19), slice(full, 0, 19, 20));
-    check_equal(s->embed(5, 7), slice(full, 0, 7, 12));
+    check_equal(s->embed(at(1, 19)), slice(full, 0, 19, 20));
+    check_equal(s->embed(at(5, 7)), slice(full, 0, 7, 12));
     s->to(DType::f64);
-    CHECK(s->embed(3, 0).dtype() == DType::f64);
+    CHECK(s->embed(at(3, 0)).dtype() == DType::f64);
   }
-  check_near(make(o)->embed(20, 0), make(o)->embed(20, 0), 0.0);  // same seed, same table
+  check_near(make(o)->embed(at(20, 0)), make(o)->embed(at(20, 0)), 0.0);  // same seed, same table
   o.scheme = "sinusoidal";
-  check_near(make(o)->embed(4, 2), nn::sinusoidal_table(4, 6, 2), 0.0);
+  check_near(make(o)->embed(at(4, 2)), nn::sinusoidal_table(4, 6, 2), 0.0);
 }
 
 TEST_CASE("schemes follow Module::to: outputs in the dtype of their own parameters and buffers") {
@@ -560,10 +653,10 @@ TEST_CASE("schemes follow Module::to: outputs in the dtype of their own paramete
     o.scheme = name;
     o.heads = 2;
     const auto s = make(o);
-    const Tensor b32 = s->bias(4, 5, 1);  // fills the cache in float32
+    const Tensor b32 = s->bias(line(4, 5, 1));  // fills the cache in float32
     CHECK(b32.dtype() == DType::f32);
     s->to(DType::f64);
-    const Tensor b64 = s->bias(4, 5, 1);  // same key, new dtype: the cache must not hand back float32
+    const Tensor b64 = s->bias(line(4, 5, 1));  // same key, new dtype: the cache must not hand back float32
     CHECK(b64.dtype() == DType::f64);
     check_near(b64, b32, 1e-6);
   }
@@ -571,7 +664,8 @@ TEST_CASE("schemes follow Module::to: outputs in the dtype of their own paramete
 
 // ---------------------------------------------------------------- float64 gradient checks
 
-TEST_CASE("gradcheck: t5 table shared by two layers") {
+// gradcheck: t5 table shared by two layers
+static testing::GradCase gradcheck_t5() {
   PositionOptions o;
   o.scheme = "t5";
   o.heads = 2;
@@ -582,19 +676,16 @@ TEST_CASE("gradcheck: t5 table shared by two layers") {
   s->to(DType::f64);
   Generator gen(21);
   const Tensor s1 = testing::input(gen, {2, 5, 5}).detach(), s2 = testing::input(gen, {2, 5, 5}).detach();
-  const testing::GradCase c{"t5 shared table", OpKind::IndexSelect, {s->named_parameters()[0].second},
-                            [&](const std::vector<Tensor>&) {
-                              // Layer 1 and layer 2 each add the bias to their scores (T5 shares layer 0's).
-                              const Tensor h1 = softmax(add(s1, s->bias(5, 5, 0)), -1);
-                              return softmax(add(mul(h1, s2), s->bias(5, 5, 0)), -1);
-                            }};
-  const auto r = testing::gradcheck(c);
-  INFO(r.report);
-  CHECK(r.op_recorded);
-  CHECK(r.ok);
+  return {"t5 shared table", OpKind::IndexSelect, {s->named_parameters()[0].second},
+          [s, s1, s2](const std::vector<Tensor>&) {
+            // Layer 1 and layer 2 each add the bias to their scores (T5 shares layer 0's).
+            const Tensor h1 = softmax(add(s1, s->bias(line(5, 5, 0))), -1);
+            return softmax(add(mul(h1, s2), s->bias(line(5, 5, 0))), -1);
+          }};
 }
 
-TEST_CASE("gradcheck: shaw table") {
+// gradcheck: shaw table
+static testing::GradCase gradcheck_shaw() {
   PositionOptions o;
   o.scheme = "shaw";
   o.heads = 2;
@@ -603,15 +694,12 @@ TEST_CASE("gradcheck: shaw table") {
   s->to(DType::f64);
   Generator gen(22);
   const Tensor scores = testing::input(gen, {2, 4, 6}).detach();
-  const testing::GradCase c{"shaw table", OpKind::IndexSelect, {s->named_parameters()[0].second},
-                            [&](const std::vector<Tensor>&) { return softmax(add(scores, s->bias(4, 6, 1)), -1); }};
-  const auto r = testing::gradcheck(c);
-  INFO(r.report);
-  CHECK(r.op_recorded);
-  CHECK(r.ok);
+  return {"shaw table", OpKind::IndexSelect, {s->named_parameters()[0].second},
+          [s, scores](const std::vector<Tensor>&) { return softmax(add(scores, s->bias(line(4, 6, 1))), -1); }};
 }
 
-TEST_CASE("gradcheck: learnable log_decay lambda") {
+// gradcheck: learnable log_decay lambda
+static testing::GradCase gradcheck_log_decay() {
   PositionOptions o;
   o.scheme = "log_decay";
   o.heads = 3;
@@ -621,22 +709,25 @@ TEST_CASE("gradcheck: learnable log_decay lambda") {
   s->to(DType::f64);
   Generator gen(23);
   const Tensor scores = testing::input(gen, {3, 5, 5}).detach();
-  const Tensor lambda = s->named_parameters()[0].second;
-  const testing::GradCase c{"log_decay lambda", OpKind::Mul, {lambda},
-                            [&](const std::vector<Tensor>&) { return softmax(add(scores, s->bias(5, 5, 0)), -1); }};
-  const auto r = testing::gradcheck(c);
-  INFO(r.report);
-  CHECK(r.op_recorded);
-  CHECK(r.ok);
-  // By hand: d sum(B) / d lambda_h = -sum_{i,j} log(1 + |i - j|).
-  lambda.zero_grad();
-  backward(sum(s->bias(3, 3, 0)));
-  const double want = -(4 * std::log(2.0) + 2 * std::log(3.0));
-  for (int64_t h = 0; h < 3; ++h) CHECK(lambda.grad().at({h}) == doctest::Approx(want).epsilon(1e-12));
-  lambda.zero_grad();
+  return {"log_decay lambda", OpKind::Mul, {s->named_parameters()[0].second},
+          [s, scores](const std::vector<Tensor>&) { return softmax(add(scores, s->bias(line(5, 5, 0))), -1); }};
 }
 
-TEST_CASE("gradcheck: learned absolute table") {
+TEST_CASE("log_decay: a learnable lambda's gradient is -sum over (i, j) of log(1 + |i - j|) times the bias's") {
+  PositionOptions o;
+  o.scheme = "log_decay";
+  o.heads = 3;
+  o.learnable_lambda = true;
+  const auto s = make(o);
+  s->to(DType::f64);
+  const Tensor lambda = s->named_parameters()[0].second;
+  backward(sum(s->bias(line(3, 3, 0))));
+  const double want = -(4 * std::log(2.0) + 2 * std::log(3.0));
+  for (int64_t h = 0; h < 3; ++h) CHECK(lambda.grad().at({h}) == doctest::Approx(want).epsilon(1e-12));
+}
+
+// gradcheck: learned absolute table
+static testing::GradCase gradcheck_learned() {
   PositionOptions o;
   o.scheme = "learned";
   o.d_model = 3;
@@ -645,27 +736,20 @@ TEST_CASE("gradcheck: learned absolute table") {
   s->to(DType::f64);
   Generator gen(24);
   const Tensor tokens = testing::input(gen, {5, 3}).detach();
-  const testing::GradCase c{"learned table", OpKind::IndexSelect, {s->named_parameters()[0].second},
-                            [&](const std::vector<Tensor>&) { return tanh(add(tokens, s->embed(5, 2))); }};
-  const auto r = testing::gradcheck(c);
-  INFO(r.report);
-  CHECK(r.op_recorded);
-  CHECK(r.ok);
+  return {"learned table", OpKind::IndexSelect, {s->named_parameters()[0].second},
+          [s, tokens](const std::vector<Tensor>&) { return tanh(add(tokens, s->embed(at(5, 2)))); }};
 }
 
-TEST_CASE("gradcheck: rope with respect to x") {
+// gradcheck: rope with respect to x
+static testing::GradCase gradcheck_rope() {
   PositionOptions o;
   o.scheme = "rope";
   o.head_dim = 6;
   const auto s = make(o);
   s->to(DType::f64);
   Generator gen(25);
-  const testing::GradCase c{"rope rotate", OpKind::Concat, {testing::input(gen, {2, 2, 3, 6})},
-                            [&](const std::vector<Tensor>& in) { return s->rotate(in[0], 4); }};
-  const auto r = testing::gradcheck(c);
-  INFO(r.report);
-  CHECK(r.op_recorded);
-  CHECK(r.ok);
+  return {"rope rotate", OpKind::Concat, {testing::input(gen, {2, 2, 3, 6})},
+          [s](const std::vector<Tensor>& in) { return s->rotate(in[0], 4); }};
 }
 
 // ---------------------------------------------------------------- errors
@@ -697,29 +781,29 @@ TEST_CASE("position errors name the option, its value and what was expected") {
   o.d_model = 4;
   o.max_positions = 512;
   const auto learned = make(o);
-  e = error_of([&] { learned->embed(701, 0); });
+  e = error_of([&] { learned->embed(at(701, 0)); });
   CHECK(contains(e, "learned: position 700 is beyond the table of 512 positions (max_positions)"));
   CHECK(contains(e, "cannot extrapolate"));
-  CHECK(contains(error_of([&] { learned->embed(1, 512); }), "position 512"));
-  CHECK(error_of([&] { learned->embed(1, 511); }).empty());
+  CHECK(contains(error_of([&] { learned->embed(at(1, 512)); }), "position 512"));
+  CHECK(error_of([&] { learned->embed(at(1, 511)); }).empty());
 
   o.scheme = "t6";
   e = error_of([&] { make(o); });
   CHECK(contains(e, "unknown scheme 't6'"));
-  for (const std::string& n : nn::position_scheme_names()) CHECK(contains(e, n));
+  for (const std::string& n : nn::scheme_names(1)) CHECK(contains(e, n));
 
   o = PositionOptions{};
   const auto t5 = make(o);
-  CHECK(contains(error_of([&] { t5->bias(0, 4, 0); }), "q_len 0"));
-  CHECK(contains(error_of([&] { t5->bias(4, -1, 0); }), "k_len -1"));
-  CHECK(contains(error_of([&] { t5->index(4, 4, -2); }), "q_offset -2"));
+  CHECK(contains(error_of([&] { t5->bias(line(0, 4, 0)); }), "q_len 0"));
+  CHECK(contains(error_of([&] { t5->bias(line(4, -1, 0)); }), "k_len -1"));
+  CHECK(contains(error_of([&] { t5->index(line(4, 4, -2)); }), "q_offset -2"));
   CHECK(contains(error_of([] { nn::t5_buckets(0, 4, 0, true, 32, 128); }), "q_len 0"));
   CHECK(contains(error_of([] { nn::shaw_index(3, 0, 0, 2); }), "k_len 0"));
   CHECK(contains(error_of([] { nn::relative_index_1d(0); }), "n 0"));
-  CHECK(contains(error_of([&] { learned->embed(0, 0); }), "length 0"));
+  CHECK(contains(error_of([&] { learned->embed(at(0, 0)); }), "q_len 0"));
   CHECK(contains(error_of([] { nn::sinusoidal_table(-1, 4); }), "length -1"));
   o.scheme = "alibi";
-  CHECK(contains(error_of([&] { make(o)->bias(2, 0, 0); }), "k_len 0"));
+  CHECK(contains(error_of([&] { make(o)->bias(line(2, 0, 0)); }), "k_len 0"));
 
   o = PositionOptions{};
   o.heads = 0;
@@ -744,3 +828,14 @@ TEST_CASE("position errors name the option, its value and what was expected") {
   CHECK(contains(error_of([&] { make(o); }), "max_positions 0"));
   CHECK(contains(error_of([] { nn::alibi_slopes(0); }), "heads 0"));
 }
+
+namespace rpb::testing {
+
+std::vector<SchemeCase> position_1d_scheme_cases() {
+  return {{"learned", golden_learned, gradcheck_learned},    {"sinusoidal", golden_sinusoidal, gradcheck_sinusoidal},
+          {"rope", golden_rope, gradcheck_rope},             {"t5", golden_t5, gradcheck_t5},
+          {"shaw", golden_shaw, gradcheck_shaw},             {"log_decay", golden_log_decay, gradcheck_log_decay},
+          {"alibi", golden_alibi, gradcheck_alibi},          {"none", golden_none, gradcheck_none}};
+}
+
+}  // namespace rpb::testing

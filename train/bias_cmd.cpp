@@ -9,38 +9,21 @@
 
 #include "core/core.h"
 #include "nn/position.h"
+#include "nn/position/table_scheme.h"
 
 namespace rpb {
 
 namespace {
 
-const char* kind_name(nn::PositionKind k) {
-  switch (k) {
-    case nn::PositionKind::none: return "none";
-    case nn::PositionKind::absolute: return "absolute";
-    case nn::PositionKind::additive_bias: return "additive_bias";
-    case nn::PositionKind::rotary: return "rotary";
-  }
-  return "?";
-}
-
-// The flag that sets the PositionOptions field a validation message names first ("t5: num_buckets 7 must
-// be even ..." -> --num-buckets), so a usage error points at what the user typed.
-std::string flag_for(const std::string& message) {
-  static const std::vector<std::pair<std::string, std::string>> fields{
+// The flag that sets each PositionOptions field `rpb bias` exposes, so a usage error points at what the user typed.
+std::string flag_for(const std::string& field) {
+  static const std::vector<std::pair<std::string, std::string>> flags{
       {"num_buckets", "--num-buckets"}, {"max_distance", "--max-distance"},
       {"max_relative_position", "--max-relative-position"}, {"heads", "--heads"},
       {"lambda", "--lambda"}, {"scheme", "--scheme"}};
-  std::size_t best = std::string::npos;
-  std::string flag;
-  for (const auto& [field, f] : fields) {
-    const std::size_t at = message.find(field);
-    if (at < best) {
-      best = at;
-      flag = f;
-    }
-  }
-  return flag;
+  for (const auto& [f, flag] : flags)
+    if (f == field) return flag;
+  return "";
 }
 
 // Shortest text that reads back to the same double (JSON); -0 prints as 0.
@@ -96,6 +79,51 @@ std::string range(int64_t first, int64_t count) {
   return std::to_string(first) + ".." + std::to_string(first + count - 1);
 }
 
+std::string axes(const BiasOptions& o) {
+  return "rows: queries " + range(o.query_offset, o.query_length) + ", columns: keys " + range(0, o.key_length);
+}
+
+// What a scheme without a matrix does, by how it enters the model.
+const char* kind_sentence(nn::PositionKind k) {
+  switch (k) {
+    case nn::PositionKind::absolute: return "absolute position embeddings added to the token embeddings";
+    case nn::PositionKind::rotary: return "rotary embeddings that rotate queries and keys by their positions";
+    default: return "no position information";
+  }
+}
+
+// A table scheme's (q, k) row index, and what it selects.
+void print_index(const nn::PositionScheme& scheme, const Tensor& index, const BiasOptions& o, std::ostream& out) {
+  out << scheme.title() << " (" << scheme.title_options() << "; " << axes(o) << "):\n";
+  const auto v = index.to_vector();
+  const int64_t q = o.query_length, k = o.key_length;
+  for (int64_t r = 0; r < q; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "%4lld", static_cast<long long>(v[r * k + c]));
+      out << buf;
+    }
+    out << "\n";
+  }
+  const int64_t rows = dynamic_cast<const nn::TableScheme&>(scheme).table.size(0);
+  out << "Each index selects a row of the learned (" << rows
+      << ", heads) table; the bias values need a trained checkpoint.\n";
+}
+
+// A fixed bias (heads, q, k), head by head.
+void print_bias(const nn::PositionScheme& scheme, const Tensor& bias, const BiasOptions& o, std::ostream& out) {
+  const auto v = bias.to_vector();
+  const int64_t q = o.query_length, k = o.key_length;
+  out << scheme.title() << " (" << o.heads << (o.heads == 1 ? " head" : " heads") << "; " << axes(o) << "):\n";
+  for (int64_t h = 0; h < o.heads; ++h) {
+    out << "head " << h << " (" << scheme.head_note(h) << "):\n";
+    for (int64_t r = 0; r < q; ++r) {
+      for (int64_t c = 0; c < k; ++c) out << fixed4(v[(h * q + r) * k + c]);
+      out << "\n";
+    }
+  }
+}
+
 }  // namespace
 
 int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err) {
@@ -108,6 +136,7 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
     }
 
   nn::PositionOptions po;
+  po.dtype = DType::f64;  // the fixed biases as computed in double, from their definitions
   po.scheme = o.scheme;
   po.heads = o.heads;
   po.causal = o.causal;
@@ -123,84 +152,27 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
   try {
     Generator gen(0);
     scheme = nn::make_position_scheme(po, gen);
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    const std::string flag = flag_for(msg);
-    err << "rpb bias: " << msg << (flag.empty() ? "" : " (set by " + flag + ")") << "\n";
+  } catch (const OptionError& e) {
+    const std::string flag = flag_for(e.field());
+    err << "rpb bias: " << e.what() << (flag.empty() ? "" : " (set by " + flag + ")") << "\n";
     return 2;
   }
-  // Print the fixed biases as computed in double: convert the scheme, then restore the full precision of
-  // the buffers it built in float32 (lambda, the ALiBi slopes) from their definitions.
-  scheme->to(DType::f64);
-  for (const auto& [name, buffer] : scheme->named_buffers()) {
-    if (o.scheme == "log_decay" && name == "lambda") buffer.fill_(o.lambda);
-    if (o.scheme == "alibi" && name == "slopes")
-      buffer.copy_(Tensor::from_vector<double>({o.heads}, nn::alibi_slopes(o.heads)));
-  }
 
-  const int64_t q = o.query_length, k = o.key_length, off = o.query_offset;
-  const Tensor index = scheme->index(q, k, off);  // (q, k) i64 for t5 and shaw, else undefined
+  const nn::Positions p = nn::Positions::line(o.query_length, o.key_length, o.query_offset);
+  const Tensor index = scheme->index(p);  // (q, k) i64 for the table schemes, else undefined
   const bool fixed_bias = scheme->kind() == nn::PositionKind::additive_bias && !scheme->learned();
-  const Tensor bias = fixed_bias ? scheme->bias(q, k, off) : Tensor();  // (H, q, k)
+  const Tensor bias = fixed_bias ? scheme->bias(p) : Tensor();  // (H, q, k)
 
   if (o.json) {
-    out << "{\"scheme\":\"" << scheme->name() << "\",\"kind\":\"" << kind_name(scheme->kind()) << "\"";
+    out << "{\"scheme\":\"" << scheme->name() << "\",\"kind\":\"" << nn::kind_name(scheme->kind()) << "\"";
     if (index.defined()) out << ",\"buckets\":" << json_matrix(index);
     if (bias.defined()) out << ",\"bias\":" << json_bias(bias);
     out << "}\n";
     return 0;
   }
-
-  const std::string axes = "rows: queries " + range(off, q) + ", columns: keys " + range(0, k);
-  if (index.defined()) {
-    if (o.scheme == "t5")
-      out << "t5 buckets of key - query (" << (o.causal ? "causal" : "bidirectional") << ", " << o.num_buckets
-          << " buckets, max_distance " << o.max_distance << "; " << axes << "):\n";
-    else
-      out << "shaw index clip(key - query, -K, K) + K (K = " << o.max_relative_position << "; " << axes << "):\n";
-    const auto v = index.to_vector();
-    for (int64_t r = 0; r < q; ++r) {
-      for (int64_t c = 0; c < k; ++c) {
-        char buf[24];
-        std::snprintf(buf, sizeof buf, "%4lld", static_cast<long long>(v[r * k + c]));
-        out << buf;
-      }
-      out << "\n";
-    }
-    out << "Each index selects a row of the learned (" << (o.scheme == "t5" ? o.num_buckets : 2 * o.max_relative_position + 1)
-        << ", heads) table; the bias values need a trained checkpoint.\n";
-    return 0;
-  }
-  if (bias.defined()) {
-    const auto v = bias.to_vector();
-    const std::vector<double> slopes = o.scheme == "alibi" ? nn::alibi_slopes(o.heads) : std::vector<double>();
-    out << o.scheme << " bias " << (o.scheme == "alibi" ? "-m_h * |i - j|" : "-lambda * log(1 + |i - j|)") << " ("
-        << o.heads << (o.heads == 1 ? " head" : " heads") << "; " << axes << "):\n";
-    for (int64_t h = 0; h < o.heads; ++h) {
-      out << "head " << h << " (";
-      if (o.scheme == "alibi")
-        out << "slope " << json_number(slopes[h]);
-      else
-        out << "lambda " << json_number(o.lambda);
-      out << "):\n";
-      for (int64_t r = 0; r < q; ++r) {
-        for (int64_t c = 0; c < k; ++c) out << fixed4(v[(h * q + r) * k + c]);
-        out << "\n";
-      }
-    }
-    return 0;
-  }
-  switch (scheme->kind()) {
-    case nn::PositionKind::absolute:
-      out << o.scheme << ": absolute position embeddings added to the token embeddings; it has no bias matrix.\n";
-      break;
-    case nn::PositionKind::rotary:
-      out << o.scheme << ": rotary embeddings that rotate queries and keys by their positions; it has no bias matrix.\n";
-      break;
-    default:
-      out << o.scheme << ": no position information; it has no bias matrix.\n";
-      break;
-  }
+  if (index.defined()) print_index(*scheme, index, o, out);
+  else if (bias.defined()) print_bias(*scheme, bias, o, out);
+  else out << o.scheme << ": " << kind_sentence(scheme->kind()) << "; it has no bias matrix.\n";
   return 0;
 }
 

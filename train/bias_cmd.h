@@ -9,7 +9,7 @@ namespace rpb {
 
 /// The options of `rpb bias`; each field is set by the flag named beside it.
 struct BiasOptions {
-  std::string scheme = "t5";           // --scheme: learned | sinusoidal | rope | t5 | shaw | log_decay | alibi | none
+  std::string scheme = "t5";           // --scheme: a 1-D scheme (nn::scheme_names(1))
   int64_t num_buckets = 32;            // --num-buckets (t5)
   int64_t max_distance = 128;          // --max-distance (t5)
   bool causal = false;                 // --causal (t5): causal buckets; bidirectional without the flag

@@ -3,6 +3,8 @@
 
 #include "train/atomic_file.h"
 
+#include "core/autograd.h"
+
 #include <fcntl.h>
 #include <hdf5.h>
 #include <unistd.h>
@@ -753,6 +755,17 @@ void check_params(const Checkpoint& c, const nn::NamedTensors& expected, const s
   for (std::size_t i = 0; i < problems.size() && i < kShown; ++i) message += (i ? "; " : "") + problems[i];
   if (problems.size() > kShown) message += "; and " + std::to_string(problems.size() - kShown) + " more";
   RPB_FAIL(op.c_str(), message);
+}
+
+void load_parameters(const Checkpoint& c, nn::Module& model, const std::string& path) {
+  check_params(c, model.named_parameters(), path);
+  NoGradGuard no_grad;
+  for (const auto& [name, t] : model.named_parameters())
+    for (const auto& [cname, ct] : c.params)
+      if (cname == name) t.copy_(ct);
+  for (const auto& [name, t] : model.named_buffers(true))
+    for (const auto& [cname, ct] : c.buffers)
+      if (cname == name) t.copy_(ct);
 }
 
 void write_latest(const std::string& run_dir, const std::string& file_name) {

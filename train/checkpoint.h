@@ -79,6 +79,10 @@ Checkpoint load_checkpoint(const std::string& path);
 /// [2, 3] float32, found [3, 2] float32".
 void check_params(const Checkpoint& c, const nn::NamedTensors& expected, const std::string& path);
 
+/// Puts c.params and c.buffers into `model` (no gradient is recorded), after check_params(c,
+/// model.named_parameters(), path); buffers are matched by name.
+void load_parameters(const Checkpoint& c, nn::Module& model, const std::string& path);
+
 /// Atomically points the run folder's `latest` file at `file_name` (a bare name inside run_dir,
 /// e.g. "step_000100.h5"), with the same temp-file, fsync and rename steps as save_checkpoint.
 void write_latest(const std::string& run_dir, const std::string& file_name);

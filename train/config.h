@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/grid_model.h"
 #include "nn/transformer.h"
 #include "optim/adam.h"
 #include "optim/schedule.h"
@@ -25,22 +26,28 @@ struct OptimConfig {
   double grad_clip = 1.0;           // global-norm clipping; 0 disables
 };
 
-/// The 2-D grid model's options ([grid]); task.kind = "grid2d" trains a GridModel on side x side
-/// grids (run.length is the side) with position.scheme one of nn::grid_scheme_names().
-struct GridConfig {
-  int64_t window = 4;       // swin, swin_v2: window side
-  bool shift = true;        // every other block shifts its windows by window / 2
-  int64_t cpb_hidden = 256; // swin_v2: hidden width of the continuous bias MLP
-  int64_t max_side = 16;    // learned2d: largest grid side
+/// The 2-D grid model's windows ([grid]); task.kind = "grid2d" trains a GridModel on side x side grids
+/// (run.length is the side) with position.scheme one of nn::scheme_names(2). [grid] max_side is the learned2d
+/// table's side (model.position.max_side).
+struct GridConfig : nn::WindowOptions {
   int64_t eval_window = 0;  // swin, swin_v2: window used for evaluation (0: the trained one)
 };
 
-/// What `rpb extrapolate` sweeps: each method (position scheme) x task x seed is one run.
+/// One method of a sweep: a position scheme, and for the window schemes a window to evaluate with.
+struct SweepMethod {
+  std::string scheme;       // a registered scheme of the task's dims
+  int64_t eval_window = 0;  // "swin_v2@window8": evaluate the finished swin_v2 run with 8 x 8 windows
+  /// As written in configs and results ("swin_v2@window8").
+  std::string name() const;
+  /// Its label in result tables ("Swin V2 continuous (windows), eval window 8").
+  std::string label() const;
+};
+
+/// What `rpb extrapolate` sweeps: each method x task x seed is one run.
 struct SweepConfig {
-  std::vector<std::string> methods = {"learned", "sinusoidal", "rope", "t5", "shaw", "log_decay", "alibi", "none"};
+  std::vector<SweepMethod> methods;  // default: every scheme of the tasks' dims
   std::vector<uint64_t> seeds = {0};
   std::vector<std::string> tasks;  // task kinds; empty: the [task] table's kind only
-  // A method "swin_v2@window8" evaluates the finished swin_v2 run with grid.eval_window = 8.
 };
 
 struct RunConfig {
@@ -65,7 +72,27 @@ struct RunConfig {
 
   std::string source;                // the file it came from ("<string>" when parsed from text)
   std::string text;                  // the configuration as TOML, overrides applied (stored in checkpoints)
+
+  /// The run folder: <out_dir>/<name>.
+  std::string run_dir() const;
+  /// The number of dims of the task's grid: 2 for grid2d, 1 for the token tasks.
+  int64_t dims() const { return data::task_dims(task.kind); }
+  /// The options of the model's position scheme (PositionOptions::for_model with the task's dims).
+  nn::PositionOptions position() const { return nn::PositionOptions::for_model(model, dims()); }
 };
+
+/// What one run of a sweep changes in the sweep's config.
+struct SweepRun {
+  std::string task;     // task.kind
+  SweepMethod method;   // position.scheme and grid.eval_window
+  uint64_t seed = 0;    // run.seed
+  std::string out_dir;  // run.out_dir
+  std::string name;     // run.name
+};
+
+/// The config of one sweep run: `sweep`'s document with the run's keys set to typed values, read and validated
+/// as a whole like a file (so its text, stored in checkpoints, is the sweep's text with those keys).
+RunConfig run_config(const RunConfig& sweep, const SweepRun& run);
 
 /// Reads and validates a config file; `overrides` are "key=value" strings (dotted keys,
 /// TOML values: --set model.d_model=256 --set position.scheme="alibi").
@@ -74,8 +101,5 @@ RunConfig load_config(const std::string& path, const std::vector<std::string>& o
 /// The same from text; `source` names it in error messages.
 RunConfig parse_config(const std::string& text, const std::string& source,
                        const std::vector<std::string>& overrides = {});
-
-/// Levenshtein distance, for did-you-mean suggestions.
-int edit_distance(const std::string& a, const std::string& b);
 
 }  // namespace rpb

@@ -164,6 +164,13 @@ std::string Task::decode(const std::vector<int32_t>& tokens) const {
   return s;
 }
 
+const std::vector<std::string>& task_kinds() {
+  static const std::vector<std::string> kinds{"markov", "lag", "kjv", "grid2d"};
+  return kinds;
+}
+
+int64_t task_dims(const std::string& kind) { return kind == "grid2d" ? 2 : 1; }
+
 std::unique_ptr<Task> make_task(const TaskOptions& options) {
   if (options.kind == "markov") return std::make_unique<MarkovTask>(options);
   if (options.kind == "lag") return std::make_unique<LagTask>(options);

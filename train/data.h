@@ -54,6 +54,11 @@ class Task {
   std::vector<int32_t> train_, valid_, test_;
 };
 
+/// Every task kind a run config accepts (task.kind): the token tasks below and "grid2d" (train/grid2d.h).
+const std::vector<std::string>& task_kinds();
+/// The dims of a task's positions: 2 for "grid2d" (cells of a grid), 1 for the token tasks.
+int64_t task_dims(const std::string& kind);
+
 /// Builds the task `options.kind` names. Unknown kinds and out-of-range values throw
 /// rpb::Error naming the option and the value ("task.order must be >= 1, got 0").
 std::unique_ptr<Task> make_task(const TaskOptions& options);

@@ -10,36 +10,13 @@
 #include <map>
 #include <sstream>
 
+#include "nn/position.h"
 #include "train/atomic_file.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
 
 namespace rpb {
-
-std::string method_label(const std::string& method) {
-  static const std::map<std::string, std::string> labels = {
-      {"learned", "Learned PE"},        {"sinusoidal", "Sinusoidal"},     {"rope", "RoPE"},
-      {"t5", "T5 bias"},                {"shaw", "Shaw (clipped)"},       {"log_decay", "Log-decay"},
-      {"alibi", "ALiBi"},               {"none", "NoPE (none)"},          {"swin", "Swin V1 table (windows)"},
-      {"swin_v2", "Swin V2 continuous (windows)"}, {"learned2d", "Learned 2-D (global)"},
-      {"sinusoidal2d", "Sinusoidal 2-D (global)"},  {"alibi2d", "ALiBi 2-D (global)"},
-      {"clipped2d", "Clipped 2-D table (global)"}};
-  const auto at = method.find("@window");
-  const std::string base = method.substr(0, at);
-  const auto it = labels.find(base);
-  std::string label = it == labels.end() ? base : it->second;
-  if (at != std::string::npos) label += ", eval window " + method.substr(at + 7);
-  return label;
-}
-
-namespace {
-// Parameters that encode position: the 1-D and 2-D schemes' modules, Swin's tables and bias MLPs.
-bool is_position_param(const std::string& name) {
-  return name.rfind("pos.", 0) == 0 || name.find(".pos.") != std::string::npos ||
-         name.find("relative_position_bias_table") != std::string::npos || name.find("cpb_mlp") != std::string::npos;
-}
-}  // namespace
 
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v) {
   std::vector<double> x;
@@ -58,6 +35,20 @@ std::optional<std::pair<double, double>> mean_std(const std::vector<std::optiona
 namespace {
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+// The run of one method, task and seed: trained, or resumed, or reused when it has finished.
+void train_or_reuse(Run& run, MethodResult& row, const std::string& what) {
+  const auto latest = run.latest();
+  if (latest && latest->second.step >= run.config().steps) {
+    spdlog::info("{}: finished earlier, reusing {}", what, run.dir());
+    run.restore(latest->second, latest->first);
+    return;
+  }
+  spdlog::info("{}: training in {}", what, run.dir());
+  const auto t0 = std::chrono::steady_clock::now();
+  run.train(/*resume=*/true);
+  row.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 std::string cell(const std::optional<std::pair<double, double>>& ms, bool with_std) {
   if (!ms) return "n/a";
@@ -83,36 +74,21 @@ SweepResult run_sweep(const RunConfig& base) {
   result.seeds = base.sweep.seeds;
   const std::vector<std::string> tasks = base.sweep.tasks.empty() ? std::vector<std::string>{base.task.kind}
                                                                   : base.sweep.tasks;
-  const std::string root = (fs::path(base.out_dir) / base.name).string();
+  const std::string root = base.run_dir();
   const std::size_t total = tasks.size() * base.sweep.methods.size() * base.sweep.seeds.size();
   std::size_t done = 0;
   for (const std::string& task : tasks)
-    for (const std::string& method : base.sweep.methods) {
+    for (const SweepMethod& method : base.sweep.methods) {
       MethodResult row;
       row.task = task;
       row.method = method;
       for (uint64_t seed : base.sweep.seeds) {
         // "swin_v2@window8" reuses the swin_v2 run and evaluates it with another window.
-        const auto at = method.find("@window");
-        const std::string scheme = method.substr(0, at);
-        const std::string dir = (fs::path(root) / task / scheme).string();
-        std::vector<std::string> overrides = {"run.out_dir=" + quoted(dir), "run.name=" + quoted("seed" + std::to_string(seed)),
-                                              "run.seed=" + std::to_string(seed), "position.scheme=" + quoted(scheme),
-                                              "task.kind=" + quoted(task)};
-        if (at != std::string::npos) overrides.push_back("grid.eval_window=" + method.substr(at + 7));
-        const RunConfig cfg = parse_config(base.text, base.source, overrides);
-        Run run(cfg);
+        const SweepRun sr{task, method, seed, (fs::path(root) / task / method.scheme).string(),
+                          "seed" + std::to_string(seed)};
+        Run run(run_config(base, sr));
         ++done;
-        if (run.finished()) {
-          spdlog::info("[{}/{}] {} / {} / seed {}: finished earlier, reusing {}", done, total, task, method, seed,
-                       run.dir());
-          run.load_latest();
-        } else {
-          spdlog::info("[{}/{}] {} / {} / seed {}: training in {}", done, total, task, method, seed, run.dir());
-          const auto t0 = std::chrono::steady_clock::now();
-          run.train(/*resume=*/true);
-          row.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        }
+        train_or_reuse(run, row, fmt::format("[{}/{}] {} / {} / seed {}", done, total, task, method.name(), seed));
         std::vector<std::optional<double>> ppl;
         row.lengths.clear();
         for (const LengthResult& r : run.evaluate()) {
@@ -121,10 +97,7 @@ SweepResult run_sweep(const RunConfig& base) {
         }
         row.ppl.push_back(ppl);
         row.optimal_ppl = run.optimal_perplexity();
-        int64_t pos_params = 0;
-        for (const auto& [name, t] : run.model().named_parameters())
-          if (is_position_param(name)) pos_params += t.numel();
-        row.position_params = pos_params;
+        row.position_params = nn::position_parameter_count(run.model());
       }
       result.rows.push_back(row);
     }
@@ -137,7 +110,7 @@ std::string format_table(const SweepResult& r) {
   for (const MethodResult& m : r.rows) {
     if (m.task != current_task) {
       current_task = m.task;
-      const bool grid = m.task == "grid2d";
+      const bool grid = data::task_dims(m.task) == 2;
       os << "\nTask: " << m.task << " (train " << (grid ? "grid " : "length ") << r.train_length;
       if (grid) os << " x " << r.train_length << ", columns: grid side";
       os << ", " << r.seeds.size() << " seed" << (r.seeds.size() == 1 ? "" : "s") << ", perplexity mean ± std)";
@@ -148,7 +121,7 @@ std::string format_table(const SweepResult& r) {
       for (std::size_t j = 1; j < r.multipliers.size(); ++j) os << "|---";
       os << "|\n";
     }
-    os << "| " << method_label(m.method) << " | " << m.position_params;
+    os << "| " << m.method.label() << " | " << m.position_params;
     for (std::size_t j = 0; j < r.multipliers.size(); ++j) os << " | " << cell(mean_std(column(m, j)), r.seeds.size() > 1);
     os << " |\n";
   }
@@ -163,7 +136,7 @@ std::string csv(const SweepResult& r) {
   for (const MethodResult& m : r.rows)
     for (std::size_t s = 0; s < m.ppl.size(); ++s)
       for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
-        os << m.task << "," << m.method << "," << m.position_params << "," << r.seeds[s] << "," << r.multipliers[j]
+        os << m.task << "," << m.method.name() << "," << m.position_params << "," << r.seeds[s] << "," << r.multipliers[j]
            << "," << m.lengths[j] << ",";
         if (m.ppl[s][j]) os << std::setprecision(10) << *m.ppl[s][j];
         os << ",";
@@ -189,8 +162,8 @@ std::string json(const SweepResult& r) {
   os << "],\n  \"rows\": [\n";
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
     const MethodResult& m = r.rows[i];
-    os << "    {\"task\": " << quoted(m.task) << ", \"method\": " << quoted(m.method) << ", \"label\": "
-       << quoted(method_label(m.method)) << ", \"position_params\": " << m.position_params
+    os << "    {\"task\": " << quoted(m.task) << ", \"method\": " << quoted(m.method.name()) << ", \"label\": "
+       << quoted(m.method.label()) << ", \"position_params\": " << m.position_params
        << ", \"optimal_perplexity\": " << json_number(m.optimal_ppl) << ",\n     \"perplexity\": [";
     for (std::size_t s = 0; s < m.ppl.size(); ++s) {
       os << (s ? ", " : "") << "[";
@@ -251,7 +224,7 @@ std::string svg(const SweepResult& r) {
          << mult * r.train_length << "</text>\n";
     }
     os << "<text x=\"" << ml + pw / 2 << "\" y=\"" << top + ph + 36 << "\" text-anchor=\"middle\">"
-       << (tasks[ti] == "grid2d" ? "evaluation grid side (cells, log scale)" : "evaluation length (tokens, log scale)")
+       << (data::task_dims(tasks[ti]) == 2 ? "evaluation grid side (cells, log scale)" : "evaluation length (tokens, log scale)")
        << "</text>\n";
     for (int k = 0; k <= 4; ++k) {
       const double v = std::pow(10.0, ylo + (yhi - ylo) * k / 4.0), y = Y(v);
@@ -277,7 +250,7 @@ std::string svg(const SweepResult& r) {
       if (!path.empty()) os << "<path d=\"" << path << "\" fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\"/>\n";
       os << "<line x1=\"" << ml + pw + 15 << "\" y1=\"" << ly << "\" x2=\"" << ml + pw + 35 << "\" y2=\"" << ly
          << "\" stroke=\"" << c << "\" stroke-width=\"2\"/><text x=\"" << ml + pw + 40 << "\" y=\"" << ly + 4 << "\">"
-         << method_label(m.method) << "</text>\n";
+         << m.method.label() << "</text>\n";
       ly += 18;
     }
     for (const auto& m : r.rows)

@@ -12,7 +12,7 @@ namespace rpb {
 /// One method (position scheme) on one task, over the sweep's seeds.
 struct MethodResult {
   std::string task;
-  std::string method;
+  SweepMethod method;
   int64_t position_params = 0;
   std::vector<int64_t> lengths;                            // evaluated lengths (multiples of the train length)
   std::vector<std::vector<std::optional<double>>> ppl;     // [seed][length]; nullopt: cannot run at that length
@@ -27,9 +27,6 @@ struct SweepResult {
   std::vector<uint64_t> seeds;
   std::vector<MethodResult> rows;
 };
-
-/// Human-readable name of a scheme in the table ("T5 bias", "ALiBi", ...).
-std::string method_label(const std::string& scheme);
 
 /// Trains (or reuses) every method x task x seed run of the sweep, evaluates each at every
 /// multiplier of the train length, and returns the table. Runs live in

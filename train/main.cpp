@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "nn/position.h"
 #include "train/bias_cmd.h"
 #include "train/commands.h"
 #include "train/demo.h"
@@ -29,7 +30,9 @@ int main(int argc, char** argv) {
   rpb::BiasOptions bias;
   CLI::App* bias_cmd =
       app.add_subcommand("bias", "Print a position scheme's bucket/index matrix, or its bias if it is fixed");
-  bias_cmd->add_option("--scheme", bias.scheme, "learned | sinusoidal | rope | t5 | shaw | log_decay | alibi | none");
+  std::string schemes;
+  for (const std::string& n : rpb::nn::scheme_names(1)) schemes += (schemes.empty() ? "" : " | ") + n;
+  bias_cmd->add_option("--scheme", bias.scheme, schemes);
   bias_cmd->add_option("--num-buckets", bias.num_buckets, "t5: number of buckets");
   bias_cmd->add_option("--max-distance", bias.max_distance, "t5: distance where the log buckets end");
   bias_cmd->add_flag("--causal", bias.causal, "t5: causal buckets (bidirectional without this flag)");

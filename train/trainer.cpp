@@ -72,7 +72,7 @@ std::optional<std::string> first_non_finite_param(const std::vector<optim::Named
 }  // namespace
 
 Run::Run(const RunConfig& config) : config_(config) {
-  dir_ = (fs::path(config_.out_dir) / config_.name).string();
+  dir_ = config_.run_dir();
   workload_ = make_workload(config_);
   optimizer_ = make_optimizer(config_.optim, workload_->model().named_parameters());
 }
@@ -93,15 +93,7 @@ Checkpoint Run::snapshot(int64_t step) const {
 }
 
 void Run::restore(const Checkpoint& c, const std::string& file) {
-  nn::Module& model = workload_->model();
-  check_params(c, model.named_parameters(), file);
-  NoGradGuard no_grad;
-  for (const auto& [name, t] : model.named_parameters())
-    for (const auto& [cname, ct] : c.params)
-      if (cname == name) t.copy_(ct);
-  for (const auto& [name, t] : model.named_buffers(true))
-    for (const auto& [cname, ct] : c.buffers)
-      if (cname == name) t.copy_(ct);
+  load_parameters(c, workload_->model(), file);
   optimizer_->load_state(c.optim);
   workload_->load_state(c, file);
   metrics_ = c.metrics;
@@ -113,19 +105,12 @@ void Run::save(int64_t step) {
   write_latest(dir_, name);
 }
 
-bool Run::finished() const {
-  const std::string latest = read_latest(dir_);
-  if (latest.empty()) return false;
-  return load_checkpoint(latest).step >= config_.steps;
+std::optional<std::pair<std::string, Checkpoint>> Run::latest() const {
+  std::string file = read_latest(dir_);
+  if (file.empty()) return std::nullopt;
+  Checkpoint c = load_checkpoint(file);
+  return std::make_pair(std::move(file), std::move(c));
 }
-
-void Run::load_latest() {
-  const std::string latest = read_latest(dir_);
-  RPB_CHECK(!latest.empty(), "run", "no checkpoint in ", dir_, " (no `latest` file)");
-  load(latest);
-}
-
-void Run::load(const std::string& file) { restore(load_checkpoint(file), file); }
 
 TrainSummary Run::train(bool resume) {
   fs::create_directories(dir_);

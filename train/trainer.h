@@ -34,10 +34,10 @@ class Run {
   /// checkpoints is an error (nothing is overwritten).
   TrainSummary train(bool resume);
 
-  /// Loads the latest checkpoint of the run folder into the model, optimizer and samplers.
-  void load_latest();
-  /// Loads the checkpoint `file` (of this run's architecture) into the model, optimizer and samplers.
-  void load(const std::string& file);
+  /// The checkpoint the run folder's `latest` names, read, with its file; nullopt when there is none.
+  std::optional<std::pair<std::string, Checkpoint>> latest() const;
+  /// Puts checkpoint `c` (read from `file`, of this run's architecture) into the model, optimizer and samplers.
+  void restore(const Checkpoint& c, const std::string& file);
 
   /// Perplexity on the held-out test stream at every length of config.eval_multipliers
   /// (or at `lengths` when given), scoring the same tokens at each length.
@@ -49,8 +49,6 @@ class Run {
   std::optional<double> optimal_perplexity() const { return workload_->optimal_perplexity(); }
   nn::Module& model() { return workload_->model(); }
   const std::string& dir() const { return dir_; }
-  /// True when the latest checkpoint has reached config.steps.
-  bool finished() const;
 
   /// What on_gradients() calls: the step being taken (1-based) and the parameters, their gradients set.
   using GradientHook = std::function<void(int64_t step, const std::vector<optim::NamedParam>& params)>;
@@ -61,7 +59,6 @@ class Run {
 
  private:
   Checkpoint snapshot(int64_t step) const;
-  void restore(const Checkpoint& c, const std::string& file);
   void save(int64_t step);
 
   RunConfig config_;

@@ -3,7 +3,7 @@
 namespace rpb {
 
 std::unique_ptr<Workload> make_workload(const RunConfig& config) {
-  return config.task.kind == "grid2d" ? make_grid_workload(config) : make_lm_workload(config);
+  return config.dims() == 2 ? make_grid_workload(config) : make_lm_workload(config);
 }
 
 }  // namespace rpb

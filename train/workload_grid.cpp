@@ -14,23 +14,11 @@ class GridWorkload final : public Workload {
  public:
   explicit GridWorkload(const RunConfig& c)
       : config_(c), task_(options(c)), sampler_(c.seed ^ kGridSamplerSalt) {
-    nn::GridModelOptions m;
+    nn::TransformerOptions m = c.model;
     m.vocab = task_.vocab();
-    m.d_model = c.model.d_model;
-    m.heads = c.model.heads;
-    m.layers = c.model.layers;
-    m.d_ff = c.model.d_ff;
-    m.dropout = c.model.dropout;
-    m.fused_attention = c.model.fused_attention;
-    m.init_std = c.model.init_std;
-    m.scheme = c.model.position.scheme;
-    m.window = c.grid.window;
-    m.shift = c.grid.shift;
-    m.cpb_hidden = c.grid.cpb_hidden;
-    m.max_side = c.grid.max_side;
-    m.max_relative_position = c.model.position.max_relative_position;
+    m.causal = false;
     Generator init_gen(c.seed);
-    model_ = std::make_unique<nn::GridModel>(m, init_gen);
+    model_ = std::make_unique<nn::GridModel>(m, c.grid, init_gen);
   }
 
   nn::Module& model() override { return *model_; }

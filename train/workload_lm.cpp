@@ -61,12 +61,12 @@ class LmWorkload final : public Workload {
     const auto segments = data::make_eval_segments(task_->test_stream(), config_.length, mult, config_.eval_tokens);
     model_->eval();
     std::vector<LengthResult> out;
-    const nn::PositionOptions& p = config_.model.position;
+    const int64_t limit = model_->max_length();  // learned positions end at their table
     for (std::size_t i = 0; i < segments.size(); ++i) {
       LengthResult r;
       r.length = segments[i].length;
       r.multiplier = mult[i];
-      if (!(p.scheme == "learned" && r.length > p.max_positions)) r.nll = mean_nll(segments[i]);
+      if (limit == 0 || r.length <= limit) r.nll = mean_nll(segments[i]);
       out.push_back(r);
     }
     model_->train();

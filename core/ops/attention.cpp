@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "core/ops.h"
 #include "core/ops/kernels.h"
@@ -42,17 +43,17 @@ using TileBuffer = std::vector<T, Eigen::aligned_allocator<T>>;
 // Shapes, positions and memory layout of one call.
 struct Geometry {
   int64_t B = 0, H = 0, Tq = 0, Tk = 0, dh = 0, R = 0;
-  int64_t G = 0;             // windows in window_mask (0: none)
-  int64_t gh = 0, gw = 0;    // grid height and width (gw = 0: 1-D)
+  int64_t G = 0;  // groups in score_bias (0: none)
+  // The bias column of query i and key j is key_code[j] - query_code[i] (see RelativeBias): on a line
+  // key_code[j] = j + Tq - 1 and query_code[i] = i, so along a row the columns are contiguous; a lattice
+  // codes each cell as the dot product of its coordinates with the column strides.
+  bool line = true;
+  std::vector<int64_t> query_code, key_code;  // lattice only
   AttentionSpec spec;
   // Row strides: q, k and v (and their gradients) share one; out and its gradient another.
   int64_t in_row = 0, out_row = 0;
 
-  // The rel_bias entry of query i and key j (see core/ops.h).
-  int64_t rel_index(int64_t i, int64_t j) const {
-    if (gw == 0) return j - i + Tq - 1;
-    return (j / gw - i / gw + gh - 1) * (2 * gw - 1) + (j % gw - i % gw + gw - 1);
-  }
+  int64_t rel_index(int64_t i, int64_t j) const { return line ? j - i + Tq - 1 : key_code[j] - query_code[i]; }
   // One past the last key a query tile ending (exclusive) at i_end may see.
   int64_t key_end(int64_t i_end) const { return spec.causal ? std::min(Tk, spec.q_offset + i_end) : Tk; }
 
@@ -80,19 +81,19 @@ struct Task {
   const T* v;              // (Tk, dh), rows in_row apart
   const T* rel;            // (R) or null
   const uint8_t* padded;   // (Tk) or null
-  const T* window;         // (Tq, Tk) or null
+  const T* score;          // (Tq, Tk) or null
 };
 
 template <typename T>
 Task<T> task_of(const Geometry& g, int64_t task, const T* q, const T* k, const T* v, const T* rel,
-                const uint8_t* padded, const T* window) {
+                const uint8_t* padded, const T* score) {
   const int64_t b = task / g.H, h = task % g.H;
   return {q + g.q_offset_of(b, h),
           k + g.k_offset_of(b, h),
           v + g.v_offset_of(b, h),
           rel ? rel + h * g.R : nullptr,
           padded ? padded + b * g.Tk : nullptr,
-          window ? window + (b % g.G) * g.Tq * g.Tk : nullptr};
+          score ? score + (b % g.G) * g.Tq * g.Tk : nullptr};
 }
 
 // S (bq, bk) = scale Q[i0:] K[j0:]^T + bias + masks; masked entries are -inf.
@@ -103,7 +104,7 @@ void score_tile(const Geometry& g, const Task<T>& t, int64_t i0, int64_t bq, int
                 CSMat<T>(t.k + j0 * row, bk, dh, Eigen::OuterStride<>(row)).transpose();
   if (g.spec.scale != 1.0) S *= static_cast<T>(g.spec.scale);
   if (t.rel) {
-    if (g.gw == 0) {
+    if (g.line) {
       // Along a row the offset grows with the key: a contiguous slice of rel.
       for (int64_t r = 0; r < bq; ++r)
         S.row(r) += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(t.rel + g.rel_index(i0 + r, j0), bk);
@@ -112,7 +113,7 @@ void score_tile(const Geometry& g, const Task<T>& t, int64_t i0, int64_t bq, int
         for (int64_t c = 0; c < bk; ++c) S(r, c) += t.rel[g.rel_index(i0 + r, j0 + c)];
     }
   }
-  if (t.window) S += CSMat<T>(t.window + i0 * g.Tk + j0, bq, bk, Eigen::OuterStride<>(g.Tk));
+  if (t.score) S += CSMat<T>(t.score + i0 * g.Tk + j0, bq, bk, Eigen::OuterStride<>(g.Tk));
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   if (t.padded)
     for (int64_t c = 0; c < bk; ++c)
@@ -211,7 +212,7 @@ void backward_task(const Geometry& g, const Task<T>& t, const T* out, const T* l
       dS = (P.array() * (dS.array().colwise() - D.head(bq))).matrix();
       if (drel) {
         for (int64_t r = 0; r < bq; ++r) {
-          if (g.gw == 0) {
+          if (g.line) {
             double* d = drel + g.rel_index(i0 + r, j0);
             for (int64_t c = 0; c < bk; ++c) d[c] += dS(r, c);
           } else {
@@ -236,12 +237,9 @@ std::vector<uint8_t> padding_bytes(const Tensor& mask) {
   return out;
 }
 
-}  // namespace
-
-Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rel_bias,
-                       const Tensor& key_padding, const Tensor& window_mask, const AttentionSpec& spec) {
-  Geometry g;
-  g.spec = spec;
+// B, H, Tq, Tk, dh and the row strides of q, k, v and out, checked.
+void set_shapes(Geometry& g, const Tensor& q, const Tensor& k, const Tensor& v) {
+  const AttentionSpec& spec = g.spec;
   if (spec.packed_qkv) {
     RPB_CHECK(q.dim() == 5 && q.size(2) == 3 && !k.defined() && !v.defined(), "fused_attention",
               "packed_qkv expects one (B, T, 3, H, dh) tensor and undefined k and v, got ", q.shape(),
@@ -262,42 +260,144 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   }
   RPB_CHECK(q.is_floating(), "fused_attention", "expected float tensors, got ", dtype_name(q.dtype()), " ", q.shape());
   RPB_CHECK(spec.q_offset >= 0, "fused_attention", "q_offset ", spec.q_offset, " must be >= 0");
-  if (spec.grid_width > 0) {
-    g.gw = spec.grid_width;
-    RPB_CHECK(g.Tq == g.Tk && g.Tq % g.gw == 0 && spec.q_offset == 0, "fused_attention", "grid width ", g.gw,
-              " needs Tq == Tk, a multiple of it, and q_offset 0; got Tq ", g.Tq, ", Tk ", g.Tk, ", q_offset ",
-              spec.q_offset);
-    g.gh = g.Tq / g.gw;
-    g.R = (2 * g.gh - 1) * (2 * g.gw - 1);
-  } else {
-    RPB_CHECK(spec.grid_width == 0, "fused_attention", "grid_width must be >= 0, got ", spec.grid_width);
+}
+
+// "[n_0, n_1]" for messages.
+std::string extents_text(const std::vector<int64_t>& grid) {
+  std::string s = "[";
+  for (std::size_t a = 0; a < grid.size(); ++a) s += (a ? ", " : "") + std::to_string(grid[a]);
+  return s + "]";
+}
+
+// R and, on a lattice, the cell codes whose differences are the columns (see Geometry).
+void set_bias_layout(Geometry& g, const std::vector<int64_t>& grid) {
+  g.line = grid.empty();
+  if (g.line) {
     g.R = g.Tq + g.Tk - 1;
+    return;
   }
-  if (rel_bias.defined())
-    RPB_CHECK(rel_bias.dtype() == q.dtype() && rel_bias.shape() == Shape({g.H, g.R}), "fused_attention",
-              "rel_bias ", dtype_name(rel_bias.dtype()), " ", rel_bias.shape(), " is not ", dtype_name(q.dtype()),
+  int64_t cells = 1;
+  for (int64_t n : grid) {
+    RPB_CHECK(n >= 1 && n <= g.Tq / cells, "fused_attention", "bias grid ", extents_text(grid),
+              " has an extent below 1 or more cells than the ", g.Tq, " queries");
+    cells *= n;
+  }
+  RPB_CHECK(g.Tq == g.Tk && g.Tq == cells && g.spec.q_offset == 0, "fused_attention", "a bias over the grid ",
+            extents_text(grid), " needs Tq == Tk == ", cells, " tokens and q_offset 0; got Tq ", g.Tq, ", Tk ", g.Tk,
+            ", q_offset ", g.spec.q_offset);
+  // stride_a = prod_{b > a} (2 n_b - 1); a cell's code is sum_a coord_a * stride_a, and a key's is shifted by
+  // sum_a (n_a - 1) * stride_a, so that key_code - query_code = sum_a (o_a + n_a - 1) * stride_a.
+  const int d = static_cast<int>(grid.size());
+  std::vector<int64_t> stride(static_cast<std::size_t>(d));
+  int64_t s = 1, shift = 0;
+  for (int a = d - 1; a >= 0; --a) {
+    stride[a] = s;
+    shift += (grid[a] - 1) * s;
+    s *= 2 * grid[a] - 1;
+  }
+  g.R = s;
+  g.query_code.assign(static_cast<std::size_t>(cells), 0);
+  for (int64_t p = 0; p < cells; ++p) {
+    int64_t rest = p;
+    for (int a = d - 1; a >= 0; --a) {
+      g.query_code[p] += rest % grid[a] * stride[a];
+      rest /= grid[a];
+    }
+  }
+  g.key_code = g.query_code;
+  for (int64_t& c : g.key_code) c += shift;
+}
+
+// The geometry of one call, with every input checked against it.
+Geometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v, const RelativeBias& bias,
+                     const Tensor& key_padding, const Tensor& score_bias, const AttentionSpec& spec) {
+  Geometry g;
+  g.spec = spec;
+  set_shapes(g, q, k, v);
+  set_bias_layout(g, bias.grid);
+  if (bias.defined())
+    RPB_CHECK(bias.table.dtype() == q.dtype() && bias.table.shape() == Shape({g.H, g.R}), "fused_attention",
+              "rel_bias ", dtype_name(bias.table.dtype()), " ", bias.table.shape(), " is not ", dtype_name(q.dtype()),
               " (H, R) = (", g.H, ", ", g.R, ") for ", g.Tq, " queries and ", g.Tk, " keys",
-              g.gw ? " on a grid" : " (R = Tq + Tk - 1)");
+              g.line ? " (R = Tq + Tk - 1)" : " on a grid");
   if (key_padding.defined())
     RPB_CHECK(key_padding.shape() == Shape({g.B, g.Tk}), "fused_attention", "key_padding ", key_padding.shape(),
               " is not (B, Tk) = (", g.B, ", ", g.Tk, ")");
-  if (window_mask.defined()) {
-    RPB_CHECK(window_mask.dtype() == q.dtype() && window_mask.dim() == 3 && window_mask.size(0) > 0 &&
-                  g.B % window_mask.size(0) == 0 && window_mask.size(1) == g.Tq && window_mask.size(2) == g.Tk,
-              "fused_attention", "window_mask ", dtype_name(window_mask.dtype()), " ", window_mask.shape(),
+  if (score_bias.defined()) {
+    RPB_CHECK(score_bias.dtype() == q.dtype() && score_bias.dim() == 3 && score_bias.size(0) > 0 &&
+                  g.B % score_bias.size(0) == 0 && score_bias.size(1) == g.Tq && score_bias.size(2) == g.Tk,
+              "fused_attention", "score_bias ", dtype_name(score_bias.dtype()), " ", score_bias.shape(),
               " is not (G, Tq, Tk) = (G, ", g.Tq, ", ", g.Tk, ") with G dividing B = ", g.B);
-    RPB_CHECK(!window_mask.requires_grad(), "fused_attention", "window_mask ", window_mask.shape(),
+    RPB_CHECK(!score_bias.requires_grad(), "fused_attention", "score_bias ", score_bias.shape(),
               " is a constant: it takes no gradient");
-    g.G = window_mask.size(0);
+    g.G = score_bias.size(0);
   }
+  return g;
+}
 
-  const std::vector<uint8_t> padded = key_padding.defined() ? padding_bytes(key_padding) : std::vector<uint8_t>();
+// What backward reads: the inputs (detached), the padding bytes, the output and the row log-sum-exp.
+struct Saved {
+  Geometry g;
+  Tensor q, k, v, rel, score, out, lse;
+  std::vector<uint8_t> padded;
+};
+
+// The backward rule: one task per (batch, head), as forward.
+void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
+  const Geometry& g = s.g;
+  const bool need_rel = gi.needed(3);
+  // Packed: one (B, T, 3, H, dh) gradient holds dq, dk and dv, as the input held q, k and v.
+  const bool packed = g.spec.packed_qkv;
+  // Every element belongs to one task's q, k or v rows, which backward_task writes whole.
+  Tensor dq = Tensor::empty(s.q.shape(), s.q.dtype());
+  Tensor dk = packed ? dq : Tensor::empty(s.k.shape(), s.k.dtype());
+  Tensor dv = packed ? dq : Tensor::empty(s.v.shape(), s.v.dtype());
+  // One accumulator per task, summed over the batch in order afterwards: deterministic.
+  std::vector<double> drel_tasks(need_rel ? g.B * g.H * g.R : 0, 0.0);
+  dispatch_float(s.q.dtype(), "fused_attention", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* prel = s.rel.defined() ? s.rel.data<T>() : nullptr;
+    const T* pscore = s.score.defined() ? s.score.data<T>() : nullptr;
+    const uint8_t* ppad = s.padded.empty() ? nullptr : s.padded.data();
+    const T* pq = s.q.data<T>();
+    const T* pk = packed ? pq : s.k.data<T>();
+    const T* pv = packed ? pq : s.v.data<T>();
+    const T *po = s.out.data<T>(), *pl = s.lse.data<T>(), *pg = grad.data<T>();
+    T *pdq = dq.mutable_data<T>(), *pdk = dk.mutable_data<T>(), *pdv = dv.mutable_data<T>();
+    parallel_for(g.B * g.H, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t b = task / g.H, h = task % g.H, oo = g.out_offset_of(b, h);
+        backward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pscore), po + oo, pl + task * g.Tq, pg + oo,
+                      pdq + g.q_offset_of(b, h), pdk + g.k_offset_of(b, h), pdv + g.v_offset_of(b, h),
+                      need_rel ? drel_tasks.data() + task * g.R : nullptr);
+      }
+    });
+  });
+  if (gi.needed(0)) gi.set(0, dq);
+  if (!packed && gi.needed(1)) gi.set(1, dk);
+  if (!packed && gi.needed(2)) gi.set(2, dv);
+  if (need_rel) {
+    std::vector<double> drel(g.H * g.R, 0.0);
+    for (int64_t b = 0; b < g.B; ++b)
+      for (int64_t i = 0; i < g.H * g.R; ++i) drel[i] += drel_tasks[b * g.H * g.R + i];
+    Tensor d = Tensor::from_vector<double>({g.H, g.R}, drel);
+    gi.set(3, d.dtype() == s.q.dtype() ? d : d.to(s.q.dtype()));
+  }
+}
+
+}  // namespace
+
+Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RelativeBias& bias,
+                       const Tensor& key_padding, const Tensor& score_bias, const AttentionSpec& spec) {
+  const Geometry g = geometry_of(q, k, v, bias, key_padding, score_bias, spec);
+  const Tensor& rel = bias.table;
+  std::vector<uint8_t> padded = key_padding.defined() ? padding_bytes(key_padding) : std::vector<uint8_t>();
   Tensor out = Tensor::empty(spec.packed_qkv ? Shape{g.B, g.Tq, g.H, g.dh} : q.shape(), q.dtype());
   Tensor lse = Tensor::empty({g.B, g.H, g.Tq}, q.dtype());
   dispatch_float(q.dtype(), "fused_attention", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T* prel = rel_bias.defined() ? rel_bias.data<T>() : nullptr;
-    const T* pwin = window_mask.defined() ? window_mask.data<T>() : nullptr;
+    const T* prel = rel.defined() ? rel.data<T>() : nullptr;
+    const T* pscore = score_bias.defined() ? score_bias.data<T>() : nullptr;
     const uint8_t* ppad = padded.empty() ? nullptr : padded.data();
     const T* pq = q.data<T>();
     const T* pk = spec.packed_qkv ? pq : k.data<T>();
@@ -306,56 +406,17 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
     T* pl = lse.mutable_data<T>();
     parallel_for(g.B * g.H, [&](int64_t begin, int64_t end) {
       for (int64_t task = begin; task < end; ++task)
-        forward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pwin),
+        forward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pscore),
                      po + g.out_offset_of(task / g.H, task % g.H), pl + task * g.Tq);
     });
   });
 
-  if (autograd::should_record({&q, &k, &v, &rel_bias})) {
-    autograd::record(
-        OpKind::FusedAttention, out, {&q, &k, &v, &rel_bias},
-        [g, sq = q.detach(), sk = k.defined() ? k.detach() : Tensor(), sv = v.defined() ? v.detach() : Tensor(), srel = rel_bias.defined() ? rel_bias.detach() : Tensor(),
-         padded, swin = window_mask.defined() ? window_mask.detach() : Tensor(), so = out.detach(),
-         lse](const Tensor& grad, InputGrads& gi) {
-          const bool need_rel = gi.needed(3);
-          // Packed: one (B, T, 3, H, dh) gradient holds dq, dk and dv, as the input held q, k and v.
-          const bool packed = g.spec.packed_qkv;
-          // Every element belongs to one task's q, k or v rows, which backward_task writes whole.
-          Tensor dq = Tensor::empty(sq.shape(), sq.dtype());
-          Tensor dk = packed ? dq : Tensor::empty(sk.shape(), sk.dtype());
-          Tensor dv = packed ? dq : Tensor::empty(sv.shape(), sv.dtype());
-          // One accumulator per task, summed over the batch in order afterwards: deterministic.
-          std::vector<double> drel_tasks(need_rel ? g.B * g.H * g.R : 0, 0.0);
-          dispatch_float(sq.dtype(), "fused_attention", [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            const T* prel = srel.defined() ? srel.data<T>() : nullptr;
-            const T* pwin = swin.defined() ? swin.data<T>() : nullptr;
-            const uint8_t* ppad = padded.empty() ? nullptr : padded.data();
-            const T* pq = sq.data<T>();
-            const T* pk = packed ? pq : sk.data<T>();
-            const T* pv = packed ? pq : sv.data<T>();
-            const T *po = so.data<T>(), *pl = lse.data<T>(), *pg = grad.data<T>();
-            T *pdq = dq.mutable_data<T>(), *pdk = dk.mutable_data<T>(), *pdv = dv.mutable_data<T>();
-            parallel_for(g.B * g.H, [&](int64_t begin, int64_t end) {
-              for (int64_t task = begin; task < end; ++task) {
-                const int64_t b = task / g.H, h = task % g.H, oo = g.out_offset_of(b, h);
-                backward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pwin), po + oo, pl + task * g.Tq, pg + oo,
-                              pdq + g.q_offset_of(b, h), pdk + g.k_offset_of(b, h), pdv + g.v_offset_of(b, h),
-                              need_rel ? drel_tasks.data() + task * g.R : nullptr);
-              }
-            });
-          });
-          if (gi.needed(0)) gi.set(0, dq);
-          if (!packed && gi.needed(1)) gi.set(1, dk);
-          if (!packed && gi.needed(2)) gi.set(2, dv);
-          if (need_rel) {
-            std::vector<double> drel(g.H * g.R, 0.0);
-            for (int64_t b = 0; b < g.B; ++b)
-              for (int64_t i = 0; i < g.H * g.R; ++i) drel[i] += drel_tasks[b * g.H * g.R + i];
-            Tensor d = Tensor::from_vector<double>({g.H, g.R}, drel);
-            gi.set(3, d.dtype() == sq.dtype() ? d : d.to(sq.dtype()));
-          }
-        });
+  if (autograd::should_record({&q, &k, &v, &rel})) {
+    auto detached = [](const Tensor& t) { return t.defined() ? t.detach() : Tensor(); };
+    auto saved = std::make_shared<const Saved>(Saved{g, q.detach(), detached(k), detached(v), detached(rel),
+                                                     detached(score_bias), out.detach(), lse, std::move(padded)});
+    autograd::record(OpKind::FusedAttention, out, {&q, &k, &v, &rel},
+                     [saved](const Tensor& grad, InputGrads& gi) { attention_backward(*saved, grad, gi); });
   }
   return out;
 }

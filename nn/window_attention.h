@@ -1,8 +1,8 @@
-// rpb/nn/swin.h: 2-D position information: Swin's (shifted) window attention with its relative position
-// bias (V1 table, V2 continuous MLP), and 2-D baselines for global attention over a flattened grid.
+// rpb/nn/window_attention.h: Swin's (shifted) window attention with its relative position bias (V1 table, V2
+// continuous MLP): the `swin` and `swin_v2` rows of the position-scheme registry (nn/position/scheme.h).
 //
 // Conventions (microsoft/Swin-Transformer models/swin_transformer.py and swin_transformer_v2.py; seed 004;
-// docs/references.md 1.3), each also written where it is implemented in nn/swin.cpp:
+// docs/references.md 1.3), each also written where it is implemented in nn/window_attention.cpp:
 //   grids       (B, H, W, C), row-major: token t of an H x W grid is the cell (t / W, t % W) ("raster order").
 //   windows     window_partition views (B, H/wh, wh, W/ww, ww, C), permutes (0, 1, 3, 2, 4, 5) and flattens to
 //               (B * nW, wh * ww, C): windows in raster order over the grid of windows, tokens in raster order
@@ -29,6 +29,7 @@
 #include "core/rng.h"
 #include "nn/layers.h"
 #include "nn/module.h"
+#include "nn/position/scheme.h"
 
 namespace rpb::nn {
 
@@ -47,6 +48,9 @@ Tensor window_reverse(const Tensor& windows, int64_t wh, int64_t ww, int64_t H, 
 Tensor roll2d(const Tensor& x, int64_t shift_h, int64_t shift_w);
 
 // ---- Swin's index, shift mask and V2 coordinates ----
+
+/// Seed 004's 1-D index (n, n): query - key + n - 1, in [0, 2n - 2] (Swin's index in 1-D).
+Tensor relative_index_1d(int64_t n);
 
 /// Swin V1 relative_position_index (seed 004): (N, N) i64 with N = wh * ww,
 /// index[q][k] = (qy - ky + wh - 1) * (2ww - 1) + (qx - kx + ww - 1).
@@ -111,7 +115,7 @@ class ContinuousPositionBiasMLP : public Module {
 ///   "none"       no position bias.
 /// Shifted windows add Swin's -100 region mask; padded keys are masked. Attention and projection dropout are not
 /// implemented (Swin's defaults are 0).
-class WindowAttention : public Module {
+class WindowAttention : public Module, public Positional {
  public:
   /// Throws an rpb::Error naming the offending option (heads not dividing dim, bad bias name, shift >= window, ...).
   WindowAttention(const WindowAttentionOptions& options, Generator& gen);
@@ -132,10 +136,15 @@ class WindowAttention : public Module {
   Tensor relative_position_bias() const;
   /// The same for a window wh x ww no larger than the table's ("table") or of any size ("continuous").
   Tensor relative_position_bias(int64_t wh, int64_t ww) const;
-  /// The same bias per offset, as fused_attention reads it on a wh x ww grid: (heads, (2wh - 1)(2ww - 1)), entry
-  /// (dy + wh - 1) * (2ww - 1) + dx + ww - 1 for key - query = (dy, dx) (Swin's index counts query - key, so this
-  /// is its table read in reverse offset order). Undefined for "none".
-  Tensor relative_position_bias_offsets(int64_t wh, int64_t ww) const;
+  /// The same bias per offset, as fused_attention reads it on a wh x ww grid (RelativeBias with grid {wh, ww}):
+  /// (heads, (2wh - 1)(2ww - 1)), column (dy + wh - 1) * (2ww - 1) + dx + ww - 1 for key - query = (dy, dx)
+  /// (Swin's index counts query - key, so this is its table read in reverse offset order). Undefined for "none".
+  RelativeBias relative_position_bias_offsets(int64_t wh, int64_t ww) const;
+
+  /// The bias table's entries, or the bias MLP's parameters.
+  int64_t position_parameter_count() const override;
+  /// "table": the table per head as a heatmap over (dy, dx).
+  std::string report(const std::string& prefix) const override;
 
   /// Changes the window, keeping the shift (which must stay below the new window), and rebuilds the
   /// relative_position_index (and relative_coords_table) buffers. "continuous": any window (the MLP is evaluated on
@@ -181,52 +190,5 @@ class WindowAttention : public Module {
   template <typename Make>
   Tensor cached(std::vector<int64_t> key, Make&& make) const;
 };
-
-// ---- 2-D position schemes for global attention over a flattened H x W grid ----
-
-struct Position2DOptions {
-  std::string name = "none";  // learned2d | sinusoidal2d | alibi2d | clipped2d | none
-  int64_t heads = 1;          // additive schemes
-  int64_t dim = 0;            // absolute schemes: the token width
-  int64_t max_h = 32, max_w = 32;      // learned2d: the largest grid
-  int64_t max_relative_position = 8;   // clipped2d: K
-  double init_std = 0.02;              // learned tables (trunc_normal)
-};
-
-/// The names make_position_2d accepts.
-const std::vector<std::string>& position_2d_names();
-
-/// A 2-D position scheme over an H x W grid flattened in raster order (token t = cell (t / W, t % W)). A caller adds
-/// embed() to the tokens when absolute(), bias() to the attention scores when additive(), and nothing for "none".
-class Position2D : public Module {
- public:
-  virtual std::string name() const = 0;
-  /// True for schemes that add a bias to the attention scores (alibi2d, clipped2d).
-  virtual bool additive() const = 0;
-  /// True for schemes that add an embedding to the tokens (learned2d, sinusoidal2d).
-  virtual bool absolute() const = 0;
-  /// additive: (heads, N, N) bias for an H x W grid (raster order), N = H * W.
-  virtual Tensor bias(int64_t H, int64_t W) const;
-  /// additive: the same bias per offset, as fused_attention reads it on an H x W grid: (heads, (2H - 1)(2W - 1)),
-  /// entry (dy + H - 1) * (2W - 1) + dx + W - 1 for key - query = (dy, dx). Undefined for other schemes.
-  virtual Tensor relative_bias(int64_t H, int64_t W) const;
-  /// absolute: (H*W, dim) embedding added to the tokens.
-  virtual Tensor embed(int64_t H, int64_t W) const;
-};
-
-/// Builds the scheme `options.name`:
-///   learned2d    a learned (max_h, max_w, dim) table (ViT-style, one vector per cell, trunc_normal init); the
-///                H x W grid reads its top-left corner; a grid larger than max_h x max_w is an error naming the option.
-///   sinusoidal2d the first dim/2 channels are sinusoidal_table(H, dim/2) at the row, the last dim/2
-///                sinusoidal_table(W, dim/2) at the column (dim a multiple of 4).
-///   alibi2d      B[h, p, q] = -slope_h * sqrt((py - qy)^2 + (px - qx)^2), slopes = alibi_slopes(heads).
-///   clipped2d    a learned ((2K+1)^2, heads) table read at (clip(dy, -K, K) + K) * (2K+1) + clip(dx, -K, K) + K with
-///                dy, dx = query - key per axis (Swin's sign), K = max_relative_position; trunc_normal init.
-///   none         nothing.
-/// An unknown name or a bad option throws an rpb::Error naming the option.
-std::shared_ptr<Position2D> make_position_2d(const Position2DOptions& options, Generator& gen);
-
-/// clipped2d's (N, N) i64 row index for an H x W grid (N = H * W).
-Tensor clipped_relative_index_2d(int64_t H, int64_t W, int64_t max_relative_position);
 
 }  // namespace rpb::nn

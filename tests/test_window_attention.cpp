@@ -1,6 +1,7 @@
-// nn/swin.h: Swin's window attention (seed 004 golden cases, hand-computed windows, rolls and shift masks, a
-// cell-by-cell reference of shifted, padded window attention, Swin V2 coordinates), the 2-D position schemes,
-// float64 gradient checks and error messages.
+// nn/window_attention.h: Swin's window attention (seed 004 golden cases, hand-computed windows, rolls and shift
+// masks, a cell-by-cell reference of shifted, padded window attention, Swin V2 coordinates), float64 gradient
+// checks and error messages. The swin and swin_v2 schemes' golden and gradient-check cases are
+// window_scheme_cases() (tests/scheme_cases.h).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,7 +12,9 @@
 #include "gradcheck.h"
 #include "nn/init.h"
 #include "nn/position.h"
-#include "nn/swin.h"
+#include "nn/window_attention.h"
+#include "scheme_cases.h"
+#include "tensor_checks.h"
 #include "test_util.h"
 
 using namespace rpb;
@@ -20,6 +23,7 @@ using rpb::testing::contains;
 using rpb::testing::error_of;
 using rpb::testing::flat;
 using rpb::testing::Matrix;
+using rpb::testing::check_values;
 
 namespace {
 
@@ -28,15 +32,6 @@ std::vector<double> iota(int64_t n) {
   std::vector<double> v(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i);
   return v;
-}
-
-void check_values(const Tensor& t, const std::vector<double>& want, double tol = 0.0) {
-  const std::vector<double> got = t.to_vector();
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
-    CHECK(std::abs(got[i] - want[i]) <= tol);
-  }
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
@@ -58,18 +53,6 @@ WindowAttentionOptions window_options(int64_t dim, int64_t heads, int64_t wh, in
   o.shift_w = sw;
   o.bias = bias;
   return o;
-}
-
-// Gradient-checks a module in float64: its parameters (and `extra` inputs) are the checked inputs.
-void check_module_gradients(Module& m, const std::function<Tensor()>& f, const std::string& what, OpKind op,
-                            std::vector<Tensor> extra = {}) {
-  m.to(DType::f64);
-  rpb::testing::GradCase c{what, op, std::move(extra), [&f](const std::vector<Tensor>&) { return f(); }};
-  for (const auto& [name, t] : m.named_parameters()) c.inputs.push_back(t);
-  const rpb::testing::GradcheckResult r = rpb::testing::gradcheck(c);
-  INFO(what);
-  CHECK(r.op_recorded);
-  CHECK_MESSAGE(r.ok, r.report);
 }
 
 // Swin's img_mask label along one axis (slices (0, -w), (-w, -s), (-s, None)); one region when s == 0.
@@ -137,7 +120,8 @@ Tensor reference_window_attention(const WindowAttention& m, const Tensor& x, int
 
 // ---- seed 004 ----
 
-TEST_CASE("swin relative position index: seed 004 golden cases") {
+// swin: seed 004's relative position index, by hand
+static void golden_swin() {
   // 2x2 window written out by hand from the seed's construction: query - key per axis, + (1, 1), row * 3 + column.
   check_values(swin_relative_position_index(2, 2), flat({{4, 3, 1, 0}, {5, 4, 2, 1}, {7, 6, 4, 3}, {8, 7, 5, 4}}));
   // 3x3 (the seed's coordinate example): (0,0)->(0,0) = 2*5+2, (0,0)->(2,2) = 0, (2,2)->(0,0) = 4*5+4,
@@ -398,20 +382,26 @@ TEST_CASE("swin window clamp: a grid no larger than the window is one window, un
   CHECK(b.forward(randn({2, 5, 3, 4}, g2)).shape() == Shape{2, 5, 3, 4});
 }
 
-TEST_CASE("swin continuous bias: Swin V2 coordinates, cpb_mlp and 16 * sigmoid") {
-  // 3x3 window, no pretrained size: d / 2 * 8 for d in -2..2, then sign * log2(|x| + 1) / 3:
-  // log2(9) / 3 = 1.0566416671474375, log2(5) / 3 = 0.7739760316291208.
+// The 3 x 3 window's V2 coordinates with no pretrained size: d / 2 * 8 for d in -2..2, then
+// sign * log2(|x| + 1) / 3: log2(9) / 3 = 1.0566416671474375, log2(5) / 3 = 0.7739760316291208; rows (dy, dx).
+static std::vector<double> coords_3x3(std::vector<double>* axis_out = nullptr) {
   const std::vector<double> axis = {-1.0566416671474375, -0.7739760316291208, 0.0, 0.7739760316291208,
                                     1.0566416671474375};
+  if (axis_out) *axis_out = axis;
   std::vector<double> want;
   for (double y : axis)
     for (double x : axis) {
       want.push_back(y);
       want.push_back(x);
     }
+  return want;
+}
+
+// swin_v2: V2's log-spaced relative coordinates, by hand
+static void golden_swin_v2() {
   const Tensor c3 = swin_relative_coords_table(3, 3, 0, 0, DType::f64);
   CHECK(c3.shape() == Shape{25, 2});
-  check_values(c3, want, 1e-15);
+  check_values(c3, coords_3x3(), 1e-15);
   // Pretrained window 2: d / 1 * 8, so +-8 -> log2(9) / 3 and +-16 -> log2(17) / 3 = 1.3624876137501131.
   const Tensor c3p = swin_relative_coords_table(3, 3, 2, 2, DType::f64);
   CHECK(c3p.at({0, 0}) == doctest::Approx(-1.3624876137501131).epsilon(1e-14));
@@ -424,7 +414,11 @@ TEST_CASE("swin continuous bias: Swin V2 coordinates, cpb_mlp and 16 * sigmoid")
   CHECK(c24.at({20, 0}) == doctest::Approx(1.0566416671474375).epsilon(1e-14));
   CHECK(c24.at({20, 1}) == doctest::Approx(1.0566416671474375).epsilon(1e-14));
   CHECK(c24.at({18, 1}) == doctest::Approx(0.6248230393053803).epsilon(1e-14));
+}
 
+TEST_CASE("swin continuous bias: cpb_mlp and 16 * sigmoid") {
+  std::vector<double> axis;
+  const std::vector<double> want = coords_3x3(&axis);
   Generator gen(8);
   WindowAttentionOptions o = window_options(4, 2, 3, 3, 0, 0, "continuous");
   o.cpb_hidden = 16;
@@ -491,33 +485,40 @@ TEST_CASE("swin set_window: the continuous bias transfers to another window") {
   CHECK(contains(error_of([&] { t.set_window(2, 2, 2, 0); }), "shift_h 2"));
 }
 
-TEST_CASE("swin window attention passes the float64 gradient check") {
+// swin: the V1 table, shifted windows over a padded 5 x 6 grid with a 2 x 3 window
+static testing::GradCase gradcheck_swin() {
   Generator gen(11);
-  SUBCASE("table, shifted, padded 5 x 6 grid with a 2 x 3 window") {
-    WindowAttentionOptions o = window_options(4, 2, 2, 3, 1, 1);
-    o.init_std = 0.5;
-    WindowAttention a(o, gen);
-    const Tensor x = rpb::testing::input(gen, {1, 5, 6, 4});
-    check_module_gradients(a, [&] { return a.forward(x); }, "window attention, table", OpKind::IndexSelect, {x});
-  }
-  SUBCASE("continuous bias, shifted, padded 3 x 4 grid with a 2 x 2 window") {
-    WindowAttentionOptions o = window_options(4, 2, 2, 2, 1, 1, "continuous");
-    o.cpb_hidden = 4;
-    o.pretrained_window_h = o.pretrained_window_w = 3;
-    o.init_std = 0.5;
-    WindowAttention a(o, gen);
-    // Non-zero first-layer biases: with Linear's zero init the centre coordinate (0, 0) sits on ReLU's kink.
-    init::normal_(a.cpb_mlp->fc1->bias, gen, 0.5);
-    const Tensor x = randn({1, 3, 4, 4}, gen, DType::f64);
-    check_module_gradients(a, [&] { return a.forward(x); }, "window attention, continuous", OpKind::Sigmoid);
-  }
-  SUBCASE("no bias") {
-    WindowAttentionOptions o = window_options(2, 1, 2, 2, 1, 1, "none");
-    o.init_std = 0.5;
-    WindowAttention a(o, gen);
-    const Tensor x = randn({1, 4, 4, 2}, gen, DType::f64);
-    check_module_gradients(a, [&] { return a.forward(x); }, "window attention, none", OpKind::FusedAttention);
-  }
+  WindowAttentionOptions o = window_options(4, 2, 2, 3, 1, 1);
+  o.init_std = 0.5;
+  auto a = std::make_shared<WindowAttention>(o, gen);
+  const Tensor x = rpb::testing::input(gen, {1, 5, 6, 4});
+  return rpb::testing::module_case(*a, [a, x] { return a->forward(x); }, "window attention, table",
+                                   OpKind::IndexSelect, {x});
+}
+
+// swin_v2: the continuous bias, shifted windows over a padded 3 x 4 grid with a 2 x 2 window
+static testing::GradCase gradcheck_swin_v2() {
+  Generator gen(12);
+  WindowAttentionOptions o = window_options(4, 2, 2, 2, 1, 1, "continuous");
+  o.cpb_hidden = 4;
+  o.pretrained_window_h = o.pretrained_window_w = 3;
+  o.init_std = 0.5;
+  auto a = std::make_shared<WindowAttention>(o, gen);
+  // Non-zero first-layer biases: with Linear's zero init the centre coordinate (0, 0) sits on ReLU's kink.
+  init::normal_(a->cpb_mlp->fc1->bias, gen, 0.5);
+  const Tensor x = randn({1, 3, 4, 4}, gen, DType::f64);
+  return rpb::testing::module_case(*a, [a, x] { return a->forward(x); }, "window attention, continuous",
+                                   OpKind::Sigmoid);
+}
+
+TEST_CASE("swin window attention without a bias passes the float64 gradient check") {
+  Generator gen(11);
+  WindowAttentionOptions o = window_options(2, 1, 2, 2, 1, 1, "none");
+  o.init_std = 0.5;
+  WindowAttention a(o, gen);
+  const Tensor x = randn({1, 4, 4, 2}, gen, DType::f64);
+  rpb::testing::check_gradients(
+      rpb::testing::module_case(a, [&] { return a.forward(x); }, "window attention, none", OpKind::FusedAttention));
 }
 
 TEST_CASE("swin window attention errors name the option") {
@@ -540,131 +541,10 @@ TEST_CASE("swin window attention errors name the option") {
   CHECK(contains(error_of([&] { a.forward(Tensor::zeros({1, 4, 4, 8}, DType::f64)); }), "Module::to"));
 }
 
-// ---- 2-D position schemes ----
+namespace rpb::testing {
 
-namespace {
-std::shared_ptr<Position2D> make2d(Position2DOptions o, uint64_t seed = 0) {
-  Generator gen(seed);
-  return make_position_2d(o, gen);
-}
-Position2DOptions opts2d(const std::string& name, int64_t heads = 2, int64_t dim = 8) {
-  Position2DOptions o;
-  o.name = name;
-  o.heads = heads;
-  o.dim = dim;
-  return o;
-}
-}  // namespace
-
-TEST_CASE("position2d alibi2d: -slope * Euclidean distance on a 2x2 grid, by hand") {
-  const auto p = make2d(opts2d("alibi2d", 2));
-  CHECK(p->name() == "alibi2d");
-  CHECK(p->additive());
-  CHECK_FALSE(p->absolute());
-  // Cells (0,0), (0,1), (1,0), (1,1); slopes for 2 heads: 2^-4, 2^-8.
-  const double r2 = std::sqrt(2.0);
-  const Matrix d = {{0, 1, 1, r2}, {1, 0, r2, 1}, {1, r2, 0, 1}, {r2, 1, 1, 0}};
-  std::vector<double> want;
-  for (double s : {0.0625, 0.00390625})
-    for (double v : flat(d)) want.push_back(-s * v);
-  const Tensor b = p->bias(2, 2);
-  CHECK(b.shape() == Shape{2, 4, 4});
-  check_values(b, want, 1e-7);
-  CHECK(p->named_buffers(true).empty());
-  p->to(DType::f64);
-  CHECK(p->bias(2, 2).dtype() == DType::f64);
-  check_values(p->bias(2, 2), want, 1e-15);
+std::vector<SchemeCase> window_scheme_cases() {
+  return {{"swin", golden_swin, gradcheck_swin}, {"swin_v2", golden_swin_v2, gradcheck_swin_v2}};
 }
 
-TEST_CASE("position2d sinusoidal2d: row half varies with the row, column half with the column") {
-  const auto p = make2d(opts2d("sinusoidal2d", 1, 8));
-  CHECK(p->absolute());
-  CHECK_FALSE(p->additive());
-  const Tensor e = p->embed(3, 4);
-  CHECK(e.shape() == Shape{12, 8});
-  for (int64_t a = 0; a < 12; ++a)
-    for (int64_t b = 0; b < 12; ++b) {
-      bool row_half_equal = true, col_half_equal = true;
-      for (int64_t c = 0; c < 4; ++c) row_half_equal &= e.at({a, c}) == e.at({b, c});
-      for (int64_t c = 4; c < 8; ++c) col_half_equal &= e.at({a, c}) == e.at({b, c});
-      CHECK(row_half_equal == (a / 4 == b / 4));
-      CHECK(col_half_equal == (a % 4 == b % 4));
-    }
-  // Cell (2, 3): [sin 2, cos 2, sin .02, cos .02 | sin 3, cos 3, sin .03, cos .03] (frequencies 1 and 1/100).
-  const std::vector<double> want = {0.9092974268256817,  -0.4161468365471424, 0.01999866669333308,  0.9998000066665778,
-                                    0.1411200080598672, -0.9899924966004454, 0.029995500202495664, 0.9995500337489875};
-  check_values(slice(e, 0, 11, 12), want, 1e-7);
-  CHECK(contains(error_of([] { make2d(opts2d("sinusoidal2d", 1, 6)); }), "dim 6 must be a positive multiple of 4"));
-  CHECK(contains(error_of([&] { p->bias(2, 2); }), "sinusoidal2d' has no bias()"));
-}
-
-TEST_CASE("position2d learned2d: one vector per cell, an error past the table") {
-  Position2DOptions o = opts2d("learned2d", 1, 2);
-  o.max_h = 3;
-  o.max_w = 4;
-  const auto p = make2d(o);
-  const auto params = p->named_parameters();
-  REQUIRE(params.size() == 1);
-  CHECK(params[0].first == "table");
-  CHECK(params[0].second.shape() == Shape{3, 4, 2});
-  const Tensor e = p->embed(2, 3);
-  CHECK(e.shape() == Shape{6, 2});
-  CHECK(e.at({5, 1}) == params[0].second.at({1, 2, 1}));  // cell (1, 2) reads table[1][2]
-  CHECK(e.at({3, 0}) == params[0].second.at({1, 0, 0}));
-  CHECK(contains(error_of([&] { p->embed(4, 1); }), "grid height 4 is beyond the table's max_h 3"));
-  CHECK(contains(error_of([&] { p->embed(1, 5); }), "max_w 4"));
-  o.max_w = 0;
-  CHECK(contains(error_of([&] { make2d(o); }), "max_w 0"));
-}
-
-TEST_CASE("position2d clipped2d: clipped query - key offsets per axis index a learned table") {
-  // 1 x 4 grid, K = 1: dy = 0 -> row group 1; dx = q - k clipped to [-1, 1].
-  check_values(clipped_relative_index_2d(1, 4, 1),
-               flat({{4, 3, 3, 3}, {5, 4, 3, 3}, {5, 5, 4, 3}, {5, 5, 5, 4}}));
-  // 3 x 1 grid, K = 1: dy = q - k clipped, dx = 0.
-  check_values(clipped_relative_index_2d(3, 1, 1), flat({{4, 1, 1}, {7, 4, 1}, {7, 7, 4}}));
-  Position2DOptions o = opts2d("clipped2d", 2);
-  o.max_relative_position = 1;
-  const auto p = make2d(o);
-  const Tensor table = p->named_parameters()[0].second;
-  CHECK(table.shape() == Shape{9, 2});
-  const Tensor b = p->bias(2, 3);
-  CHECK(b.shape() == Shape{2, 6, 6});
-  // query (1, 2), key (0, 0): dy = 1, dx = 2 -> clipped (1, 1) -> row 2 * 3 + 2 = 8.
-  CHECK(b.at({1, 5, 0}) == table.at({8, 1}));
-  CHECK(b.at({0, 0, 5}) == table.at({0, 0}));
-  o.max_relative_position = 0;
-  CHECK(contains(error_of([&] { make2d(o); }), "max_relative_position 0"));
-}
-
-TEST_CASE("position2d names, none and errors") {
-  CHECK(position_2d_names() == std::vector<std::string>{"learned2d", "sinusoidal2d", "alibi2d", "clipped2d", "none"});
-  const auto none = make2d(opts2d("none"));
-  CHECK_FALSE(none->additive());
-  CHECK_FALSE(none->absolute());
-  CHECK(none->parameter_count() == 0);
-  CHECK(contains(error_of([&] { none->bias(2, 2); }), "'none' has no bias()"));
-  CHECK(contains(error_of([&] { none->embed(2, 2); }), "'none' has no embed()"));
-  const std::string unknown = error_of([] { make2d(opts2d("rope2d")); });
-  CHECK(contains(unknown, "unknown name 'rope2d'"));
-  CHECK(contains(unknown, "learned2d, sinusoidal2d, alibi2d, clipped2d, none"));
-  CHECK(contains(error_of([] { make2d(opts2d("alibi2d", 0)); }), "heads 0"));
-  CHECK(contains(error_of([] { make2d(opts2d("learned2d", 1, 0)); }), "dim 0"));
-  CHECK(contains(error_of([] { make2d(opts2d("alibi2d"))->bias(0, 3); }), "grid 0 x 3"));
-}
-
-TEST_CASE("position2d schemes with parameters pass the float64 gradient check") {
-  SUBCASE("learned2d") {
-    Position2DOptions o = opts2d("learned2d", 1, 2);
-    o.max_h = 3;
-    o.max_w = 3;
-    const auto p = make2d(o);
-    check_module_gradients(*p, [&] { return p->embed(2, 3); }, "learned2d", OpKind::IndexSelect);
-  }
-  SUBCASE("clipped2d") {
-    Position2DOptions o = opts2d("clipped2d", 2);
-    o.max_relative_position = 1;
-    const auto p = make2d(o);
-    check_module_gradients(*p, [&] { return p->bias(2, 3); }, "clipped2d", OpKind::IndexSelect);
-  }
-}
+}  // namespace rpb::testing

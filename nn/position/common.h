@@ -1,0 +1,83 @@
+// rpb/nn/position/common.h: helpers the scheme files share (internal to nn/position).
+//
+// Conventions of every scheme:
+//   - Row r of a bias or an index belongs to query position i = q_offset + r and column c to key position j = c
+//     (a line), or to cells r and c in raster order (a grid).
+//   - Additive biases are (heads, q_len, k_len); table lookups are permute(index_select(table, index), {2, 0, 1}),
+//     so a table's gradient is the scatter-add (the per-row sum) of the score gradient over every (query, key)
+//     pair that picked that row.
+//   - A scheme's outputs take the dtype of its own parameters or buffers, so Module::to(f64) turns the whole
+//     scheme to float64 (gradient checks). Integer indices are computed exactly and constant tables (distances,
+//     cos/sin, sinusoids) in double, then stored in that dtype.
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/ops.h"
+#include "nn/position.h"
+
+namespace rpb::nn::position_detail {
+
+/// A tensor of `shape` holding `values` (computed in double), stored in `dtype`.
+inline Tensor from_doubles(const Shape& shape, const std::vector<double>& values, DType dtype) {
+  Tensor t = Tensor::from_vector<double>(shape, values);
+  return dtype == DType::f64 ? t : t.to(dtype);
+}
+
+/// The shortest text that reads back as `x` ("0.0625"); -0 prints as 0.
+inline std::string shortest(double x) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x + 0.0);
+  return std::string(buf, r.ptr);
+}
+
+/// The lengths of a line of positions: at least one query and one key, a non-negative offset.
+inline void check_line(const char* op, int64_t q_len, int64_t k_len, int64_t q_offset) {
+  RPB_CHECK(q_len >= 1, op, "q_len ", q_len, " must be at least 1 (the number of query positions)");
+  RPB_CHECK(k_len >= 1, op, "k_len ", k_len, " must be at least 1 (the number of key positions)");
+  RPB_CHECK(q_offset >= 0, op, "q_offset ", q_offset,
+            " must be at least 0 (the position of the first query, e.g. the KV-cache length)");
+}
+
+/// init_std of the schemes with learned tables: finite and non-negative.
+inline void check_init_std(const PositionOptions& o) {
+  RPB_CHECK_OPTION(std::isfinite(o.init_std) && o.init_std >= 0, o.scheme.c_str(), "init_std", "init_std ",
+                   o.init_std, " must be finite and non-negative");
+}
+
+/// (1, q_len, k_len) table of f(|i - j|) over a line, in `dtype`; f is evaluated once per distance.
+template <typename F>
+Tensor distance_table(const Positions& p, DType dtype, F&& f) {
+  std::vector<double> v(static_cast<std::size_t>(p.q_len * p.k_len));
+  // |i - j| takes at most q_offset + q_len + k_len values.
+  std::vector<double> by_distance(static_cast<std::size_t>(p.q_offset + p.q_len + p.k_len));
+  for (std::size_t d = 0; d < by_distance.size(); ++d) by_distance[d] = f(static_cast<double>(d));
+  for (int64_t r = 0; r < p.q_len; ++r)
+    for (int64_t c = 0; c < p.k_len; ++c) {
+      const int64_t i = p.q_offset + r;
+      v[static_cast<std::size_t>(r * p.k_len + c)] = by_distance[static_cast<std::size_t>(i > c ? i - c : c - i)];
+    }
+  return from_doubles({1, p.q_len, p.k_len}, v, dtype);
+}
+
+/// (1, q_len + k_len - 1) row of f(r) over the relative positions r = key - query of a line's relative bias,
+/// entry m holding r = m - (q_offset + q_len - 1), in `dtype`.
+template <typename F>
+Tensor offset_row(const Positions& p, DType dtype, F&& f) {
+  std::vector<double> v(static_cast<std::size_t>(p.q_len + p.k_len - 1));
+  for (std::size_t m = 0; m < v.size(); ++m) v[m] = f(static_cast<int64_t>(m) - (p.q_offset + p.q_len - 1));
+  return from_doubles({1, static_cast<int64_t>(v.size())}, v, dtype);
+}
+
+/// The (dy, dx) = key - query offsets of a grid's relative bias, in its column order: dy from 1 - H to H - 1,
+/// then dx from 1 - W to W - 1.
+template <typename F>
+void for_grid_offsets(const Positions& p, F&& f) {
+  for (int64_t dy = 1 - p.height; dy < p.height; ++dy)
+    for (int64_t dx = 1 - p.width; dx < p.width; ++dx) f(dy, dx);
+}
+
+}  // namespace rpb::nn::position_detail

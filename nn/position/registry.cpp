@@ -1,0 +1,184 @@
+// rpb/nn/position/registry.cpp: the one table of position schemes, and what reads it in nn.
+//
+// Adding a scheme: its file nn/position/<name>.cpp (defining scheme_files::make_<name> and, when it reads options
+// of its own, scheme_files::validate_<name>), their names in the declarations below, one row of the table, and its
+// tests (golden values and a gradient check: tests/test_position.cpp fails for a registered scheme without them).
+#include <algorithm>
+
+#include "nn/position.h"
+#include "nn/position/common.h"
+#include "nn/transformer.h"
+
+namespace rpb::nn {
+
+namespace scheme_files {
+// Defined each in nn/position/<name>.cpp.
+using Validator = void(const PositionOptions& o);
+SchemeFactory make_learned, make_sinusoidal, make_rope, make_t5, make_shaw, make_log_decay, make_alibi,
+    make_learned2d, make_sinusoidal2d, make_alibi2d, make_clipped2d, make_none;
+Validator validate_learned, validate_sinusoidal, validate_rope, validate_t5, validate_shaw, validate_log_decay,
+    validate_learned2d, validate_sinusoidal2d, validate_clipped2d;
+}  // namespace scheme_files
+
+namespace {
+
+void no_options(const PositionOptions&) {}
+bool always(const PositionOptions&) { return true; }
+bool never(const PositionOptions&) { return false; }
+int64_t unbounded(const PositionOptions&) { return 0; }
+
+using K = PositionKind;
+using namespace scheme_files;
+
+// The registry. Its order is the order of every list of names (config choices, sweep defaults, help).
+// alibi and alibi2d read only `heads`, which validate() checks for every scheme; swin and swin_v2 read the
+// window options ([grid]), which the grid model checks.
+const std::vector<SchemeInfo>& rows() {
+  static const std::vector<SchemeInfo> table = {
+    // name, dims, kind, label, description, per_layer, learned, max_length, length_option, validate, make, window_bias
+    {"learned", 1, K::absolute, "Learned PE", "a learned table of absolute positions added to the tokens", false, always,
+     [](const PositionOptions& o) { return o.max_positions; }, "max_positions", validate_learned, make_learned, nullptr},
+    {"sinusoidal", 1, K::absolute, "Sinusoidal", "Vaswani et al.'s fixed sinusoids added to the tokens", false, never,
+     unbounded, nullptr, validate_sinusoidal, make_sinusoidal, nullptr},
+    {"rope", 1, K::rotary, "RoPE", "rotary embeddings of queries and keys", false, never, unbounded, nullptr,
+     validate_rope, make_rope, nullptr},
+    {"t5", 1, K::additive_bias, "T5 bias", "T5's learned bias per log-spaced bucket of key - query", true, always,
+     unbounded, nullptr, validate_t5, make_t5, nullptr},
+    {"shaw", 1, K::additive_bias, "Shaw (clipped)", "a learned bias per key - query clipped to [-K, K]", true, always,
+     unbounded, nullptr, validate_shaw, make_shaw, nullptr},
+    {"log_decay", 1, K::additive_bias, "Log-decay", "-lambda * log(1 + |i - j|), lambda fixed or learned per head",
+     true, [](const PositionOptions& o) { return o.learnable_lambda; }, unbounded, nullptr, validate_log_decay,
+     make_log_decay, nullptr},
+    {"alibi", 1, K::additive_bias, "ALiBi", "-m_h * |i - j| with the ALiBi paper's slopes", false, never, unbounded,
+     nullptr, no_options, make_alibi, nullptr},
+    {"swin", 2, K::window, "Swin V1 table (windows)", "Swin V1 window attention with a learned bias table", false,
+     always, unbounded, nullptr, no_options, nullptr, "table"},
+    {"swin_v2", 2, K::window, "Swin V2 continuous (windows)", "Swin V2 window attention with a continuous bias MLP",
+     false, always, unbounded, nullptr, no_options, nullptr, "continuous"},
+    {"learned2d", 2, K::absolute, "Learned 2-D (global)", "a learned vector per grid cell added to the tokens", false,
+     always, [](const PositionOptions& o) { return o.max_side; }, "max_side", validate_learned2d, make_learned2d,
+     nullptr},
+    {"sinusoidal2d", 2, K::absolute, "Sinusoidal 2-D (global)", "sinusoids of the row and the column", false, never,
+     unbounded, nullptr, validate_sinusoidal2d, make_sinusoidal2d, nullptr},
+    {"alibi2d", 2, K::additive_bias, "ALiBi 2-D (global)", "-slope_h * the Euclidean distance between cells", false,
+     never, unbounded, nullptr, no_options, make_alibi2d, nullptr},
+    {"clipped2d", 2, K::additive_bias, "Clipped 2-D table (global)", "a learned bias per 2-D offset clipped to [-K, K]",
+     false, always, unbounded, nullptr, validate_clipped2d, make_clipped2d, nullptr},
+    {"none", 0, K::none, "NoPE (none)", "no position information", false, never, unbounded, nullptr, no_options,
+     make_none, nullptr},
+  };
+  return table;
+}
+
+bool fits(const SchemeInfo& s, int64_t dims) { return s.dims == 0 || s.dims == dims; }
+
+}  // namespace
+
+const char* kind_name(PositionKind k) {
+  switch (k) {
+    case PositionKind::none: return "none";
+    case PositionKind::absolute: return "absolute";
+    case PositionKind::additive_bias: return "additive_bias";
+    case PositionKind::rotary: return "rotary";
+    case PositionKind::window: return "window";
+  }
+  return "?";
+}
+
+const std::vector<SchemeInfo>& schemes() { return rows(); }
+
+std::vector<std::string> scheme_names(int64_t dims) {
+  std::vector<std::string> names;
+  for (const SchemeInfo& s : rows())
+    if (fits(s, dims)) names.emplace_back(s.name);
+  return names;
+}
+
+const SchemeInfo* find_scheme(const std::string& name, int64_t dims) {
+  for (const SchemeInfo& s : rows())
+    if (name == s.name && fits(s, dims)) return &s;
+  return nullptr;
+}
+
+const SchemeInfo& scheme_info(const PositionOptions& o) {
+  const SchemeInfo* s = find_scheme(o.scheme, o.dims);
+  if (!s) {
+    std::string names;
+    for (const std::string& n : scheme_names(o.dims)) names += (names.empty() ? "" : ", ") + n;
+    RPB_CHECK_OPTION(false, "position", "scheme", "unknown ", o.dims == 2 ? "2-D " : "", "scheme '", o.scheme,
+                     "' (expected one of: ", names, ")");
+  }
+  return *s;
+}
+
+void validate(const PositionOptions& o) {
+  RPB_CHECK_OPTION(o.dims == 1 || o.dims == 2, "position", "dims", "dims ", o.dims, " must be 1 or 2");
+  const SchemeInfo& s = scheme_info(o);
+  RPB_CHECK_OPTION(o.heads >= 1, s.name, "heads", "heads ", o.heads, " must be at least 1");
+  RPB_CHECK_OPTION(o.dtype != DType::i64, s.name, "dtype", "dtype must be float32 or float64");
+  s.validate(o);
+}
+
+std::shared_ptr<PositionScheme> make_position_scheme(const PositionOptions& options, Generator& gen) {
+  validate(options);
+  const SchemeInfo& s = scheme_info(options);
+  RPB_CHECK(s.make, s.name, "a window scheme lives in the window attention (nn/window_attention.h), not in a "
+            "position module of its own");
+  std::shared_ptr<PositionScheme> scheme = s.make(options, gen);
+  scheme->info_ = &s;
+  return scheme;
+}
+
+PositionOptions PositionOptions::for_model(const TransformerOptions& model, int64_t dims) {
+  PositionOptions p = model.position;
+  p.dims = dims;
+  p.heads = model.heads;
+  p.d_model = model.d_model;
+  p.head_dim = model.heads > 0 ? model.d_model / model.heads : 0;
+  p.causal = dims == 1 && model.causal;
+  return p;
+}
+
+int64_t position_parameter_count(const Module& root) {
+  int64_t n = 0;
+  for (const auto& [path, m] : root.named_modules())
+    if (const auto* p = dynamic_cast<const Positional*>(m)) n += p->position_parameter_count();
+  return n;
+}
+
+// ---- PositionScheme: a scheme answers only for its own kind ----
+
+std::string PositionScheme::name() const { return info().name; }
+PositionKind PositionScheme::kind() const { return info().kind; }
+std::string PositionScheme::title() const { return name(); }
+
+void PositionScheme::check(const Positions& p, const char* op) const {
+  RPB_CHECK(p.dims() == info().dims || info().dims == 0, op, "a ", info().dims, "-D scheme given ",
+            p.is_grid() ? "a grid" : "a line", " of positions");
+  if (p.is_grid()) {
+    RPB_CHECK(p.height >= 1 && p.width >= 1, op, "grid ", p.height, " x ", p.width, " must have at least one cell");
+    return;
+  }
+  position_detail::check_line(op, p.q_len, p.k_len, p.q_offset);
+}
+
+Tensor PositionScheme::embed(const Positions&) const {
+  RPB_FAIL("position", "scheme '", name(), "' (kind ", kind_name(kind()),
+           ") has no embed(): only absolute schemes add embeddings to the tokens");
+}
+
+Tensor PositionScheme::bias(const Positions&) const {
+  RPB_FAIL("position", "scheme '", name(), "' (kind ", kind_name(kind()),
+           ") has no bias(): only additive-bias schemes add to the scores");
+}
+
+RelativeBias PositionScheme::relative_bias(const Positions&) const { return RelativeBias(); }
+
+Tensor PositionScheme::rotate(const Tensor&, int64_t) const {
+  RPB_FAIL("position", "scheme '", name(), "' (kind ", kind_name(kind()),
+           ") has no rotate(): only rotary schemes rotate queries and keys");
+}
+
+Tensor PositionScheme::index(const Positions&) const { return Tensor(); }
+
+}  // namespace rpb::nn

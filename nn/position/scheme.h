@@ -1,0 +1,182 @@
+// rpb/nn/position/scheme.h: what a position scheme is, and the registry of schemes.
+//
+// Every scheme, 1-D or 2-D, is one row of the registry (nn/position/registry.cpp) and one file of its own
+// (nn/position/<name>.cpp). The row says how the scheme enters a model, whether it learns, how far it can
+// run, its label in result tables, and how to check its options and build it. Config validation, the
+// command line, `rpb bias`, `rpb inspect` and the sweep all read the row; nothing else lists schemes.
+//
+// Positions: a line of queries at q_offset .. q_offset + q_len - 1 over keys at 0 .. k_len - 1 (a KV cache
+// sets q_offset to the cached length), or the cells of an H x W grid in raster order (token t is the cell
+// (t / W, t % W)), as queries and as keys.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ops.h"
+#include "core/rng.h"
+#include "nn/module.h"
+
+namespace rpb::nn {
+
+struct TransformerOptions;  // nn/transformer.h
+
+/// How a scheme enters a model.
+enum class PositionKind {
+  none,           // nothing
+  absolute,       // embed(): added to the token embeddings
+  additive_bias,  // bias() or relative_bias(): added to the attention scores before softmax
+  rotary,         // rotate(): applied to queries and keys
+  window          // a bias inside Swin's window attention (nn/window_attention.h), not a module of its own
+};
+
+/// "none", "absolute", "additive_bias", "rotary", "window".
+const char* kind_name(PositionKind kind);
+
+/// The options of a model's position scheme ([position] in a run config; `max_side` is [grid]'s).
+struct PositionOptions {
+  std::string scheme = "t5";  // a registered name (scheme_names(dims))
+  int64_t dims = 1;           // 1: a sequence model, 2: a grid model (only schemes of that many dims apply)
+  int64_t heads = 1;          // additive schemes: one bias per head
+  int64_t d_model = 0;        // absolute schemes: the token width
+  int64_t head_dim = 0;       // rope
+  bool causal = true;                   // t5: causal or bidirectional buckets
+  int64_t num_buckets = 32;             // t5
+  int64_t max_distance = 128;           // t5
+  int64_t max_relative_position = 16;   // shaw and clipped2d: K
+  double lambda = 0.3;                  // log_decay
+  bool learnable_lambda = false;        // log_decay
+  int64_t max_positions = 512;          // learned
+  double rope_base = 10000.0;           // rope
+  int64_t max_side = 16;                // learned2d: the largest grid side
+  double init_std = 0.02;               // learned tables (t5, shaw, learned: normal; learned2d, clipped2d: trunc_normal)
+  DType dtype = DType::f32;             // of every table and buffer the scheme builds
+
+  /// The options of `model`'s scheme: model.position with dims, heads, d_model, head_dim and causal taken from
+  /// the model (a grid model, dims 2, attends bidirectionally).
+  static PositionOptions for_model(const TransformerOptions& model, int64_t dims = 1);
+};
+
+/// Where queries and keys sit (see the file comment).
+struct Positions {
+  int64_t q_len = 0, k_len = 0, q_offset = 0;  // a line, or the grid's cell count
+  int64_t height = 0, width = 0;                // a grid's extents
+  bool on_grid = false;
+
+  /// q_len queries at q_offset .. over k_len keys at 0 ...
+  static Positions line(int64_t q_len, int64_t k_len, int64_t q_offset = 0) {
+    return {q_len, k_len, q_offset, 0, 0, false};
+  }
+  /// The cells of a height x width grid.
+  static Positions grid(int64_t height, int64_t width) {
+    return {height * width, height * width, 0, height, width, true};
+  }
+  bool is_grid() const { return on_grid; }
+  int64_t dims() const { return is_grid() ? 2 : 1; }
+};
+
+/// A module that carries position information: every PositionScheme, and Swin's window attention (its bias
+/// table or bias MLP). Reports and parameter counts find them by walking the module tree.
+class Positional {
+ public:
+  virtual ~Positional() = default;
+  /// The number of trained values that encode position.
+  virtual int64_t position_parameter_count() const = 0;
+  /// What it has learned, as lines of text for `rpb inspect` (like torch's extra_repr); "" when its
+  /// parameters' statistics say it all. `prefix` is the module's path with a trailing dot ("pos.t5.").
+  virtual std::string report(const std::string& prefix) const { return ""; }
+};
+
+struct SchemeInfo;
+
+/// A position scheme. A scheme answers only for its kind: the other methods throw naming it.
+class PositionScheme : public Module, public Positional {
+ public:
+  /// Its registry row.
+  const SchemeInfo& info() const { return *info_; }
+  std::string name() const;
+  PositionKind kind() const;
+  /// True when the scheme has trained parameters.
+  bool learned() const { return parameter_count() > 0; }
+  int64_t position_parameter_count() const override { return parameter_count(); }
+
+  /// absolute: (q_len, d_model) embeddings of the queries' positions.
+  virtual Tensor embed(const Positions& p) const;
+  /// additive_bias: (heads, q_len, k_len).
+  virtual Tensor bias(const Positions& p) const;
+  /// additive_bias: the same bias per relative position, as fused_attention reads it (core/ops.h RelativeBias):
+  /// on a line (heads, q_len + k_len - 1), on a grid (heads, (2H - 1)(2W - 1)) with grid {H, W}. Differentiable
+  /// in the scheme's parameters. Undefined for schemes without such a form.
+  virtual RelativeBias relative_bias(const Positions& p) const;
+  /// rotary: x (B, heads, T, head_dim) rotated for positions offset .. offset + T - 1.
+  virtual Tensor rotate(const Tensor& x, int64_t offset) const;
+  /// Schemes that read a table: the (q_len, k_len) i64 row each score reads; undefined otherwise.
+  virtual Tensor index(const Positions& p) const;
+
+  /// What `rpb bias` prints above the scheme's matrix: a title ("t5 buckets of key - query") and the options it
+  /// depends on ("causal, 32 buckets, max_distance 128"; may be empty).
+  virtual std::string title() const;
+  virtual std::string title_options() const { return ""; }
+  /// additive_bias: what sets head h's bias ("slope 0.0625"); empty when nothing per head.
+  virtual std::string head_note(int64_t head) const { return ""; }
+
+ protected:
+  PositionScheme() = default;
+  /// Throws unless `p` has the scheme's dims and valid extents; `op` names the caller.
+  void check(const Positions& p, const char* op) const;
+
+ private:
+  const SchemeInfo* info_ = nullptr;
+  friend std::shared_ptr<PositionScheme> make_position_scheme(const PositionOptions& options, Generator& gen);
+};
+
+/// Builds a scheme from checked options (the registry's `make`).
+using SchemeFactory = std::shared_ptr<PositionScheme>(const PositionOptions& options, Generator& gen);
+
+/// One row of the registry.
+struct SchemeInfo {
+  const char* name;         // the config value (position.scheme) and the module's name ("pos.<name>")
+  int64_t dims;             // 1 or 2; 0: either (none)
+  PositionKind kind;
+  const char* label;        // in result tables ("T5 bias")
+  const char* description;  // one line for help texts
+  /// With model.share_position = false, each layer owns one (when it has parameters: t5, shaw, learnable
+  /// log_decay); otherwise one module serves every layer.
+  bool per_layer;
+  /// True when the scheme built from `o` has trained parameters.
+  bool (*learned)(const PositionOptions& o);
+  /// The longest length (1-D) or grid side (2-D) it can run at; 0 when unbounded.
+  int64_t (*max_length)(const PositionOptions& o);
+  /// The option that bounds max_length ("max_positions"), or null.
+  const char* length_option;
+  /// Checks the scheme's own options, throwing rpb::OptionError naming the field.
+  void (*validate)(const PositionOptions& o);
+  /// Builds it (null for window schemes, which the window attention builds).
+  SchemeFactory* make;
+  /// Window schemes: WindowAttentionOptions::bias ("table" or "continuous").
+  const char* window_bias;
+};
+
+/// Every row, in the registry's order.
+const std::vector<SchemeInfo>& schemes();
+/// The names of the schemes a model of `dims` (1 or 2) accepts, in the registry's order.
+std::vector<std::string> scheme_names(int64_t dims);
+/// The row of `name` for a model of `dims`, or null.
+const SchemeInfo* find_scheme(const std::string& name, int64_t dims);
+/// The row of options.scheme for options.dims; throws rpb::OptionError (field "scheme") naming the choices.
+const SchemeInfo& scheme_info(const PositionOptions& options);
+
+/// Checks every option the scheme reads (field "scheme", "heads", or the scheme's own), throwing
+/// rpb::OptionError; allocates nothing.
+void validate(const PositionOptions& options);
+
+/// Validates `options` and builds the scheme, drawing its tables from `gen`. Window schemes throw (they live in
+/// the window attention).
+std::shared_ptr<PositionScheme> make_position_scheme(const PositionOptions& options, Generator& gen);
+
+/// The trained values that encode position in the module tree below `root` (each Positional module's count).
+int64_t position_parameter_count(const Module& root);
+
+}  // namespace rpb::nn

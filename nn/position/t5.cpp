@@ -1,0 +1,144 @@
+// t5: a learned (num_buckets, heads) table indexed by the HF transformers `_relative_position_bucket` of
+// key - query. Bidirectional: half the buckets per sign, a key after its query in the upper half; causal:
+// every future key in bucket 0. Exact below max_exact = num_buckets/4 (bidirectional) or /2 (causal), then
+// log-spaced up to max_distance in float32, clamped to the last bucket. Init normal(0, init_std).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "nn/position/common.h"
+#include "nn/position/table_scheme.h"
+
+namespace rpb::nn {
+
+namespace {
+
+// The bucket checks, as OptionErrors naming the field: `rpb bias` and the config map them to what the user set.
+void check_t5(const char* op, bool bidirectional, int64_t num_buckets, int64_t max_distance) {
+  if (bidirectional)
+    RPB_CHECK_OPTION(num_buckets >= 4 && num_buckets % 2 == 0, op, "num_buckets", "num_buckets ", num_buckets,
+                     " must be even and at least 4 for bidirectional buckets (half per direction, a quarter exact)");
+  else
+    RPB_CHECK_OPTION(num_buckets >= 2, op, "num_buckets", "num_buckets ", num_buckets,
+                     " must be at least 2 for causal buckets");
+  // bidirectional: (num_buckets / 2) / 2 == num_buckets / 4 for every integer num_buckets.
+  const int64_t max_exact = bidirectional ? num_buckets / 4 : num_buckets / 2;
+  RPB_CHECK_OPTION(max_distance > max_exact, op, "max_distance", "max_distance ", max_distance,
+                   " must be above max_exact ", max_exact, bidirectional ? " (num_buckets/4)" : " (num_buckets/2)");
+}
+
+// HF `_relative_position_bucket` with the arguments already checked. `log_span` is
+// float(log(double(max_distance) / max_exact)), which torch holds as a Python float.
+int64_t t5_bucket_unchecked(int64_t relative_position, bool bidirectional, int64_t num_buckets, float log_span) {
+  int64_t ret = 0;
+  int64_t n = 0;
+  if (bidirectional) {
+    num_buckets /= 2;
+    if (relative_position > 0) ret += num_buckets;  // key after query: the upper half
+    n = relative_position < 0 ? -relative_position : relative_position;
+  } else {
+    n = relative_position < 0 ? -relative_position : 0;  // -min(rp, 0): every future key is bucket 0
+  }
+  const int64_t max_exact = num_buckets / 2;
+  if (n < max_exact) return ret + n;
+  // Only here, where n >= max_exact >= 1, is the log finite: torch computes log(0) = -inf for the small
+  // offsets and discards it with `where`, but casting -inf to an integer is undefined behaviour in C++.
+  // float32 as torch: log(n.float() / max_exact) / log_span * (num_buckets - max_exact), truncated.
+  const float scaled = std::log(static_cast<float>(n) / static_cast<float>(max_exact)) / log_span *
+                       static_cast<float>(num_buckets - max_exact);
+  const int64_t large = max_exact + static_cast<int64_t>(scaled);
+  return ret + std::min(large, num_buckets - 1);
+}
+
+float t5_log_span(bool bidirectional, int64_t num_buckets, int64_t max_distance) {
+  const int64_t max_exact = bidirectional ? num_buckets / 4 : num_buckets / 2;
+  return static_cast<float>(std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)));
+}
+
+class T5Scheme final : public TableScheme {
+ public:
+  T5Scheme(const PositionOptions& o, Generator& gen) : TableScheme(o, o.num_buckets, gen, false) {}
+
+  std::string title() const override { return "t5 buckets of key - query"; }
+  std::string title_options() const override {
+    return std::string(o_.causal ? "causal" : "bidirectional") + ", " + std::to_string(o_.num_buckets) +
+           " buckets, max_distance " + std::to_string(o_.max_distance);
+  }
+
+  // Every offset beyond max_distance reads the last bucket of its side, so walking |key - query| up to
+  // max_distance + 1 meets every row and both open ends.
+  std::vector<report::RowSpan> row_spans() const override {
+    std::vector<report::RowSpan> r(static_cast<std::size_t>(o_.num_buckets));
+    const int64_t R = std::min(o_.max_distance, std::numeric_limits<int64_t>::max() - 1) + 1;
+    const bool causal = o_.causal;
+    for (int64_t rp = -R; rp <= (causal ? 0 : R); ++rp) {
+      report::RowSpan& x = r[static_cast<std::size_t>(row_of(rp))];
+      if (!x.used) x.lo = x.hi = rp, x.used = true;
+      x.lo = std::min(x.lo, rp);
+      x.hi = std::max(x.hi, rp);
+      if (rp == -R) x.open_lo = true;
+      if (!causal && rp == R) x.open_hi = true;
+    }
+    if (causal) r[0].open_hi = true, r[0].hi = 0;  // every future key falls in bucket 0 (masked anyway)
+    return r;
+  }
+
+ private:
+  int64_t row_of(int64_t relative_position) const {
+    return t5_bucket(relative_position, !o_.causal, o_.num_buckets, o_.max_distance);
+  }
+  Tensor make_index(const Positions& p) const override {
+    return t5_buckets(p.q_len, p.k_len, p.q_offset, !o_.causal, o_.num_buckets, o_.max_distance);
+  }
+  std::vector<int64_t> relative_rows(const Positions& p) const override {
+    std::vector<int64_t> v(static_cast<std::size_t>(p.q_len + p.k_len - 1));
+    for (std::size_t m = 0; m < v.size(); ++m) v[m] = row_of(static_cast<int64_t>(m) - (p.q_offset + p.q_len - 1));
+    return v;
+  }
+  std::string report_title() const override {
+    return std::string("T5 buckets (") + (o_.causal ? "causal" : "bidirectional") + ", " +
+           std::to_string(o_.num_buckets) + " buckets, max_distance " + std::to_string(o_.max_distance) + ")" +
+           (o_.causal ? "; future keys share bucket 0 and are masked" : "");
+  }
+};
+
+}  // namespace
+
+namespace scheme_files {
+void validate_t5(const PositionOptions& o) {
+  check_t5("t5", !o.causal, o.num_buckets, o.max_distance);
+  position_detail::check_init_std(o);
+}
+std::shared_ptr<PositionScheme> make_t5(const PositionOptions& o, Generator& gen) {
+  return std::make_shared<T5Scheme>(o, gen);
+}
+}  // namespace scheme_files
+
+int64_t t5_bucket(int64_t relative_position, bool bidirectional, int64_t num_buckets, int64_t max_distance) {
+  check_t5("t5_bucket", bidirectional, num_buckets, max_distance);
+  RPB_CHECK(relative_position != std::numeric_limits<int64_t>::min(), "t5_bucket", "relative_position ",
+            relative_position, " has no absolute value in int64");
+  return t5_bucket_unchecked(relative_position, bidirectional, num_buckets,
+                             t5_log_span(bidirectional, num_buckets, max_distance));
+}
+
+Tensor t5_buckets(int64_t q_len, int64_t k_len, int64_t q_offset, bool bidirectional, int64_t num_buckets,
+                  int64_t max_distance) {
+  position_detail::check_line("t5_buckets", q_len, k_len, q_offset);
+  check_t5("t5_buckets", bidirectional, num_buckets, max_distance);
+  const float log_span = t5_log_span(bidirectional, num_buckets, max_distance);
+  // relative position = key - query = c - (q_offset + r) spans [lo, k_len - 1] with lo = -(q_offset + q_len - 1):
+  // bucket each of those q_offset + q_len + k_len - 1 values once, then fill the (q, k) matrix.
+  const int64_t lo = -(q_offset + q_len - 1);
+  std::vector<int64_t> by_offset(static_cast<std::size_t>(k_len - lo));
+  for (int64_t rp = lo; rp < k_len; ++rp)
+    by_offset[static_cast<std::size_t>(rp - lo)] = t5_bucket_unchecked(rp, bidirectional, num_buckets, log_span);
+  std::vector<int64_t> v(static_cast<std::size_t>(q_len * k_len));
+  for (int64_t r = 0; r < q_len; ++r)
+    for (int64_t c = 0; c < k_len; ++c)
+      v[static_cast<std::size_t>(r * k_len + c)] = by_offset[static_cast<std::size_t>(c - (q_offset + r) - lo)];
+  return Tensor::indices({q_len, k_len}, v);
+}
+
+}  // namespace rpb::nn

@@ -1,0 +1,45 @@
+// tests/tensor_checks.h: doctest checks of tensors against written-out values, and the float64 gradient
+// check of a whole module, shared by the test files.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gradcheck.h"
+#include "nn/module.h"
+
+namespace rpb::testing {
+
+/// Every element of t (row-major) within `tol` of `want`.
+inline void check_values(const Tensor& t, const std::vector<double>& want, double tol = 0.0) {
+  const std::vector<double> got = t.to_vector();
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+    CHECK(std::abs(got[i] - want[i]) <= tol);
+  }
+}
+
+/// The case that gradient-checks `m` in float64: its parameters (and `extra` inputs) are the checked inputs of
+/// f(), which must record `op`. Converts m to float64.
+inline GradCase module_case(nn::Module& m, std::function<Tensor()> f, const std::string& what, OpKind op,
+                            std::vector<Tensor> extra = {}) {
+  m.to(DType::f64);
+  GradCase c{what, op, std::move(extra), [f](const std::vector<Tensor>&) { return f(); }};
+  for (const auto& [name, t] : m.named_parameters()) c.inputs.push_back(t);
+  return c;
+}
+
+/// Runs a gradient-check case: it must record its op and pass.
+inline void check_gradients(const GradCase& c) {
+  const GradcheckResult r = gradcheck(c);
+  INFO(c.name);
+  CHECK(r.op_recorded);
+  CHECK_MESSAGE(r.ok, r.report);
+}
+
+}  // namespace rpb::testing

@@ -1,0 +1,246 @@
+#include "train/toml_table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace rpb {
+
+int edit_distance(const std::string& a, const std::string& b) {
+  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = static_cast<int>(i);
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+namespace toml_config {
+
+namespace {
+
+std::string range_text(int64_t lo, int64_t hi) {
+  std::ostringstream os;
+  if (hi == INT64_MAX) os << "expected an integer >= " << lo;
+  else os << "expected an integer in [" << lo << ", " << hi << "]";
+  return os.str();
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+}  // namespace
+
+std::string where(const toml::source_region& r, const std::string& fallback) {
+  std::ostringstream os;
+  os << (r.path ? *r.path : fallback);
+  if (r.begin.line > 0) os << ":" << r.begin.line << ":" << r.begin.column;
+  return os.str();
+}
+
+std::string repr(const toml::node& n) {
+  std::ostringstream os;
+  if (n.is_string()) os << '"' << *n.value<std::string>() << '"';
+  else if (n.is_table()) os << "a table";
+  else if (n.is_array()) os << "an array";
+  else if (n.is_floating_point() && std::isfinite(*n.value<double>())) {
+    // The shortest text that reads back as the same double (-0.1, not toml++'s -0.10000000000000001).
+    char buf[32];
+    const auto end = std::to_chars(buf, buf + sizeof buf, *n.value<double>()).ptr;
+    std::string text(buf, end);
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+    os << text;
+  } else n.visit([&](auto&& v) { os << v; });
+  return os.str();
+}
+
+const char* type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "a date or time";
+  }
+}
+
+Table::Table(const toml::table* t, std::string prefix, const std::string& source, const OverrideMap& overrides)
+    : t_(t), prefix_(std::move(prefix)), source_(source), overrides_(&overrides) {}
+
+void Table::get(const char* key, int64_t& out, int64_t lo, int64_t hi) {
+  const toml::node* n = node(key);
+  if (!n) return;
+  if (!n->is_integer()) fail(key, *n, range_text(lo, hi));
+  out = *n->value<int64_t>();
+  if (out < lo || out > hi) fail(key, *n, range_text(lo, hi), false);
+}
+
+void Table::get(const char* key, uint64_t& out) {
+  int64_t v = static_cast<int64_t>(out);
+  get(key, v, 0, INT64_MAX);
+  out = static_cast<uint64_t>(v);
+}
+
+void Table::get(const char* key, double& out, double lo, double hi, bool lo_open, bool hi_open) {
+  const toml::node* n = node(key);
+  if (!n) return;
+  if (!n->is_number()) fail(key, *n, "expected a number");
+  out = n->is_integer() ? static_cast<double>(*n->value<int64_t>()) : *n->value<double>();
+  const bool ok = (lo_open ? out > lo : out >= lo) && (hi_open ? out < hi : out <= hi);
+  if (!ok) {
+    std::ostringstream os;
+    os << "expected a value in " << (lo_open ? "(" : "[") << lo << ", " << hi << (hi_open ? ")" : "]");
+    fail(key, *n, os.str(), false);
+  }
+}
+
+void Table::get(const char* key, bool& out) {
+  const toml::node* n = node(key);
+  if (!n) return;
+  if (!n->is_boolean()) fail(key, *n, "expected true or false");
+  out = *n->value<bool>();
+}
+
+void Table::get(const char* key, std::string& out, const std::vector<std::string>& allowed) {
+  const toml::node* n = node(key);
+  if (!n) return;
+  if (!n->is_string()) fail(key, *n, "expected a string");
+  out = *n->value<std::string>();
+  if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), out) == allowed.end())
+    fail(key, *n, "expected one of " + join(allowed) + suggestion(out, allowed), false);
+}
+
+void Table::get(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t hi) {
+  const toml::node* n = node(key);
+  if (!n) return;
+  const toml::array* a = n->as_array();
+  if (!a || a->empty()) fail(key, *n, "expected a non-empty array of integers");
+  out.clear();
+  for (const toml::node& e : *a) {
+    if (!e.is_integer()) fail(key, e, "expected an integer array element");
+    const int64_t v = *e.value<int64_t>();
+    if (v < lo || v > hi) fail(key, e, range_text(lo, hi), false);
+    out.push_back(v);
+  }
+}
+
+void Table::get(const char* key, std::vector<uint64_t>& out) {
+  std::vector<int64_t> v;
+  get(key, v, 0, INT64_MAX);
+  if (has(key)) out.assign(v.begin(), v.end());
+}
+
+void Table::get(const char* key, std::vector<std::string>& out, const std::vector<std::string>& allowed) {
+  const toml::node* n = node(key);
+  if (!n) return;
+  const toml::array* a = n->as_array();
+  if (!a || a->empty()) fail(key, *n, "expected a non-empty array of strings");
+  out.clear();
+  for (const toml::node& e : *a) {
+    if (!e.is_string()) fail(key, e, "expected a string array element");
+    const std::string v = *e.value<std::string>();
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+      fail(key, e, "expected one of " + join(allowed) + suggestion(v, allowed), false);
+    out.push_back(v);
+  }
+}
+
+void Table::fail_at(const char* key, const std::string& what) const {
+  const toml::node* n = t_ ? t_->get(key) : nullptr;
+  if (n) fail(key, *n, what, false);
+  throw Error(where(t_ ? t_->source() : toml::source_region{}, source_) + ": " + prefix_ + key + ": " + what);
+}
+
+std::string Table::location(const toml::node& n, const toml::source_region& r) const {
+  const auto it = overrides_->find(&n);
+  return it != overrides_->end() ? "--set " + it->second : where(r, source_);
+}
+
+void Table::done() const {
+  if (!t_) return;
+  for (auto&& [k, v] : *t_) {
+    const std::string key(k.str());
+    if (seen_.count(key)) continue;
+    std::vector<std::string> known(seen_.begin(), seen_.end());
+    known.insert(known.end(), ignored_.begin(), ignored_.end());
+    if (std::find(ignored_.begin(), ignored_.end(), key) != ignored_.end()) continue;
+    throw Error(location(v, k.source()) + ": unknown key " + prefix_ + key + suggestion(key, known));
+  }
+}
+
+const toml::node* Table::node(const char* key) {
+  seen_.insert(key);
+  return t_ ? t_->get(key) : nullptr;
+}
+
+void Table::fail(const char* key, const toml::node& n, const std::string& what, bool wrong_type) const {
+  throw Error(location(n, n.source()) + ": " + prefix_ + key + " = " + repr(n) + ": " + what +
+              (wrong_type ? std::string(", found ") + type_name(n) : std::string()));
+}
+
+std::string Table::suggestion(const std::string& key, const std::vector<std::string>& known) const {
+  std::string best;
+  int bd = 1 << 30;
+  for (const auto& k : known) {
+    const int d = edit_distance(key, k);
+    if (d < bd) bd = d, best = k;
+  }
+  if (best.empty() || bd > std::max<int>(2, static_cast<int>(key.size()) / 3)) return "";
+  return " (did you mean " + prefix_ + best + "?)";
+}
+
+const toml::table* subtable(const toml::table& root, const char* name, const std::string& source) {
+  const toml::node* n = root.get(name);
+  if (!n) return nullptr;
+  if (!n->is_table())
+    throw Error(where(n->source(), source) + ": " + name + " = " + repr(*n) + ": expected a table [" + name +
+                "], found " + type_name(*n));
+  return n->as_table();
+}
+
+void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error("--set " + spec + ": expected key=value (e.g. --set model.d_model=256)");
+  const std::string key = spec.substr(0, eq), value = spec.substr(eq + 1);
+  // A bare word (--set position.scheme=alibi) is a string, as a shell user means it; anything
+  // else must be a TOML value. The schema still checks the type afterwards.
+  const bool bare_word = !value.empty() && std::all_of(value.begin(), value.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.' || ch == '/';
+  }) && !std::isdigit(static_cast<unsigned char>(value[0])) && value[0] != '-' && value[0] != '.' &&
+                         value != "true" && value != "false" && value != "inf" && value != "nan";
+  toml::table parsed;
+  try {
+    parsed = toml::parse("value = " + (bare_word ? "\"" + value + "\"" : value), std::string_view("--set " + key));
+  } catch (const toml::parse_error& e) {
+    throw Error("--set " + spec + ": the value is not TOML (" + std::string(e.description()) +
+                "); quote strings with spaces: --set " + key + "='\"some text\"'");
+  }
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  toml::table* t = &root;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!t->contains(parts[i])) t->insert(parts[i], toml::table{});
+    toml::node* n = t->get(parts[i]);
+    if (!n->is_table()) throw Error("--set " + spec + ": " + parts[i] + " is not a table");
+    t = n->as_table();
+  }
+  t->insert_or_assign(parts.back(), *parsed.get("value"));
+  applied[t->get(parts.back())] = spec;
+}
+
+}  // namespace toml_config
+}  // namespace rpb

@@ -1,0 +1,81 @@
+// rpb/train/toml_table.h: reading a TOML document key by key, with errors that name the file, line, column,
+// key, value and what was expected (internal to train/; train/config.cpp builds the run config with it).
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace rpb {
+
+/// Levenshtein distance, for did-you-mean suggestions.
+int edit_distance(const std::string& a, const std::string& b);
+
+namespace toml_config {
+
+/// Nodes inserted by --set, with the override's text: copies lose their source region, so errors name the --set.
+using OverrideMap = std::map<const toml::node*, std::string>;
+
+/// "file:line:column" of a region (`fallback` names the source when the region has no path).
+std::string where(const toml::source_region& r, const std::string& fallback);
+/// A value as TOML shows it ("\"text\"", 0.1, a table, an array).
+std::string repr(const toml::node& n);
+/// "a string", "an integer", ...
+const char* type_name(const toml::node& n);
+
+/// Reads one table: each get() consumes a key; done() rejects the keys nobody asked for (with a did-you-mean).
+/// An absent table reads as empty. Every failure throws rpb::Error "<location>: <prefix><key> = <value>: <what>".
+class Table {
+ public:
+  Table(const toml::table* t, std::string prefix, const std::string& source, const OverrideMap& overrides);
+
+  bool has(const char* key) const { return t_ && t_->contains(key); }
+
+  void get(const char* key, int64_t& out, int64_t lo, int64_t hi);
+  void get(const char* key, uint64_t& out);
+  /// A float in [lo, hi] (or open at an end when lo_open / hi_open).
+  void get(const char* key, double& out, double lo, double hi, bool lo_open = false, bool hi_open = false);
+  void get(const char* key, bool& out);
+  /// A string, one of `allowed` when it is not empty.
+  void get(const char* key, std::string& out, const std::vector<std::string>& allowed = {});
+  void get(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t hi);
+  void get(const char* key, std::vector<uint64_t>& out);
+  void get(const char* key, std::vector<std::string>& out, const std::vector<std::string>& allowed);
+
+  /// Fails at `key` (or at the table when the key is absent) with `what`.
+  [[noreturn]] void fail_at(const char* key, const std::string& what) const;
+  /// Where a node came from: its file:line:column, or the --set that inserted it.
+  std::string location(const toml::node& n, const toml::source_region& r) const;
+  /// Rejects the keys no get() asked for and no ignore() or know() named.
+  void done() const;
+  /// Keys read elsewhere (sub-tables handled by another reader).
+  void ignore(const std::string& key) { ignored_.push_back(key); }
+  /// Registers a key as known even if this reader never asks for its value.
+  void know(const char* key) { seen_.insert(key); }
+
+ private:
+  const toml::node* node(const char* key);
+  /// A wrong type names what was found; a wrong value only what was expected.
+  [[noreturn]] void fail(const char* key, const toml::node& n, const std::string& what, bool wrong_type = true) const;
+  std::string suggestion(const std::string& key, const std::vector<std::string>& known) const;
+
+  const toml::table* t_;
+  std::string prefix_;
+  std::string source_;
+  const OverrideMap* overrides_;
+  std::set<std::string> seen_;
+  std::vector<std::string> ignored_;
+};
+
+/// The sub-table `name` of `root`, null when absent; a key of another type is an error.
+const toml::table* subtable(const toml::table& root, const char* name, const std::string& source);
+
+/// Applies "a.b.c=value" to `root` (the value is TOML; a bare word is a string) and records the node in `applied`.
+void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied);
+
+}  // namespace toml_config
+}  // namespace rpb
