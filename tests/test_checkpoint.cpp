@@ -19,6 +19,8 @@
 
 #include "test_util.h"
 #include "train/checkpoint.h"
+#include "train/crc32.h"
+#include "train/latest.h"
 #include "train/version.h"
 
 namespace fs = std::filesystem;

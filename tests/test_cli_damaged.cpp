@@ -16,6 +16,7 @@
 #include "core/ops.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
+#include "train/latest.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

@@ -25,6 +25,7 @@
 
 #include "test_util.h"
 #include "train/checkpoint.h"
+#include "train/latest.h"
 #include "train/trainer.h"
 
 extern char** environ;

@@ -11,6 +11,7 @@
 
 #include "test_util.h"
 #include "train/extrapolate.h"
+#include "train/latest.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

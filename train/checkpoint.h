@@ -1,7 +1,7 @@
 // rpb/train/checkpoint.h: HDF5 checkpoints (parameters, optimizer, rng, counters, metrics), saved atomically.
+// A run folder's `latest` pointer to its newest checkpoint is train/latest.h.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -39,7 +39,7 @@ struct MetricsRow {
 ///   /state           one int64 attribute per counter (data cursor, ...)
 ///   /metrics/{step,loss,lr,grad_norm,tokens_per_sec}  1-D datasets, one entry per MetricsRow
 /// Tensors keep their dtype (float32, float64, int64) and shape (0-D tensors are scalar dataspaces).
-/// Every dataset carries a uint32 attribute "crc32" (CRC-32/IEEE of its raw bytes) checked on load.
+/// Every dataset carries a uint32 attribute "crc32" (CRC-32/IEEE of its raw bytes, train/crc32.h) checked on load.
 /// Strings are fixed-length, NUL-terminated UTF-8 (h5py reads them as bytes).
 ///
 /// Names and order: params, buffers, rng, counters and optim.scalars load back in the order they were
@@ -82,17 +82,5 @@ void check_params(const Checkpoint& c, const nn::NamedTensors& expected, const s
 /// Puts c.params and c.buffers into `model` (no gradient is recorded), after check_params(c,
 /// model.named_parameters(), path); buffers are matched by name.
 void load_parameters(const Checkpoint& c, nn::Module& model, const std::string& path);
-
-/// Atomically points the run folder's `latest` file at `file_name` (a bare name inside run_dir,
-/// e.g. "step_000100.h5"), with the same temp-file, fsync and rename steps as save_checkpoint.
-void write_latest(const std::string& run_dir, const std::string& file_name);
-
-/// The full path run_dir/<name> that `latest` names, or "" when run_dir holds no `latest` file
-/// (or an empty one). Does not check that the named checkpoint exists; load_checkpoint will.
-std::string read_latest(const std::string& run_dir);
-
-/// CRC-32 (IEEE 802.3 polynomial, reflected, as zlib and PNG): crc32_ieee("123456789", 9) == 0xCBF43926.
-/// Pass a previous result as `crc` to continue over more bytes.
-uint32_t crc32_ieee(const void* data, std::size_t bytes, uint32_t crc = 0);
 
 }  // namespace rpb

@@ -16,6 +16,7 @@
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "optim/sgd.h"
+#include "train/latest.h"
 #include "train/version.h"
 
 namespace fs = std::filesystem;
