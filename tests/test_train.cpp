@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "test_util.h"
-#include "train/extrapolate.h"
+#include "cli/extrapolate.h"
 #include "train/latest.h"
 #include "train/trainer.h"
 

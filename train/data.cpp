@@ -1,5 +1,7 @@
-// rpb/train/data.cpp: token sources, training batches and evaluation segments.
+// rpb/train/data.cpp: the token tasks: their registry of kinds, the Markov and lag sources, and sampling helpers.
 #include "train/data.h"
+
+#include "train/data_detail.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,18 +21,9 @@ namespace fs = std::filesystem;
 
 namespace rpb::data {
 
+using namespace detail;
+
 namespace {
-
-/// An independent seed for stream `id` of a source seeded with `seed` (splitmix64 finalizer).
-uint64_t derive_seed(uint64_t seed, uint64_t id) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (id + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Stream ids of derive_seed.
-constexpr uint64_t kTableStream = 0, kTrainStream = 1, kValidStream = 2, kTestStream = 3, kBatchStream = 0xBA7C4;
 
 /// Index drawn from a probability row by inversion; never returns a zero-probability index.
 int32_t sample_row(const double* p, int64_t n, Generator& g) {
@@ -63,41 +56,6 @@ std::string fmt(double x, int precision = 4) {
   os << std::setprecision(precision) << x;
   return os.str();
 }
-
-const char* const kBookNames[66] = {
-    "Genesis",       "Exodus",        "Leviticus",    "Numbers",         "Deuteronomy",     "Joshua",
-    "Judges",        "Ruth",          "1 Samuel",     "2 Samuel",        "1 Kings",         "2 Kings",
-    "1 Chronicles",  "2 Chronicles",  "Ezra",         "Nehemiah",        "Esther",          "Job",
-    "Psalms",        "Proverbs",      "Ecclesiastes", "Song of Solomon", "Isaiah",          "Jeremiah",
-    "Lamentations",  "Ezekiel",       "Daniel",       "Hosea",           "Joel",            "Amos",
-    "Obadiah",       "Jonah",         "Micah",        "Nahum",           "Habakkuk",        "Zephaniah",
-    "Haggai",        "Zechariah",     "Malachi",      "Matthew",         "Mark",            "Luke",
-    "John",          "Acts",          "Romans",       "1 Corinthians",   "2 Corinthians",   "Galatians",
-    "Ephesians",     "Philippians",   "Colossians",   "1 Thessalonians", "2 Thessalonians", "1 Timothy",
-    "2 Timothy",     "Titus",         "Philemon",     "Hebrews",         "James",           "1 Peter",
-    "2 Peter",       "1 John",        "2 John",       "3 John",          "Jude",            "Revelation"};
-
-std::string book_name(size_t b, size_t num_books) {
-  return num_books == 66 ? kBookNames[b] : "book " + std::to_string(b);
-}
-
-/// The full path of `name` on PATH, or "" when it is not there.
-std::string find_program(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  std::stringstream ss(dirs);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) continue;
-    const fs::path p = fs::path(dir) / name;
-    std::error_code ec;
-    if (fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0) return p.string();
-  }
-  return "";
-}
-
-const char* kDefaultKjvPath = "checkpoints/data/kjv.txt";
-const char* kBibleRange = "Gen1:1-Rev22:21";
 
 }  // namespace
 
@@ -327,246 +285,6 @@ std::string LagTask::describe() const {
      << " nats/token (optimal perplexity " << fmt(std::exp(entropy_)) << "); train " << train_.size() << ", valid "
      << valid_.size() << ", test " << test_.size() << " tokens";
   return os.str();
-}
-
-// ---------------------------------------------------------------- kjv
-
-void generate_kjv_text(const std::string& path) {
-  const std::string bible = find_program("bible");
-  RPB_CHECK(!bible.empty(), "kjv",
-            "the `bible` program is not installed: install the Debian packages bible-kjv and bible-kjv-text "
-            "(apt-get install -y bible-kjv bible-kjv-text, or scripts/deps.sh); it is needed to create ",
-            path);
-  const std::string cmd = "'" + bible + "' -f -m 8000 \"" + kBibleRange + "\" </dev/null";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  RPB_CHECK(pipe != nullptr, "kjv", "cannot run ", cmd);
-  std::string out;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  RPB_CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "kjv", "`", cmd, "` failed (status ",
-            status, ")");
-
-  // Each line: "<book><chapter>:<verse> <text>", the book an optional digit and letters (Ge, 1Sm, SSol).
-  std::ostringstream text;
-  std::string line, book;
-  std::istringstream in(out);
-  int64_t lineno = 0, books = 0, verses = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    size_t i = 0;
-    if (std::isdigit(static_cast<unsigned char>(line[i]))) ++i;
-    const size_t letters = i;
-    while (i < line.size() && std::isalpha(static_cast<unsigned char>(line[i]))) ++i;
-    const size_t name_end = i;
-    const size_t chapter = i;
-    while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) ++i;
-    bool ok = name_end > letters && i > chapter && i < line.size() && line[i] == ':';
-    if (ok) {
-      const size_t verse = ++i;
-      while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) ++i;
-      ok = i > verse && i < line.size() && line[i] == ' ';
-    }
-    RPB_CHECK(ok, "kjv", "unexpected line ", lineno, " from `", cmd, "`: \"", line.substr(0, 80),
-              "\" (expected \"<book><chapter>:<verse> <text>\")");
-    std::string verse_text = line.substr(i + 1);
-    while (!verse_text.empty() && std::isspace(static_cast<unsigned char>(verse_text.back()))) verse_text.pop_back();
-    const std::string name = line.substr(0, name_end);
-    if (name != book) {
-      if (books > 0) text << '\n';  // an empty line between books
-      book = name;
-      ++books;
-    }
-    text << verse_text << '\n';
-    ++verses;
-  }
-  RPB_CHECK(books == 66, "kjv", "`", cmd, "` printed ", books, " books (", verses,
-            " verses); expected the 66 books of the KJV");
-
-  const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    RPB_CHECK(f.good(), "kjv", "cannot write ", tmp);
-    const std::string s = text.str();
-    f.write(s.data(), static_cast<std::streamsize>(s.size()));
-    f.close();
-    RPB_CHECK(!f.fail(), "kjv", "writing ", tmp, " failed");
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp);
-    RPB_FAIL("kjv", "cannot rename ", tmp, " to ", path, ": ", ec.message());
-  }
-}
-
-KjvTask::KjvTask(const TaskOptions& options) : path_(options.kjv_path.empty() ? kDefaultKjvPath : options.kjv_path) {
-  if (!fs::exists(path_)) generate_kjv_text(path_);
-  std::ifstream f(path_, std::ios::binary);
-  RPB_CHECK(f.good(), "kjv", "cannot read task.kjv_path = \"", path_, "\"");
-
-  // Books are runs of non-empty lines separated by empty lines.
-  std::vector<std::vector<std::string>> books;
-  std::string line;
-  bool new_book = true;
-  while (std::getline(f, line)) {
-    if (line.empty()) {
-      new_book = true;
-      continue;
-    }
-    if (new_book) books.emplace_back();
-    new_book = false;
-    books.back().push_back(std::move(line));
-  }
-  RPB_CHECK(books.size() >= 10, "kjv", "task.kjv_path = \"", path_, "\" holds ", books.size(),
-            " books (separated by empty lines); need at least 10 so that valid and test get one each");
-
-  bool seen[256] = {};
-  seen[static_cast<unsigned char>('\n')] = true;
-  for (const auto& b : books)
-    for (const auto& v : b)
-      for (char c : v) seen[static_cast<unsigned char>(c)] = true;
-  std::fill(std::begin(id_of_), std::end(id_of_), -1);
-  for (int c = 0; c < 256; ++c)
-    if (seen[c]) {
-      id_of_[c] = static_cast<int32_t>(chars_.size());
-      chars_.push_back(static_cast<char>(c));
-    }
-
-  std::vector<int32_t>* splits[3] = {&train_, &valid_, &test_};
-  for (size_t b = 0; b < books.size(); ++b) {
-    const int split = split_of_book(static_cast<int64_t>(b));
-    book_split_.push_back(split);
-    std::vector<int32_t>& out = *splits[split];
-    for (const auto& v : books[b]) {
-      for (char c : v) out.push_back(id_of_[static_cast<unsigned char>(c)]);
-      out.push_back(id_of_[static_cast<unsigned char>('\n')]);
-    }
-  }
-}
-
-std::string KjvTask::decode(const std::vector<int32_t>& tokens) const {
-  std::string s;
-  s.reserve(tokens.size());
-  for (int32_t t : tokens) {
-    RPB_CHECK(t >= 0 && t < vocab(), "kjv.decode", "token ", t, " outside the vocabulary of ", vocab());
-    s.push_back(chars_[t]);
-  }
-  return s;
-}
-
-std::vector<int32_t> KjvTask::encode(const std::string& text) const {
-  std::vector<int32_t> ids;
-  ids.reserve(text.size());
-  for (char c : text) {
-    const int32_t id = id_of_[static_cast<unsigned char>(c)];
-    RPB_CHECK(id >= 0, "kjv.encode", "character code ", static_cast<int>(static_cast<unsigned char>(c)),
-              " is not in the KJV vocabulary");
-    ids.push_back(id);
-  }
-  return ids;
-}
-
-std::string KjvTask::describe() const {
-  std::ostringstream os;
-  os << "kjv: character-level King James Bible from " << path_ << ", vocab " << vocab()
-     << " characters; split by book index b (0 = Genesis): valid when b % 10 == 4 (";
-  for (int which : {1, 2}) {
-    bool first = true;
-    for (size_t b = 0; b < book_split_.size(); ++b)
-      if (book_split_[b] == which) {
-        os << (first ? "" : ", ") << book_name(b, book_split_.size());
-        first = false;
-      }
-    os << (which == 1 ? "), test when b % 10 == 9 (" : "), train otherwise; ");
-  }
-  os << "train " << train_.size() << ", valid " << valid_.size() << ", test " << test_.size() << " characters";
-  return os.str();
-}
-
-// ---------------------------------------------------------------- batches
-
-BatchSampler::BatchSampler(const std::vector<int32_t>& stream, int64_t batch, int64_t length, uint64_t seed)
-    : stream_(&stream), batch_(batch), length_(length), rng_(derive_seed(seed, kBatchStream)) {
-  RPB_CHECK(batch >= 1, "batches", "batch must be >= 1, got ", batch);
-  RPB_CHECK(length >= 1, "batches", "length must be >= 1, got ", length);
-  RPB_CHECK(static_cast<int64_t>(stream.size()) >= length + 1, "batches", "a window of length ", length,
-            " needs a stream of at least ", length + 1, " tokens, got ", stream.size());
-}
-
-void BatchSampler::next(Tensor& inputs, Tensor& targets) {
-  const std::vector<int32_t>& s = *stream_;
-  const uint64_t offsets = s.size() - static_cast<uint64_t>(length_);  // valid starts: [0, size - L - 1]
-  inputs = Tensor::empty({batch_, length_}, DType::i64);
-  targets = Tensor::empty({batch_, length_}, DType::i64);
-  int64_t* in = inputs.mutable_data<int64_t>();
-  int64_t* tg = targets.mutable_data<int64_t>();
-  for (int64_t b = 0; b < batch_; ++b) {
-    const size_t off = static_cast<size_t>(uniform_index(rng_, offsets));
-    for (int64_t j = 0; j < length_; ++j) {
-      in[b * length_ + j] = s[off + j];
-      tg[b * length_ + j] = s[off + j + 1];
-    }
-  }
-  ++batches_drawn_;
-}
-
-void BatchSampler::set_state(const State& s) {
-  RPB_CHECK(s.batches_drawn >= 0, "batches", "batches_drawn must be >= 0, got ", s.batches_drawn);
-  rng_.set_state(s.rng);
-  batches_drawn_ = s.batches_drawn;
-}
-
-// ---------------------------------------------------------------- evaluation
-
-EvalPlan make_eval_plan(int64_t stream_tokens, int64_t train_length, const std::vector<int64_t>& multipliers,
-                        int64_t max_tokens) {
-  RPB_CHECK(train_length >= 1, "eval", "train_length must be >= 1, got ", train_length);
-  RPB_CHECK(!multipliers.empty(), "eval", "need at least one length multiplier");
-  RPB_CHECK(max_tokens >= 1, "eval", "max_tokens must be >= 1, got ", max_tokens);
-  int64_t largest = 0;
-  for (int64_t m : multipliers) {
-    RPB_CHECK(m >= 1, "eval", "every length multiplier must be >= 1, got ", m);
-    RPB_CHECK(m <= std::numeric_limits<int64_t>::max() / train_length, "eval", "multiplier ", m,
-              " x train_length ", train_length, " overflows");
-    largest = std::max(largest, m);
-  }
-  for (int64_t m : multipliers)
-    RPB_CHECK(largest % m == 0, "eval", "length multiplier ", m, " does not divide the largest multiplier ", largest,
-              ": the lengths could not all score the same tokens");
-  const int64_t lmax = largest * train_length;
-  const int64_t avail = std::min(max_tokens, stream_tokens - 1);
-  const int64_t n = avail >= lmax ? avail / lmax * lmax : 0;
-  RPB_CHECK(n > 0, "eval", "the largest length ", lmax, " (", largest, " x ", train_length, ") needs at least ",
-            lmax + 1, " held-out tokens and max_tokens >= ", lmax, "; got a stream of ", stream_tokens,
-            " tokens and max_tokens ", max_tokens);
-  EvalPlan plan{train_length, {}, n};
-  for (int64_t m : multipliers) plan.lengths.push_back(m * train_length);
-  return plan;
-}
-
-std::vector<EvalSegments> make_eval_segments(const std::vector<int32_t>& stream, int64_t train_length,
-                                             const std::vector<int64_t>& multipliers, int64_t max_tokens) {
-  const EvalPlan plan =
-      make_eval_plan(static_cast<int64_t>(stream.size()), train_length, multipliers, max_tokens);
-  std::vector<EvalSegments> out;
-  for (int64_t l : plan.lengths) {
-    const int64_t segs = plan.tokens_scored / l;
-    EvalSegments e{l, Tensor::empty({segs, l}, DType::i64), Tensor::empty({segs, l}, DType::i64)};
-    int64_t* in = e.inputs.mutable_data<int64_t>();
-    int64_t* tg = e.targets.mutable_data<int64_t>();
-    for (int64_t i = 0; i < plan.tokens_scored; ++i) {  // row-major (segment s, position j) is i = s*l + j
-      in[i] = stream[i];
-      tg[i] = stream[i + 1];
-    }
-    out.push_back(std::move(e));
-  }
-  return out;
 }
 
 }  // namespace rpb::data

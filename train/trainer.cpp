@@ -113,10 +113,8 @@ std::optional<std::pair<std::string, Checkpoint>> Run::latest() const {
   return std::make_pair(std::move(file), std::move(c));
 }
 
-TrainSummary Run::train(bool resume) {
+int64_t Run::start(bool resume, TrainSummary& summary) {
   fs::create_directories(dir_);
-  TrainSummary summary;
-  int64_t start = 0;
   const std::string latest = read_latest(dir_);
   if (resume && !latest.empty()) {
     const Checkpoint c = load_checkpoint(latest);
@@ -124,79 +122,114 @@ TrainSummary Run::train(bool resume) {
               "the config differs from the one ", latest,
               " was trained with (only run.steps and the logging/eval keys may change on --resume)");
     restore(c, latest);
-    start = c.step;
     summary.resumed = true;
-    summary.step = start;  // a run resumed at or past config.steps takes no step
-  } else {
-    RPB_CHECK(latest.empty(), "train", dir_, " already holds checkpoints (", latest,
-              "); use --resume to continue it or choose another run.name");
+    summary.step = c.step;  // a run resumed at or past config.steps takes no step
+    return c.step;
   }
+  RPB_CHECK(latest.empty(), "train", dir_, " already holds checkpoints (", latest,
+            "); use --resume to continue it or choose another run.name");
+  return 0;
+}
+
+Run::StepResult Run::take_step(int64_t step, double lr) {
+  StepResult r;
+  optimizer_->zero_grad();
+  Tensor loss = workload_->next_loss();
+  r.loss = loss.item();
+  if (!std::isfinite(r.loss)) {
+    r.bad = "the loss";
+    if (auto name = first_non_finite_param(optimizer_->params()))
+      r.bad += " (parameter " + *name + " holds a NaN or an Inf)";
+    tape().clear();
+    return r;
+  }
+  backward(loss);
+  if (gradient_hook_) gradient_hook_(step + 1, optimizer_->params());
+  if (auto name = optim::first_non_finite_grad(optimizer_->params())) {
+    r.bad = "the gradient of " + *name;
+    return r;
+  }
+  r.grad_norm = optim::clip_grad_norm(optimizer_->params(),
+                                      config_.optim.grad_clip > 0 ? config_.optim.grad_clip : INFINITY);
+  optimizer_->step(lr);
+  return r;
+}
+
+namespace {
+
+// The progress of one train(): tokens/s over each logging window, an ETA, and the line on a terminal.
+class Progress {
+ public:
+  Progress(spdlog::logger& log, int64_t start, int64_t steps)
+      : log_(log), start_(start), steps_(steps), tty_(isatty(STDERR_FILENO)) {}
+  ~Progress() {
+    if (tty_) std::fprintf(stderr, "\n");
+  }
+  void add_tokens(int64_t n) { window_tokens_ += n; }
+  /// Logs step `done` and returns the metrics row.
+  MetricsRow log(int64_t done, double loss, double lr, double norm) {
+    const auto now = std::chrono::steady_clock::now();
+    const double secs = std::chrono::duration<double>(now - window_start_).count();
+    const double tps = secs > 0 ? static_cast<double>(window_tokens_) / secs : 0.0;
+    const double elapsed = std::chrono::duration<double>(now - t0_).count();
+    const double eta = elapsed / static_cast<double>(done - start_) * static_cast<double>(steps_ - done);
+    if (tty_)
+      std::fprintf(stderr, "\r  step %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  ETA %.0fs   ",
+                   static_cast<long long>(done), static_cast<long long>(steps_), loss, lr, tps, eta);
+    log_.log(tty_ ? spdlog::level::debug : spdlog::level::info,
+             "step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.3f} {:.0f} tok/s ETA {:.0f}s", done, steps_, loss, lr, norm,
+             tps, eta);
+    window_start_ = now;
+    window_tokens_ = 0;
+    return {done, loss, lr, norm, tps};
+  }
+
+ private:
+  spdlog::logger& log_;
+  int64_t start_, steps_;
+  bool tty_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), window_start_ = t0_;
+  int64_t window_tokens_ = 0;
+};
+
+}  // namespace
+
+TrainSummary Run::train(bool resume) {
+  TrainSummary summary;
+  const int64_t start = this->start(resume, summary);
   {
     std::ofstream cfg(fs::path(dir_) / "config.toml");
     cfg << config_.text;
   }
   auto log = run_logger(dir_);
-  const bool tty = isatty(STDERR_FILENO);
   log->info("run {}: {} on {}, {} parameters, steps {}..{}", config_.name, config_.model.position.scheme,
             workload_->describe(), workload_->model().parameter_count(), start, config_.steps);
-
   workload_->model().train();
-  const auto t0 = std::chrono::steady_clock::now();
-  auto window_start = t0;
-  int64_t window_tokens = 0;
   double last_loss = metrics_.empty() ? 0.0 : metrics_.back().loss;
-  for (int64_t step = start; step < config_.steps; ++step) {
-    const double lr = optim::learning_rate(config_.optim.schedule, step);
-    optimizer_->zero_grad();
-    Tensor loss = workload_->next_loss();
-    const double lv = loss.item();
-    std::string bad;
-    if (!std::isfinite(lv)) {
-      bad = "the loss";
-      if (auto name = first_non_finite_param(optimizer_->params()))
-        bad += " (parameter " + *name + " holds a NaN or an Inf)";
-      tape().clear();
-    } else {
-      backward(loss);
-      if (gradient_hook_) gradient_hook_(step + 1, optimizer_->params());
-      if (auto name = optim::first_non_finite_grad(optimizer_->params())) bad = "the gradient of " + *name;
-    }
-    double norm = 0;
-    if (bad.empty()) {
-      norm = config_.optim.grad_clip > 0 ? optim::clip_grad_norm(optimizer_->params(), config_.optim.grad_clip)
-                                          : optim::clip_grad_norm(optimizer_->params(), INFINITY);
-      optimizer_->step(lr);
-      last_loss = lv;
-    } else {
-      log->warn("step {}: non-finite value in {} ({})", step + 1, bad,
-                config_.on_nonfinite == "skip" ? "step skipped" : "run stopped");
-      if (config_.on_nonfinite == "stop") {
-        summary.stopped_non_finite = true;
-        summary.step = step;
-        break;
+  {
+    Progress progress(*log, start, config_.steps);
+    for (int64_t step = start; step < config_.steps; ++step) {
+      const double lr = optim::learning_rate(config_.optim.schedule, step);
+      const StepResult r = take_step(step, lr);
+      if (r.bad.empty()) {
+        last_loss = r.loss;
+      } else {
+        log->warn("step {}: non-finite value in {} ({})", step + 1, r.bad,
+                  config_.on_nonfinite == "skip" ? "step skipped" : "run stopped");
+        if (config_.on_nonfinite == "stop") {
+          summary.stopped_non_finite = true;
+          summary.step = step;
+          break;
+        }
       }
+      progress.add_tokens(workload_->batch_tokens());
+      const int64_t done = step + 1;
+      if (done % config_.log_every == 0 || done == config_.steps)
+        metrics_.push_back(progress.log(done, r.loss, lr, r.grad_norm));
+      if (config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 && done != config_.steps) save(done);
+      summary.step = done;
     }
-    window_tokens += workload_->batch_tokens();
-    const int64_t done = step + 1;
-    if (done % config_.log_every == 0 || done == config_.steps) {
-      const auto now = std::chrono::steady_clock::now();
-      const double secs = std::chrono::duration<double>(now - window_start).count();
-      const double tps = secs > 0 ? static_cast<double>(window_tokens) / secs : 0.0;
-      metrics_.push_back({done, lv, lr, norm, tps});
-      const double elapsed = std::chrono::duration<double>(now - t0).count();
-      const double eta = elapsed / static_cast<double>(done - start) * static_cast<double>(config_.steps - done);
-      if (tty)
-        std::fprintf(stderr, "\r  step %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  ETA %.0fs   ",
-                     static_cast<long long>(done), static_cast<long long>(config_.steps), lv, lr, tps, eta);
-      log->log(tty ? spdlog::level::debug : spdlog::level::info, "step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.3f} {:.0f} tok/s ETA {:.0f}s",
-               done, config_.steps, lv, lr, norm, tps, eta);
-      window_start = now;
-      window_tokens = 0;
-    }
-    if (config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 && done != config_.steps) save(done);
-    summary.step = done;
   }
-  if (tty) std::fprintf(stderr, "\n");
   // A resumed run that took no step (it had already reached config.steps) keeps its checkpoint
   // and `latest` as they are: saving again would rewrite them for nothing.
   if (!summary.stopped_non_finite && !(summary.resumed && summary.step == start)) save(summary.step);

@@ -58,6 +58,15 @@ class Run {
   void on_gradients(GradientHook hook) { gradient_hook_ = std::move(hook); }
 
  private:
+  /// What one optimizer step did: the loss, the gradient norm before clipping, and what was not finite ("" when
+  /// all was, and the step was taken).
+  struct StepResult {
+    double loss = 0, grad_norm = 0;
+    std::string bad;
+  };
+  /// Resumes from `latest` or checks the folder holds no checkpoint; returns the first step to take.
+  int64_t start(bool resume, TrainSummary& summary);
+  StepResult take_step(int64_t step, double lr);
   Checkpoint snapshot(int64_t step) const;
   void save(int64_t step);
 

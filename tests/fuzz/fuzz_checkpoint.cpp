@@ -20,7 +20,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "train/inspect.h"
+#include "cli/inspect.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "train/inspect.h"
+#include "cli/inspect.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 
 #include "test_util.h"
-#include "train/bias_cmd.h"
+#include "cli/bias.h"
 
 using rpb::testing::run_rpb;
 namespace {

@@ -1,8 +1,11 @@
-// rpb/train/demo.h: the engine demo run by `rpb demo` (and scripts/run.sh until the
+// rpb/cli/demo.h: the engine demo run by `rpb demo` (and scripts/run.sh until the
 // extrapolation table exists): a small MLP learns the two-spirals problem.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
+#include <functional>
 
 namespace rpb {
 
@@ -24,5 +27,8 @@ struct DemoResult {
 
 /// Trains a 2-H-H-2 tanh MLP with full-batch SGD and cross-entropy; deterministic for a seed.
 DemoResult run_demo(const DemoOptions& options);
+
+/// `rpb demo`'s options on `cmd`; the runner trains, logs the result and exits 0 when accuracy passes 50%.
+std::function<int()> add_demo_command(CLI::App& cmd);
 
 }  // namespace rpb

@@ -1,54 +1,22 @@
-#include "train/extrapolate.h"
+// rpb/cli/results.cpp: the sweep's table and its results.csv, results.json and results.svg.
+#include "cli/results.h"
 
-#include <spdlog/spdlog.h>
-
-#include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
-#include <map>
 #include <sstream>
 
-#include "nn/position.h"
 #include "train/atomic_file.h"
-#include "train/trainer.h"
+#include "train/data.h"
 
 namespace fs = std::filesystem;
 
 namespace rpb {
 
-std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v) {
-  std::vector<double> x;
-  for (const auto& e : v)
-    if (e && std::isfinite(*e)) x.push_back(*e);
-  if (x.empty()) return std::nullopt;
-  double m = 0;
-  for (double e : x) m += e;
-  m /= static_cast<double>(x.size());
-  double s = 0;
-  for (double e : x) s += (e - m) * (e - m);
-  s = x.size() > 1 ? std::sqrt(s / static_cast<double>(x.size() - 1)) : 0.0;
-  return std::make_pair(m, s);
-}
-
 namespace {
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
-
-// The run of one method, task and seed: trained, or resumed, or reused when it has finished.
-void train_or_reuse(Run& run, MethodResult& row, const std::string& what) {
-  const auto latest = run.latest();
-  if (latest && latest->second.step >= run.config().steps) {
-    spdlog::info("{}: finished earlier, reusing {}", what, run.dir());
-    run.restore(latest->second, latest->first);
-    return;
-  }
-  spdlog::info("{}: training in {}", what, run.dir());
-  const auto t0 = std::chrono::steady_clock::now();
-  run.train(/*resume=*/true);
-  row.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 std::string cell(const std::optional<std::pair<double, double>>& ms, bool with_std) {
   if (!ms) return "n/a";
@@ -58,51 +26,7 @@ std::string cell(const std::optional<std::pair<double, double>>& ms, bool with_s
   return os.str();
 }
 
-std::vector<std::optional<double>> column(const MethodResult& m, std::size_t j) {
-  std::vector<std::optional<double>> c;
-  for (const auto& seed : m.ppl) c.push_back(j < seed.size() ? seed[j] : std::nullopt);
-  return c;
-}
-
 }  // namespace
-
-SweepResult run_sweep(const RunConfig& base) {
-  SweepResult result;
-  result.name = base.name;
-  result.train_length = base.length;
-  result.multipliers = base.eval_multipliers;
-  result.seeds = base.sweep.seeds;
-  const std::vector<std::string> tasks = base.sweep.tasks.empty() ? std::vector<std::string>{base.task.kind}
-                                                                  : base.sweep.tasks;
-  const std::string root = base.run_dir();
-  const std::size_t total = tasks.size() * base.sweep.methods.size() * base.sweep.seeds.size();
-  std::size_t done = 0;
-  for (const std::string& task : tasks)
-    for (const SweepMethod& method : base.sweep.methods) {
-      MethodResult row;
-      row.task = task;
-      row.method = method;
-      for (uint64_t seed : base.sweep.seeds) {
-        // "swin_v2@window8" reuses the swin_v2 run and evaluates it with another window.
-        const SweepRun sr{task, method, seed, (fs::path(root) / task / method.scheme).string(),
-                          "seed" + std::to_string(seed)};
-        Run run(run_config(base, sr));
-        ++done;
-        train_or_reuse(run, row, fmt::format("[{}/{}] {} / {} / seed {}", done, total, task, method.name(), seed));
-        std::vector<std::optional<double>> ppl;
-        row.lengths.clear();
-        for (const LengthResult& r : run.evaluate()) {
-          ppl.push_back(r.perplexity());
-          row.lengths.push_back(r.length);
-        }
-        row.ppl.push_back(ppl);
-        row.optimal_ppl = run.optimal_perplexity();
-        row.position_params = nn::position_parameter_count(run.model());
-      }
-      result.rows.push_back(row);
-    }
-  return result;
-}
 
 std::string format_table(const SweepResult& r) {
   std::ostringstream os;
@@ -122,7 +46,7 @@ std::string format_table(const SweepResult& r) {
       os << "|\n";
     }
     os << "| " << m.method.label() << " | " << m.position_params;
-    for (std::size_t j = 0; j < r.multipliers.size(); ++j) os << " | " << cell(mean_std(column(m, j)), r.seeds.size() > 1);
+    for (std::size_t j = 0; j < r.multipliers.size(); ++j) os << " | " << cell(mean_std(m.column(j)), r.seeds.size() > 1);
     os << " |\n";
   }
   return os.str();
@@ -172,12 +96,12 @@ std::string json(const SweepResult& r) {
     }
     os << "],\n     \"mean\": [";
     for (std::size_t j = 0; j < r.multipliers.size(); ++j) {
-      const auto ms = mean_std(column(m, j));
+      const auto ms = mean_std(m.column(j));
       os << (j ? ", " : "") << json_number(ms ? std::optional<double>(ms->first) : std::nullopt);
     }
     os << "],\n     \"std\": [";
     for (std::size_t j = 0; j < r.multipliers.size(); ++j) {
-      const auto ms = mean_std(column(m, j));
+      const auto ms = mean_std(m.column(j));
       os << (j ? ", " : "") << json_number(ms ? std::optional<double>(ms->second) : std::nullopt);
     }
     os << "]}" << (i + 1 < r.rows.size() ? "," : "") << "\n";
@@ -204,7 +128,7 @@ std::string svg(const SweepResult& r) {
     for (const auto& m : r.rows)
       if (m.task == tasks[ti]) {
         for (std::size_t j = 0; j < r.multipliers.size(); ++j)
-          if (auto ms = mean_std(column(m, j))) lo = std::min(lo, ms->first), hi = std::max(hi, ms->first);
+          if (auto ms = mean_std(m.column(j))) lo = std::min(lo, ms->first), hi = std::max(hi, ms->first);
         if (m.optimal_ppl) lo = std::min(lo, *m.optimal_ppl);
       }
     if (!std::isfinite(lo)) continue;
@@ -239,7 +163,7 @@ std::string svg(const SweepResult& r) {
       const char* c = colors[ci++ % 8];
       std::string path;
       for (std::size_t j = 0; j < r.multipliers.size(); ++j)
-        if (auto ms = mean_std(column(m, j))) {
+        if (auto ms = mean_std(m.column(j))) {
           std::ostringstream p;
           p << std::fixed << std::setprecision(1) << (path.empty() ? "M" : " L") << X(static_cast<double>(r.multipliers[j]))
             << " " << Y(ms->first);

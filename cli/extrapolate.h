@@ -1,4 +1,4 @@
-// rpb/train/extrapolate.h: the perplexity-vs-length sweep (`rpb extrapolate`).
+// rpb/cli/extrapolate.h: the perplexity-vs-length sweep (`rpb extrapolate`).
 #pragma once
 
 #include <optional>
@@ -18,6 +18,8 @@ struct MethodResult {
   std::vector<std::vector<std::optional<double>>> ppl;     // [seed][length]; nullopt: cannot run at that length
   std::optional<double> optimal_ppl;                       // exp(entropy rate) for synthetic tasks
   double train_seconds = 0;                                // summed over seeds (0 when reused)
+  /// The perplexities at length j over the seeds.
+  std::vector<std::optional<double>> column(std::size_t j) const;
 };
 
 struct SweepResult {
@@ -32,11 +34,6 @@ struct SweepResult {
 /// multiplier of the train length, and returns the table. Runs live in
 /// <out_dir>/<name>/<task>/<method>/seed<k>; finished runs are reused, interrupted ones resumed.
 SweepResult run_sweep(const RunConfig& config);
-
-/// The seed's table: Method | Position params | PPL at train length | 2x | ... (mean +- std over seeds).
-std::string format_table(const SweepResult& r);
-/// Writes results.csv, results.json and results.svg into `dir` (atomically, each).
-void write_results(const SweepResult& r, const std::string& dir);
 
 /// mean and sample standard deviation of the defined values (nullopt when none is defined).
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v);

@@ -1,6 +1,8 @@
-#include "train/bias_cmd.h"
+#include "cli/bias.h"
 
 #include <charconv>
+#include <iostream>
+#include <memory>
 #include <cstdio>
 #include <string>
 #include <tuple>
@@ -174,6 +176,24 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
   else if (bias.defined()) print_bias(*scheme, bias, o, out);
   else out << o.scheme << ": " << kind_sentence(scheme->kind()) << "; it has no bias matrix.\n";
   return 0;
+}
+
+std::function<int()> add_bias_command(CLI::App& cmd) {
+  auto o = std::make_shared<BiasOptions>();
+  std::string schemes;
+  for (const std::string& n : nn::scheme_names(1)) schemes += (schemes.empty() ? "" : " | ") + n;
+  cmd.add_option("--scheme", o->scheme, schemes);
+  cmd.add_option("--num-buckets", o->num_buckets, "t5: number of buckets");
+  cmd.add_option("--max-distance", o->max_distance, "t5: distance where the log buckets end");
+  cmd.add_flag("--causal", o->causal, "t5: causal buckets (bidirectional without this flag)");
+  cmd.add_option("--query-length", o->query_length, "number of queries (rows)");
+  cmd.add_option("--key-length", o->key_length, "number of keys (columns)");
+  cmd.add_option("--query-offset", o->query_offset, "position of the first query (a KV cache's length)");
+  cmd.add_option("--heads", o->heads, "attention heads");
+  cmd.add_option("--max-relative-position", o->max_relative_position, "shaw: clipping distance K");
+  cmd.add_option("--lambda", o->lambda, "log_decay: the decay strength");
+  cmd.add_flag("--json", o->json, "print one JSON object");
+  return [o] { return run_bias_command(*o, std::cout); };  // 2 on a bad option value
 }
 
 }  // namespace rpb

@@ -1,4 +1,4 @@
-// rpb/train/inspect.h: `rpb inspect`, a readable report of a checkpoint.
+// rpb/cli/inspect.h: `rpb inspect`, a readable report of a checkpoint.
 #pragma once
 
 #include <ostream>

@@ -1,7 +1,10 @@
-// rpb/train/bias_cmd.h: `rpb bias`, which prints what a position scheme adds to the attention scores.
+// rpb/cli/bias.h: `rpb bias`, which prints what a position scheme adds to the attention scores.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <string>
 
@@ -32,5 +35,8 @@ struct BiasOptions {
 /// "buckets" appears only for t5 and shaw and "bias" only for the fixed bias schemes.
 /// Returns 0, or 2 after writing a message that names the flag to `err` when an option is invalid.
 int run_bias_command(const BiasOptions& options, std::ostream& out, std::ostream& err = std::cerr);
+
+/// `rpb bias`'s options on `cmd`; the runner prints to stdout and returns run_bias_command's code.
+std::function<int()> add_bias_command(CLI::App& cmd);
 
 }  // namespace rpb

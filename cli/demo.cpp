@@ -1,8 +1,9 @@
-#include "train/demo.h"
+#include "cli/demo.h"
 
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <memory>
 #include <numbers>
 
 #include "core/core.h"
@@ -74,6 +75,21 @@ DemoResult run_demo(const DemoOptions& o) {
     correct += (logits.at({i, 1}) > logits.at({i, 0})) == (y.data<int64_t>()[i] == 1);
   r.accuracy = static_cast<double>(correct) / static_cast<double>(logits.size(0));
   return r;
+}
+
+std::function<int()> add_demo_command(CLI::App& cmd) {
+  auto o = std::make_shared<DemoOptions>();
+  cmd.add_option("--steps", o->steps, "SGD steps")->check(CLI::Range(1, 100000000));
+  cmd.add_option("--hidden", o->hidden, "hidden width")->check(CLI::Range(1, 65536));
+  cmd.add_option("--lr", o->lr, "learning rate")->check(CLI::Range(1e-12, 1e3));
+  cmd.add_option("--seed", o->seed, "random seed");
+  cmd.add_option("--log-every", o->log_every, "steps between progress lines (0: none)")->check(CLI::Range(0, 100000000));
+  return [o] {
+    const DemoResult r = run_demo(*o);
+    spdlog::info("demo done: loss {:.4f} -> {:.4f}, training accuracy {:.1f}%", r.initial_loss, r.final_loss,
+                 100.0 * r.accuracy);
+    return r.accuracy > 0.5 ? 0 : 1;
+  };
 }
 
 }  // namespace rpb

@@ -1,0 +1,39 @@
+// rpb/cli/commands.h: the subcommands of `rpb`, in one registry that main, --help and the message for an
+// unknown subcommand read; and the bodies of `rpb train`, `eval`, `extrapolate` and `inspect`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rpb {
+
+/// What runs a parsed subcommand: returns the exit code; errors are thrown as rpb::Error (main reports
+/// them and exits 1).
+using CommandRunner = std::function<int()>;
+
+/// One subcommand of `rpb`. Adding one: a function that adds its options and returns its runner (in the
+/// command's own file) and a row of commands().
+struct Command {
+  const char* name;
+  const char* help;
+  /// Adds the command's arguments and options to `cmd`, bound to state the returned runner owns.
+  CommandRunner (*add)(CLI::App& cmd);
+};
+
+/// Every subcommand, in the order `rpb --help` lists them.
+const std::vector<Command>& commands();
+
+/// Trains the run `config_path` describes (with `overrides` applied), then evaluates it.
+int cmd_train(const std::string& config_path, bool resume, const std::vector<std::string>& overrides);
+/// Perplexity of a checkpoint at `lengths` (empty: the config's multiples of the train length).
+int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths);
+/// The perplexity-vs-length sweep: trains or reuses every run, prints the table, writes results.*.
+int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides);
+/// A readable report of a checkpoint.
+int cmd_inspect(const std::string& checkpoint);
+
+}  // namespace rpb

@@ -1,0 +1,97 @@
+#include "cli/extrapolate.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "nn/position.h"
+#include "train/atomic_file.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace rpb {
+
+std::vector<std::optional<double>> MethodResult::column(std::size_t j) const {
+  std::vector<std::optional<double>> c;
+  for (const auto& seed : ppl) c.push_back(j < seed.size() ? seed[j] : std::nullopt);
+  return c;
+}
+
+std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v) {
+  std::vector<double> x;
+  for (const auto& e : v)
+    if (e && std::isfinite(*e)) x.push_back(*e);
+  if (x.empty()) return std::nullopt;
+  double m = 0;
+  for (double e : x) m += e;
+  m /= static_cast<double>(x.size());
+  double s = 0;
+  for (double e : x) s += (e - m) * (e - m);
+  s = x.size() > 1 ? std::sqrt(s / static_cast<double>(x.size() - 1)) : 0.0;
+  return std::make_pair(m, s);
+}
+
+namespace {
+
+// The run of one method, task and seed: trained, or resumed, or reused when it has finished.
+void train_or_reuse(Run& run, MethodResult& row, const std::string& what) {
+  const auto latest = run.latest();
+  if (latest && latest->second.step >= run.config().steps) {
+    spdlog::info("{}: finished earlier, reusing {}", what, run.dir());
+    run.restore(latest->second, latest->first);
+    return;
+  }
+  spdlog::info("{}: training in {}", what, run.dir());
+  const auto t0 = std::chrono::steady_clock::now();
+  run.train(/*resume=*/true);
+  row.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+SweepResult run_sweep(const RunConfig& base) {
+  SweepResult result;
+  result.name = base.name;
+  result.train_length = base.length;
+  result.multipliers = base.eval_multipliers;
+  result.seeds = base.sweep.seeds;
+  const std::vector<std::string> tasks = base.sweep.tasks.empty() ? std::vector<std::string>{base.task.kind}
+                                                                  : base.sweep.tasks;
+  const std::string root = base.run_dir();
+  const std::size_t total = tasks.size() * base.sweep.methods.size() * base.sweep.seeds.size();
+  std::size_t done = 0;
+  for (const std::string& task : tasks)
+    for (const SweepMethod& method : base.sweep.methods) {
+      MethodResult row;
+      row.task = task;
+      row.method = method;
+      for (uint64_t seed : base.sweep.seeds) {
+        // "swin_v2@window8" reuses the swin_v2 run and evaluates it with another window.
+        const SweepRun sr{task, method, seed, (fs::path(root) / task / method.scheme).string(),
+                          "seed" + std::to_string(seed)};
+        Run run(run_config(base, sr));
+        ++done;
+        train_or_reuse(run, row, fmt::format("[{}/{}] {} / {} / seed {}", done, total, task, method.name(), seed));
+        std::vector<std::optional<double>> ppl;
+        row.lengths.clear();
+        for (const LengthResult& r : run.evaluate()) {
+          ppl.push_back(r.perplexity());
+          row.lengths.push_back(r.length);
+        }
+        row.ppl.push_back(ppl);
+        row.optimal_ppl = run.optimal_perplexity();
+        row.position_params = nn::position_parameter_count(run.model());
+      }
+      result.rows.push_back(row);
+    }
+  return result;
+}
+
+}  // namespace rpb

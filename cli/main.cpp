@@ -1,0 +1,71 @@
+// build/rpb: the command-line interface. The subcommands are the registry of cli/commands.h.
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "train/version.h"
+
+namespace {
+
+// An unknown subcommand, or an unknown option before the subcommand, is named (instead of CLI11's generic "A
+// subcommand is required"); returns true when argv[1] is fine.
+bool first_argument_known(int argc, char** argv) {
+  if (argc <= 1) return true;
+  const std::string first = argv[1];
+  if (first == "-h" || first == "--help" || first == "--version") return true;
+  std::string known;
+  for (const rpb::Command& c : rpb::commands()) {
+    if (first == c.name) return true;
+    known += (known.empty() ? "" : ", ") + std::string(c.name);
+  }
+  std::cerr << "rpb: unknown " << (first[0] == '-' ? "option" : "subcommand") << " '" << first
+            << "' (usage: rpb <subcommand> [options]; subcommands: " << known << ")\n"
+            << "Run with --help for more information.\n";
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Errors and progress go to stderr; stdout carries only results (tables, reports, JSON).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
+  CLI::App app{"rpb: train and study relative-position-bias attention"};
+  app.set_version_flag("--version", std::string("rpb ") + rpb::version());
+  app.require_subcommand(1);
+  std::map<const CLI::App*, rpb::CommandRunner> runners;
+  for (const rpb::Command& c : rpb::commands()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    runners[sub] = c.add(*sub);
+  }
+  if (!first_argument_known(argc, argv)) return 2;
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and the usage hint
+    return 2;     // usage errors exit 2
+  }
+
+  try {
+    for (const auto& [sub, run] : runners)
+      if (*sub) return run();
+  } catch (const rpb::Error& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    spdlog::error("unexpected error: {}", e.what());
+    return 1;
+  }
+  return 0;
+}
