@@ -90,6 +90,7 @@ const char* kind_sentence(nn::PositionKind k) {
   switch (k) {
     case nn::PositionKind::absolute: return "absolute position embeddings added to the token embeddings";
     case nn::PositionKind::rotary: return "rotary embeddings that rotate queries and keys by their positions";
+    case nn::PositionKind::additive_bias: return "a learned bias added to the attention scores (its values need a trained checkpoint)";
     default: return "no position information";
   }
 }

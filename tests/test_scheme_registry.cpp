@@ -37,7 +37,7 @@ TEST_CASE("every registered scheme has a golden case and a gradient-check case, 
     registered.insert(s.name);
     INFO("scheme: ", s.name);
     const auto it = std::find_if(cases.begin(), cases.end(), [&](const auto& c) { return c.scheme == s.name; });
-    REQUIRE_MESSAGE(it != cases.end(), "no golden or gradient-check case for the registered scheme ", s.name,
+    REQUIRE_MESSAGE(it != cases.end(), "no golden or gradient-check case for the registered scheme ", std::string(s.name),
                     " (add it to tests/scheme_cases.h's lists)");
     REQUIRE(it->golden);
     REQUIRE(it->gradcheck);
