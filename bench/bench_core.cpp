@@ -5,6 +5,7 @@
 // Every figure is the median of interleaved repetitions. Usage: bench_core [--quick]
 #include <cblas.h>
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,7 +17,6 @@
 
 #include "core/core.h"
 #include "core/parallel.h"
-#include "core/ops/kernels.h"
 
 using namespace rpb;
 using Clock = std::chrono::steady_clock;

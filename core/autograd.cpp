@@ -10,6 +10,18 @@ namespace {
 thread_local Tape g_tape;
 thread_local bool g_grad_enabled = true;
 
+// Makes the slot's (defined) gradient safe to write in place, the one copy-on-write rule of every
+// gradient mutation. A gradient no other handle or view can see (a rule's fresh output, held only here)
+// is kept; one that may be shared (an add hands one tensor to both its inputs) is copied first.
+Tensor& owned_grad(GradSlot& slot) {
+  const TensorImpl& held = slot.grad.impl();
+  if (!slot.owned && !(slot.grad.impl_ptr().use_count() == 1 && held.storage.use_count() == 1)) {
+    slot.grad = slot.grad.clone();
+  }
+  slot.owned = true;
+  return slot.grad;
+}
+
 // Adds `g` into `slot`, copying first when the stored gradient may be shared.
 void accumulate(GradSlot& slot, Tensor g, const char* op, int input) {
   RPB_CHECK(g.shape() == slot.shape, op, "backward produced a gradient of shape ", g.shape(),
@@ -21,16 +33,18 @@ void accumulate(GradSlot& slot, Tensor g, const char* op, int input) {
     slot.owned = false;
     return;
   }
-  // A gradient no other handle or view can see (a rule's fresh output, held only here) is added into
-  // in place; one that may be shared (an add hands one tensor to both its inputs) is copied first.
-  const TensorImpl& held = slot.grad.impl();
-  if (!slot.owned && !(slot.grad.impl_ptr().use_count() == 1 && held.storage.use_count() == 1)) {
-    slot.grad = slot.grad.clone();
-  }
-  slot.owned = true;
-  add_inplace(slot.grad, g);
+  add_inplace(owned_grad(slot), g);
 }
 }  // namespace
+
+void scale_grad_(const Tensor& t, double factor) {
+  if (!t.requires_grad() || !t.impl().slot->grad.defined()) return;
+  Tensor& grad = owned_grad(*t.impl().slot);
+  dispatch_float(grad.dtype(), "scale_grad_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    amap<T>(grad) *= T(factor);
+  });
+}
 
 void Tape::push(Node n) {
   nodes_.push_back(std::move(n));
@@ -103,6 +117,57 @@ void backward(const Tensor& root, const Tensor& grad) {
       accumulate(*n.ins[i], grads[i], op_name(n.op), i);
     }
     n.backward = nullptr;  // release what the rule saved as soon as it has run
+  }
+}
+
+// ---- the Tensor methods that read or reset a gradient slot (declared in core/tensor.h) ----
+
+Tensor& Tensor::requires_grad_(bool on) {
+  if (!on) {
+    RPB_CHECK(!requires_grad() || is_leaf(), "requires_grad_", "cannot turn off requires_grad on a non-leaf; use detach()");
+    impl().slot.reset();
+    return *this;
+  }
+  RPB_CHECK(is_floating(), "requires_grad_", "only float tensors can require grad, got ", dtype_name(dtype()));
+  if (!impl().slot) {
+    auto slot = std::make_shared<GradSlot>();
+    slot->shape = shape();
+    slot->dtype = dtype();
+    slot->leaf = true;
+    impl().slot = std::move(slot);
+  }
+  return *this;
+}
+
+bool Tensor::is_leaf() const { return !requires_grad() || impl().slot->leaf; }
+
+Tensor Tensor::grad() const { return requires_grad() ? impl().slot->grad : Tensor(); }
+
+void Tensor::zero_grad() const {
+  if (requires_grad()) {
+    impl().slot->grad = Tensor();
+    impl().slot->owned = false;
+  }
+}
+
+Tensor Tensor::detach() const {
+  auto impl2 = std::make_shared<TensorImpl>(impl());
+  impl2->slot.reset();
+  return Tensor(std::move(impl2));
+}
+
+void Tensor::to_(DType target) const {
+  if (dtype() == target) return;
+  RPB_CHECK(!requires_grad() || target != DType::i64, "to_", "a tensor that requires grad cannot become ",
+            dtype_name(target), " (shape ", shape(), ")");
+  const Tensor converted = to(target);
+  TensorImpl& self = impl();
+  self.storage = converted.impl().storage;
+  self.offset = 0;
+  self.dtype = target;
+  if (self.slot) {
+    self.slot->dtype = target;
+    zero_grad();
   }
 }
 

@@ -112,6 +112,22 @@ class NoGradGuard {
 /// calls; the whole tape is consumed and cleared, whether or not it succeeds.
 void backward(const Tensor& root, const Tensor& grad = Tensor());
 
+/// Multiplies t's accumulated gradient by `factor` (as `T(factor)` in the gradient's dtype, float32 or
+/// float64), in place: the gradient-clipping step. Gradients change only here and in backward(), under
+/// one copy-on-write rule: a gradient the slot does not own, which may be the very tensor another
+/// input's gradient holds (an add hands one tensor to both its inputs), is replaced by a scaled copy, so
+/// the other holder keeps its values. Does nothing when t has no gradient. Not recorded on the tape.
+///
+/// @code
+/// rpb::Tensor a = rpb::Tensor::ones({2}).requires_grad_();
+/// rpb::Tensor b = rpb::Tensor::ones({2}).requires_grad_();
+/// rpb::backward(rpb::sum(a + b));  // a and b receive one shared gradient of ones
+/// rpb::scale_grad_(a, 0.5);
+/// CHECK(a.grad().to_vector() == std::vector<double>{0.5, 0.5});
+/// CHECK(b.grad().to_vector() == std::vector<double>{1, 1});
+/// @endcode
+void scale_grad_(const Tensor& t, double factor);
+
 namespace autograd {
 
 /// True when an op with these inputs must be recorded.

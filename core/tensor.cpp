@@ -7,8 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/autograd.h"
-#include "core/ops/kernels.h"
+#include "core/dispatch.h"
 
 namespace rpb {
 
@@ -231,38 +230,17 @@ bool Tensor::shares_storage(const Tensor& other) const {
   return defined() && other.defined() && impl().storage == other.impl().storage;
 }
 
-Tensor& Tensor::requires_grad_(bool on) {
-  if (!on) {
-    RPB_CHECK(!requires_grad() || is_leaf(), "requires_grad_", "cannot turn off requires_grad on a non-leaf; use detach()");
-    impl().slot.reset();
-    return *this;
-  }
-  RPB_CHECK(is_floating(), "requires_grad_", "only float tensors can require grad, got ", dtype_name(dtype()));
-  if (!impl().slot) {
-    auto slot = std::make_shared<GradSlot>();
-    slot->shape = shape();
-    slot->dtype = dtype();
-    slot->leaf = true;
-    impl().slot = std::move(slot);
-  }
-  return *this;
-}
+const void* Tensor::storage_id() const { return impl().storage.get(); }
 
-bool Tensor::is_leaf() const { return !requires_grad() || impl().slot->leaf; }
-
-Tensor Tensor::grad() const { return requires_grad() ? impl().slot->grad : Tensor(); }
-
-void Tensor::zero_grad() const {
-  if (requires_grad()) {
-    impl().slot->grad = Tensor();
-    impl().slot->owned = false;
-  }
-}
-
-Tensor Tensor::detach() const {
-  auto impl2 = std::make_shared<TensorImpl>(impl());
-  impl2->slot.reset();
-  return Tensor(std::move(impl2));
+void Tensor::set_(const Tensor& src) const {
+  RPB_CHECK(!requires_grad(), "set_", "cannot repoint a tensor that requires grad (shape ", shape(), ", ",
+            dtype_name(dtype()), ")");
+  const TensorImpl& from = src.impl();
+  TensorImpl& self = impl();
+  self.storage = from.storage;
+  self.offset = from.offset;
+  self.shape = from.shape;
+  self.dtype = from.dtype;
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {

@@ -139,8 +139,33 @@ class Tensor {
   void set_(const Tensor& src) const;
   /// True when both handles share a storage (a view or the same tensor).
   bool shares_storage(const Tensor& other) const;
+  /// Identifies the buffer this tensor reads: equal for a tensor and its views (shares_storage),
+  /// different for tensors with buffers of their own. Compare it; never dereference it.
+  const void* storage_id() const;
 
-  // ---- autograd ----
+  // ---- in-place changes of what the handle points at (every copy of the handle sees them) ----
+  /// Converts the contents to `dtype` in place: the handle, and every copy of it, stays valid
+  /// (Module::to relies on this). A tensor that requires grad keeps requiring it, now in `dtype`,
+  /// and its accumulated gradient is dropped; it can only become float32 or float64. Views made
+  /// earlier keep the old buffer. Not recorded on the tape; a no-op when the dtype already matches.
+  /// Defined in core/autograd.cpp, since it resets the gradient slot.
+  void to_(DType dtype) const;
+  /// Points this handle at `src`'s storage, offset, shape and dtype, like torch's Tensor.set_:
+  /// every copy of the handle then reads src's elements and becomes a view of src (writes through
+  /// either are seen by both). Not recorded on the tape, and this tensor does not join src's graph.
+  /// Throws if this tensor requires grad (its gradient slot has the old shape and dtype).
+  ///
+  /// @code
+  /// rpb::Tensor buffer = rpb::Tensor::zeros({2});
+  /// const rpb::Tensor alias = buffer;  // a second copy of the handle, as a module's buffer list keeps
+  /// buffer.set_(rpb::Tensor::arange(3, rpb::DType::f64));
+  /// CHECK(alias.shape() == rpb::Shape{3});
+  /// CHECK(alias.dtype() == rpb::DType::f64);
+  /// CHECK(alias.to_vector() == std::vector<double>{0, 1, 2});
+  /// @endcode
+  void set_(const Tensor& src) const;
+
+  // ---- autograd (defined in core/autograd.cpp, next to the gradient slots they read) ----
   bool requires_grad() const { return defined() && impl().slot != nullptr; }
   /// Marks a leaf as trainable: backward() accumulates into grad() (sums over calls until zero_grad()).
   Tensor& requires_grad_(bool on = true);

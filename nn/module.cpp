@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "core/autograd.h"
-
 namespace rpb::nn {
 
 void Module::check_name(const std::string& name) const {
@@ -80,16 +78,7 @@ void Module::train(bool on) {
 
 void Module::to(DType dtype) {
   auto convert = [dtype](const Tensor& t) {
-    if (t.dtype() == dtype || !t.is_floating()) return;
-    const Tensor converted = t.to(dtype);
-    TensorImpl& impl = t.impl();
-    impl.storage = converted.impl().storage;
-    impl.offset = 0;
-    impl.dtype = dtype;
-    if (impl.slot) {
-      impl.slot->dtype = dtype;
-      impl.slot->grad = Tensor();
-    }
+    if (t.is_floating()) t.to_(dtype);  // index buffers stay int64
   };
   for (const auto& [name, t] : params_) convert(t);
   for (const Buffer& b : buffers_) convert(b.value);

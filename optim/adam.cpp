@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/autograd.h"
-#include "core/ops/kernels.h"
+#include "core/dispatch.h"
 
 namespace rpb::optim {
 

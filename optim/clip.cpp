@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/autograd.h"
-#include "core/ops/kernels.h"
+#include "core/dispatch.h"
 
 namespace rpb::optim {
 
@@ -22,19 +22,8 @@ double clip_grad_norm(const std::vector<NamedParam>& params, double max_norm) {
   const double norm = std::sqrt(sq);
   if (!std::isfinite(norm) || norm <= max_norm) return norm;
   const double coef = max_norm / (norm + 1e-6);
-  for (const NamedParam& np : params) {
-    if (!np.param.grad().defined()) continue;
-    GradSlot& slot = *np.param.impl().slot;
-    // A gradient the slot does not own may be shared with other tensors (see core/autograd.cpp).
-    if (!slot.owned) {
-      slot.grad = slot.grad.clone();
-      slot.owned = true;
-    }
-    dispatch_float(slot.grad.dtype(), "clip_grad_norm", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      amap<T>(slot.grad) *= T(coef);
-    });
-  }
+  // scale_grad_ gives a gradient two parameters share (an add's backward) a scaled copy for each.
+  for (const NamedParam& np : params) scale_grad_(np.param, coef);
   return norm;
 }
 

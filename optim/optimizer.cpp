@@ -47,7 +47,7 @@ Optimizer::Optimizer(std::string kind, const nn::NamedTensors& params, std::vect
               "': lr_scale must be finite and >= 0, got ", g.lr_scale);
   }
   std::unordered_map<std::string, std::size_t> by_name;
-  std::unordered_map<const Storage*, std::string> by_storage;
+  std::unordered_map<const void*, std::string> by_storage;
   params_.reserve(params.size());
   rule_of_.reserve(params.size());
   for (const auto& [name, t] : params) {
@@ -57,7 +57,7 @@ Optimizer::Optimizer(std::string kind, const nn::NamedTensors& params, std::vect
               ", expected float32 or float64");
     RPB_CHECK(t.requires_grad() && t.is_leaf(), op, "parameter '", name, "' is not a leaf that requires grad");
     RPB_CHECK(by_name.emplace(name, params_.size()).second, op, "duplicate parameter name '", name, "'");
-    const auto [it, fresh] = by_storage.emplace(t.impl().storage.get(), name);
+    const auto [it, fresh] = by_storage.emplace(t.storage_id(), name);
     RPB_CHECK(fresh, op, "parameter '", name, "' shares its storage with parameter '", it->second, "'");
     int rule = -1;
     for (std::size_t r = 0; r < rules_.size() && rule < 0; ++r)

@@ -79,6 +79,78 @@ TEST_CASE("accumulation never writes into a gradient another input shares") {
   CHECK(b.grad().to_vector() == std::vector<double>{2, 2});
 }
 
+TEST_CASE("scale_grad_ copies a gradient another tensor shares, and scales an owned one in place") {
+  Tensor a = Tensor::ones({2}).requires_grad_(), b = Tensor::ones({2}).requires_grad_();
+  backward(sum(mul(a + b, Tensor::from_vector<float>({2}, {3, 4}))));
+  const Tensor b_grad = b.grad();
+  REQUIRE(a.grad().shares_storage(b_grad));  // add's backward hands both inputs one tensor: not owned
+  scale_grad_(a, 0.5);
+  CHECK(a.grad().to_vector() == std::vector<double>{1.5, 2});
+  CHECK(b_grad.to_vector() == std::vector<double>{3, 4});  // the other holder is unchanged
+  CHECK(b.grad().to_vector() == std::vector<double>{3, 4});
+  CHECK_FALSE(a.grad().shares_storage(b.grad()));
+
+  // A second backward accumulates into a gradient the slot then owns: it is scaled where it is.
+  Tensor w = Tensor::from_vector<double>({2}, {1, 2}).requires_grad_();
+  backward(sum(w * 2.0));
+  backward(sum(w * 3.0));
+  const Tensor owned = w.grad();
+  scale_grad_(w, 0.25);
+  CHECK(w.grad().storage_id() == owned.storage_id());
+  CHECK(owned.to_vector() == std::vector<double>{1.25, 1.25});
+
+  Tensor no_grad_yet = Tensor::ones({1}).requires_grad_(), plain = Tensor::ones({1});
+  scale_grad_(no_grad_yet, 2.0);  // nothing to scale
+  scale_grad_(plain, 2.0);
+  CHECK_FALSE(no_grad_yet.grad().defined());
+  CHECK(plain.item() == 1.0);
+}
+
+TEST_CASE("set_ repoints every copy of a handle; storage_id names the buffer a tensor and its views share") {
+  Tensor x = Tensor::arange(6);
+  const Tensor view = reshape(x, {2, 3});
+  CHECK(view.storage_id() == x.storage_id());
+  CHECK(x.clone().storage_id() != x.storage_id());
+
+  Tensor buffer = Tensor::zeros({4});
+  const Tensor alias = buffer;  // a second copy of the handle, as a module's buffer list holds
+  buffer.set_(reshape(x, {3, 2}));
+  CHECK(alias.shape() == Shape{3, 2});
+  CHECK(alias.storage_id() == x.storage_id());
+  x.mutable_data<float>()[5] = 50;  // writes through either are seen by both
+  CHECK(alias.at({2, 1}) == 50.0);
+  alias.set_(Tensor::indices({2}, {7, 8}));
+  CHECK(buffer.dtype() == DType::i64);
+  CHECK(buffer.to_vector() == std::vector<double>{7, 8});
+
+  Tensor w = Tensor::ones({2}).requires_grad_();
+  CHECK(contains(error_of([&] { w.set_(Tensor::zeros({3})); }), "set_: cannot repoint a tensor that requires grad"));
+  CHECK(w.shape() == Shape{2});
+  buffer.set_(w);  // shares w's data, not its graph
+  CHECK_FALSE(buffer.requires_grad());
+  CHECK(buffer.storage_id() == w.storage_id());
+}
+
+TEST_CASE("to_ converts in place, keeps the handle and drops the gradient") {
+  Tensor w = Tensor::from_vector<float>({2}, {1.5, -2}).requires_grad_();
+  const Tensor alias = w;
+  backward(sum(w * 2.0));
+  REQUIRE(w.grad().defined());
+  w.to_(DType::f64);
+  CHECK(alias.dtype() == DType::f64);
+  CHECK(alias.to_vector() == std::vector<double>{1.5, -2});
+  CHECK(alias.requires_grad());
+  CHECK_FALSE(alias.grad().defined());
+  backward(sum(w * 3.0));  // the slot now takes float64 gradients
+  CHECK(w.grad().dtype() == DType::f64);
+  CHECK(w.grad().to_vector() == std::vector<double>{3, 3});
+  CHECK(contains(error_of([&] { w.to_(DType::i64); }), "a tensor that requires grad cannot become int64"));
+  Tensor idx = Tensor::indices({2}, {1, 2});
+  idx.to_(DType::f32);
+  CHECK(idx.dtype() == DType::f32);
+  CHECK(idx.to_vector() == std::vector<double>{1, 2});
+}
+
 TEST_CASE("backward walks the tape in reverse and clears it") {
   tape().clear();
   Tensor x = Tensor::scalar(2.0, DType::f64).requires_grad_();

@@ -71,6 +71,39 @@ TEST_CASE("module names: empty, dotted and duplicate names throw") {
   CHECK(m.named_buffers().empty());
 }
 
+TEST_CASE("Module::to converts parameters and float buffers in place and drops gradients") {
+  struct Leaf : Module {
+    Tensor w = register_parameter("w", Tensor::from_vector<float>({2}, {1.5, -2}));
+    Tensor table = register_buffer("table", Tensor::full({3}, 0.25));
+    Tensor index = register_buffer("index", Tensor::indices({2}, {0, 1}));
+  };
+  struct Outer : Module {
+    Tensor bias = register_parameter("bias", Tensor::ones({1}));
+    std::shared_ptr<Leaf> leaf = register_module("leaf", std::make_shared<Leaf>());
+  };
+  Outer m;
+  backward(sum(m.leaf->w * 2.0) + sum(m.bias));
+  REQUIRE(m.leaf->w.grad().defined());
+  m.to(DType::f64);
+  // The members see the conversion: they share the handles the module's lists hold.
+  CHECK(m.leaf->w.dtype() == DType::f64);
+  CHECK(m.leaf->w.to_vector() == std::vector<double>{1.5, -2});
+  CHECK(m.bias.dtype() == DType::f64);
+  CHECK(m.leaf->table.dtype() == DType::f64);
+  CHECK(m.leaf->table.to_vector() == std::vector<double>{0.25, 0.25, 0.25});
+  CHECK(m.leaf->index.dtype() == DType::i64);  // index buffers stay int64
+  for (const auto& named : m.named_parameters()) {  // not a structured binding: clang 14 cannot capture one (INFO)
+    const Tensor& t = named.second;
+    INFO(named.first);
+    CHECK(t.dtype() == DType::f64);
+    CHECK(t.requires_grad());
+    CHECK_FALSE(t.grad().defined());
+  }
+  backward(sum(m.leaf->w * 3.0));  // gradients now arrive in float64
+  CHECK(m.leaf->w.grad().dtype() == DType::f64);
+  CHECK(m.leaf->w.grad().to_vector() == std::vector<double>{3, 3});
+}
+
 TEST_CASE("every parameter name of a tiny language model (renames break checkpoints)") {
   Generator gen(0);
   LanguageModel lm(tiny("t5"), gen);

@@ -1,5 +1,6 @@
-// rpb/core/ops/kernels.h: internal helpers shared by the op families
-// (dtype dispatch, broadcast iteration, Eigen maps). Not part of the public API.
+// rpb/core/ops/kernels.h: internal helpers shared by the op families (broadcast iteration,
+// gradient reduction, axis handling). Not part of the public API: code outside core/ uses
+// core/dispatch.h (dtype dispatch, Eigen maps, for_blocks), which this header includes.
 #pragma once
 
 #include <Eigen/Core>
@@ -9,67 +10,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/parallel.h"
+#include "core/dispatch.h"
 #include "core/tensor.h"
 
 namespace rpb {
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-/// Calls f(TypeTag<T>{}) with T = float or double; throws naming `op` for other dtypes.
-template <typename F>
-void dispatch_float(DType d, const char* op, F&& f) {
-  switch (d) {
-    case DType::f32: f(TypeTag<float>{}); return;
-    case DType::f64: f(TypeTag<double>{}); return;
-    default: RPB_FAIL(op, "expected a float32 or float64 tensor, got ", dtype_name(d));
-  }
-}
-
-/// Like dispatch_float, with int64_t as well.
-template <typename F>
-void dispatch_all(DType d, const char* op, F&& f) {
-  if (d == DType::i64) {
-    f(TypeTag<int64_t>{});
-    return;
-  }
-  dispatch_float(d, op, std::forward<F>(f));
-}
-
-template <typename T>
-using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <typename T>
-using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-
-template <typename T>
-ArrayMap<T> amap(const Tensor& t) {
-  return ArrayMap<T>(t.mutable_data<T>(), t.numel());
-}
-template <typename T>
-ConstArrayMap<T> camap(const Tensor& t) {
-  return ConstArrayMap<T>(t.data<T>(), t.numel());
-}
-
-/// Elements per block of for_blocks: 64 KiB of float32, a multiple of every SIMD width.
-inline constexpr int64_t kElementBlock = 16384;
-
-/// Calls f(begin, end) over [0, n) in fixed blocks of `block` items (the last may be shorter), spread over the
-/// pool of core/parallel.h when there are several. The blocks do not depend on the thread count, so an
-/// elementwise kernel takes the same vectorized path for every element (and gives the same bits) on any number
-/// of threads. Below two blocks, one call covers everything.
-template <typename F>
-void for_blocks(int64_t n, F&& f, int64_t block = kElementBlock) {
-  if (n < 2 * block) {
-    if (n > 0) f(int64_t{0}, n);
-    return;
-  }
-  parallel_for((n + block - 1) / block, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) f(b * block, std::min(n, (b + 1) * block));
-  });
-}
 
 /// The scalar type of an Eigen expression or map (inside generic lambdas).
 template <typename M>

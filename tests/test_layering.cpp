@@ -1,0 +1,138 @@
+// The include direction of the library: each layer includes only itself and the layers below it,
+// and a layer's internal headers only from inside it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A top folder of the library and the top folders its files may include headers from. Subfolders
+/// belong to their top folder (nn/position/ is nn). Adding a layer is one row.
+struct Layer {
+  std::string folder;
+  std::vector<std::string> may_include;
+};
+
+const std::vector<Layer> kLayers = {
+    {"core", {"core"}},
+    {"nn", {"core", "nn"}},
+    {"optim", {"core", "nn", "optim"}},
+    {"train", {"core", "nn", "optim", "train"}},
+};
+
+/// Headers internal to their top folder: files outside it must not include them.
+const std::vector<std::string> kInternalHeaders = {"core/ops/kernels.h"};
+
+std::string top_folder(const std::string& path) { return path.substr(0, path.find('/')); }
+
+const Layer* layer_named(const std::string& folder) {
+  for (const Layer& l : kLayers)
+    if (l.folder == folder) return &l;
+  return nullptr;
+}
+
+bool is_source(const fs::path& p) {
+  const std::string e = p.extension().string();
+  return e == ".h" || e == ".hpp" || e == ".cpp" || e == ".cc" || e == ".inl";
+}
+
+/// The header an #include line names ("" for other lines), as a path from the source root. A quoted
+/// name is looked up next to the including file first, as the compiler does.
+std::string included_header(const std::string& line, const fs::path& root, const fs::path& file) {
+  std::size_t i = line.find_first_not_of(" \t");
+  if (i == std::string::npos || line[i] != '#') return "";
+  i = line.find_first_not_of(" \t", i + 1);
+  if (i == std::string::npos || line.compare(i, 7, "include") != 0) return "";
+  i = line.find_first_not_of(" \t", i + 7);
+  if (i == std::string::npos || (line[i] != '"' && line[i] != '<')) return "";
+  const std::size_t end = line.find(line[i] == '"' ? '"' : '>', i + 1);
+  if (end == std::string::npos) return "";
+  const std::string name = line.substr(i + 1, end - i - 1);
+  if (line[i] == '"') {
+    const fs::path beside = file.parent_path() / name;
+    if (fs::exists(beside)) return fs::relative(beside, root).lexically_normal().generic_string();
+  }
+  return fs::path(name).lexically_normal().generic_string();
+}
+
+/// One "file:line: ..." entry per include that breaks the rules, for every file under the layers' folders.
+std::vector<std::string> layering_violations(const fs::path& root) {
+  std::vector<std::string> out;
+  for (const Layer& layer : kLayers) {
+    const fs::path dir = root / layer.folder;
+    if (!fs::is_directory(dir)) {
+      out.push_back(layer.folder + "/: the folder of a layer is missing");
+      continue;
+    }
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::recursive_directory_iterator(dir))
+      if (entry.is_regular_file() && is_source(entry.path())) files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files) {
+      const std::string rel = fs::relative(file, root).generic_string();
+      std::ifstream in(file);
+      std::string line;
+      for (int lineno = 1; std::getline(in, line); ++lineno) {
+        const std::string header = included_header(line, root, file);
+        const std::string folder = top_folder(header);
+        const std::string where = rel + ":" + std::to_string(lineno) + ": includes " + header;
+        if (header.empty() || !layer_named(folder)) continue;  // the standard library, Eigen, ...
+        bool allowed = false;
+        for (const std::string& f : layer.may_include) allowed |= f == folder;
+        std::string may;
+        for (const std::string& f : layer.may_include) may += (may.empty() ? "" : ", ") + f;
+        if (!allowed) out.push_back(where + " (" + layer.folder + " may include only " + may + ")");
+        for (const std::string& internal : kInternalHeaders)
+          if (header == internal && layer.folder != top_folder(internal))
+            out.push_back(where + " (internal to " + top_folder(internal) + "/)");
+      }
+    }
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += l + "\n";
+  return s;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+}  // namespace
+
+TEST_CASE("layering: core, nn, optim and train include only their own layer and the ones below") {
+  const std::vector<std::string> violations = layering_violations(RPB_SOURCE_DIR);
+  CHECK_MESSAGE(violations.empty(), "includes against the layering:\n" << joined(violations));
+}
+
+TEST_CASE("layering: the check reports upward includes and internal headers with file:line") {
+  rpb::testing::TempDir tree("layering");
+  for (const Layer& l : kLayers) fs::create_directories(tree.path / l.folder);
+  write_file(tree.path / "core/ops/kernels.h", "#pragma once\n");
+  write_file(tree.path / "core/ok.cpp", "#include \"core/ops/kernels.h\"\n#include <vector>\n");
+  write_file(tree.path / "optim/ok.cpp", "#include \"nn/module.h\"\n#include <Eigen/Core>\n");
+  write_file(tree.path / "nn/position/sub.cpp", "// up\n#include \"optim/adam.h\"\n");
+  write_file(tree.path / "core/tensor.cpp", "#include \"core/tensor.h\"\n  #  include <train/rpb.h>\n");
+  write_file(tree.path / "train/uses.cpp", "#include \"../core/ops/kernels.h\"\n");
+  const std::vector<std::string> v = layering_violations(tree.path);
+  INFO(joined(v));
+  REQUIRE(v.size() == 3);
+  CHECK(v[0] == "core/tensor.cpp:2: includes train/rpb.h (core may include only core)");
+  CHECK(v[1] == "nn/position/sub.cpp:2: includes optim/adam.h (nn may include only core, nn)");
+  CHECK(v[2] == "train/uses.cpp:1: includes core/ops/kernels.h (internal to core/)");
+
+  fs::remove_all(tree.path / "optim");
+  CHECK(rpb::testing::contains(joined(layering_violations(tree.path)), "optim/: the folder of a layer is missing"));
+}
