@@ -216,16 +216,6 @@ void Tensor::fill_(double value) const {
   });
 }
 
-void Tensor::set_(const Tensor& src) const {
-  RPB_CHECK(!requires_grad(), "tensor.set_", "a tensor that requires grad cannot change its storage, shape ",
-            shape());
-  TensorImpl& d = impl();
-  d.storage = src.impl().storage;
-  d.offset = src.impl().offset;
-  d.shape = src.shape();
-  d.dtype = src.dtype();
-}
-
 bool Tensor::shares_storage(const Tensor& other) const {
   return defined() && other.defined() && impl().storage == other.impl().storage;
 }

@@ -134,9 +134,6 @@ class Tensor {
   void copy_(const Tensor& src) const;
   /// Sets every element to `value`. Not recorded.
   void fill_(double value) const;
-  /// Points this handle at src's data, shape and dtype (torch's Tensor.set_), so that every copy of the handle
-  /// sees the new contents; not recorded. The tensor must not require grad.
-  void set_(const Tensor& src) const;
   /// True when both handles share a storage (a view or the same tensor).
   bool shares_storage(const Tensor& other) const;
   /// Identifies the buffer this tensor reads: equal for a tensor and its views (shares_storage),
