@@ -85,6 +85,87 @@ void gemm(bool ta, bool tb, int m, int n, int k, const T* pa, int lda, const T* 
 
 }  // namespace
 
+namespace {
+
+// The batch shape of the product: a's and b's leading axes, broadcast numpy-style.
+Shape broadcast_batch(const Shape& sa, const Shape& sb, bool trans_a, bool trans_b) {
+  const Shape ba = batch_of(sa), bb = batch_of(sb);
+  Shape bo;
+  const int n = std::max(ba.size(), bb.size());
+  for (int i = 0; i < n; ++i) {
+    const int ia = i - (n - ba.size()), ib = i - (n - bb.size());
+    const int64_t da = ia >= 0 ? ba[ia] : 1, db = ib >= 0 ? bb[ib] : 1;
+    RPB_CHECK(da == db || da == 1 || db == 1, "matmul", "batch dimensions of ", sa, " and ", sb,
+              " do not broadcast (trans_a=", trans_a, ", trans_b=", trans_b, ")");
+    bo.push_back(da == 1 ? db : da);
+  }
+  return bo;
+}
+
+// out (bo..., M, N) = op(a) @ op(b) for every batch entry; K is the contracted extent.
+void multiply(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, int64_t M, int64_t K, int64_t N,
+              Tensor& out) {
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  const Shape ba = batch_of(sa), bb = batch_of(sb), bo = batch_of(out.shape());
+  const int64_t ra = sa[sa.size() - 2], ca = sa.back(), rb = sb[sb.size() - 2], cb = sb.back();
+  const int64_t batch = bo.numel();
+  const int k = as_blas_int(K, a, b), lda = as_blas_int(std::max<int64_t>(ca, 1), a, b);
+  const int ldb = as_blas_int(std::max<int64_t>(cb, 1), a, b), n = as_blas_int(N, a, b);
+  (void)as_blas_int(M, a, b);  // checked here; the folded and per-batch paths convert it below
+  dispatch_float(a.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = out.mutable_data<T>();
+    if (K == 0) {
+      ArrayMap<T>(po, out.numel()).setZero();
+    } else if (!trans_a && bb.numel() == 1) {
+      // b is one matrix shared by every batch entry and a's rows are contiguous: fold the batch into M.
+      gemm<T>(false, trans_b, as_blas_int(batch * M, a, b), n, k, pa, lda, pb, ldb, po);
+    } else {
+      const int m = static_cast<int>(M);
+      const int64_t step_a = ra * ca, step_b = rb * cb, step_o = M * N;
+      // One product per batch entry, spread over the pool (each entry's product then runs on one thread).
+      std::vector<std::array<int64_t, 3>> entries;  // offsets of a, b and the output
+      entries.reserve(static_cast<std::size_t>(batch));
+      for_each_broadcast_run<2>(bo, {ba, bb}, [&](int64_t oo, const auto& off, const auto& st, int64_t run) {
+        for (int64_t j = 0; j < run; ++j)
+          entries.push_back({(off[0] + j * st[0]) * step_a, (off[1] + j * st[1]) * step_b, (oo + j) * step_o});
+      });
+      parallel_for(static_cast<int64_t>(entries.size()), [&](int64_t e0, int64_t e1) {
+        for (int64_t e = e0; e < e1; ++e)
+          gemm<T>(trans_a, trans_b, m, n, k, pa + entries[e][0], lda, pb + entries[e][1], ldb, po + entries[e][2]);
+      });
+    }
+  });
+}
+
+// The backward rule. With A = op(a), B = op(b): dA = g B^T and dB = A^T g; a transposed operand receives the
+// transpose, e.g. d(a) = (g B^T)^T = B g^T. a is read only by b's gradient and b only by a's.
+void matmul_backward(const Tensor& saved_a, const Tensor& saved_b, const Shape& sa, const Shape& sb, bool trans_a,
+                     bool trans_b, int64_t K, int64_t N, const Tensor& g, InputGrads& gi) {
+  if (gi.needed(0)) {
+    const Tensor ga = trans_a ? matmul(saved_b, g, trans_b, true) : matmul(g, saved_b, false, !trans_b);
+    gi.set(0, sum_to(ga, sa));
+  }
+  if (!gi.needed(1)) return;
+  Tensor gb;
+  if (!trans_a && sb.size() == 2 && sa.size() > 2) {
+    // Linear layer: contract over every batch row in one gemm instead of summing per-batch products.
+    int64_t rows = 1;
+    for (int d = 0; d + 1 < sa.size(); ++d) rows *= sa[d];
+    const Tensor a2 = reshape(saved_a, {rows, K});
+    const Tensor g2 = reshape(g, {rows, N});
+    gb = trans_b ? matmul(g2, a2, true, false) : matmul(a2, g2, true, false);
+  } else {
+    gb = trans_b ? matmul(g, saved_a, true, trans_a) : matmul(saved_a, g, !trans_a, false);
+  }
+  gi.set(1, sum_to(gb, sb));
+}
+
+}  // namespace
+
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   RPB_CHECK(a.dtype() == b.dtype(), "matmul", "dtype mismatch: ", dtype_name(a.dtype()), " ", a.shape(), " vs ",
             dtype_name(b.dtype()), " ", b.shape());
@@ -101,83 +182,18 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   RPB_CHECK(K == Kb, "matmul", "inner dimensions differ: ", sa, (trans_a ? " (transposed)" : ""), " @ ", sb,
             (trans_b ? " (transposed)" : ""), " contracts ", K, " with ", Kb, " (trans_a=", trans_a,
             ", trans_b=", trans_b, ")");
-
-  const Shape ba = batch_of(sa), bb = batch_of(sb);
-  Shape bo;
-  {
-    const int n = std::max(ba.size(), bb.size());
-    for (int i = 0; i < n; ++i) {
-      const int ia = i - (n - ba.size()), ib = i - (n - bb.size());
-      const int64_t da = ia >= 0 ? ba[ia] : 1, db = ib >= 0 ? bb[ib] : 1;
-      RPB_CHECK(da == db || da == 1 || db == 1, "matmul", "batch dimensions of ", sa, " and ", sb,
-                " do not broadcast (trans_a=", trans_a, ", trans_b=", trans_b, ")");
-      bo.push_back(da == 1 ? db : da);
-    }
-  }
-  Shape so = bo;
+  Shape so = broadcast_batch(sa, sb, trans_a, trans_b);
   so.push_back(M);
   so.push_back(N);
   Tensor out = Tensor::empty(so, a.dtype());
-
-  const int64_t batch = bo.numel();
-  if (out.numel() > 0) {
-    const int k = as_blas_int(K, a, b), lda = as_blas_int(std::max<int64_t>(ca, 1), a, b);
-    const int ldb = as_blas_int(std::max<int64_t>(cb, 1), a, b), n = as_blas_int(N, a, b);
-    (void)as_blas_int(M, a, b);  // checked here; the folded and per-batch paths convert it below
-    dispatch_float(a.dtype(), "matmul", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* pa = a.data<T>();
-      const T* pb = b.data<T>();
-      T* po = out.mutable_data<T>();
-      if (K == 0) {
-        ArrayMap<T>(po, out.numel()).setZero();
-      } else if (!trans_a && bb.numel() == 1) {
-        // b is one matrix shared by every batch entry and a's rows are contiguous: fold the batch into M.
-        gemm<T>(false, trans_b, as_blas_int(batch * M, a, b), n, k, pa, lda, pb, ldb, po);
-      } else {
-        const int m = static_cast<int>(M);
-        const int64_t step_a = ra * ca, step_b = rb * cb, step_o = M * N;
-        // One product per batch entry, spread over the pool (each entry's product then runs on one thread).
-        std::vector<std::array<int64_t, 3>> entries;  // offsets of a, b and the output
-        entries.reserve(static_cast<std::size_t>(batch));
-        for_each_broadcast_run<2>(bo, {ba, bb}, [&](int64_t oo, const auto& off, const auto& st, int64_t run) {
-          for (int64_t j = 0; j < run; ++j)
-            entries.push_back({(off[0] + j * st[0]) * step_a, (off[1] + j * st[1]) * step_b, (oo + j) * step_o});
-        });
-        parallel_for(static_cast<int64_t>(entries.size()), [&](int64_t e0, int64_t e1) {
-          for (int64_t e = e0; e < e1; ++e)
-            gemm<T>(trans_a, trans_b, m, n, k, pa + entries[e][0], lda, pb + entries[e][1], ldb, po + entries[e][2]);
-        });
-      }
-    });
-  }
+  if (out.numel() > 0) multiply(a, b, trans_a, trans_b, M, K, N, out);
 
   if (autograd::should_record({&a, &b})) {
-    // a is read only by b's gradient and b only by a's.
     Tensor saved_a = b.requires_grad() ? a.detach() : Tensor();
     Tensor saved_b = a.requires_grad() ? b.detach() : Tensor();
     autograd::record(OpKind::Matmul, out, {&a, &b},
                      [saved_a, saved_b, sa, sb, trans_a, trans_b, K, N](const Tensor& g, InputGrads& gi) {
-                       // With A = op(a), B = op(b): dA = g B^T and dB = A^T g; a transposed
-                       // operand receives the transpose, e.g. d(a) = (g B^T)^T = B g^T.
-                       if (gi.needed(0)) {
-                         const Tensor ga = trans_a ? matmul(saved_b, g, trans_b, true) : matmul(g, saved_b, false, !trans_b);
-                         gi.set(0, sum_to(ga, sa));
-                       }
-                       if (gi.needed(1)) {
-                         Tensor gb;
-                         if (!trans_a && sb.size() == 2 && sa.size() > 2) {
-                           // Linear layer: contract over every batch row in one gemm instead of summing per-batch products.
-                           int64_t rows = 1;
-                           for (int d = 0; d + 1 < sa.size(); ++d) rows *= sa[d];
-                           const Tensor a2 = reshape(saved_a, {rows, K});
-                           const Tensor g2 = reshape(g, {rows, N});
-                           gb = trans_b ? matmul(g2, a2, true, false) : matmul(a2, g2, true, false);
-                         } else {
-                           gb = trans_b ? matmul(g, saved_a, true, trans_a) : matmul(saved_a, g, !trans_a, false);
-                         }
-                         gi.set(1, sum_to(gb, sb));
-                       }
+                       matmul_backward(saved_a, saved_b, sa, sb, trans_a, trans_b, K, N, g, gi);
                      });
   }
   return out;

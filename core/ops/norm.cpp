@@ -20,6 +20,55 @@ void check_affine(const char* what, const Tensor& p, const Tensor& x) {
 // Rows per for_blocks block: about kElementBlock elements, fixed by the row length alone.
 int64_t rows_per_block(int64_t C) { return std::max<int64_t>(1, kElementBlock / C); }
 
+// The backward rule, from the saved rows and their statistics.
+void layer_norm_backward(const Tensor& saved_x, const Tensor& saved_w, const Tensor& mean, const Tensor& rstd,
+                         int64_t C, int64_t R, const Tensor& g, InputGrads& gi) {
+  // xhat = (x - mean) * rstd, dn = g * w:
+  // dx = rstd * (dn - mean(dn) - xhat * mean(dn * xhat)), dw = sum_rows g * xhat, db = sum_rows g.
+  const bool gx = gi.needed(0), gw = gi.needed(1), gb = gi.needed(2);
+  Tensor dx = gx ? Tensor::empty(g.shape(), g.dtype()) : Tensor();
+  Tensor dw = gw ? Tensor::zeros(Shape{C}, g.dtype()) : Tensor();
+  Tensor db = gb ? Tensor::zeros(Shape{C}, g.dtype()) : Tensor();
+  dispatch_float(g.dtype(), "layer_norm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pg = g.data<T>();
+    const T* pm = mean.data<T>();
+    const T* pr = rstd.data<T>();
+    const T* px = saved_x.defined() ? saved_x.data<T>() : nullptr;
+    const T* pw = saved_w.defined() ? saved_w.data<T>() : nullptr;
+    T* pdx = gx ? dx.mutable_data<T>() : nullptr;
+    // Weight and bias gradients: one partial sum per block of rows, added in block order afterwards.
+    const int64_t block = rows_per_block(C), blocks = (R + block - 1) / block;
+    Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic> dw_part, db_part;  // (C, blocks)
+    if (gw) dw_part.setZero(C, blocks);
+    if (gb) db_part.setZero(C, blocks);
+    for_blocks(R, [&](int64_t r0, int64_t r1) {
+      const int64_t k = r0 / block;
+      Eigen::Array<T, Eigen::Dynamic, 1> xhat(C), dn(C);
+      for (int64_t r = r0; r < r1; ++r) {
+        const ConstArrayMap<T> gr(pg + r * C, C);
+        if (gb) db_part.col(k) += gr;
+        if (!gx && !gw) continue;
+        xhat = (ConstArrayMap<T>(px + r * C, C) - pm[r]) * pr[r];
+        if (gw) dw_part.col(k) += gr * xhat;
+        if (!gx) continue;
+        if (pw) dn = gr * ConstArrayMap<T>(pw, C);
+        else dn = gr;
+        const T a = dn.mean();
+        const T b = (dn * xhat).mean();
+        ArrayMap<T>(pdx + r * C, C) = pr[r] * (dn - a - xhat * b);
+      }
+    }, block);
+    for (int64_t k = 0; k < blocks; ++k) {
+      if (gw) ArrayMap<T>(dw.mutable_data<T>(), C) += dw_part.col(k);
+      if (gb) ArrayMap<T>(db.mutable_data<T>(), C) += db_part.col(k);
+    }
+  });
+  if (gx) gi.set(0, dx);
+  if (gw) gi.set(1, dw);
+  if (gb) gi.set(2, db);
+}
+
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
@@ -64,50 +113,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     autograd::record(
         OpKind::LayerNorm, out, {&x, &weight, &bias},
         [saved_x, saved_w, mean, rstd, C, R](const Tensor& g, InputGrads& gi) {
-          // xhat = (x - mean) * rstd, dn = g * w:
-          // dx = rstd * (dn - mean(dn) - xhat * mean(dn * xhat)), dw = sum_rows g * xhat, db = sum_rows g.
-          const bool gx = gi.needed(0), gw = gi.needed(1), gb = gi.needed(2);
-          Tensor dx = gx ? Tensor::empty(g.shape(), g.dtype()) : Tensor();
-          Tensor dw = gw ? Tensor::zeros(Shape{C}, g.dtype()) : Tensor();
-          Tensor db = gb ? Tensor::zeros(Shape{C}, g.dtype()) : Tensor();
-          dispatch_float(g.dtype(), "layer_norm", [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            const T* pg = g.data<T>();
-            const T* pm = mean.data<T>();
-            const T* pr = rstd.data<T>();
-            const T* px = saved_x.defined() ? saved_x.data<T>() : nullptr;
-            const T* pw = saved_w.defined() ? saved_w.data<T>() : nullptr;
-            T* pdx = gx ? dx.mutable_data<T>() : nullptr;
-            // Weight and bias gradients: one partial sum per block of rows, added in block order afterwards.
-            const int64_t block = rows_per_block(C), blocks = (R + block - 1) / block;
-            Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic> dw_part, db_part;  // (C, blocks)
-            if (gw) dw_part.setZero(C, blocks);
-            if (gb) db_part.setZero(C, blocks);
-            for_blocks(R, [&](int64_t r0, int64_t r1) {
-              const int64_t k = r0 / block;
-              Eigen::Array<T, Eigen::Dynamic, 1> xhat(C), dn(C);
-              for (int64_t r = r0; r < r1; ++r) {
-                const ConstArrayMap<T> gr(pg + r * C, C);
-                if (gb) db_part.col(k) += gr;
-                if (!gx && !gw) continue;
-                xhat = (ConstArrayMap<T>(px + r * C, C) - pm[r]) * pr[r];
-                if (gw) dw_part.col(k) += gr * xhat;
-                if (!gx) continue;
-                if (pw) dn = gr * ConstArrayMap<T>(pw, C);
-                else dn = gr;
-                const T a = dn.mean();
-                const T b = (dn * xhat).mean();
-                ArrayMap<T>(pdx + r * C, C) = pr[r] * (dn - a - xhat * b);
-              }
-            }, block);
-            for (int64_t k = 0; k < blocks; ++k) {
-              if (gw) ArrayMap<T>(dw.mutable_data<T>(), C) += dw_part.col(k);
-              if (gb) ArrayMap<T>(db.mutable_data<T>(), C) += db_part.col(k);
-            }
-          });
-          if (gx) gi.set(0, dx);
-          if (gw) gi.set(1, dw);
-          if (gb) gi.set(2, db);
+          layer_norm_backward(saved_x, saved_w, mean, rstd, C, R, g, gi);
         });
   }
   return out;
