@@ -8,3 +8,4 @@
 #include "core/rng.h"
 #include "core/shape.h"
 #include "core/tensor.h"
+#include "core/text.h"

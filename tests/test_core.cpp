@@ -275,3 +275,12 @@ TEST_CASE("every registry row names its op and family") {
   }
   CHECK(std::string(op_name(OpKind::LayerNorm)) == "layer_norm");
 }
+
+TEST_CASE("printable escapes what a terminal acts on and cuts long text") {
+  CHECK(printable(std::string("a\0b", 3)) == "a\\x00b");
+  CHECK(printable("\x7f\xff\xc3") == "\\x7f\\xff\\xc3");   // DEL, a byte never in UTF-8, a cut sequence
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a UTF-16 surrogate is not UTF-8
+  CHECK(printable("\xe2\x82\xac", 2) == "\\xe2\\x82... (3 bytes)");  // the cut never keeps half a letter
+  CHECK(printable("back\\slash") == "back\\\\slash");
+  CHECK(printable("") == "");
+}

@@ -1,0 +1,26 @@
+// rpb/core/text.h: user-controlled text made safe to print.
+//
+// Names and values that come from files or command lines (a dataset name in a checkpoint, a --set value,
+// a run name) can hold terminal escape sequences, NUL bytes or megabytes of text. Every message that
+// quotes such text passes it through printable() first.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace rpb {
+
+/// `text` with every byte a terminal would act on written as an escape (\n, \t, \r, \\, \xNN for the other
+/// control bytes, DEL and bytes that are not part of valid UTF-8), cut after `max_bytes` input bytes with
+/// "... (N bytes)" appended. Valid UTF-8 letters pass unchanged.
+///
+/// @code
+/// CHECK(rpb::printable("step\x1b[2J") == "step\\x1b[2J");
+/// CHECK(rpb::printable("a\nb") == "a\\nb");
+/// CHECK(rpb::printable(std::string(300, 'x'), 4) == "xxxx... (300 bytes)");
+/// CHECK(rpb::printable("pos\xc3\xa9") == "pos\xc3\xa9");
+/// @endcode
+std::string printable(std::string_view text, std::size_t max_bytes = 200);
+
+}  // namespace rpb
