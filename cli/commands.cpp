@@ -13,7 +13,10 @@
 #include "cli/inspect.h"
 #include "cli/results.h"
 #include "nn/position.h"
+#include "core/text.h"
 #include "train/checkpoint.h"
+#include "train/memory.h"
+#include "train/stored_model.h"
 #include "train/trainer.h"
 
 namespace rpb {
@@ -49,9 +52,13 @@ int cmd_train(const std::string& config_path, bool resume, const std::vector<std
   return 0;
 }
 
-int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths) {
+int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths, const std::string& kjv_path) {
   const Checkpoint c = load_checkpoint(checkpoint);
-  const RunConfig cfg = parse_config(c.config_text, checkpoint + " (stored config)");
+  RunConfig cfg = parse_config(c.config_text, checkpoint + " (stored config)");
+  // The task's data is the user's, never the file's: a stored kjv_path is not read, and nothing is written.
+  cfg.task.kjv_path = kjv_path;
+  cfg.task.generate_missing = false;
+  check_stored_model(c, cfg, checkpoint_vocab(c, cfg, checkpoint), checkpoint);
   Run run(cfg);
   run.restore(c, checkpoint);
   print_lengths(run, run.evaluate(lengths), std::cout);
@@ -74,47 +81,95 @@ int cmd_inspect(const std::string& checkpoint) {
 
 namespace {
 
+// --max-memory, on every command that builds a model.
+void add_memory_option(CLI::App& cmd, std::string& value) {
+  cmd.add_option("--max-memory", value,
+                 "refuse a run whose estimated memory is larger: 8G, 512M, 1.5GiB (default: the available memory)")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            try {
+              parse_memory_size(text, "--max-memory");
+              return std::string();
+            } catch (const Error&) {
+              return "expected a size such as 8G, 512M or 1073741824, found \"" + printable(text, 40) + "\"";
+            }
+          },
+          "SIZE"));
+}
+
+void apply_memory_option(const std::string& value) {
+  if (!value.empty()) set_memory_budget({parse_memory_size(value, "--max-memory"), "--max-memory " + printable(value, 40)});
+  else if (const std::size_t available = available_memory()) set_memory_budget({available, "the available memory"});
+}
+
 CommandRunner add_train(CLI::App& cmd) {
   struct Args {
     std::string config;
     bool resume = false;
     std::vector<std::string> overrides;
+    std::string max_memory;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("config", a->config, "configs/*.toml")->required()->check(CLI::ExistingFile);
   cmd.add_flag("--resume", a->resume, "continue the run from its latest checkpoint");
   cmd.add_option("--set", a->overrides, "override a config key: --set model.d_model=256 (repeatable)");
-  return [a] { return cmd_train(a->config, a->resume, a->overrides); };
+  add_memory_option(cmd, a->max_memory);
+  return [a] {
+    apply_memory_option(a->max_memory);
+    return cmd_train(a->config, a->resume, a->overrides);
+  };
 }
 
 CommandRunner add_eval(CLI::App& cmd) {
   struct Args {
     std::string checkpoint;
     std::vector<int64_t> lengths;
+    std::string kjv_path;
+    std::string max_memory;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("checkpoint", a->checkpoint, "a checkpoint .h5 file")->required()->check(CLI::ExistingFile);
   cmd.add_option("--lengths", a->lengths, "comma-separated lengths (multiples of the train length)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-  return [a] { return cmd_eval(a->checkpoint, a->lengths); };
+  cmd.add_option("--kjv-path", a->kjv_path,
+                 "kjv runs: the text to evaluate on (default checkpoints/data/kjv.txt; the checkpoint's own path is "
+                 "never used)");
+  add_memory_option(cmd, a->max_memory);
+  return [a] {
+    apply_memory_option(a->max_memory);
+    return cmd_eval(a->checkpoint, a->lengths, a->kjv_path);
+  };
 }
 
 CommandRunner add_extrapolate(CLI::App& cmd) {
   struct Args {
     std::string config;
     std::vector<std::string> overrides;
+    std::string max_memory;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("config", a->config, "configs/extrapolation*.toml")->required()->check(CLI::ExistingFile);
   cmd.add_option("--set", a->overrides, "override a config key (repeatable)");
-  return [a] { return cmd_extrapolate(a->config, a->overrides); };
+  add_memory_option(cmd, a->max_memory);
+  return [a] {
+    apply_memory_option(a->max_memory);
+    return cmd_extrapolate(a->config, a->overrides);
+  };
 }
 
 CommandRunner add_inspect(CLI::App& cmd) {
-  auto checkpoint = std::make_shared<std::string>();
-  cmd.add_option("checkpoint", *checkpoint, "a checkpoint .h5 file")->required()->check(CLI::ExistingFile);
-  return [checkpoint] { return cmd_inspect(*checkpoint); };
+  struct Args {
+    std::string checkpoint;
+    std::string max_memory;
+  };
+  auto a = std::make_shared<Args>();
+  cmd.add_option("checkpoint", a->checkpoint, "a checkpoint .h5 file")->required()->check(CLI::ExistingFile);
+  add_memory_option(cmd, a->max_memory);
+  return [a] {
+    apply_memory_option(a->max_memory);
+    return cmd_inspect(a->checkpoint);
+  };
 }
 
 }  // namespace

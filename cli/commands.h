@@ -29,8 +29,9 @@ const std::vector<Command>& commands();
 
 /// Trains the run `config_path` describes (with `overrides` applied), then evaluates it.
 int cmd_train(const std::string& config_path, bool resume, const std::vector<std::string>& overrides);
-/// Perplexity of a checkpoint at `lengths` (empty: the config's multiples of the train length).
-int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths);
+/// Perplexity of a checkpoint at `lengths` (empty: the config's multiples of the train length). A kjv run reads
+/// the text at `kjv_path` ("": the default path), never the path stored in the checkpoint.
+int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths, const std::string& kjv_path = "");
 /// The perplexity-vs-length sweep: trains or reuses every run, prints the table, writes results.*.
 int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides);
 /// A readable report of a checkpoint.

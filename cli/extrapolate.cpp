@@ -12,6 +12,7 @@
 
 #include "nn/position.h"
 #include "train/atomic_file.h"
+#include "train/memory.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -66,6 +67,12 @@ SweepResult run_sweep(const RunConfig& base) {
                                                                   : base.sweep.tasks;
   const std::string root = base.run_dir();
   const std::size_t total = tasks.size() * base.sweep.methods.size() * base.sweep.seeds.size();
+  // Every run's config is checked, and its memory estimated, before the first one trains.
+  for (const std::string& task : tasks)
+    for (const SweepMethod& method : base.sweep.methods) {
+      const RunConfig cfg = run_config(base, {task, method, 0, root, "check"});
+      check_memory(estimate_memory(cfg, vocab_bound(cfg)), memory_budget(), "sweep run " + task + " / " + method.name());
+    }
   std::size_t done = 0;
   for (const std::string& task : tasks)
     for (const SweepMethod& method : base.sweep.methods) {

@@ -9,7 +9,7 @@
 #include "nn/position.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
-#include "train/workload.h"
+#include "train/stored_model.h"
 
 namespace rpb {
 
@@ -71,10 +71,10 @@ void inspect_checkpoint(const std::string& file, std::ostream& out) {
   const Checkpoint c = load_checkpoint(file);
   const RunConfig cfg = parse_config(c.config_text, file + " (stored config)");
   // The parameters must be the ones the stored config's model has (names, shapes, dtypes), as `rpb eval`
-  // requires: the position modules below report them through the config's num_buckets, K and window.
-  const std::unique_ptr<Workload> workload = make_workload(cfg);
-  nn::Module& model = workload->model();
-  load_parameters(c, model, file);
+  // requires: the position modules below report them through the config's num_buckets, K and window. Only the
+  // model is built, never the task's data, and only once the file holds as many parameters as it has.
+  const std::unique_ptr<nn::Module> stored = load_stored_model(c, cfg, file);
+  const nn::Module& model = *stored;
   const nn::PositionOptions& p = cfg.model.position;
   out << "checkpoint " << file << "\n  step " << c.step << " of " << cfg.steps << ", rpb " << c.library_version
       << ", format version " << kCheckpointFormatVersion << "\n  model: d_model " << cfg.model.d_model << ", heads "

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/autograd.h"
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "core/registry.h"

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/checked.h"
 #include "core/dispatch.h"
 
 namespace rpb {
@@ -93,7 +94,12 @@ BlockCache& block_cache() {
 
 namespace {
 std::atomic<std::size_t> g_live_bytes{0}, g_peak_bytes{0};  // held by live storages
+std::atomic<std::size_t> g_limit_bytes{0};                    // 0: no cap
+constexpr double kMiB = 1024.0 * 1024.0;
 }  // namespace
+
+void set_memory_limit(std::size_t bytes) { g_limit_bytes.store(bytes); }
+std::size_t memory_limit() { return g_limit_bytes.load(); }
 
 std::size_t release_cached_memory() { return block_cache().release(); }
 std::size_t live_memory_bytes() { return g_live_bytes.load(); }
@@ -102,6 +108,10 @@ void reset_peak_memory() { g_peak_bytes.store(g_live_bytes.load()); }
 std::size_t cached_memory_bytes() { return block_cache().cached(); }
 
 Storage::Storage(std::size_t bytes) : bytes_(bytes) {
+  const std::size_t limit = g_limit_bytes.load(), live_before = g_live_bytes.load();
+  RPB_CHECK(limit == 0 || (bytes <= limit && live_before <= limit - bytes), "storage", "allocating ", bytes,
+            " bytes (", static_cast<double>(bytes) / kMiB, " MiB) with ", static_cast<double>(live_before) / kMiB,
+            " MiB held would go over the memory limit of ", static_cast<double>(limit) / kMiB, " MiB");
   data_ = block_cache().get(BlockCache::rounded(bytes));
   RPB_CHECK(data_ != nullptr, "storage", "out of memory allocating ", bytes, " bytes");
   const std::size_t live = g_live_bytes.fetch_add(bytes_) + bytes_;
@@ -117,7 +127,10 @@ Storage::~Storage() {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(shape.numel()) * dtype_size(dtype));
+  int64_t elements = 1;
+  for (int i = 0; i < shape.size(); ++i) elements = checked_mul(elements, shape[i], "tensor", "element count");
+  impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(
+      checked_mul(elements, static_cast<int64_t>(dtype_size(dtype)), "tensor", "byte size")));
   impl->shape = shape;
   impl->dtype = dtype;
   return Tensor(std::move(impl));

@@ -57,6 +57,11 @@ std::size_t live_memory_bytes();
 std::size_t peak_memory_bytes();
 /// Starts a new peak at the current live bytes.
 void reset_peak_memory();
+/// Caps live_memory_bytes(): a storage that would take it past `bytes` is refused before it is allocated, with
+/// rpb::Error "storage: allocating N bytes ... over the memory limit". 0 (the default) removes the cap.
+void set_memory_limit(std::size_t bytes);
+/// The cap set_memory_limit set (0: none).
+std::size_t memory_limit();
 
 struct GradSlot;  // core/autograd.h
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/checked.h"
+
 namespace rpb::nn {
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
@@ -35,6 +37,11 @@ Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len
     for (int64_t j = 0; j < k_len; ++j) idx[static_cast<std::size_t>(i * k_len + j)] = j - i + q_len - 1;
   // (R, H) rows picked per (i, j) -> (Tq, Tk, H) -> (H, Tq, Tk)
   return permute(index_select(transpose(relative, 0, 1), Tensor::indices({q_len, k_len}, idx)), {2, 0, 1});
+}
+
+int64_t MultiHeadAttention::parameter_count(const AttentionOptions& o) {
+  return checked_add(Linear::parameter_count(o.d_model, 3 * o.d_model, true),
+                     Linear::parameter_count(o.d_model, o.d_model, true), "attention", "parameters");
 }
 
 MultiHeadAttention::MultiHeadAttention(const AttentionOptions& o, Generator& init_gen, Generator& dropout_gen)

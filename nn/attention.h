@@ -61,6 +61,9 @@ struct AttentionOptions {
 class MultiHeadAttention : public Module {
  public:
   MultiHeadAttention(const AttentionOptions& options, Generator& init_gen, Generator& dropout_gen);
+  /// The parameters of a MultiHeadAttention(options), counted without building it.
+  static int64_t parameter_count(const AttentionOptions& options);
+  using Module::parameter_count;
 
   /// x (B, T, d) -> (B, T, d).
   ///   pos: the additive bias (already computed, maybe shared across layers) and the rotary scheme that rotates

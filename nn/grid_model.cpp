@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/checked.h"
+
 namespace rpb::nn {
 
 namespace {
@@ -32,6 +34,19 @@ WindowAttentionOptions window_options(const TransformerOptions& o, const SchemeI
   return a;
 }
 
+// The blocks' attention with a global (not windowed) scheme: bidirectional.
+AttentionOptions global_attention_options(const TransformerOptions& o) {
+  AttentionOptions a;
+  a.d_model = o.d_model;
+  a.heads = o.heads;
+  a.causal = false;
+  a.scale = o.attn_scale;
+  a.fused = o.fused_attention;
+  a.dropout = o.dropout;
+  a.init_std = a.out_init_std = o.init_std;
+  return a;
+}
+
 }  // namespace
 
 GridBlock::GridBlock(const TransformerOptions& o, const SchemeInfo& scheme, const WindowOptions& w, int64_t index,
@@ -41,15 +56,8 @@ GridBlock::GridBlock(const TransformerOptions& o, const SchemeInfo& scheme, cons
     window_attn = register_module("window_attn",
                                   std::make_shared<WindowAttention>(window_options(o, scheme, w, index), init_gen));
   } else {
-    AttentionOptions a;
-    a.d_model = o.d_model;
-    a.heads = o.heads;
-    a.causal = false;
-    a.scale = o.attn_scale;
-    a.fused = o.fused_attention;
-    a.dropout = o.dropout;
-    a.init_std = a.out_init_std = o.init_std;
-    attn = register_module("attn", std::make_shared<MultiHeadAttention>(a, init_gen, dropout_gen));
+    attn = register_module("attn", std::make_shared<MultiHeadAttention>(global_attention_options(o), init_gen,
+                                                                        dropout_gen));
   }
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(o.d_model));
   mlp = register_module("mlp", std::make_shared<MLP>(o.d_model, o.d_ff, o.dropout, init_gen, dropout_gen, o.gelu,
@@ -85,6 +93,21 @@ GridModel::GridModel(const TransformerOptions& o, const WindowOptions& windows, 
   // over the layers' lookups).
   plan_ = PositionPlan::per_layer(std::vector<const PositionScheme*>(static_cast<std::size_t>(o.layers), position_.get()),
                                   position_.get());
+}
+
+int64_t GridModel::parameter_count(const TransformerOptions& o, const WindowOptions& w) {
+  const char* op = "grid model";
+  const PositionOptions po = PositionOptions::for_model(o, 2);
+  const SchemeInfo& scheme = scheme_info(po);
+  int64_t n = checked_add(Embedding::parameter_count(o.vocab, o.d_model), scheme.parameters(po), op, "parameters");
+  // The blocks differ only in their windows' shift, which has no parameters.
+  int64_t block = scheme.kind == PositionKind::window ? WindowAttention::parameter_count(window_options(o, scheme, w, 0))
+                                                      : MultiHeadAttention::parameter_count(global_attention_options(o));
+  block = checked_add(block, checked_mul(2, LayerNorm::parameter_count(o.d_model), op, "parameters"), op, "parameters");
+  block = checked_add(block, MLP::parameter_count(o.d_model, o.d_ff), op, "parameters");
+  n = checked_add(n, checked_mul(o.layers, block, op, "parameters"), op, "parameters");
+  n = checked_add(n, LayerNorm::parameter_count(o.d_model), op, "parameters");
+  return checked_add(n, Linear::parameter_count(o.d_model, o.vocab, true), op, "parameters");
 }
 
 Tensor GridModel::forward(const Tensor& tokens) const {

@@ -43,6 +43,9 @@ class GridBlock : public Module {
 class GridModel : public Module {
  public:
   GridModel(const TransformerOptions& model, const WindowOptions& windows, Generator& init_gen);
+  /// The parameters of GridModel(model, windows), counted without building it (throws on overflow).
+  static int64_t parameter_count(const TransformerOptions& model, const WindowOptions& windows);
+  using Module::parameter_count;
   Tensor forward(const Tensor& tokens) const;
   /// Mean cross-entropy of the per-cell logits against targets (B, H, W).
   Tensor loss(const Tensor& tokens, const Tensor& targets) const;

@@ -1,5 +1,6 @@
 #include "nn/layers.h"
 
+#include "core/checked.h"
 #include "nn/init.h"
 
 namespace rpb::nn {
@@ -11,6 +12,19 @@ Tensor normal_tensor(const Shape& shape, Generator& gen, double std) {
   return t;
 }
 }  // namespace
+
+int64_t Linear::parameter_count(int64_t in, int64_t out, bool bias) {
+  return checked_add(checked_mul(in, out, "linear", "parameters"), bias ? out : 0, "linear", "parameters");
+}
+
+int64_t Embedding::parameter_count(int64_t num, int64_t dim) { return checked_mul(num, dim, "embedding", "parameters"); }
+
+int64_t LayerNorm::parameter_count(int64_t dim) { return checked_mul(2, dim, "layer_norm", "parameters"); }
+
+int64_t MLP::parameter_count(int64_t d_model, int64_t d_ff) {
+  return checked_add(Linear::parameter_count(d_model, d_ff, true), Linear::parameter_count(d_ff, d_model, true), "mlp",
+                     "parameters");
+}
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen, double init_std)
     : weight(register_parameter("weight", normal_tensor({out, in}, gen, init_std))),

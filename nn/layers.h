@@ -19,6 +19,9 @@ namespace rpb::nn {
 class Linear : public Module {
  public:
   Linear(int64_t in, int64_t out, bool bias, Generator& gen, double init_std = 0.02);
+  /// The parameters of Linear(in, out, bias), counted without building it (throws on overflow).
+  static int64_t parameter_count(int64_t in, int64_t out, bool bias);
+  using Module::parameter_count;
   /// (..., in) -> (..., out)
   Tensor forward(const Tensor& x) const;
 
@@ -30,6 +33,8 @@ class Linear : public Module {
 class Embedding : public Module {
  public:
   Embedding(int64_t num, int64_t dim, Generator& gen, double init_std = 0.02);
+  static int64_t parameter_count(int64_t num, int64_t dim);
+  using Module::parameter_count;
   /// (...) i64 -> (..., dim)
   Tensor forward(const Tensor& index) const;
 
@@ -40,6 +45,8 @@ class Embedding : public Module {
 class LayerNorm : public Module {
  public:
   explicit LayerNorm(int64_t dim, double eps = 1e-5);
+  static int64_t parameter_count(int64_t dim);
+  using Module::parameter_count;
   Tensor forward(const Tensor& x) const;
 
   Tensor weight;  // (dim)
@@ -65,6 +72,8 @@ class MLP : public Module {
  public:
   MLP(int64_t d_model, int64_t d_ff, double dropout, Generator& init_gen, Generator& dropout_gen,
       GeluApprox gelu = GeluApprox::tanh, double init_std = 0.02, double out_init_std = 0.02);
+  static int64_t parameter_count(int64_t d_model, int64_t d_ff);
+  using Module::parameter_count;
   Tensor forward(const Tensor& x) const;
 
   std::shared_ptr<Linear> fc1;

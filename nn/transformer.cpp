@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/checked.h"
+
 namespace rpb::nn {
 
 void validate(const TransformerOptions& o) {
@@ -29,6 +31,13 @@ AttentionOptions attention_options(const TransformerOptions& o) {
   return a;
 }
 
+// Absolute, rotary and fixed schemes are one module; learned biases may be one per layer.
+bool positions_per_layer(const TransformerOptions& o) {
+  const PositionOptions po = PositionOptions::for_model(o);
+  const SchemeInfo& info = scheme_info(po);
+  return !o.share_position && info.per_layer && info.learned(po);
+}
+
 }  // namespace
 
 TransformerBlock::TransformerBlock(const TransformerOptions& o, Generator& init_gen, Generator& dropout_gen,
@@ -54,12 +63,9 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionPositions& pos,
 TransformerStack::TransformerStack(const TransformerOptions& o, Generator& init_gen)
     : options_((validate(o), o)), dropout_gen_(std::make_unique<Generator>(init_gen.next_u64())) {
   tok = register_module("tok", std::make_shared<Embedding>(o.vocab, o.d_model, init_gen, o.init_std));
-  // Absolute, rotary and fixed schemes are one module; learned biases may be one per layer.
-  const PositionOptions po = PositionOptions::for_model(o);
-  const SchemeInfo& info = scheme_info(po);
-  const bool per_layer = !o.share_position && info.per_layer && info.learned(po);
+  const bool per_layer = positions_per_layer(o);
   if (!per_layer) {
-    position_ = make_position_scheme(po, init_gen);
+    position_ = make_position_scheme(PositionOptions::for_model(o), init_gen);
     pos_ = register_module("pos", std::make_shared<ModuleDict>());
     pos_->insert(position_->name(), position_);
   }
@@ -97,6 +103,21 @@ Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_
 LanguageModel::LanguageModel(const TransformerOptions& o, Generator& init_gen) : TransformerStack(o, init_gen) {
   RPB_CHECK(o.causal, "model", "a language model needs causal attention (causal = true)");
   if (!o.tie_head) head = register_module("head", std::make_shared<Linear>(o.d_model, o.vocab, false, init_gen, o.init_std));
+}
+
+int64_t LanguageModel::parameter_count(const TransformerOptions& o) {
+  const char* op = "model";
+  const PositionOptions po = PositionOptions::for_model(o);
+  const int64_t position = scheme_info(po).parameters(po);
+  const bool per_layer = positions_per_layer(o);
+  int64_t block = checked_mul(2, LayerNorm::parameter_count(o.d_model), op, "parameters");
+  block = checked_add(block, MultiHeadAttention::parameter_count(attention_options(o)), op, "parameters");
+  block = checked_add(block, MLP::parameter_count(o.d_model, o.d_ff), op, "parameters");
+  if (per_layer) block = checked_add(block, position, op, "parameters");
+  int64_t n = checked_add(Embedding::parameter_count(o.vocab, o.d_model), per_layer ? 0 : position, op, "parameters");
+  n = checked_add(n, checked_mul(o.layers, block, op, "parameters"), op, "parameters");
+  n = checked_add(n, LayerNorm::parameter_count(o.d_model), op, "parameters");
+  return checked_add(n, o.tie_head ? 0 : Linear::parameter_count(o.d_model, o.vocab, false), op, "parameters");
 }
 
 Tensor LanguageModel::forward(const Tensor& tokens, KVCache* cache) const {

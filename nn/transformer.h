@@ -102,6 +102,10 @@ class TransformerStack : public Module {
 class LanguageModel : public TransformerStack {
  public:
   LanguageModel(const TransformerOptions& options, Generator& init_gen);
+  /// The parameters of LanguageModel(options), counted without building it (throws on overflow); `options`
+  /// must be valid (validate()).
+  static int64_t parameter_count(const TransformerOptions& options);
+  using Module::parameter_count;
   /// tokens (B, T) -> logits (B, T, vocab). With a cache, only the new tokens are given.
   Tensor forward(const Tensor& tokens, KVCache* cache = nullptr) const;
   /// Mean cross-entropy of logits(tokens) against targets (B, T) (ignore_index -100).

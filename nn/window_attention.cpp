@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/checked.h"
 #include "core/ops.h"
 #include "nn/attention.h"
 #include "nn/init.h"
@@ -22,6 +23,11 @@
 namespace rpb::nn {
 
 using namespace window_detail;
+
+int64_t ContinuousPositionBiasMLP::parameter_count(int64_t hidden, int64_t heads) {
+  return checked_add(Linear::parameter_count(2, hidden, true), Linear::parameter_count(hidden, heads, false),
+                     "cpb_mlp", "parameters");
+}
 
 ContinuousPositionBiasMLP::ContinuousPositionBiasMLP(int64_t hidden, int64_t heads, Generator& gen, double init_std)
     : fc1(register_module("0", std::make_shared<Linear>(2, hidden, true, gen, init_std))),
@@ -76,6 +82,17 @@ Tensor WindowAttention::cached(std::vector<int64_t> key, Make&& make) const {
   Tensor t = make();
   cache_.emplace(std::move(key), t);
   return t;
+}
+
+int64_t WindowAttention::parameter_count(const WindowAttentionOptions& o) {
+  const char* op = "window_attention";
+  int64_t n = checked_add(Linear::parameter_count(o.dim, 3 * o.dim, true), Linear::parameter_count(o.dim, o.dim, true),
+                          op, "parameters");
+  if (o.bias == "table")
+    n = checked_add(n, checked_mul(checked_mul(2 * o.window_h - 1, 2 * o.window_w - 1, op, "table"), o.heads, op, "table"),
+                    op, "parameters");
+  if (o.bias == "continuous") n = checked_add(n, ContinuousPositionBiasMLP::parameter_count(o.cpb_hidden, o.heads), op, "parameters");
+  return n;
 }
 
 WindowAttention::WindowAttention(const WindowAttentionOptions& options, Generator& gen)

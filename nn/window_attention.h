@@ -100,6 +100,8 @@ struct WindowGeometry {
 class ContinuousPositionBiasMLP : public Module {
  public:
   ContinuousPositionBiasMLP(int64_t hidden, int64_t heads, Generator& gen, double init_std);
+  static int64_t parameter_count(int64_t hidden, int64_t heads);
+  using Module::parameter_count;
   /// coords (..., 2) -> (..., heads), before V2's 16 * sigmoid.
   Tensor forward(const Tensor& coords) const;
 
@@ -119,6 +121,9 @@ class WindowAttention : public Module, public Positional {
  public:
   /// Throws an rpb::Error naming the offending option (heads not dividing dim, bad bias name, shift >= window, ...).
   WindowAttention(const WindowAttentionOptions& options, Generator& gen);
+  /// The parameters of a WindowAttention(options), counted without building it.
+  static int64_t parameter_count(const WindowAttentionOptions& options);
+  using Module::parameter_count;
 
   /// x (B, H, W, C) -> (B, H, W, C): pads to multiples of the (clamped) window, rolls by -shift, partitions, attends
   /// per window with the bias (and Swin's region mask when shifted, padded keys masked), reverses, rolls back, crops.

@@ -91,6 +91,7 @@ TEST_CASE("a built scheme answers to its row: kind, name and whether it learns")
         CHECK(scheme->name() == s.name);
         CHECK(scheme->kind() == s.kind);
         CHECK(scheme->learned() == s.learned(o));
+        CHECK(scheme->parameter_count() == s.parameters(o));
       }
     }
   }
@@ -157,4 +158,46 @@ TEST_CASE("models read the registry: per-layer tables, the longest length and th
   const GridModel swin(o, w, gen);
   CHECK(position_parameter_count(swin) == 3 * 9 * 2);  // 3 layers of a (3 x 3, heads) table
   CHECK(swin.max_side() == 0);
+}
+
+TEST_CASE("models count their parameters without being built, for every scheme, and refuse overflowing sizes") {
+  TransformerOptions o;
+  o.vocab = 11;
+  o.d_model = 12;
+  o.heads = 3;
+  o.layers = 3;
+  o.d_ff = 20;
+  o.position.num_buckets = 8;
+  o.position.max_distance = 16;
+  o.position.max_positions = 12;
+  o.position.max_side = 5;
+  o.position.max_relative_position = 2;
+  for (const std::string& scheme : scheme_names(1))
+    for (const bool share : {false, true})
+      for (const bool tie : {false, true})
+        for (const bool learnable : {false, true}) {
+          INFO("scheme: ", scheme, ", share ", share, ", tie ", tie, ", learnable ", learnable);
+          o.position.scheme = scheme;
+          o.share_position = share;
+          o.tie_head = tie;
+          o.position.learnable_lambda = learnable;
+          Generator gen(3);
+          CHECK(LanguageModel::parameter_count(o) == LanguageModel(o, gen).parameter_count());
+        }
+  o.causal = false;
+  WindowOptions w;
+  w.window = 3;
+  w.cpb_hidden = 16;
+  for (const std::string& scheme : scheme_names(2)) {
+    INFO("scheme: ", scheme);
+    o.position.scheme = scheme;
+    Generator gen(4);
+    CHECK(GridModel::parameter_count(o, w) == GridModel(o, w, gen).parameter_count());
+  }
+  o.causal = true;
+  o.position.scheme = "learned";
+  o.d_model = int64_t{1} << 32;
+  o.heads = 1;
+  o.position.max_positions = int64_t{1} << 32;
+  CHECK(contains(error_of([&] { LanguageModel::parameter_count(o); }), "overflows"));
 }

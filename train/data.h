@@ -28,6 +28,9 @@ struct TaskOptions {
   int64_t train_tokens = 1 << 20;  // markov, lag: length of the train stream (kjv: the whole train split)
   int64_t eval_tokens = 1 << 16;   // markov, lag: length of the valid and test streams (kjv: whole splits)
   std::string kjv_path = "";       // kjv: cached text file; empty = checkpoints/data/kjv.txt (relative to the working dir)
+  /// kjv: write the text to kjv_path when it is missing. Not a config key: `rpb eval` turns it off, as reading
+  /// a checkpoint must not write files.
+  bool generate_missing = true;
 };
 
 /// A source of token streams. Train, valid and test are independent (synthetic tasks: separate

@@ -11,6 +11,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/text.h"
 #include "train/data.h"
 
 namespace fs = std::filesystem;
@@ -133,7 +134,11 @@ void generate_kjv_text(const std::string& path) {
 }
 
 KjvTask::KjvTask(const TaskOptions& options) : path_(options.kjv_path.empty() ? kDefaultKjvPath : options.kjv_path) {
-  if (!fs::exists(path_)) generate_kjv_text(path_);
+  if (!fs::exists(path_)) {
+    RPB_CHECK(options.generate_missing, "kjv", "the task's text ", printable(path_), " does not exist (`rpb train` ",
+              "with a kjv config writes it; or pass --kjv-path FILE)");
+    generate_kjv_text(path_);
+  }
   std::ifstream f(path_, std::ios::binary);
   RPB_CHECK(f.good(), "kjv", "cannot read task.kjv_path = \"", path_, "\"");
 

@@ -17,6 +17,7 @@
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "train/latest.h"
+#include "train/memory.h"
 #include "train/version.h"
 
 namespace fs = std::filesystem;
@@ -72,8 +73,9 @@ std::optional<std::string> first_non_finite_param(const std::vector<optim::Named
 
 }  // namespace
 
-Run::Run(const RunConfig& config) : config_(config) {
+Run::Run(const RunConfig& config) : config_(config), memory_(estimate_memory(config_, vocab_bound(config_))) {
   dir_ = config_.run_dir();
+  check_memory(memory_, memory_budget(), "run " + config_.name);
   workload_ = make_workload(config_);
   optimizer_ = make_optimizer(config_.optim, workload_->model().named_parameters());
 }
@@ -180,15 +182,26 @@ class Progress {
              "step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.3f} {:.0f} tok/s ETA {:.0f}s", done, steps_, loss, lr, norm,
              tps, eta);
     window_start_ = now;
+    last_line_ = now;
     window_tokens_ = 0;
     return {done, loss, lr, norm, tps};
+  }
+  /// Between logged steps: a line when the last one is more than kQuiet old, so that slow steps show progress.
+  void tick(int64_t done) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_line_ < kQuiet) return;
+    last_line_ = now;
+    const double per_step = std::chrono::duration<double>(now - t0_).count() / static_cast<double>(done - start_);
+    log_.info("step {}/{}: {:.1f} s per step, ETA {:.0f}s (next logged step: run.log_every)", done, steps_, per_step,
+              per_step * static_cast<double>(steps_ - done));
   }
 
  private:
   spdlog::logger& log_;
   int64_t start_, steps_;
   bool tty_;
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), window_start_ = t0_;
+  static constexpr std::chrono::seconds kQuiet{10};
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), window_start_ = t0_, last_line_ = t0_;
   int64_t window_tokens_ = 0;
 };
 
@@ -204,6 +217,8 @@ TrainSummary Run::train(bool resume) {
   auto log = run_logger(dir_);
   log->info("run {}: {} on {}, {} parameters, steps {}..{}", config_.name, config_.model.position.scheme,
             workload_->describe(), workload_->model().parameter_count(), start, config_.steps);
+  log->info("memory: {} estimated, limit {}", memory_.describe(),
+            memory_budget().bytes ? format_bytes(memory_budget().bytes) + " (" + memory_budget().source + ")" : "none");
   workload_->model().train();
   double last_loss = metrics_.empty() ? 0.0 : metrics_.back().loss;
   {
@@ -226,6 +241,8 @@ TrainSummary Run::train(bool resume) {
       const int64_t done = step + 1;
       if (done % config_.log_every == 0 || done == config_.steps)
         metrics_.push_back(progress.log(done, r.loss, lr, r.grad_norm));
+      else
+        progress.tick(done);
       if (config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 && done != config_.steps) save(done);
       summary.step = done;
     }

@@ -10,6 +10,7 @@
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/memory.h"
 #include "train/workload.h"
 
 namespace rpb {
@@ -71,6 +72,7 @@ class Run {
   void save(int64_t step);
 
   RunConfig config_;
+  MemoryEstimate memory_;  // of config_, checked against memory_budget() before anything is built
   std::string dir_;
   std::unique_ptr<Workload> workload_;
   std::unique_ptr<optim::Optimizer> optimizer_;

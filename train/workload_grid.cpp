@@ -14,11 +14,8 @@ class GridWorkload final : public Workload {
  public:
   explicit GridWorkload(const RunConfig& c)
       : config_(c), task_(options(c)), sampler_(c.seed ^ kGridSamplerSalt) {
-    nn::TransformerOptions m = c.model;
-    m.vocab = task_.vocab();
-    m.causal = false;
     Generator init_gen(c.seed);
-    model_ = std::make_unique<nn::GridModel>(m, c.grid, init_gen);
+    model_ = std::make_unique<nn::GridModel>(model_options(c, task_.vocab()), c.grid, init_gen);
   }
 
   nn::Module& model() override { return *model_; }
@@ -34,7 +31,7 @@ class GridWorkload final : public Workload {
 
   void save_state(Checkpoint& c) const override {
     c.rng = {{"dropout", model_->dropout_generator().state()}, {"sampler", sampler_.state()}};
-    c.counters.clear();
+    c.counters = {{"vocab", task_.vocab()}};
   }
 
   void load_state(const Checkpoint& c, const std::string& file) override {

@@ -19,11 +19,8 @@ constexpr uint64_t kSamplerSeedSalt = 0x5eed'ba7c'0000'0001ull;
 class LmWorkload final : public Workload {
  public:
   explicit LmWorkload(const RunConfig& c) : config_(c), task_(data::make_task(c.task)) {
-    nn::TransformerOptions mo = c.model;
-    mo.vocab = task_->vocab();
-    mo.causal = true;
     Generator init_gen(c.seed);
-    model_ = std::make_unique<nn::LanguageModel>(mo, init_gen);
+    model_ = std::make_unique<nn::LanguageModel>(model_options(c, task_->vocab()), init_gen);
     sampler_ = std::make_unique<data::BatchSampler>(task_->train_stream(), c.batch, c.length, c.seed ^ kSamplerSeedSalt);
   }
 
@@ -40,7 +37,7 @@ class LmWorkload final : public Workload {
 
   void save_state(Checkpoint& c) const override {
     c.rng = {{"dropout", model_->dropout_generator().state()}, {"sampler", sampler_->state().rng}};
-    c.counters = {{"sampler_batches", sampler_->state().batches_drawn}};
+    c.counters = {{"sampler_batches", sampler_->state().batches_drawn}, {"vocab", task_->vocab()}};
   }
 
   void load_state(const Checkpoint& c, const std::string& file) override {

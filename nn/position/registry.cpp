@@ -5,6 +5,7 @@
 // tests (golden values and a gradient check: tests/test_position.cpp fails for a registered scheme without them).
 #include <algorithm>
 
+#include "core/checked.h"
 #include "nn/position.h"
 #include "nn/position/common.h"
 #include "nn/transformer.h"
@@ -23,8 +24,9 @@ Validator validate_learned, validate_sinusoidal, validate_rope, validate_t5, val
 namespace {
 
 void no_options(const PositionOptions&) {}
-bool always(const PositionOptions&) { return true; }
-bool never(const PositionOptions&) { return false; }
+int64_t none(const PositionOptions&) { return 0; }
+// A table of `rows` values per head.
+int64_t per_head(const PositionOptions& o, int64_t rows) { return checked_mul(rows, o.heads, "position", "table"); }
 int64_t unbounded(const PositionOptions&) { return 0; }
 
 using K = PositionKind;
@@ -35,36 +37,46 @@ using namespace scheme_files;
 // window options ([grid]), which the grid model checks.
 const std::vector<SchemeInfo>& rows() {
   static const std::vector<SchemeInfo> table = {
-    // name, dims, kind, label, description, per_layer, learned, max_length, length_option, validate, make, window_bias
-    {"learned", 1, K::absolute, "Learned PE", "a learned table of absolute positions added to the tokens", false, always,
+    // name, dims, kind, label, description, per_layer, parameters, max_length, length_option, validate, make,
+    // window_bias
+    {"learned", 1, K::absolute, "Learned PE", "a learned table of absolute positions added to the tokens", false,
+     [](const PositionOptions& o) { return checked_mul(o.max_positions, o.d_model, "position", "learned table"); },
      [](const PositionOptions& o) { return o.max_positions; }, "max_positions", validate_learned, make_learned, nullptr},
-    {"sinusoidal", 1, K::absolute, "Sinusoidal", "Vaswani et al.'s fixed sinusoids added to the tokens", false, never,
+    {"sinusoidal", 1, K::absolute, "Sinusoidal", "Vaswani et al.'s fixed sinusoids added to the tokens", false, none,
      unbounded, nullptr, validate_sinusoidal, make_sinusoidal, nullptr},
-    {"rope", 1, K::rotary, "RoPE", "rotary embeddings of queries and keys", false, never, unbounded, nullptr,
+    {"rope", 1, K::rotary, "RoPE", "rotary embeddings of queries and keys", false, none, unbounded, nullptr,
      validate_rope, make_rope, nullptr},
-    {"t5", 1, K::additive_bias, "T5 bias", "T5's learned bias per log-spaced bucket of key - query", true, always,
+    {"t5", 1, K::additive_bias, "T5 bias", "T5's learned bias per log-spaced bucket of key - query", true,
+     [](const PositionOptions& o) { return per_head(o, o.num_buckets); },
      unbounded, nullptr, validate_t5, make_t5, nullptr},
-    {"shaw", 1, K::additive_bias, "Shaw (clipped)", "a learned bias per key - query clipped to [-K, K]", true, always,
+    {"shaw", 1, K::additive_bias, "Shaw (clipped)", "a learned bias per key - query clipped to [-K, K]", true,
+     [](const PositionOptions& o) { return per_head(o, 2 * o.max_relative_position + 1); },
      unbounded, nullptr, validate_shaw, make_shaw, nullptr},
     {"log_decay", 1, K::additive_bias, "Log-decay", "-lambda * log(1 + |i - j|), lambda fixed or learned per head",
-     true, [](const PositionOptions& o) { return o.learnable_lambda; }, unbounded, nullptr, validate_log_decay,
+     true, [](const PositionOptions& o) { return o.learnable_lambda ? o.heads : int64_t{0}; }, unbounded, nullptr, validate_log_decay,
      make_log_decay, nullptr},
-    {"alibi", 1, K::additive_bias, "ALiBi", "-m_h * |i - j| with the ALiBi paper's slopes", false, never, unbounded,
+    {"alibi", 1, K::additive_bias, "ALiBi", "-m_h * |i - j| with the ALiBi paper's slopes", false, none, unbounded,
      nullptr, no_options, make_alibi, nullptr},
     {"swin", 2, K::window, "Swin V1 table (windows)", "Swin V1 window attention with a learned bias table", false,
-     always, unbounded, nullptr, no_options, nullptr, "table"},
+     none, unbounded, nullptr, no_options, nullptr, "table"},
     {"swin_v2", 2, K::window, "Swin V2 continuous (windows)", "Swin V2 window attention with a continuous bias MLP",
-     false, always, unbounded, nullptr, no_options, nullptr, "continuous"},
+     false, none, unbounded, nullptr, no_options, nullptr, "continuous"},
     {"learned2d", 2, K::absolute, "Learned 2-D (global)", "a learned vector per grid cell added to the tokens", false,
-     always, [](const PositionOptions& o) { return o.max_side; }, "max_side", validate_learned2d, make_learned2d,
+     [](const PositionOptions& o) {
+       return checked_mul(checked_mul(o.max_side, o.max_side, "position", "learned2d table"), o.d_model, "position",
+                          "learned2d table");
+     }, [](const PositionOptions& o) { return o.max_side; }, "max_side", validate_learned2d, make_learned2d,
      nullptr},
-    {"sinusoidal2d", 2, K::absolute, "Sinusoidal 2-D (global)", "sinusoids of the row and the column", false, never,
+    {"sinusoidal2d", 2, K::absolute, "Sinusoidal 2-D (global)", "sinusoids of the row and the column", false, none,
      unbounded, nullptr, validate_sinusoidal2d, make_sinusoidal2d, nullptr},
     {"alibi2d", 2, K::additive_bias, "ALiBi 2-D (global)", "-slope_h * the Euclidean distance between cells", false,
-     never, unbounded, nullptr, no_options, make_alibi2d, nullptr},
+     none, unbounded, nullptr, no_options, make_alibi2d, nullptr},
     {"clipped2d", 2, K::additive_bias, "Clipped 2-D table (global)", "a learned bias per 2-D offset clipped to [-K, K]",
-     false, always, unbounded, nullptr, validate_clipped2d, make_clipped2d, nullptr},
-    {"none", 0, K::none, "NoPE (none)", "no position information", false, never, unbounded, nullptr, no_options,
+     false, [](const PositionOptions& o) {
+       const int64_t side = 2 * o.max_relative_position + 1;
+       return per_head(o, checked_mul(side, side, "position", "clipped2d table"));
+     }, unbounded, nullptr, validate_clipped2d, make_clipped2d, nullptr},
+    {"none", 0, K::none, "NoPE (none)", "no position information", false, none, unbounded, nullptr, no_options,
      make_none, nullptr},
   };
   return table;

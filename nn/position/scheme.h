@@ -145,8 +145,9 @@ struct SchemeInfo {
   /// With model.share_position = false, each layer owns one (when it has parameters: t5, shaw, learnable
   /// log_decay); otherwise one module serves every layer.
   bool per_layer;
-  /// True when the scheme built from `o` has trained parameters.
-  bool (*learned)(const PositionOptions& o);
+  /// The number of trained values of the module built from `o` (0 for window schemes: their bias belongs to the
+  /// window attention, WindowAttention::parameter_count). Computed without building anything.
+  int64_t (*parameters)(const PositionOptions& o);
   /// The longest length (1-D) or grid side (2-D) it can run at; 0 when unbounded.
   int64_t (*max_length)(const PositionOptions& o);
   /// The option that bounds max_length ("max_positions"), or null.
@@ -157,6 +158,9 @@ struct SchemeInfo {
   SchemeFactory* make;
   /// Window schemes: WindowAttentionOptions::bias ("table" or "continuous").
   const char* window_bias;
+
+  /// True when the scheme built from `o` has trained parameters (window schemes: their bias table or MLP).
+  bool learned(const PositionOptions& o) const { return kind == PositionKind::window || parameters(o) > 0; }
 };
 
 /// Every row, in the registry's order.

@@ -1,0 +1,224 @@
+// The estimate counts tensor storage in floats per token; its factors are upper bounds of what the forward saves for
+// backward (or holds at once without gradients), checked against measured peaks in tests/test_memory.cpp.
+#include "train/memory.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/checked.h"
+#include "core/tensor.h"
+#include "core/text.h"
+#include "train/workload.h"
+
+namespace rpb {
+
+namespace {
+
+constexpr const char* kOp = "memory estimate";
+constexpr int64_t kFloat = 4;  // bytes: models train in float32
+constexpr int64_t kIndex = 8;  // bytes: token ids in tensors are int64
+
+int64_t mul(int64_t a, int64_t b) { return checked_mul(a, b, kOp, "size"); }
+int64_t add(int64_t a, int64_t b) { return checked_add(a, b, kOp, "size"); }
+
+// The bulk of the model that the config sizes: the embedding (and untied or grid head), the blocks and the position
+// table, each with the key that sets it.
+MemoryPart weights_part(const RunConfig& c, int64_t parameters, int64_t vocab) {
+  const nn::TransformerOptions& m = c.model;
+  const nn::PositionOptions po = c.position();
+  const int64_t position = nn::scheme_info(po).parameters(po);
+  const int64_t embedding = mul(mul(vocab, m.d_model), c.dims() == 2 || !m.tie_head ? 2 : 1);
+  MemoryPart part{"weights", "model.layers", static_cast<std::size_t>(mul(parameters, kFloat))};
+  const int64_t blocks = parameters - embedding - position;
+  if (embedding > blocks && embedding > position) part.key = "model.d_model";
+  if (position > blocks && position > embedding) {
+    const char* option = nn::scheme_info(po).length_option;
+    part.key = option && std::string(option) == "max_side" ? "grid.max_side" : "position.max_positions";
+    if (!option) part.key = "position.scheme";
+  }
+  return part;
+}
+
+MemoryPart training_part(const RunConfig& c, int64_t parameters) {
+  int64_t slots = 1;  // the gradient
+  if (c.optim.kind == "sgd")
+    slots += c.optim.sgd.momentum != 0 ? 1 : 0;
+  else
+    slots += 2;  // Adam's two moments
+  return {"gradients and optimizer state", "model.layers",
+          static_cast<std::size_t>(mul(mul(parameters, slots), kFloat))};
+}
+
+// Floats held per token by one forward through the blocks: with `grad`, everything saved for backward plus the
+// gradients in flight; without, the few tensors alive at once. `keys` is the attention span of a query (T for global
+// attention, the window's cells for window attention).
+int64_t floats_per_token(const RunConfig& c, int64_t vocab, int64_t keys, bool grad) {
+  const nn::TransformerOptions& m = c.model;
+  const int64_t d = m.d_model, ff = m.d_ff, h = m.heads;
+  // Fused attention keeps a max and a sum per query and head; the reference path the scores, the bias and the
+  // probabilities of every key.
+  const int64_t attention = m.fused_attention ? mul(4, h) : mul(mul(4, h), keys);
+  if (!grad) {  // only the tensors of one block alive at once, and the logits
+    return add(add(add(mul(6, d), mul(2, ff)), m.fused_attention ? mul(2, h) : mul(mul(4, h), keys)), mul(3, vocab));
+  }
+  int64_t layer = add(add(mul(14, d), mul(3, ff)), attention);
+  if (m.dropout > 0) layer = add(layer, add(mul(3, d), ff));  // the masks
+  const int64_t head = mul(4, vocab);                         // logits, log-softmax, their gradients
+  return add(add(mul(m.layers + 1, layer), head), mul(4, d));
+}
+
+MemoryPart activations_part(const RunConfig& c, int64_t vocab) {
+  const int64_t longest = c.length * *std::max_element(c.eval_multipliers.begin(), c.eval_multipliers.end());
+  int64_t train_tokens = 0, eval_tokens = 0, train_keys = 0, eval_keys = 0;
+  if (c.dims() == 2) {
+    const bool windows = nn::scheme_info(c.position()).kind == nn::PositionKind::window;
+    const int64_t window = c.grid.eval_window > 0 ? std::max(c.grid.window, c.grid.eval_window) : c.grid.window;
+    train_tokens = mul(c.batch, mul(c.length, c.length));
+    const int64_t cells = mul(longest, longest);
+    eval_tokens = mul(std::clamp<int64_t>(c.eval_tokens / cells, 1, c.eval_batch), cells);
+    train_keys = windows ? mul(c.grid.window, c.grid.window) : mul(c.length, c.length);
+    eval_keys = windows ? mul(window, window) : cells;
+  } else {
+    train_tokens = mul(c.batch, c.length);
+    eval_tokens = mul(c.eval_batch, longest);
+    train_keys = c.length;
+    eval_keys = longest;
+  }
+  const int64_t train = mul(mul(train_tokens, floats_per_token(c, vocab, train_keys, true)), kFloat);
+  const int64_t eval = mul(mul(eval_tokens, floats_per_token(c, vocab, eval_keys, false)), kFloat);
+  if (train >= eval)
+    return {"activations of a training step (run.batch x run.length tokens)", "run.batch",
+            static_cast<std::size_t>(train)};
+  return {
+      "activations of an evaluation forward (run.eval_batch x the longest "
+      "evaluation length)",
+      "run.eval_multipliers", static_cast<std::size_t>(eval)};
+}
+
+MemoryPart data_part(const RunConfig& c) {
+  const data::TaskOptions& t = c.task;
+  MemoryPart part{"data", "task.train_tokens", 0};
+  int64_t bytes = 0;
+  if (t.kind == "markov" || t.kind == "lag") bytes = mul(add(t.train_tokens, mul(2, t.eval_tokens)), 4);
+  if (t.kind == "kjv") bytes = int64_t{64} << 20;  // the text (4.3 MB) as lines, ids and splits
+  if (t.kind == "markov") {
+    int64_t states = 1;
+    for (int64_t i = 0; i < t.order; ++i) states = mul(states, t.vocab);
+    const int64_t table = mul(mul(states, t.vocab), 8);  // float64 transition table
+    if (table > bytes) part.key = "task.order";
+    bytes = add(bytes, table);
+  }
+  if (t.kind == "grid2d") bytes = mul(mul(t.vocab + 1, t.vocab + 1), 8);
+  // Evaluation segments (inputs and targets) at every length, and a training batch of them.
+  const int64_t eval = mul(mul(mul(c.eval_tokens, 2), kIndex), static_cast<int64_t>(c.eval_multipliers.size()));
+  if (eval > bytes) part.key = "run.eval_tokens";
+  part.bytes = static_cast<std::size_t>(add(add(bytes, eval), mul(mul(c.batch, c.length), 2 * kIndex)));
+  return part;
+}
+
+}  // namespace
+
+std::size_t MemoryEstimate::total() const { return weights.bytes + training.bytes + activations.bytes + data.bytes; }
+
+const MemoryPart& MemoryEstimate::largest() const {
+  const MemoryPart* best = &weights;
+  for (const MemoryPart* p : {&training, &activations, &data})
+    if (p->bytes > best->bytes) best = p;
+  return *best;
+}
+
+std::string MemoryEstimate::describe() const {
+  std::ostringstream os;
+  os << "about " << format_bytes(total()) << " (";
+  bool first = true;
+  for (const MemoryPart* p : {&weights, &training, &activations, &data}) {
+    os << (first ? "" : ", ") << p->what << " " << format_bytes(p->bytes);
+    first = false;
+  }
+  os << "; " << parameters << " parameters)";
+  return os.str();
+}
+
+int64_t vocab_bound(const RunConfig& c) { return c.task.kind == "kjv" ? 256 : c.task.vocab; }
+
+MemoryEstimate estimate_memory(const RunConfig& c, int64_t vocab) {
+  MemoryEstimate e;
+  e.parameters = model_parameter_count(c, vocab);
+  e.weights = weights_part(c, e.parameters, vocab);
+  e.training = training_part(c, e.parameters);
+  e.activations = activations_part(c, vocab);
+  e.data = data_part(c);
+  return e;
+}
+
+std::size_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::size_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+std::size_t parse_memory_size(const std::string& text, const std::string& flag) {
+  std::size_t pos = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  std::string unit = text.substr(pos);
+  for (char& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (unit.size() == 3 && unit.substr(1) == "IB") unit = unit.substr(0, 1);
+  if (unit.size() == 2 && unit[1] == 'B') unit = unit.substr(0, 1);
+  const std::string units = "KMGT";
+  double scale = 1;
+  if (unit.size() == 1 && units.find(unit[0]) != std::string::npos)
+    scale = std::pow(1024.0, static_cast<double>(units.find(unit[0]) + 1));
+  else if (!unit.empty() && unit != "B")
+    value = -1;
+  const double bytes = value * scale;
+  RPB_CHECK(pos > 0 && std::isfinite(bytes) && bytes >= 1 && bytes < 0x1p62, flag.c_str(),
+            "expected a size such as 8G, 512M or 1073741824, found \"", printable(text, 40), "\"");
+  return static_cast<std::size_t>(bytes);
+}
+
+std::string format_bytes(std::size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : (v < 10 ? "%.2f %s" : "%.1f %s"), v, units[u]);
+  return buf;
+}
+
+namespace {
+MemoryBudget& budget_slot() {
+  static MemoryBudget budget;
+  return budget;
+}
+}  // namespace
+
+void set_memory_budget(const MemoryBudget& budget) {
+  budget_slot() = budget;
+  set_memory_limit(budget.bytes);
+}
+
+const MemoryBudget& memory_budget() { return budget_slot(); }
+
+void check_memory(const MemoryEstimate& e, const MemoryBudget& budget, const std::string& what) {
+  if (budget.bytes == 0 || e.total() <= budget.bytes) return;
+  const MemoryPart& big = e.largest();
+  RPB_FAIL(what.c_str(), big.key, ": the run needs ", e.describe(), ", more than the memory limit of ",
+           format_bytes(budget.bytes), " (", budget.source, "); reduce ", big.key, " (", big.what,
+           " are the largest part) or raise --max-memory");
+}
+
+}  // namespace rpb
