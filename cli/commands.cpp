@@ -40,10 +40,11 @@ void print_lengths(const Run& run, const std::vector<LengthResult>& results, std
 
 }  // namespace
 
-int cmd_train(const std::string& config_path, bool resume, const std::vector<std::string>& overrides) {
+int cmd_train(const std::string& config_path, bool resume, const std::string& resume_from,
+              const std::vector<std::string>& overrides) {
   const RunConfig cfg = load_config(config_path, overrides);
   Run run(cfg);
-  const TrainSummary s = run.train(resume);
+  const TrainSummary s = run.train(resume, resume_from);
   if (s.stopped_non_finite) {
     spdlog::error("training stopped at step {}: a non-finite loss or gradient (see {}/train.log)", s.step, run.dir());
     return 1;
@@ -106,17 +107,21 @@ CommandRunner add_train(CLI::App& cmd) {
   struct Args {
     std::string config;
     bool resume = false;
+    std::string resume_from;
     std::vector<std::string> overrides;
     std::string max_memory;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("config", a->config, "configs/*.toml")->required()->check(CLI::ExistingFile);
   cmd.add_flag("--resume", a->resume, "continue the run from its latest checkpoint");
+  cmd.add_option("--resume-from", a->resume_from,
+                 "continue the run from this checkpoint of its folder (step_*.h5), and point `latest` at it")
+      ->check(CLI::ExistingFile);
   cmd.add_option("--set", a->overrides, "override a config key: --set model.d_model=256 (repeatable)");
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
-    return cmd_train(a->config, a->resume, a->overrides);
+    return cmd_train(a->config, a->resume, a->resume_from, a->overrides);
   };
 }
 

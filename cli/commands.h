@@ -27,8 +27,10 @@ struct Command {
 /// Every subcommand, in the order `rpb --help` lists them.
 const std::vector<Command>& commands();
 
-/// Trains the run `config_path` describes (with `overrides` applied), then evaluates it.
-int cmd_train(const std::string& config_path, bool resume, const std::vector<std::string>& overrides);
+/// Trains the run `config_path` describes (with `overrides` applied), then evaluates it. `resume` continues
+/// from the run folder's `latest`, a non-empty `resume_from` from that checkpoint file (see Run::train).
+int cmd_train(const std::string& config_path, bool resume, const std::string& resume_from,
+              const std::vector<std::string>& overrides);
 /// Perplexity of a checkpoint at `lengths` (empty: the config's multiples of the train length). A kjv run reads
 /// the text at `kjv_path` ("": the default path), never the path stored in the checkpoint.
 int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths, const std::string& kjv_path = "");

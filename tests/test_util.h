@@ -1,6 +1,8 @@
 // tests/test_util.h: small helpers shared by the test files.
 #pragma once
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,12 +10,17 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <cstring>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+
+extern char** environ;
 
 namespace rpb::testing {
 
@@ -81,6 +88,33 @@ inline CommandResult run_rpb(const std::string& args) {
   while (fgets(buf.data(), static_cast<int>(buf.size()), p)) out += buf.data();
   const int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+/// Starts the rpb binary with `args` (no shell), its stdout and stderr going to `log` (or /dev/null); returns
+/// its pid, for the caller to kill or wait for.
+inline pid_t spawn_rpb(const std::vector<std::string>& args, const std::string& log = "/dev/null") {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<std::string> all = {RPB_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, RPB_BINARY, &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(rc));
+  return pid;
+}
+
+/// The whole content of a file ("" when it cannot be read).
+inline std::string file_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
 }
 
 }  // namespace rpb::testing

@@ -1,3 +1,4 @@
+// rpb/train/atomic_file.cpp: see atomic_file.h.
 #include "train/atomic_file.h"
 
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "train/no_follow.h"
 
 namespace fs = std::filesystem;
 
@@ -16,7 +18,7 @@ namespace rpb {
 namespace {
 
 void fsync_path(const fs::path& p, bool directory, const std::string& op) {
-  const int fd = ::open(p.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+  const int fd = ::open(p.c_str(), O_CLOEXEC | (directory ? (O_RDONLY | O_DIRECTORY) : (O_RDONLY | O_NOFOLLOW)));
   RPB_CHECK(fd >= 0, op.c_str(), "cannot open ", p.string(), " to fsync it: ", std::strerror(errno));
   const int rc = ::fsync(fd);
   const int err = errno;
@@ -25,10 +27,12 @@ void fsync_path(const fs::path& p, bool directory, const std::string& op) {
   RPB_CHECK(rc == 0 || (directory && err == EINVAL), op.c_str(), "cannot fsync ", p.string(), ": ", std::strerror(err));
 }
 
-}  // namespace
-
-void replace_file_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write,
-                             const std::string& op) {
+// The steps of replace_file_atomically, with the temp file created here and handed to `write` open.
+// The temp file is created exclusively and without following links (O_CREAT|O_EXCL|O_NOFOLLOW), so a file
+// or a link planted under its name is never written through. Its name carries this process's pid, so a
+// file already under it is a leftover of a dead process that had the same pid: it is unlinked first.
+using TempWriter = std::function<void(FileDescriptor& fd, const std::string& tmp)>;
+void replace_via_temp(const std::string& path, const TempWriter& write, const std::string& op) {
   const fs::path final_path(path);
   RPB_CHECK(!final_path.filename().empty(), op.c_str(), "the path names no file");
   fs::path dir = final_path.parent_path();
@@ -36,8 +40,12 @@ void replace_file_atomically(const std::string& path, const std::function<void(c
   std::error_code ec;
   RPB_CHECK(fs::is_directory(dir, ec), op.c_str(), "folder ", dir.string(), " does not exist");
   const fs::path tmp = dir / ("." + final_path.filename().string() + ".tmp." + std::to_string(::getpid()));
+  ::unlink(tmp.c_str());
+  FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  RPB_CHECK(fd.get() >= 0, op.c_str(), "cannot create temp file ", tmp.string(), ": ", std::strerror(errno));
   try {
-    write(tmp.string());
+    write(fd, tmp.string());
+    RPB_CHECK(fd.close() == 0, op.c_str(), "cannot close ", tmp.string(), ": ", std::strerror(errno));
     fsync_path(tmp, false, op);
     RPB_CHECK(::rename(tmp.c_str(), final_path.c_str()) == 0, op.c_str(), "cannot rename ", tmp.string(),
               " over it: ", std::strerror(errno));
@@ -48,27 +56,23 @@ void replace_file_atomically(const std::string& path, const std::function<void(c
   fsync_path(dir, true, op);
 }
 
-void write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string op = "write " + path;
-  replace_file_atomically(
+}  // namespace
+
+void replace_file_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write,
+                             const std::string& op) {
+  replace_via_temp(
       path,
-      [&](const std::string& tmp) {
-        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        RPB_CHECK(fd >= 0, op.c_str(), "cannot create ", tmp, ": ", std::strerror(errno));
-        std::size_t done = 0;
-        while (done < content.size()) {
-          const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-          if (n < 0 && errno == EINTR) continue;
-          if (n <= 0) {
-            const int err = errno;
-            ::close(fd);
-            RPB_FAIL(op.c_str(), "cannot write ", tmp, ": ", std::strerror(err));
-          }
-          done += static_cast<std::size_t>(n);
-        }
-        RPB_CHECK(::close(fd) == 0, op.c_str(), "cannot close ", tmp, ": ", std::strerror(errno));
+      [&](FileDescriptor& fd, const std::string& tmp) {
+        RPB_CHECK(fd.close() == 0, op.c_str(), "cannot close ", tmp, ": ", std::strerror(errno));
+        write(tmp);
       },
       op);
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string op = "write " + path;
+  replace_via_temp(
+      path, [&](FileDescriptor& fd, const std::string& tmp) { write_all(fd.get(), content, tmp, op); }, op);
 }
 
 }  // namespace rpb

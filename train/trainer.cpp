@@ -1,6 +1,5 @@
 #include "train/trainer.h"
 
-#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -9,15 +8,19 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <toml++/toml.h>
 
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "optim/sgd.h"
+#include "train/atomic_file.h"
 #include "train/latest.h"
+#include "train/log_file_sink.h"
 #include "train/memory.h"
+#include "train/resume_point.h"
+#include "train/run_folder.h"
+#include "train/run_lock.h"
 #include "train/version.h"
 
 namespace fs = std::filesystem;
@@ -30,12 +33,6 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const OptimConfig& c, const nn:
 }
 
 namespace {
-
-std::string checkpoint_name(int64_t step) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "step_%08lld.h5", static_cast<long long>(step));
-  return buf;
-}
 
 // The configuration that must not change across a resume: everything but the run's
 // length, logging and evaluation settings, and the sweep.
@@ -52,12 +49,14 @@ std::string identity_of(const std::string& text) {
   return os.str();
 }
 
+// The run's logger: train.log (every level, each line written as it is logged, see LogFileSink) and the
+// terminal (info and up). The file comes first, so a line shown on the terminal is already in train.log.
 std::shared_ptr<spdlog::logger> run_logger(const std::string& dir) {
   auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>((fs::path(dir) / "train.log").string());
+  auto file = std::make_shared<LogFileSink>((fs::path(dir) / "train.log").string());
   console->set_level(spdlog::level::info);
   file->set_level(spdlog::level::debug);
-  auto logger = std::make_shared<spdlog::logger>("run", spdlog::sinks_init_list{console, file});
+  auto logger = std::make_shared<spdlog::logger>("run", spdlog::sinks_init_list{file, console});
   logger->set_level(spdlog::level::debug);
   logger->set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
   return logger;
@@ -115,22 +114,23 @@ std::optional<std::pair<std::string, Checkpoint>> Run::latest() const {
   return std::make_pair(std::move(file), std::move(c));
 }
 
-int64_t Run::start(bool resume, TrainSummary& summary) {
-  fs::create_directories(dir_);
-  const std::string latest = read_latest(dir_);
-  if (resume && !latest.empty()) {
-    const Checkpoint c = load_checkpoint(latest);
-    RPB_CHECK(identity_of(c.config_text) == identity_of(config_.text), "train",
-              "the config differs from the one ", latest,
-              " was trained with (only run.steps and the logging/eval keys may change on --resume)");
-    restore(c, latest);
-    summary.resumed = true;
-    summary.step = c.step;  // a run resumed at or past config.steps takes no step
-    return c.step;
-  }
-  RPB_CHECK(latest.empty(), "train", dir_, " already holds checkpoints (", latest,
-            "); use --resume to continue it or choose another run.name");
-  return 0;
+int64_t Run::start(bool resume, const std::string& resume_from, TrainSummary& summary) {
+  std::optional<ResumePoint> from;
+  if (!resume_from.empty()) from = explicit_resume_point(dir_, resume_from);
+  else if (resume) from = resume_point(dir_);
+  else check_new_run_folder(dir_);
+  if (!from) return 0;
+  const Checkpoint& c = from->checkpoint;
+  RPB_CHECK(c.step >= 0 && c.step <= config_.steps, ("checkpoint " + from->file).c_str(), "step ", c.step,
+            " is outside [0, run.steps = ", config_.steps, "] (a damaged file, or a run.steps below the run's step)");
+  RPB_CHECK(identity_of(c.config_text) == identity_of(config_.text), "train",
+            "the config differs from the one ", from->file,
+            " was trained with (only run.steps and the logging/eval keys may change on --resume)");
+  restore(c, from->file);
+  if (!resume_from.empty()) write_latest(dir_, fs::path(from->file).filename().string());
+  summary.resumed = true;
+  summary.step = c.step;  // a run resumed at config.steps takes no step
+  return c.step;
 }
 
 Run::StepResult Run::take_step(int64_t step, double lr) {
@@ -207,14 +207,19 @@ class Progress {
 
 }  // namespace
 
-TrainSummary Run::train(bool resume) {
+TrainSummary Run::train(bool resume, const std::string& resume_from) {
   TrainSummary summary;
-  const int64_t start = this->start(resume, summary);
-  {
-    std::ofstream cfg(fs::path(dir_) / "config.toml");
-    cfg << config_.text;
-  }
+  fs::create_directories(dir_);
+  const RunLock lock(dir_);  // held until the final save is done
+  const std::vector<std::string> stale = remove_stale_temp_files(dir_);
+  const int64_t start = this->start(resume, resume_from, summary);
   auto log = run_logger(dir_);
+  write_file_atomically((fs::path(dir_) / "config.toml").string(), config_.text);
+  if (!stale.empty()) {
+    std::string names;
+    for (const std::string& n : stale) names += (names.empty() ? "" : ", ") + n;
+    log->info("removed {} stale temp file(s) of interrupted saves: {}", stale.size(), names);
+  }
   log->info("run {}: {} on {}, {} parameters, steps {}..{}", config_.name, config_.model.position.scheme,
             workload_->describe(), workload_->model().parameter_count(), start, config_.steps);
   log->info("memory: {} estimated, limit {}", memory_.describe(),

@@ -30,10 +30,14 @@ class Run {
   explicit Run(const RunConfig& config);
   ~Run();
 
-  /// Trains to config.steps. With resume, continues from the latest checkpoint of the run
-  /// folder (bit-identical to an uninterrupted run); without, a folder that already holds
-  /// checkpoints is an error (nothing is overwritten).
-  TrainSummary train(bool resume);
+  /// Trains to config.steps, holding the run folder's RunLock throughout (a second process training in
+  /// the folder gets "run folder ... is in use by pid N"); first removes the temp files interrupted saves
+  /// left (remove_stale_temp_files). With resume, continues from the checkpoint `latest` names
+  /// (bit-identical to an uninterrupted run; see resume_point() for a folder whose `latest` is not
+  /// valid); with `resume_from` (a checkpoint file of the run folder), continues from that file and points
+  /// `latest` at it. Without either, a folder that already holds checkpoints is an error (nothing is
+  /// overwritten). A resumed checkpoint's step must lie in [0, config.steps].
+  TrainSummary train(bool resume, const std::string& resume_from = {});
 
   /// The checkpoint the run folder's `latest` names, read, with its file; nullopt when there is none.
   std::optional<std::pair<std::string, Checkpoint>> latest() const;
@@ -65,8 +69,9 @@ class Run {
     double loss = 0, grad_norm = 0;
     std::string bad;
   };
-  /// Resumes from `latest` or checks the folder holds no checkpoint; returns the first step to take.
-  int64_t start(bool resume, TrainSummary& summary);
+  /// Resumes (from `resume_from`, or from `latest` with `resume`) or checks the folder holds no
+  /// checkpoint; returns the first step to take.
+  int64_t start(bool resume, const std::string& resume_from, TrainSummary& summary);
   StepResult take_step(int64_t step, double lr);
   Checkpoint snapshot(int64_t step) const;
   void save(int64_t step);

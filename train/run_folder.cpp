@@ -1,0 +1,78 @@
+// rpb/train/run_folder.cpp: see run_folder.h.
+#include "train/run_folder.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace rpb {
+
+namespace {
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// Whether `name` ends with `suffix`.
+bool ends_with(const std::string& name, const std::string& suffix) {
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Whether `name` is ".<target>.tmp.<digits>" for a file rpb writes atomically in a run folder.
+bool is_stale_temp_name(const std::string& name) {
+  const std::size_t at = name.rfind(".tmp.");
+  if (name.size() < 2 || name[0] != '.' || at == std::string::npos || !all_digits(name.substr(at + 5))) return false;
+  const std::string target = name.substr(1, at - 1);
+  return target == "latest" || target == "config.toml" || is_checkpoint_name(target);
+}
+
+}  // namespace
+
+std::string checkpoint_name(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%08lld.h5", static_cast<long long>(step));
+  return buf;
+}
+
+bool is_checkpoint_name(const std::string& name) {
+  return name.size() >= 5 + 8 + 3 && name.rfind("step_", 0) == 0 && ends_with(name, ".h5") &&
+         all_digits(name.substr(5, name.size() - 8));
+}
+
+std::vector<CheckpointFile> checkpoint_files(const std::string& run_dir) {
+  std::vector<CheckpointFile> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!is_checkpoint_name(name)) continue;
+    const std::string digits = name.substr(5, name.size() - 8);
+    // More digits than an int64 holds sort after every other step.
+    const int64_t step = digits.size() > 18 ? INT64_MAX : std::stoll(digits);
+    files.push_back({step, it->path().string()});
+  }
+  std::sort(files.begin(), files.end(), [](const CheckpointFile& a, const CheckpointFile& b) {
+    return a.step != b.step ? a.step > b.step : a.path > b.path;
+  });
+  return files;
+}
+
+std::vector<std::string> remove_stale_temp_files(const std::string& run_dir) {
+  std::vector<fs::path> stale;
+  std::error_code ec;
+  for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (is_stale_temp_name(it->path().filename().string()) &&
+        it->symlink_status(type_ec).type() != fs::file_type::directory)
+      stale.push_back(it->path());
+  }
+  std::vector<std::string> removed;
+  for (const fs::path& p : stale)
+    if (fs::remove(p, ec)) removed.push_back(p.filename().string());  // unlinks a link, never its target
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
+}  // namespace rpb

@@ -1,0 +1,33 @@
+// rpb/train/run_folder.h: the files of a run folder: checkpoint names, the checkpoints there, stale temp files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rpb {
+
+/// The file name of the checkpoint at `step`: "step_" + the step in 8 or more digits + ".h5"
+/// ("step_00000100.h5").
+std::string checkpoint_name(int64_t step);
+
+/// Whether `name` is a checkpoint name as checkpoint_name writes it: "step_", 8 or more digits, ".h5".
+bool is_checkpoint_name(const std::string& name);
+
+/// One checkpoint file of a run folder.
+struct CheckpointFile {
+  int64_t step;      // the step its name says
+  std::string path;  // run_dir/name
+};
+
+/// Every entry of `run_dir` with a checkpoint name (whatever it is: a file, a link, a folder), newest
+/// (highest step in the name) first; none when the folder does not exist.
+std::vector<CheckpointFile> checkpoint_files(const std::string& run_dir);
+
+/// Removes the temp files that rpb's atomic writes leave in `run_dir` when a process dies mid-write:
+/// ".<name>.tmp.<pid digits>" where <name> is a checkpoint name, "latest" or "config.toml" (and is not a
+/// folder); nothing else is touched. Returns the names removed. Call it only while holding the folder's
+/// RunLock, when no live rpb process can be writing one of them.
+std::vector<std::string> remove_stale_temp_files(const std::string& run_dir);
+
+}  // namespace rpb
