@@ -39,7 +39,11 @@ void replace_via_temp(const std::string& path, const TempWriter& write, const st
   if (dir.empty()) dir = ".";
   std::error_code ec;
   RPB_CHECK(fs::is_directory(dir, ec), op.c_str(), "folder ", dir.string(), " does not exist");
-  const fs::path tmp = dir / ("." + final_path.filename().string() + ".tmp." + std::to_string(::getpid()));
+  std::string tmp_name = ".";  // appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "." + s + ...
+  tmp_name += final_path.filename().string();
+  tmp_name += ".tmp.";
+  tmp_name += std::to_string(::getpid());
+  const fs::path tmp = dir / tmp_name;
   ::unlink(tmp.c_str());
   FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   RPB_CHECK(fd.get() >= 0, op.c_str(), "cannot create temp file ", tmp.string(), ": ", std::strerror(errno));
