@@ -36,7 +36,7 @@ struct MetricsRow {
 ///   /optim           attributes kind, groups (strings), step (int64), and one float64 attribute per hyper-parameter
 ///   /optim/<name>    optimizer tensors; "/" in a name nests groups ("exp_avg/blocks.0.attn.qkv.weight")
 ///   /rng/<name>      uint64 (4): a Generator::State
-///   /state           one int64 attribute per counter (data cursor, ...)
+///   /state           one int64 attribute per counter (data cursor, the task's vocabulary "vocab", ...)
 ///   /metrics/{step,loss,lr,grad_norm,tokens_per_sec}  1-D datasets, one entry per MetricsRow
 /// Tensors keep their dtype (float32, float64, int64) and shape (0-D tensors are scalar dataspaces).
 /// Every dataset carries a uint32 attribute "crc32" (CRC-32/IEEE of its raw bytes, train/crc32.h) checked on load.
