@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -23,7 +24,7 @@
 #include "train/crc32.h"
 
 // libhdf5 exports its metadata checksum (Jenkins' lookup3) without declaring it in a public header;
-// move_data_address needs it to re-checksum an object header it edited.
+// rewrite_object_header needs it to re-checksum an object header it edited.
 extern "C" uint32_t H5_checksum_metadata(const void* data, std::size_t len, uint32_t initval);
 
 namespace rpb::testing {
@@ -98,50 +99,75 @@ inline const std::vector<float>& w_values() {
 }
 inline uint32_t w_crc() { return crc32_ieee(w_values().data(), w_values().size() * sizeof(float)); }
 
-/// Moves the data of the contiguous dataset `dataset` to file address `addr` by editing the layout
-/// message in its object header (version 2, as rpb writes it) and re-checksumming the header: a file
-/// whose data lies where no HDF5 call would put it.
-inline void move_data_address(const std::string& path, const std::string& dataset, uint64_t addr) {
-  haddr_t header = HADDR_UNDEF, data = HADDR_UNDEF;
+/// An object header's first chunk in a file's bytes: messages from `messages` to `end`, the checksum at `end`.
+struct HeaderChunk {
+  std::size_t start, messages, end;
+  bool creation_order;  // each message carries a 2-byte creation order
+};
+
+/// Edits the first chunk of the object header of `object` (version 2, as rpb writes it) in the file's
+/// bytes with `edit`, then puts the chunk's checksum right: a file no HDF5 call would write.
+inline void rewrite_object_header(const std::string& path, const std::string& object,
+                                  const std::function<void(std::vector<unsigned char>&, const HeaderChunk&)>& edit) {
+  haddr_t header = HADDR_UNDEF;
   {
     const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+    const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
     H5O_info_t info{};
-    REQUIRE(H5Oget_info2(d, &info, H5O_INFO_BASIC) >= 0);
+    REQUIRE(H5Oget_info2(o, &info, H5O_INFO_BASIC) >= 0);
     header = info.addr;
-    data = H5Dget_offset(d);
-    H5Dclose(d);
+    H5Oclose(o);
     H5Fclose(f);
   }
   std::ifstream in(path, std::ios::binary);
   std::vector<unsigned char> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::size_t p = header;
-  REQUIRE((std::memcmp(&b[p], "OHDR", 4) == 0 && b[p + 4] == 2));
-  const unsigned flags = b[p + 5];
-  std::size_t q = p + 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
+  HeaderChunk c{header, 0, 0, false};
+  REQUIRE((std::memcmp(&b[c.start], "OHDR", 4) == 0 && b[c.start + 4] == 2));
+  const unsigned flags = b[c.start + 5];
+  c.messages = c.start + 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
   const int width = 1 << (flags & 3);
-  uint64_t chunk = 0;
-  for (int i = width - 1; i >= 0; --i) chunk = chunk << 8 | b[q + i];
-  q += width;
-  const std::size_t end = q + chunk;  // the header's checksum follows its messages
-  bool moved = false;
-  for (std::size_t m = q; m + 4 <= end;) {
-    const unsigned type = b[m], size = b[m + 1] | b[m + 2] << 8;
-    const std::size_t body = m + 4 + ((flags & 0x04) ? 2 : 0);
-    if (type == 8 && b[body] == 3 && b[body + 1] == 1) {  // layout message version 3, contiguous
-      uint64_t old = 0;
-      for (int i = 7; i >= 0; --i) old = old << 8 | b[body + 2 + i];
-      REQUIRE(old == data);
-      for (int i = 0; i < 8; ++i) b[body + 2 + i] = static_cast<unsigned char>(addr >> (8 * i));
-      moved = true;
-    }
-    m = body + size;
-  }
-  REQUIRE(moved);
-  const uint32_t sum = H5_checksum_metadata(&b[p], end - p, 0);
-  for (int i = 0; i < 4; ++i) b[end + i] = static_cast<unsigned char>(sum >> (8 * i));
+  uint64_t size = 0;
+  for (int i = width - 1; i >= 0; --i) size = size << 8 | b[c.messages + i];
+  c.messages += width;
+  c.end = c.messages + size;
+  c.creation_order = flags & 0x04;
+  REQUIRE(c.end + 4 <= b.size());
+  edit(b, c);
+  const uint32_t sum = H5_checksum_metadata(&b[c.start], c.end - c.start, 0);
+  for (int i = 0; i < 4; ++i) b[c.end + i] = static_cast<unsigned char>(sum >> (8 * i));
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+/// Moves the data of the contiguous dataset `dataset` to file address `addr` (its layout message's
+/// address): data where no HDF5 call would put it.
+inline void move_data_address(const std::string& path, const std::string& dataset, uint64_t addr) {
+  rewrite_object_header(path, dataset, [&](std::vector<unsigned char>& b, const HeaderChunk& c) {
+    bool moved = false;
+    for (std::size_t m = c.messages; m + 4 <= c.end;) {
+      const unsigned type = b[m], size = b[m + 1] | b[m + 2] << 8;
+      const std::size_t body = m + 4 + (c.creation_order ? 2 : 0);
+      if (type == 8 && b[body] == 3 && b[body + 1] == 1) {  // layout message version 3, contiguous
+        for (int i = 0; i < 8; ++i) b[body + 2 + i] = static_cast<unsigned char>(addr >> (8 * i));
+        moved = true;
+      }
+      m = body + size;
+    }
+    REQUIRE(moved);
+  });
+}
+
+/// Renames the link `from` of `group` to `to` (as long) in the group's object header, where HDF5 keeps
+/// the links of a small group: a name no HDF5 call would write ("a/x").
+inline void rename_link_in_file(const std::string& path, const std::string& group, const std::string& from,
+                                const std::string& to) {
+  REQUIRE(from.size() == to.size());
+  rewrite_object_header(path, group, [&](std::vector<unsigned char>& b, const HeaderChunk& c) {
+    const auto at = std::search(b.begin() + static_cast<std::ptrdiff_t>(c.messages),
+                                b.begin() + static_cast<std::ptrdiff_t>(c.end), from.begin(), from.end());
+    REQUIRE(at != b.begin() + static_cast<std::ptrdiff_t>(c.end));
+    std::copy(to.begin(), to.end(), at);
+  });
 }
 
 /// What a forked child running a load reported.

@@ -38,6 +38,13 @@ std::string load_error(const std::string& path) {
   return e;
 }
 
+/// A new FIFO dir/fifo.h5: opening it for reading blocks until a writer comes.
+std::string make_fifo(const TempDir& dir) {
+  const std::string fifo = dir.file("fifo.h5");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  return fifo;
+}
+
 /// A creation property list for a new dataset; `set` adds to it.
 hid_t dcpl_with(const std::function<void(hid_t)>& set) {
   const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -80,8 +87,7 @@ TEST_CASE("hostile checkpoint: an external link is refused, not followed") {
 
 TEST_CASE("hostile checkpoint: an external link to a FIFO is refused without opening the FIFO") {
   TempDir dir("hostile");
-  const std::string fifo = dir.file("fifo.h5");
-  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string fifo = make_fifo(dir);
   const std::string path = saved_checkpoint(dir, "ckpt.h5");
   edit_hdf5(path, [&](hid_t f) {
     H5Ldelete(f, "/params/w", H5P_DEFAULT);
@@ -113,6 +119,33 @@ TEST_CASE("hostile checkpoint: a soft link and a user-defined link are refused")
   const std::string e = load_error(ud);
   H5Lunregister(static_cast<H5L_type_t>(100));
   CHECK(contains(e, refusal(ud, "/params/b is a user-defined link (type 100); rpb follows only hard links")));
+}
+
+TEST_CASE("hostile checkpoint: a link name holding '/' is refused before HDF5 resolves it as a path") {
+  TempDir dir("hostile");
+  const std::string fifo = make_fifo(dir);
+  const std::string path = saved_checkpoint(dir, "slash.h5");
+  // /params holds "a/x" before "a", an external link to the FIFO: resolving "a/x" would follow "a".
+  edit_hdf5(path, [&](hid_t f) {
+    H5Ldelete(f, "/params", H5P_DEFAULT);
+    const hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);  // rpb then lists links
+    H5Pset_attr_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);  // in creation order
+    H5Pset_est_link_info(gcpl, 4, 8);  // room for the links in the group's first header chunk
+    const hid_t params = H5Gcreate2(f, "/params", H5P_DEFAULT, gcpl, H5P_DEFAULT);
+    const hsize_t one = 1;
+    const hid_t space = H5Screate_simple(1, &one, nullptr);
+    H5Dclose(H5Dcreate2(params, "aXx", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    REQUIRE(H5Lcreate_external(fifo.c_str(), "/x", params, "a", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+    H5Sclose(space);
+    H5Gclose(params);
+    H5Pclose(gcpl);
+  });
+  rpb::testing::rename_link_in_file(path, "/params", "aXx", "a/x");
+  const auto r = in_child([&] { load_checkpoint(path); });
+  REQUIRE_MESSAGE(r.finished, "the load hung (or crashed) on a link named a/x");
+  CHECK(contains(r.error, refusal(path, "invalid name \"a/x\" under /params (names must be non-empty, without '/', "
+                                        "and not \".\")")));
 }
 
 // --------------------------------------------------- objects reached twice ----
@@ -188,8 +221,7 @@ TEST_CASE("hostile checkpoint: external raw storage is refused before anything i
 TEST_CASE("hostile checkpoint: a virtual dataset is refused before its sources are opened") {
   TempDir dir("hostile");
   const std::string other = saved_checkpoint(dir, "other.h5");
-  const std::string fifo = dir.file("fifo.h5");
-  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string fifo = make_fifo(dir);
   for (const std::string& source : {other, fifo}) {
     CAPTURE(source);
     const std::string path = saved_checkpoint(dir, "virtual.h5");

@@ -84,7 +84,7 @@ Hid file_access_plist(const std::string& op) {
 // ------------------------------------------------------------- writing ----
 
 void check_link_name(const std::string& name, const std::string& where, const std::string& op) {
-  CKPT_CHECK(!name.empty() && name.find('/') == std::string::npos && name != ".", "invalid name \"", name,
+  CKPT_CHECK(!name.empty() && name.find('/') == std::string::npos && name != ".", "invalid name \"", printable(name),
              "\" under ", where, " (names must be non-empty, without '/', and not \".\")");
 }
 
@@ -249,6 +249,7 @@ std::vector<std::string> link_names(hid_t group, const std::string& where, const
     std::string name(static_cast<std::size_t>(len) + 1, '\0');
     H5Lget_name_by_idx(group, ".", index, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT);
     name.resize(static_cast<std::size_t>(len));
+    check_link_name(name, where, op);  // "a/x" would be resolved as a path, through whatever link "a" is
     names.push_back(std::move(name));
   }
   return names;

@@ -105,7 +105,8 @@ Hid file_access_plist(const std::string& op);
 
 // ------------------------------------------------------------- writing ----
 
-/// A link name inside one group: non-empty, no '/', not ".". `where` is the group's path.
+/// A link name inside one group: non-empty, no '/', not "." (writing, and reading a name from a file).
+/// `where` is the group's path.
 void check_link_name(const std::string& name, const std::string& where, const std::string& op);
 
 /// Creates the group `name` (full path `full`, for messages) under `parent`, keeping creation order.
@@ -160,7 +161,8 @@ std::vector<char> memory_file_image(const std::string& file_path, std::size_t da
 /// Where an attribute or link iteration can follow creation order (files rpb writes) or falls back to names.
 H5_index_t order_index(hid_t group);
 
-/// The names of `group`'s links, in creation order when the group tracks it (else by name).
+/// The names of `group`'s links, in creation order when the group tracks it (else by name); each passes
+/// check_link_name, so that no name read from a file is resolved as a path.
 std::vector<std::string> link_names(hid_t group, const std::string& where, const std::string& op);
 
 /// The names of `group`'s attributes, in creation order when the group tracks it (else by name).
