@@ -19,7 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/text.h"
 #include "train/atomic_file.h"
+#include "train/hdf5_guard.h"
 #include "train/hdf5_util.h"
 #include "train/version.h"
 
@@ -169,8 +171,23 @@ void write_bytes(const std::string& path, const std::vector<char>& bytes, const 
 }
 
 // ------------------------------------------------------------- reading ----
+//
+// A checkpoint is untrusted input (people share them): every object is opened through a SafeReader
+// (hard links only, each object once, data stored inside the file, sizes checked before allocating),
+// and every name read from the file enters messages through printable().
 
-Tensor read_tensor(hid_t dset, const std::string& full, const std::string& op) {
+/// "<where>/<name>" for messages, with the name read from the file made printable.
+std::string child_path(const std::string& where, const std::string& name) {
+  return where + "/" + printable(name);
+}
+
+/// Refuses a negative step (a step counts updates from 0: a negative one is damage).
+void check_step(int64_t step, const std::string& what, const std::string& op) {
+  CKPT_CHECK(step >= 0, what, " is ", step, "; a step is never negative (the file is damaged)");
+}
+
+Tensor read_tensor(const SafeReader& r, hid_t dset, const std::string& full) {
+  const std::string& op = r.op();
   Hid type = must(H5Dget_type(dset), H5Tclose, op, "cannot read the type of " + full);
   const H5T_class_t cls = H5Tget_class(type.get());
   const std::size_t size = H5Tget_size(type.get());
@@ -180,56 +197,56 @@ Tensor read_tensor(hid_t dset, const std::string& full, const std::string& op) {
   else if (cls == H5T_INTEGER && size == 8 && H5Tget_sign(type.get()) == H5T_SGN_2) dtype = DType::i64;
   else RPB_FAIL(op.c_str(), "dataset ", full, ": dtype ", type_name(type.get()),
                 " is not supported (rpb reads float32, float64 and int64)");
-  const Shape shape = dataset_shape(dset, full, op);
-  const std::size_t n = checked_numel(shape, dtype_size(dtype), full, op);
-  Tensor t = Tensor::empty(shape, dtype);
-  read_dataset(dset, full, native_type(dtype), t.raw_mutable_data(), n * dtype_size(dtype), op);
+  const DatasetExtent e = r.extent(dset, dtype_size(dtype), full);
+  Tensor t = Tensor::empty(e.shape, dtype);
+  read_dataset(dset, full, native_type(dtype), t.raw_mutable_data(), e.numel * dtype_size(dtype), op);
   return t;
 }
 
-nn::NamedTensors read_tensor_group(hid_t root, const std::string& group_name, const std::string& op) {
+nn::NamedTensors read_tensor_group(SafeReader& r, hid_t root, const std::string& group_name) {
   const std::string where = "/" + group_name;
-  Hid group = open_group(root, group_name, where, op);
+  Hid group = r.open_group(root, group_name, where);
   nn::NamedTensors out;
-  for (const std::string& name : link_names(group.get(), where, op)) {
-    const std::string full = where + "/" + name;
-    Hid dset = open_dataset(group.get(), name, full, op);
-    out.emplace_back(name, read_tensor(dset.get(), full, op));
+  for (const std::string& name : link_names(group.get(), where, r.op())) {
+    const std::string full = child_path(where, name);
+    Hid dset = r.open_dataset(group.get(), name, full);
+    out.emplace_back(name, read_tensor(r, dset.get(), full));
   }
   return out;
 }
 
 /// Depth-first over /optim's subgroups: "exp_avg/blocks.0.w" for /optim/exp_avg/blocks.0.w.
-void read_optim_tensors(hid_t group, const std::string& prefix, const std::string& where, int depth,
-                        nn::NamedTensors& out, const std::string& op) {
+void read_optim_tensors(SafeReader& r, hid_t group, const std::string& prefix, const std::string& where, int depth,
+                        nn::NamedTensors& out) {
+  const std::string& op = r.op();
   CKPT_CHECK(depth < 32, "group ", where, " is nested too deeply");
   for (const std::string& name : link_names(group, where, op)) {
-    const std::string full = where + "/" + name;
-    Hid obj = must(H5Oopen(group, name.c_str(), H5P_DEFAULT), H5Oclose, op, "cannot open " + full);
+    const std::string full = child_path(where, name);
+    Hid obj = r.open_object(group, name, full);
     const H5I_type_t kind = H5Iget_type(obj.get());
-    if (kind == H5I_GROUP) read_optim_tensors(obj.get(), prefix + name + "/", full, depth + 1, out, op);
-    else if (kind == H5I_DATASET) out.emplace_back(prefix + name, read_tensor(obj.get(), full, op));
+    if (kind == H5I_GROUP) read_optim_tensors(r, obj.get(), prefix + name + "/", full, depth + 1, out);
+    else if (kind == H5I_DATASET) out.emplace_back(prefix + name, read_tensor(r, obj.get(), full));
     else RPB_FAIL(op.c_str(), full, " is neither a group nor a dataset");
   }
 }
 
 /// A 1-D dataset of `n` values of `cls` (its length is checked against the other columns).
 template <typename T>
-std::vector<T> read_column(hid_t metrics, const char* name, H5T_class_t cls, hid_t mem_type, std::size_t* n,
-                           const std::string& op) {
+std::vector<T> read_column(SafeReader& r, hid_t metrics, const char* name, H5T_class_t cls, hid_t mem_type,
+                           std::size_t* n) {
+  const std::string& op = r.op();
   const std::string full = std::string("/metrics/") + name;
   CKPT_CHECK(H5Lexists(metrics, name, H5P_DEFAULT) > 0, "dataset ", full, " is missing");
-  Hid dset = open_dataset(metrics, name, full, op);
+  Hid dset = r.open_dataset(metrics, name, full);
   Hid type = must(H5Dget_type(dset.get()), H5Tclose, op, "cannot read the type of " + full);
   CKPT_CHECK(H5Tget_class(type.get()) == cls, "dataset ", full, ": expected ", type_name(mem_type), ", found ",
              type_name(type.get()));
-  const Shape shape = dataset_shape(dset.get(), full, op);
-  CKPT_CHECK(shape.size() == 1, "dataset ", full, ": expected a 1-D dataset, found shape ", shape);
-  const std::size_t len = checked_numel(shape, sizeof(T), full, op);
-  if (*n == SIZE_MAX) *n = len;
-  CKPT_CHECK(len == *n, "dataset ", full, ": expected shape [", *n, "] like /metrics/step, found ", shape);
-  std::vector<T> values(len);
-  read_dataset(dset.get(), full, mem_type, values.data(), len * sizeof(T), op);
+  const DatasetExtent e = r.extent(dset.get(), sizeof(T), full);
+  CKPT_CHECK(e.shape.size() == 1, "dataset ", full, ": expected a 1-D dataset, found shape ", e.shape);
+  if (*n == SIZE_MAX) *n = e.numel;
+  CKPT_CHECK(e.numel == *n, "dataset ", full, ": expected shape [", *n, "] like /metrics/step, found ", e.shape);
+  std::vector<T> values(e.numel);
+  read_dataset(dset.get(), full, mem_type, values.data(), e.numel * sizeof(T), op);
   return values;
 }
 
@@ -243,34 +260,38 @@ void read_root_attrs(hid_t root, Checkpoint& c, const std::string& op) {
   c.library_version = read_string_attr(root, "rpb_version", "/", op);
   c.config_text = read_string_attr(root, "config", "/", op);
   c.step = read_int_attr(root, "step", "/", op);
+  check_step(c.step, "attribute step of /", op);
 }
 
-optim::OptimizerState read_optim(hid_t root, const std::string& op) {
+optim::OptimizerState read_optim(SafeReader& r, hid_t root) {
+  const std::string& op = r.op();
   optim::OptimizerState s;
-  Hid optim = open_group(root, "optim", "/optim", op);
+  Hid optim = r.open_group(root, "optim", "/optim");
   s.kind = read_string_attr(optim.get(), "kind", "/optim", op);
   s.step = read_int_attr(optim.get(), "step", "/optim", op);
+  check_step(s.step, "attribute step of /optim", op);
   s.groups = read_string_attr(optim.get(), "groups", "/optim", op);
   for (const std::string& name : attr_names(optim.get(), "/optim", op)) {
     if (name == "kind" || name == "step" || name == "groups") continue;
     s.scalars.emplace_back(name,
                            read_attr<double>(optim.get(), name, H5T_FLOAT, H5T_NATIVE_DOUBLE, "a float", "/optim", op));
   }
-  read_optim_tensors(optim.get(), "", "/optim", 0, s.tensors, op);
+  read_optim_tensors(r, optim.get(), "", "/optim", 0, s.tensors);
   return s;
 }
 
-std::vector<std::pair<std::string, Generator::State>> read_rng(hid_t root, const std::string& op) {
+std::vector<std::pair<std::string, Generator::State>> read_rng(SafeReader& r, hid_t root) {
+  const std::string& op = r.op();
   std::vector<std::pair<std::string, Generator::State>> states;
-  Hid rng = open_group(root, "rng", "/rng", op);
+  Hid rng = r.open_group(root, "rng", "/rng");
   for (const std::string& name : link_names(rng.get(), "/rng", op)) {
-    const std::string full = "/rng/" + name;
-    Hid dset = open_dataset(rng.get(), name, full, op);
+    const std::string full = child_path("/rng", name);
+    Hid dset = r.open_dataset(rng.get(), name, full);
     Hid type = must(H5Dget_type(dset.get()), H5Tclose, op, "cannot read the type of " + full);
-    const Shape shape = dataset_shape(dset.get(), full, op);
+    const DatasetExtent e = r.extent(dset.get(), sizeof(uint64_t), full);
     CKPT_CHECK(H5Tget_class(type.get()) == H5T_INTEGER && H5Tget_size(type.get()) == 8 &&
-                   H5Tget_sign(type.get()) == H5T_SGN_NONE && shape == Shape{4},
-               "dataset ", full, ": expected shape [4] uint64, found ", shape, " ", type_name(type.get()));
+                   H5Tget_sign(type.get()) == H5T_SGN_NONE && e.shape == Shape{4},
+               "dataset ", full, ": expected shape [4] uint64, found ", e.shape, " ", type_name(type.get()));
     Generator::State state{};
     read_dataset(dset.get(), full, H5T_NATIVE_UINT64, state.data(), sizeof state, op);
     states.emplace_back(name, state);
@@ -278,22 +299,24 @@ std::vector<std::pair<std::string, Generator::State>> read_rng(hid_t root, const
   return states;
 }
 
-std::vector<std::pair<std::string, int64_t>> read_counters(hid_t root, const std::string& op) {
+std::vector<std::pair<std::string, int64_t>> read_counters(SafeReader& r, hid_t root) {
   std::vector<std::pair<std::string, int64_t>> counters;
-  Hid state = open_group(root, "state", "/state", op);
-  for (const std::string& name : attr_names(state.get(), "/state", op))
-    counters.emplace_back(name, read_int_attr(state.get(), name, "/state", op));
+  Hid state = r.open_group(root, "state", "/state");
+  for (const std::string& name : attr_names(state.get(), "/state", r.op()))
+    counters.emplace_back(name, read_int_attr(state.get(), name, "/state", r.op()));
   return counters;
 }
 
-std::vector<MetricsRow> read_metrics(hid_t root, const std::string& op) {
-  Hid metrics = open_group(root, "metrics", "/metrics", op);
+std::vector<MetricsRow> read_metrics(SafeReader& r, hid_t root) {
+  Hid metrics = r.open_group(root, "metrics", "/metrics");
+  const hid_t m = metrics.get();
   std::size_t n = SIZE_MAX;
-  const auto steps = read_column<int64_t>(metrics.get(), "step", H5T_INTEGER, H5T_NATIVE_INT64, &n, op);
-  const auto loss = read_column<double>(metrics.get(), "loss", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n, op);
-  const auto lr = read_column<double>(metrics.get(), "lr", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n, op);
-  const auto grad_norm = read_column<double>(metrics.get(), "grad_norm", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n, op);
-  const auto tps = read_column<double>(metrics.get(), "tokens_per_sec", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n, op);
+  const auto steps = read_column<int64_t>(r, m, "step", H5T_INTEGER, H5T_NATIVE_INT64, &n);
+  for (std::size_t i = 0; i < n; ++i) check_step(steps[i], "entry " + std::to_string(i) + " of /metrics/step", r.op());
+  const auto loss = read_column<double>(r, m, "loss", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n);
+  const auto lr = read_column<double>(r, m, "lr", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n);
+  const auto grad_norm = read_column<double>(r, m, "grad_norm", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n);
+  const auto tps = read_column<double>(r, m, "tokens_per_sec", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n);
   std::vector<MetricsRow> rows;
   for (std::size_t i = 0; i < n; ++i) rows.push_back({steps[i], loss[i], lr[i], grad_norm[i], tps[i]});
   return rows;
@@ -302,14 +325,15 @@ std::vector<MetricsRow> read_metrics(hid_t root, const std::string& op) {
 /// Everything under the root group, in the order the layout lists it.
 Checkpoint read_layout(hid_t file, const std::string& op) {
   Checkpoint c;
-  Hid root = must(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose, op, "cannot open group /");
+  SafeReader r(file, op);
+  Hid root = r.open_root();
   read_root_attrs(root.get(), c, op);
-  c.params = read_tensor_group(root.get(), "params", op);
-  c.buffers = read_tensor_group(root.get(), "buffers", op);
-  c.optim = read_optim(root.get(), op);
-  c.rng = read_rng(root.get(), op);
-  c.counters = read_counters(root.get(), op);
-  c.metrics = read_metrics(root.get(), op);
+  c.params = read_tensor_group(r, root.get(), "params");
+  c.buffers = read_tensor_group(r, root.get(), "buffers");
+  c.optim = read_optim(r, root.get());
+  c.rng = read_rng(r, root.get());
+  c.counters = read_counters(r, root.get());
+  c.metrics = read_metrics(r, root.get());
   return c;
 }
 
@@ -353,15 +377,16 @@ void check_params(const Checkpoint& c, const nn::NamedTensors& expected, const s
     wanted[name] = true;
     const auto it = found.find(name);
     if (it == found.end()) {
-      problems.push_back("dataset /params/" + name + " is missing (expected shape " + describe(t) + ")");
+      problems.push_back("dataset /params/" + printable(name) + " is missing (expected shape " + describe(t) + ")");
     } else if (it->second->shape() != t.shape() || it->second->dtype() != t.dtype()) {
-      problems.push_back("dataset /params/" + name + ": expected shape " + describe(t) + ", found " +
+      problems.push_back("dataset /params/" + printable(name) + ": expected shape " + describe(t) + ", found " +
                          describe(*it->second));
     }
   }
   for (const auto& [name, t] : c.params)
     if (!wanted.count(name))
-      problems.push_back("dataset /params/" + name + " is not a parameter of the model (found " + describe(t) + ")");
+      problems.push_back("dataset /params/" + printable(name) + " is not a parameter of the model (found " +
+                         describe(t) + ")");
   if (problems.empty()) return;
   constexpr std::size_t kShown = 20;
   std::string message;

@@ -40,7 +40,9 @@ struct MetricsRow {
 ///   /metrics/{step,loss,lr,grad_norm,tokens_per_sec}  1-D datasets, one entry per MetricsRow
 /// Tensors keep their dtype (float32, float64, int64) and shape (0-D tensors are scalar dataspaces).
 /// Every dataset carries a uint32 attribute "crc32" (CRC-32/IEEE of its raw bytes, train/crc32.h) checked on load.
-/// Strings are fixed-length, NUL-terminated UTF-8 (h5py reads them as bytes).
+/// Datasets are contiguous (compact ones load too), unfiltered and stored inside the file; every link is a
+/// hard link and every object has one path. Strings are fixed-length, NUL-terminated UTF-8 (h5py reads them as
+/// bytes; variable-length strings load too) of at most 1 MiB. Steps (root, /optim, /metrics/step) are >= 0.
 ///
 /// Names and order: params, buffers, rng, counters and optim.scalars load back in the order they were
 /// saved. optim.tensors load back grouped by their first path component (each group in the order its
@@ -64,12 +66,20 @@ struct Checkpoint {
 
 /// Writes `c` to `path` atomically: into ".<name>.tmp.<pid>" in the same folder, flushed, fsynced,
 /// renamed over `path`, then the folder is fsynced. On any failure the temp file is removed, an
-/// existing file at `path` is left untouched and rpb::Error is thrown naming the file.
+/// existing file at `path` is left untouched and rpb::Error is thrown naming the file. Refuses a string
+/// (the config, ...) over 1 MiB, which load_checkpoint would refuse.
 void save_checkpoint(const std::string& path, const Checkpoint& c);
 
 /// Reads a checkpoint written by save_checkpoint. Throws rpb::Error naming the file (and the dataset,
 /// where one is at fault) when the file is missing, truncated, not HDF5, of another format version,
 /// fails a CRC check or holds an unsupported dtype. Never prints HDF5's own diagnostics.
+///
+/// The file is untrusted input (checkpoints are shared): reading it has no side effects and reads
+/// nothing outside it. Refused, by name: soft, external and user-defined links; an object reached by
+/// two paths (a hard-link cycle or a shared object); virtual datasets, external raw storage, chunked or
+/// filtered datasets; a dataset whose stored bytes are not exactly what its shape declares, or lie past
+/// the end of the file (checked before any buffer is allocated); string attributes over 1 MiB; negative
+/// steps. Names from the file appear in messages through rpb::printable().
 Checkpoint load_checkpoint(const std::string& path);
 
 /// Checks c.params against what a model expects (`expected`: names, shapes and dtypes; the values are

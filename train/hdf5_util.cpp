@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/text.h"
 #include "train/crc32.h"
 
 namespace rpb::hdf5 {
@@ -83,7 +84,7 @@ Hid file_access_plist(const std::string& op) {
 // ------------------------------------------------------------- writing ----
 
 void check_link_name(const std::string& name, const std::string& where, const std::string& op) {
-  CKPT_CHECK(!name.empty() && name.find('/') == std::string::npos && name != ".", "invalid name \"", name,
+  CKPT_CHECK(!name.empty() && name.find('/') == std::string::npos && name != ".", "invalid name \"", printable(name),
              "\" under ", where, " (names must be non-empty, without '/', and not \".\")");
 }
 
@@ -97,6 +98,8 @@ Hid scalar_space(const std::string& op) { return must(H5Screate(H5S_SCALAR), H5S
 
 void write_string_attr(hid_t obj, const std::string& name, const std::string& value, const std::string& where,
                        const std::string& op) {
+  CKPT_CHECK(value.size() <= kMaxStringAttrBytes, "attribute ", name, " of ", where, " is ", value.size(),
+             " bytes long, more than the ", kMaxStringAttrBytes, " a checkpoint holds");
   Hid type = must(H5Tcopy(H5T_C_S1), H5Tclose, op, "cannot create string type");
   must_ok(H5Tset_size(type.get(), value.size() + 1), op, "cannot size string type");
   must_ok(H5Tset_strpad(type.get(), H5T_STR_NULLTERM), op, "cannot set string padding");
@@ -246,6 +249,7 @@ std::vector<std::string> link_names(hid_t group, const std::string& where, const
     std::string name(static_cast<std::size_t>(len) + 1, '\0');
     H5Lget_name_by_idx(group, ".", index, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT);
     name.resize(static_cast<std::size_t>(len));
+    check_link_name(name, where, op);  // "a/x" would be resolved as a path, through whatever link "a" is
     names.push_back(std::move(name));
   }
   return names;
@@ -265,17 +269,13 @@ std::vector<std::string> attr_names(hid_t group, const std::string& where, const
   return names;
 }
 
-Hid open_group(hid_t parent, const std::string& name, const std::string& full, const std::string& op) {
-  CKPT_CHECK(H5Lexists(parent, name.c_str(), H5P_DEFAULT) > 0, "group ", full, " is missing");
-  return must(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose, op, "cannot open group " + full);
-}
-
 Hid open_attr(hid_t obj, const std::string& name, const std::string& where, const std::string& op) {
-  CKPT_CHECK(H5Aexists(obj, name.c_str()) > 0, "attribute ", name, " of ", where, " is missing");
+  const std::string shown = printable(name);
+  CKPT_CHECK(H5Aexists(obj, name.c_str()) > 0, "attribute ", shown, " of ", where, " is missing");
   Hid attr =
-      must(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, op, "cannot open attribute " + name + " of " + where);
-  Hid space = must(H5Aget_space(attr.get()), H5Sclose, op, "cannot read attribute " + name + " of " + where);
-  CKPT_CHECK(H5Sget_simple_extent_npoints(space.get()) == 1, "attribute ", name, " of ", where,
+      must(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, op, "cannot open attribute " + shown + " of " + where);
+  Hid space = must(H5Aget_space(attr.get()), H5Sclose, op, "cannot read attribute " + shown + " of " + where);
+  CKPT_CHECK(H5Sget_simple_extent_npoints(space.get()) == 1, "attribute ", shown, " of ", where,
              " holds more than one value");
   return attr;
 }
@@ -286,25 +286,33 @@ int64_t read_int_attr(hid_t obj, const std::string& name, const std::string& whe
 
 std::string read_string_attr(hid_t obj, const std::string& name, const std::string& where, const std::string& op) {
   Hid attr = open_attr(obj, name, where, op);
-  Hid type = must(H5Aget_type(attr.get()), H5Tclose, op, "cannot read attribute " + name + " of " + where);
-  CKPT_CHECK(H5Tget_class(type.get()) == H5T_STRING, "attribute ", name, " of ", where, ": expected a string, found ",
-             type_name(type.get()));
+  const std::string what = "attribute " + printable(name) + " of " + where;
+  Hid type = must(H5Aget_type(attr.get()), H5Tclose, op, "cannot read " + what);
+  CKPT_CHECK(H5Tget_class(type.get()) == H5T_STRING, what, ": expected a string, found ", type_name(type.get()));
+  const auto too_long = [&](std::size_t bytes) {
+    RPB_FAIL(op.c_str(), what, " is ", bytes, " bytes long, more than the ", kMaxStringAttrBytes, " rpb reads");
+  };
   Hid mem = must(H5Tcopy(H5T_C_S1), H5Tclose, op, "cannot create string type");
   H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+  std::string value;
   if (H5Tis_variable_str(type.get()) > 0) {
+    // HDF5 allocates the text itself, as long as the file holds it: it can only be checked afterwards.
     must_ok(H5Tset_size(mem.get(), H5T_VARIABLE), op, "cannot size string type");
     char* text = nullptr;
-    must_ok(H5Aread(attr.get(), mem.get(), &text), op, "cannot read attribute " + name + " of " + where);
-    std::string value = text ? text : "";
+    must_ok(H5Aread(attr.get(), mem.get(), &text), op, "cannot read " + what);
+    value = text ? text : "";
     H5free_memory(text);
-    return value;
+  } else {
+    // The declared size, checked before allocating; one byte more holds the NUL of a full-length value.
+    const std::size_t size = H5Tget_size(type.get());
+    if (size > kMaxStringAttrBytes + 1) too_long(size);
+    must_ok(H5Tset_size(mem.get(), size), op, "cannot size string type");
+    H5Tset_strpad(mem.get(), H5Tget_strpad(type.get()));
+    value.assign(size + 1, '\0');
+    must_ok(H5Aread(attr.get(), mem.get(), value.data()), op, "cannot read " + what);
+    value.resize(std::strlen(value.c_str()));
   }
-  const std::size_t size = H5Tget_size(type.get());
-  must_ok(H5Tset_size(mem.get(), size), op, "cannot size string type");
-  H5Tset_strpad(mem.get(), H5Tget_strpad(type.get()));
-  std::string value(size + 1, '\0');
-  must_ok(H5Aread(attr.get(), mem.get(), value.data()), op, "cannot read attribute " + name + " of " + where);
-  value.resize(std::strlen(value.c_str()));
+  if (value.size() > kMaxStringAttrBytes) too_long(value.size());
   return value;
 }
 
@@ -323,11 +331,8 @@ Shape dataset_shape(hid_t dset, const std::string& full, const std::string& op) 
 
 void read_dataset(hid_t dset, const std::string& full, hid_t mem_type, void* out, std::size_t bytes,
                   const std::string& op) {
-  if (bytes > 0) {
-    const hsize_t stored = H5Dget_storage_size(dset);
-    CKPT_CHECK(stored >= bytes, "dataset ", full, " stores ", stored, " bytes, its shape needs ", bytes);
+  if (bytes > 0)
     must_ok(H5Dread(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out), op, "cannot read dataset " + full);
-  }
   const auto stored_crc = read_attr<uint32_t>(dset, "crc32", H5T_INTEGER, H5T_NATIVE_UINT32, "uint32", full, op);
   const uint32_t crc = crc32_ieee(out, bytes);
   if (crc != stored_crc) {
@@ -345,12 +350,6 @@ std::size_t checked_numel(const Shape& shape, std::size_t elem, const std::strin
     n *= static_cast<std::size_t>(d);
   }
   return n;
-}
-
-Hid open_dataset(hid_t group, const std::string& name, const std::string& full, const std::string& op) {
-  Hid obj = must(H5Oopen(group, name.c_str(), H5P_DEFAULT), H5Oclose, op, "cannot open " + full);
-  CKPT_CHECK(H5Iget_type(obj.get()) == H5I_DATASET, full, " is not a dataset");
-  return obj;
 }
 
 }  // namespace rpb::hdf5

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/shape.h"
 #include "core/tensor.h"
+#include "core/text.h"
 
 // Every check of the checkpoint code throws "checkpoint <file>: ..." through RPB_CHECK; `op` is that
 // prefix and must be in scope.
@@ -104,7 +105,8 @@ Hid file_access_plist(const std::string& op);
 
 // ------------------------------------------------------------- writing ----
 
-/// A link name inside one group: non-empty, no '/', not ".". `where` is the group's path.
+/// A link name inside one group: non-empty, no '/', not "." (writing, and reading a name from a file).
+/// `where` is the group's path.
 void check_link_name(const std::string& name, const std::string& where, const std::string& op);
 
 /// Creates the group `name` (full path `full`, for messages) under `parent`, keeping creation order.
@@ -123,7 +125,11 @@ void write_attr(hid_t obj, const std::string& name, hid_t type, const T& value, 
   must_ok(H5Awrite(attr.get(), type, &value), op, "cannot write attribute " + name + " on " + where);
 }
 
-/// A fixed-length, NUL-terminated UTF-8 string attribute.
+/// The longest string attribute rpb writes or reads, in bytes (a config is a small TOML file): a reader
+/// refuses a longer one before allocating for it (or, for a variable-length string, HDF5 having read it).
+inline constexpr std::size_t kMaxStringAttrBytes = std::size_t{1} << 20;
+
+/// A fixed-length, NUL-terminated UTF-8 string attribute; refuses a value longer than kMaxStringAttrBytes.
 void write_string_attr(hid_t obj, const std::string& name, const std::string& value, const std::string& where,
                        const std::string& op);
 
@@ -146,18 +152,21 @@ std::vector<char> memory_file_image(const std::string& file_path, std::size_t da
                                     const std::function<void(hid_t file)>& fill, const std::string& op);
 
 // ------------------------------------------------------------- reading ----
+//
+// In messages, `where` and `full` are paths the caller has made printable (rpb::printable() on each
+// name read from the file); attribute names are passed through printable() here. Objects are opened
+// through SafeReader (train/hdf5_guard.h), which refuses links, layouts and sizes that would take a
+// read outside the file.
 
 /// Where an attribute or link iteration can follow creation order (files rpb writes) or falls back to names.
 H5_index_t order_index(hid_t group);
 
-/// The names of `group`'s links, in creation order when the group tracks it (else by name).
+/// The names of `group`'s links, in creation order when the group tracks it (else by name); each passes
+/// check_link_name, so that no name read from a file is resolved as a path.
 std::vector<std::string> link_names(hid_t group, const std::string& where, const std::string& op);
 
 /// The names of `group`'s attributes, in creation order when the group tracks it (else by name).
 std::vector<std::string> attr_names(hid_t group, const std::string& where, const std::string& op);
-
-/// Opens the group `name` under `parent`: "group <full> is missing" when there is none.
-Hid open_group(hid_t parent, const std::string& name, const std::string& full, const std::string& op);
 
 /// Opens the attribute `name` of `obj`, which must exist and hold exactly one value.
 Hid open_attr(hid_t obj, const std::string& name, const std::string& where, const std::string& op);
@@ -168,31 +177,30 @@ template <typename T>
 T read_attr(hid_t obj, const std::string& name, H5T_class_t cls, hid_t mem_type, const char* expected,
             const std::string& where, const std::string& op) {
   Hid attr = open_attr(obj, name, where, op);
-  Hid type = must(H5Aget_type(attr.get()), H5Tclose, op, "cannot read attribute " + name + " of " + where);
-  CKPT_CHECK(H5Tget_class(type.get()) == cls, "attribute ", name, " of ", where, ": expected ", expected, ", found ",
-             type_name(type.get()));
+  const std::string what = "attribute " + printable(name) + " of " + where;
+  Hid type = must(H5Aget_type(attr.get()), H5Tclose, op, "cannot read " + what);
+  CKPT_CHECK(H5Tget_class(type.get()) == cls, what, ": expected ", expected, ", found ", type_name(type.get()));
   T value{};
-  must_ok(H5Aread(attr.get(), mem_type, &value), op, "cannot read attribute " + name + " of " + where);
+  must_ok(H5Aread(attr.get(), mem_type, &value), op, "cannot read " + what);
   return value;
 }
 
 /// A one-value integer attribute, as int64.
 int64_t read_int_attr(hid_t obj, const std::string& name, const std::string& where, const std::string& op);
 
-/// A fixed- or variable-length string attribute (h5py writes variable-length ones).
+/// A fixed- or variable-length string attribute (h5py writes variable-length ones) of at most
+/// kMaxStringAttrBytes bytes.
 std::string read_string_attr(hid_t obj, const std::string& name, const std::string& where, const std::string& op);
 
 /// The dataset's shape (a scalar dataspace gives []).
 Shape dataset_shape(hid_t dset, const std::string& full, const std::string& op);
 
-/// Reads the whole dataset as `mem_type` into `out` (`bytes` long) and checks its CRC-32.
+/// Reads the whole dataset as `mem_type` into `out` (`bytes` long) and checks its CRC-32. `bytes` comes
+/// from SafeReader::extent (hdf5_guard.h), which checked that the data is all in the file.
 void read_dataset(hid_t dset, const std::string& full, hid_t mem_type, void* out, std::size_t bytes,
                   const std::string& op);
 
 /// Element count of `shape`, refusing counts whose byte size would overflow (a damaged dataspace).
 std::size_t checked_numel(const Shape& shape, std::size_t elem, const std::string& full, const std::string& op);
-
-/// Opens a dataset child of `group`, refusing a group of that name.
-Hid open_dataset(hid_t group, const std::string& name, const std::string& full, const std::string& op);
 
 }  // namespace rpb::hdf5

@@ -2,32 +2,66 @@
 // and what `rpb inspect` does with a checkpoint that loads (the stored config, the parameters
 // against the model it describes, the bias tables).
 //
-// The reader takes a path, so each input is written to a file on tmpfs (/dev/shm, else /tmp)
-// and loaded from there. The only acceptable outcome besides success is rpb::Error; any other
-// exception, a crash, a sanitizer report, an HDF5 handle left open or HDF5 printing its error
-// stack (its "HDF5-DIAG" dump) is a finding. libhdf5 itself is Debian's, not instrumented: ASan
-// sees its reads and writes only through what it hands back to rpb, and its leaks are suppressed.
+// The first input byte chooses the mode:
+//   'L'   links and storage: the rest chooses hostile edits of a valid template checkpoint (soft,
+//         external and hard links, contiguous / compact / chunked / external / virtual datasets with
+//         declared sizes, string and step attributes), made with the HDF5 C API (checkpoint_edits.h);
+//   'C'   the stored config: a valid checkpoint whose `config` attribute is the rest of the input;
+//   other raw bytes: the whole input is the file (the committed HDF5 seeds start with "\x89HDF").
+// The reader takes a path, so each file is written on tmpfs (/dev/shm, else /tmp) and loaded from
+// there. The only acceptable outcome besides success is rpb::Error; any other exception, a crash, a
+// sanitizer report, a hang (an external link to the FIFO the 'L' mode offers), an HDF5 handle left
+// open or HDF5 printing its error stack (its "HDF5-DIAG" dump) is a finding. libhdf5 itself is
+// Debian's, not instrumented: ASan sees its reads and writes only through what it hands back to rpb,
+// and its leaks are suppressed.
 // Build: CC=clang-14 CXX=clang++-14 cmake -B build-fuzz -DRPB_FUZZ=ON && cmake --build build-fuzz
 // Run:   build-fuzz/fuzz_checkpoint -max_total_time=60 /tmp/new tests/fuzz/corpus/checkpoint
+// RPB_FUZZ_VERBOSE=1 prints the rpb::Error of each input (build-fuzz/fuzz_checkpoint <files> replays them).
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <string>
 
-#include "core/error.h"
+#include "checkpoint_edits.h"
 #include "cli/inspect.h"
+#include "core/error.h"
+#include "train/checkpoint.h"
 
 namespace {
 
-const std::string& input_path() {
-  static const std::string path = std::string(::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp") +
-                                  "/rpb_fuzz_checkpoint_" + std::to_string(::getpid()) + ".h5";
-  return path;
+/// The folder of this process's files: the input, the template checkpoint and a FIFO.
+const std::string& work_dir() {
+  static const std::string dir = std::string(::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp") +
+                                 "/rpb_fuzz_checkpoint_" + std::to_string(::getpid());
+  return dir;
+}
+std::string input_path() { return work_dir() + "/input.h5"; }
+
+// What the 'L' and 'C' modes start from: the committed seed of a two-step AdamW run (make_corpus.sh).
+rpb::Checkpoint template_checkpoint;
+fuzz::Targets targets;
+fuzz::Objects objects;
+
+void make_template() {
+  template_checkpoint = rpb::load_checkpoint(RPB_SOURCE_DIR "/tests/fuzz/corpus/checkpoint/tiny_adamw.h5");
+  const rpb::Checkpoint& c = template_checkpoint;
+  targets = {work_dir() + "/template.h5", work_dir() + "/fifo", work_dir() + "/missing.h5", input_path()};
+  rpb::save_checkpoint(targets.template_file, c);
+  // Fixed indices first (the seeds of make_corpus.sh use them): 0-6 the groups, 7 /rng/sampler, 8-12 the
+  // metrics columns, 13 on the parameters, then the buffers and the optimizer's tensors.
+  objects = {"/params", "/buffers", "/optim", "/optim/exp_avg", "/rng", "/state", "/metrics", "/rng/sampler"};
+  for (const char* column : {"step", "loss", "lr", "grad_norm", "tokens_per_sec"})
+    objects.push_back(std::string("/metrics/") + column);
+  for (const auto& [name, t] : c.params) objects.push_back("/params/" + name);
+  for (const auto& [name, t] : c.buffers) objects.push_back("/buffers/" + name);
+  for (const auto& [name, t] : c.optim.tensors) objects.push_back("/optim/" + name);
 }
 
 // HDF5 calls this where it would print its error stack: the reader must have silenced it.
@@ -35,6 +69,30 @@ herr_t hdf5_would_print(hid_t stack, void*) {
   std::fprintf(stderr, "fuzz_checkpoint: HDF5 printed its diagnostics:\n");
   H5Eprint2(stack, stderr);
   std::abort();
+}
+
+void write_input(const uint8_t* data, std::size_t size) {
+  FILE* f = std::fopen(input_path().c_str(), "wb");
+  if (!f || std::fwrite(data, 1, size, f) != size || std::fclose(f) != 0) {
+    std::perror(input_path().c_str());
+    std::abort();
+  }
+}
+
+// 'L': the template, edited as the input says. HDF5 refusing an edit is part of the game, so its
+// error printing is off while editing.
+void write_edited(const uint8_t* data, std::size_t size) {
+  std::filesystem::copy_file(targets.template_file, input_path(), std::filesystem::copy_options::overwrite_existing);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+  const hid_t file = H5Fopen(input_path().c_str(), H5F_ACC_RDWR, fapl);
+  H5Pclose(fapl);
+  if (file < 0) std::abort();
+  fuzz::Bytes in{data, size};
+  for (int i = 0; i < 8 && !in.empty(); ++i) fuzz::apply_edit(file, in, targets, objects);
+  if (H5Fclose(file) < 0) std::abort();
+  H5Eset_auto2(H5E_DEFAULT, hdf5_would_print, nullptr);
 }
 
 }  // namespace
@@ -45,21 +103,30 @@ extern "C" const char* __lsan_default_suppressions() { return "leak:libhdf5_seri
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   H5open();
+  std::filesystem::create_directories(work_dir());
+  std::atexit([] { std::filesystem::remove_all(work_dir()); });
+  if (::mkfifo((work_dir() + "/fifo").c_str(), 0600) != 0) std::abort();
+  make_template();
   H5Eset_auto2(H5E_DEFAULT, hdf5_would_print, nullptr);
-  std::atexit([] { std::remove(input_path().c_str()); });
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  FILE* f = std::fopen(input_path().c_str(), "wb");
-  if (!f || std::fwrite(data, 1, size, f) != size || std::fclose(f) != 0) {
-    std::perror(input_path().c_str());
-    std::abort();
+  const char mode = size > 0 ? static_cast<char>(data[0]) : 0;
+  if (mode == 'L') {
+    write_edited(data + 1, size - 1);
+  } else if (mode == 'C') {
+    rpb::Checkpoint c = template_checkpoint;
+    c.config_text.assign(reinterpret_cast<const char*>(data + 1), size - 1);
+    rpb::save_checkpoint(input_path(), c);
+  } else {
+    write_input(data, size);
   }
   try {
     std::ostringstream report;
     rpb::inspect_checkpoint(input_path(), report);
-  } catch (const rpb::Error&) {
+  } catch (const rpb::Error& e) {
+    if (std::getenv("RPB_FUZZ_VERBOSE")) std::fprintf(stderr, "fuzz_checkpoint: %s\n", e.what());
   }
   const ssize_t open = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
   if (open != 0) {

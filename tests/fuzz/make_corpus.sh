@@ -3,7 +3,8 @@
 # Usage: tests/fuzz/make_corpus.sh [path/to/rpb]   (default: build/rpb)
 # config/: the configs/*.toml files, plus the small valid and invalid variants kept in this script.
 # checkpoint/: checkpoints of two tiny runs (SGD without state, AdamW with its moments), then
-# truncated and bit-flipped copies of the first. Files stay small (14 and 20 KB).
+# truncated and bit-flipped copies of the first. Files stay small (14 and 20 KB). Then short seeds of the
+# target's 'L' and 'C' modes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RPB=$(realpath "${1:-build/rpb}")
@@ -71,4 +72,27 @@ for at in 20 3000 $((size / 2 + 7)) $((size - 40)); do
   byte=$(od -An -tu1 -j "$at" -N1 "$good" | tr -d ' ')
   printf "$(printf '\\%03o' $((byte ^ 4)))" | dd of="$out/checkpoint/flip_$at.h5" bs=1 seek="$at" conv=notrunc status=none
 done
+
+# The 'L' (links and storage) and 'C' (stored config) modes of fuzz_checkpoint.cpp, one seed per kind of
+# edit (the encoding: tests/fuzz/checkpoint_edits.h), which the target applies to tiny_adamw.h5. Objects:
+# 2 /optim, 3 /optim/exp_avg, 7 /rng/sampler, 8 /metrics/step, 13 and 14 the first two parameters.
+seed() { printf "$2" > "$out/checkpoint/$1"; }
+seed L_soft_link 'L\x0d\x00\x07'
+seed L_external_link 'L\x0d\x01\x0d'
+seed L_external_fifo 'L\x0d\x01\x1d'
+seed L_external_self 'L\x0d\x01\x3d'
+seed L_hard_cycle 'L\x03\x02\x02'
+seed L_hard_shared 'L\x0e\x02\x0d'
+seed L_huge_unstored 'L\x0d\x03\x00\x01\xa8\x00\x00\x00'
+seed L_metrics_2p28 'L\x08\x03\x02\x01\x9c\x00\x00\x00'
+seed L_compact 'L\x0d\x04\x00\x02\x02\x02\x00\x01\x00abcdefghijklmnop'
+seed L_chunked_deflate 'L\x0d\x05\x00\x02\x02\x02\x02\x01\x00abcdefghijklmnop'
+seed L_external_zero 'L\x0d\x06\x00\x02\x02\x02\x08\x00\x00'
+seed L_virtual 'L\x0d\x07\x00\x02\x02\x02\x00\x00\x0d'
+seed L_config_1mib 'L\x00\x08\x80\x00\x05hello'
+seed L_step_negative 'L\x00\x09\x00\xff\xff\xff\xff\xff\xff\xff\xff'
+seed L_counter_escape 'L\x00\x09\x02\x00\x00\x00\x00\x00\x00\x00\x07'
+printf 'C%s[optim]\nkind = "adamw"\n' "$tiny" > "$out/checkpoint/C_tiny.toml"
+printf 'C%s[optim]\nkind = "sgd"\n' "${tiny/d_model = 2/d_model = 4}" > "$out/checkpoint/C_other_model.toml"
+printf 'C[model\nd_model = ' > "$out/checkpoint/C_bad_syntax.toml"
 ls -l "$out/config" "$out/checkpoint" | awk 'NR > 1 && $5 { n++; s += $5 } END { print n " files, " s " bytes" }'
