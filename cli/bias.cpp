@@ -5,11 +5,11 @@
 #include <memory>
 #include <cstdio>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "core/core.h"
+#include "nn/limits.h"
 #include "nn/position.h"
 #include "nn/position/table_scheme.h"
 
@@ -17,15 +17,62 @@ namespace rpb {
 
 namespace {
 
+// An integer flag of `rpb bias`, the option field it sets (as an OptionError names it) and its range: the
+// config's limits for the same keys (nn/limits.h), one sequence's length, and positions up to the largest.
+struct IntFlag {
+  const char* field;
+  const char* flag;
+  int64_t BiasOptions::*member;
+  nn::limits::Range range;
+};
+
+const std::vector<IntFlag>& int_flags() {
+  namespace L = nn::limits;
+  static const std::vector<IntFlag> flags{
+      {"num_buckets", "--num-buckets", &BiasOptions::num_buckets, L::num_buckets},
+      {"max_distance", "--max-distance", &BiasOptions::max_distance, L::max_distance},
+      {"max_relative_position", "--max-relative-position", &BiasOptions::max_relative_position,
+       L::max_relative_position},
+      {"heads", "--heads", &BiasOptions::heads, L::heads},
+      {"query_length", "--query-length", &BiasOptions::query_length, {1, L::kMaxSequence}},
+      {"key_length", "--key-length", &BiasOptions::key_length, {1, L::kMaxSequence}},
+      {"query_offset", "--query-offset", &BiasOptions::query_offset, {0, L::kMaxPosition}}};
+  return flags;
+}
+
 // The flag that sets each PositionOptions field `rpb bias` exposes, so a usage error points at what the user typed.
 std::string flag_for(const std::string& field) {
-  static const std::vector<std::pair<std::string, std::string>> flags{
-      {"num_buckets", "--num-buckets"}, {"max_distance", "--max-distance"},
-      {"max_relative_position", "--max-relative-position"}, {"heads", "--heads"},
-      {"lambda", "--lambda"}, {"scheme", "--scheme"}};
-  for (const auto& [f, flag] : flags)
-    if (f == field) return flag;
+  for (const IntFlag& f : int_flags())
+    if (field == f.field) return f.flag;
+  if (field == "lambda") return "--lambda";
+  if (field == "scheme") return "--scheme";
   return "";
+}
+
+// The most values one `rpb bias` prints (a 128 x 128 matrix): what is still useful on a terminal.
+constexpr int64_t kMaxPrinted = int64_t{1} << 14;
+
+// "" when every integer flag is in its range and the last query is a position; else what is wrong, naming the
+// flag, its value and the range.
+std::string check_flags(const BiasOptions& o) {
+  for (const IntFlag& f : int_flags())
+    if (const int64_t v = o.*f.member; !f.range.contains(v))
+      return std::string(f.flag) + " " + std::to_string(v) + ": expected an integer in [" +
+             std::to_string(f.range.lo) + ", " + std::to_string(f.range.hi) + "]";
+  if (o.query_offset > nn::limits::kMaxPosition - o.query_length)
+    return "--query-offset " + std::to_string(o.query_offset) + " + --query-length " + std::to_string(o.query_length) +
+           " is past the largest position " + std::to_string(nn::limits::kMaxPosition) + " (2^40)";
+  return "";
+}
+
+// "" when the matrix `rpb bias` prints (per head when `per_head`) holds at most kMaxPrinted values.
+std::string check_printed(const BiasOptions& o, bool per_head) {
+  const int64_t heads = per_head ? o.heads : 1;
+  if (heads * o.query_length * o.key_length <= kMaxPrinted) return "";  // each at most 2^16: no overflow
+  return (per_head ? std::to_string(heads) + (heads == 1 ? " head x " : " heads x ") : std::string()) +
+         std::to_string(o.query_length) + " queries x " + std::to_string(o.key_length) + " keys = " +
+         std::to_string(heads * o.query_length * o.key_length) + " values; at most " + std::to_string(kMaxPrinted) +
+         " are printed (e.g. 128 x 128): lower --query-length, --key-length" + (per_head ? " or --heads" : "");
 }
 
 // Shortest text that reads back to the same double (JSON); -0 prints as 0.
@@ -130,14 +177,10 @@ void print_bias(const nn::PositionScheme& scheme, const Tensor& bias, const Bias
 }  // namespace
 
 int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err) {
-  const std::vector<std::tuple<const char*, int64_t, int64_t>> lengths{
-      {"--query-length", o.query_length, 1}, {"--key-length", o.key_length, 1}, {"--query-offset", o.query_offset, 0}};
-  for (const auto& [flag, value, least] : lengths)
-    if (value < least) {
-      err << "rpb bias: " << flag << " " << value << " must be at least " << least << "\n";
-      return 2;
-    }
-
+  if (const std::string e = check_flags(o); !e.empty()) {
+    err << "rpb bias: " << e << "\n";
+    return 2;
+  }
   nn::PositionOptions po;
   po.dtype = DType::f64;  // the fixed biases as computed in double, from their definitions
   po.scheme = o.scheme;
@@ -153,6 +196,15 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
 
   std::shared_ptr<nn::PositionScheme> scheme;
   try {
+    nn::validate(po);
+    const nn::SchemeInfo& info = nn::scheme_info(po);
+    const bool learned = info.learned(po);
+    if (info.kind == nn::PositionKind::additive_bias)  // the others print one sentence
+      if (const std::string e = check_printed(o, !learned); !e.empty()) {
+        err << "rpb bias: " << e << "\n";
+        return 2;
+      }
+    if (learned) po.heads = 1;  // the learned values are not printed: a one-head table gives the same index
     Generator gen(0);
     scheme = nn::make_position_scheme(po, gen);
   } catch (const OptionError& e) {

@@ -33,7 +33,10 @@ struct BiasOptions {
 ///   - rope, sinusoidal, learned and none: what the scheme is, and that it has no bias matrix.
 /// With `json`, one object {"scheme": ..., "kind": ..., "buckets": [[...]], "bias": [[[...]]]}, where
 /// "buckets" appears only for t5 and shaw and "bias" only for the fixed bias schemes.
-/// Returns 0, or 2 after writing a message that names the flag to `err` when an option is invalid.
+/// Returns 0, or 2 after writing a message that names the flag to `err` when an option is invalid: outside its
+/// range (the config's limits for the same keys, nn/limits.h; lengths at most limits::kMaxSequence, the last query
+/// at most limits::kMaxPosition), rejected by the scheme, or asking for more than 16384 printed values
+/// (heads x query_length x key_length for a fixed bias, query_length x key_length for an index).
 int run_bias_command(const BiasOptions& options, std::ostream& out, std::ostream& err = std::cerr);
 
 /// `rpb bias`'s options on `cmd`; the runner prints to stdout and returns run_bias_command's code.

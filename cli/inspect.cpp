@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/text.h"
 #include "nn/position.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -46,18 +47,29 @@ void print_metrics(const Checkpoint& c, std::ostream& out) {
       << " tokens/s";
 }
 
+// The stored config as it is, line by line, but without control bytes (a crafted file's strings could hold
+// escape sequences) and with each line cut at 1000 bytes.
+void print_config(const std::string& text, std::ostream& out) {
+  out << "\nconfig:\n";
+  std::istringstream cs(text);
+  for (std::string line; std::getline(cs, line);) out << "  " << terminal_text(line, 1000) << "\n";
+}
+
 void print_parameters(const Checkpoint& c, std::ostream& out) {
   out << "\n\nparameters (" << c.params.size() << "):\n";
+  std::vector<std::string> names;  // as the file holds them, escaped and cut
+  for (const auto& [name, t] : c.params) names.push_back(printable(name, 100));
   std::size_t w = 4;
-  for (const auto& [name, t] : c.params) w = std::max(w, name.size());
+  for (const std::string& name : names) w = std::max(w, name.size());
   out << "  " << std::left << std::setw(static_cast<int>(w)) << "name" << "  " << std::setw(14) << "shape"
       << std::right << std::setw(11) << "mean" << std::setw(11) << "std" << std::setw(11) << "min" << std::setw(11)
       << "max" << "\n";
   int64_t total = 0;
-  for (const auto& [name, t] : c.params) {
+  for (std::size_t i = 0; i < c.params.size(); ++i) {
+    const Tensor& t = c.params[i].second;
     const Stats s = stats_of(t);
     total += t.numel();
-    out << "  " << std::left << std::setw(static_cast<int>(w)) << name << "  " << std::setw(14) << t.shape().to_string()
+    out << "  " << std::left << std::setw(static_cast<int>(w)) << names[i] << "  " << std::setw(14) << t.shape().to_string()
         << std::right << std::fixed << std::setprecision(4) << std::setw(11) << s.mean << std::setw(11) << s.std
         << std::setw(11) << s.min << std::setw(11) << s.max << "\n";
     out.unsetf(std::ios::fixed);
@@ -76,15 +88,15 @@ void inspect_checkpoint(const std::string& file, std::ostream& out) {
   const std::unique_ptr<nn::Module> stored = load_stored_model(c, cfg, file);
   const nn::Module& model = *stored;
   const nn::PositionOptions& p = cfg.model.position;
-  out << "checkpoint " << file << "\n  step " << c.step << " of " << cfg.steps << ", rpb " << c.library_version
+  out << "checkpoint " << printable(file) << "\n  step " << c.step << " of " << cfg.steps << ", rpb "
+      << printable(c.library_version)
       << ", format version " << kCheckpointFormatVersion << "\n  model: d_model " << cfg.model.d_model << ", heads "
       << cfg.model.heads << ", layers " << cfg.model.layers << ", d_ff " << cfg.model.d_ff << "; position scheme "
       << p.scheme << (cfg.model.share_position ? "" : " (one per layer)") << "\n  task: " << cfg.task.kind
-      << ", train length " << cfg.length << "; optimizer " << c.optim.kind << " at step " << c.optim.step << "\n";
+      << ", train length " << cfg.length << "; optimizer " << printable(c.optim.kind) << " at step " << c.optim.step
+      << "\n";
 
-  out << "\nconfig:\n";
-  std::istringstream cs(c.config_text);
-  for (std::string line; std::getline(cs, line);) out << "  " << line << "\n";
+  print_config(c.config_text, out);
   print_metrics(c, out);
   print_parameters(c, out);
   // What each position module (a scheme, Swin's window attention) has learned.

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "train/version.h"
 
 namespace {
@@ -23,7 +24,7 @@ bool first_argument_known(int argc, char** argv) {
     if (first == c.name) return true;
     known += (known.empty() ? "" : ", ") + std::string(c.name);
   }
-  std::cerr << "rpb: unknown " << (first[0] == '-' ? "option" : "subcommand") << " '" << first
+  std::cerr << "rpb: unknown " << (first[0] == '-' ? "option" : "subcommand") << " '" << rpb::printable(first)
             << "' (usage: rpb <subcommand> [options]; subcommands: " << known << ")\n"
             << "Run with --help for more information.\n";
   return false;
@@ -37,6 +38,10 @@ int main(int argc, char** argv) {
   CLI::App app{"rpb: train and study relative-position-bias attention"};
   app.set_version_flag("--version", std::string("rpb ") + rpb::version());
   app.require_subcommand(1);
+  // CLI11 quotes the arguments it rejects: escaped like every message that reaches the terminal.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return rpb::terminal_text(CLI::FailureMessage::simple(a, e));
+  });
   std::map<const CLI::App*, rpb::CommandRunner> runners;
   for (const rpb::Command& c : rpb::commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
@@ -61,10 +66,11 @@ int main(int argc, char** argv) {
     for (const auto& [sub, run] : runners)
       if (*sub) return run();
   } catch (const rpb::Error& e) {
-    spdlog::error("{}", e.what());
+    // The last line of defence: whatever user text a message quotes, no control byte reaches the terminal.
+    spdlog::error("{}", rpb::terminal_text(e.what()));
     return 1;
   } catch (const std::exception& e) {
-    spdlog::error("unexpected error: {}", e.what());
+    spdlog::error("unexpected error: {}", rpb::terminal_text(e.what()));
     return 1;
   }
   return 0;

@@ -1,5 +1,6 @@
 #include "core/text.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace rpb {
@@ -32,36 +33,64 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i) {
   return n;
 }
 
-}  // namespace
+// The text of one byte that is written as an escape.
+void append_escape(std::string& out, unsigned char c) {
+  if (c == '\n') out += "\\n";
+  else if (c == '\t') out += "\\t";
+  else if (c == '\r') out += "\\r";
+  else {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    out += buf;
+  }
+}
 
-std::string printable(std::string_view text, std::size_t max_bytes) {
-  const std::size_t end = text.size() < max_bytes ? text.size() : max_bytes;
+// True for the two-byte UTF-8 forms of U+0080..U+009F, the C1 controls (U+009B is a terminal's CSI).
+bool c1_control(std::string_view s, std::size_t i, std::size_t n) {
+  return n == 2 && static_cast<unsigned char>(s[i]) == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0;
+}
+
+// The first `end` bytes of `text`, escaped: control bytes, DEL, C1 controls and bytes outside valid UTF-8
+// always; backslashes when `backslash`; newlines and tabs unless `keep_lines`.
+std::string escape(std::string_view text, std::size_t end, bool backslash, bool keep_lines) {
   std::string out;
   out.reserve(end + 16);
   std::size_t i = 0;
   while (i < end) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x20 && c < 0x7f) {
-      if (c == '\\') out += "\\\\";
+      if (c == '\\' && backslash) out += "\\\\";
       else out += static_cast<char>(c);
       ++i;
-    } else if (const std::size_t n = c >= 0x80 ? utf8_sequence(text, i) : 0; n > 0 && i + n <= end) {
+    } else if (keep_lines && (c == '\n' || c == '\t')) {
+      out += static_cast<char>(c);
+      ++i;
+    } else if (const std::size_t n = c >= 0x80 ? utf8_sequence(text, i) : 0;
+               n > 0 && i + n <= end && !c1_control(text, i, n)) {
       out.append(text.substr(i, n));
       i += n;
     } else {
-      if (c == '\n') out += "\\n";
-      else if (c == '\t') out += "\\t";
-      else if (c == '\r') out += "\\r";
-      else {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\x%02x", c);
-        out += buf;
-      }
+      append_escape(out, c);
       ++i;
     }
   }
-  if (end < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
   return out;
+}
+
+std::string cut_note(std::size_t end, std::size_t size) {
+  return end < size ? "... (" + std::to_string(size) + " bytes)" : "";
+}
+
+}  // namespace
+
+std::string printable(std::string_view text, std::size_t max_bytes) {
+  const std::size_t end = std::min(text.size(), max_bytes);
+  return escape(text, end, true, false) + cut_note(end, text.size());
+}
+
+std::string terminal_text(std::string_view text, std::size_t max_bytes) {
+  const std::size_t end = std::min(text.size(), max_bytes);
+  return escape(text, end, false, true) + cut_note(end, text.size());
 }
 
 }  // namespace rpb

@@ -12,8 +12,8 @@
 namespace rpb {
 
 /// `text` with every byte a terminal would act on written as an escape (\n, \t, \r, \\, \xNN for the other
-/// control bytes, DEL and bytes that are not part of valid UTF-8), cut after `max_bytes` input bytes with
-/// "... (N bytes)" appended. Valid UTF-8 letters pass unchanged.
+/// control bytes, DEL, the C1 controls U+0080..U+009F and bytes that are not part of valid UTF-8), cut after
+/// `max_bytes` input bytes with "... (N bytes)" appended. Valid UTF-8 letters pass unchanged.
 ///
 /// @code
 /// CHECK(rpb::printable("step\x1b[2J") == "step\\x1b[2J");
@@ -22,5 +22,16 @@ namespace rpb {
 /// CHECK(rpb::printable("pos\xc3\xa9") == "pos\xc3\xa9");
 /// @endcode
 std::string printable(std::string_view text, std::size_t max_bytes = 200);
+
+/// A whole message made safe for a terminal, the last line of defence before it is printed: like printable(),
+/// but newlines and tabs stay (a message keeps its lines) and backslashes stay single (the parts of the message
+/// that already went through printable() read the same). Cut after `max_bytes` bytes with "... (N bytes)".
+///
+/// @code
+/// CHECK(rpb::terminal_text("bad\x1b[2J\nsecond line") == "bad\\x1b[2J\nsecond line");
+/// CHECK(rpb::terminal_text("already \\x1b escaped") == "already \\x1b escaped");
+/// CHECK(rpb::terminal_text("csi \xc2\x9b") == "csi \\xc2\\x9b");
+/// @endcode
+std::string terminal_text(std::string_view text, std::size_t max_bytes = 8192);
 
 }  // namespace rpb

@@ -2,10 +2,12 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <vector>
 
 #include "test_util.h"
 #include "cli/bias.h"
@@ -128,4 +130,57 @@ TEST_CASE("run_bias_command writes to the given streams") {
   CHECK(rpb::run_bias_command(o, out2, err2) == 2);
   CHECK(out2.str().empty());
   CHECK(has(err2.str(), "--num-buckets"));
+}
+
+TEST_CASE("rpb bias: sizes are capped like the config's keys, naming the flag, the value and the range") {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  const std::vector<Case> cases{
+      {"--scheme alibi --heads 1000000000", "rpb bias: --heads 1000000000: expected an integer in [1, 1024]\n"},
+      {"--query-length 1000000 --key-length 1000000",
+       "rpb bias: --query-length 1000000: expected an integer in [1, 65536]\n"},
+      {"--key-length 65537", "rpb bias: --key-length 65537: expected an integer in [1, 65536]\n"},
+      {"--query-offset 9223372036854775807",
+       "rpb bias: --query-offset 9223372036854775807: expected an integer in [0, 1099511627776]\n"},
+      {"--query-offset 1099511627770 --query-length 8",
+       "rpb bias: --query-offset 1099511627770 + --query-length 8 is past the largest position 1099511627776 (2^40)\n"},
+      {"--scheme shaw --max-relative-position 9223372036854775807",
+       "rpb bias: --max-relative-position 9223372036854775807: expected an integer in [1, 1048576]\n"},
+      {"--max-distance 2305843009213693952",
+       "rpb bias: --max-distance 2305843009213693952: expected an integer in [1, 1099511627776]\n"},
+      {"--num-buckets 65538", "rpb bias: --num-buckets 65538: expected an integer in [2, 65536]\n"},
+      // What is printed: at most 16384 values, per head for a fixed bias.
+      {"--scheme t5 --query-length 200 --key-length 200",
+       "rpb bias: 200 queries x 200 keys = 40000 values; at most 16384 are printed (e.g. 128 x 128): lower "
+       "--query-length, --key-length\n"},
+      {"--scheme alibi --heads 2 --query-length 128 --key-length 128",
+       "rpb bias: 2 heads x 128 queries x 128 keys = 32768 values; at most 16384 are printed (e.g. 128 x 128): "
+       "lower --query-length, --key-length or --heads\n"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = run_rpb(std::string("bias ") + c.args);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 2.0);
+    CHECK(r.code == 2);
+    CHECK(r.out == c.message);
+  }
+  // Inside the caps: a learned table is built with one head (its values are not printed), an offset near the
+  // largest position allocates only the printed rows, and t5's largest max_distance buckets at once.
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_rpb("bias --scheme t5 --heads 1024 --num-buckets 65536 --max-distance 1099511627776 --query-length 128 "
+                   "--key-length 128 --query-offset 1099511627000 --json");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "\"buckets\":[[32767,"));  // every key far before its query: the lower half's last
+  r = run_rpb("bias --scheme alibi --heads 1 --query-length 1 --key-length 2 --query-offset 1099511627775 --json");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "\"bias\":[[[-4294967295.9960938,-4294967295.9921875]]]"));  // slope 2^-8
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 3.0);
+  // log_decay's lambda has the config's range too.
+  r = run_rpb("bias --scheme log_decay --lambda -1");
+  CHECK(r.code == 2);
+  CHECK(has(r.out, "lambda -1 must be in [0, 1e+06]"));
+  CHECK(has(r.out, "--lambda"));
 }

@@ -94,8 +94,9 @@ TEST_CASE("config: errors name file:line, key, value and what was expected") {
   CHECK(contains(parse_error("[optim]\nlr = 0\n"), "test.toml:2:6: optim.lr = 0: expected a value in (0, 1000]"));
   CHECK(contains(parse_error("[optim]\nlr = -1e-3\n"), "optim.lr = -0.001"));
   CHECK(contains(parse_error("[model]\ndropout = 1.0\n"), "model.dropout = 1.0: expected a value in [0, 1)"));
-  CHECK(contains(parse_error("[run]\nsteps = 1.5\n"), "run.steps = 1.5: expected an integer >= 1, found a float"));
-  CHECK(contains(parse_error("[run]\nlength = 0\n"), "run.length = 0: expected an integer in [1, 1048576]"));
+  CHECK(contains(parse_error("[run]\nsteps = 1.5\n"),
+                 "run.steps = 1.5: expected an integer in [1, 1099511627776], found a float"));
+  CHECK(contains(parse_error("[run]\nlength = 0\n"), "run.length = 0: expected an integer in [1, 65536]"));
   CHECK(contains(parse_error("[run]\neval_multipliers = [1, 0]\n"), "run.eval_multipliers = 0"));
   CHECK(contains(parse_error("[position]\nscheme = \"t6\"\n"), "expected one of"));
   CHECK(contains(parse_error("[position]\nscheme = \"t6\"\n"), "(did you mean position.t5?)"));

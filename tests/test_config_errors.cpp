@@ -41,8 +41,8 @@ TEST_CASE("config range errors name file:line:column, the key, the value and wha
   // check (an even num_buckets) is reached through `rpb bias` (tests/test_bias_cmd.cpp).
   CHECK(load_error("[position]\nscheme = \"t5\"\nnum_buckets = 31\nmax_distance = 128\n").empty());
   // lengths <= 0
-  CHECK(load_error("[run]\nlength = -8\n") == "F:2:10: run.length = -8: expected an integer in [1, 1048576]");
-  CHECK(load_error("[run]\nbatch = 0\n") == "F:2:9: run.batch = 0: expected an integer in [1, 1048576]");
+  CHECK(load_error("[run]\nlength = -8\n") == "F:2:10: run.length = -8: expected an integer in [1, 65536]");
+  CHECK(load_error("[run]\nbatch = 0\n") == "F:2:9: run.batch = 0: expected an integer in [1, 65536]");
   CHECK(load_error("[run]\neval_multipliers = [1, 2, 0]\n") ==
         "F:2:27: run.eval_multipliers = 0: expected an integer in [1, 1024]");
   CHECK(load_error("[task]\nkind = \"lag\"\nlag = 0\n") == "F:3:7: task.lag = 0: expected an integer in [1, 1048576]");

@@ -85,7 +85,7 @@ TEST_CASE("a run too large for the budget is refused before anything is built, n
   CHECK(contains(big_model, "more than the memory limit of 64.0 MiB (--max-memory 64M)"));
   CHECK(contains(big_model, "raise --max-memory"));
   const std::string big_batch =
-      error_of([&] { Run run(parse_config(small_config(tmp.path), "small.toml", {"run.batch=100000"})); });
+      error_of([&] { Run run(parse_config(small_config(tmp.path), "small.toml", {"run.batch=65536"})); });
   CHECK(contains(big_batch, "run.batch: the run needs about "));
   const std::string big_table = error_of([&] {
     Run run(parse_config(small_config(tmp.path), "small.toml", {"task.vocab=64", "task.order=6"}));

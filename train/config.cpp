@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/text.h"
+#include "nn/limits.h"
 #include "nn/position.h"
 #include "train/toml_table.h"
 
@@ -15,6 +17,8 @@ namespace rpb {
 
 using toml_config::OverrideMap;
 using toml_config::Table;
+namespace L = nn::limits;
+using namespace run_limits;
 
 namespace {
 
@@ -28,29 +32,52 @@ struct Reader {
   }
 };
 
+// What makes `v` unfit for a path in the run's file system ("a control character (\x1b)", "300 bytes"), or "":
+// a `component` (run.name) is one folder name; any value is free of NUL and control bytes and at most
+// `max_bytes` long.
+std::string path_problem(const std::string& v, std::size_t max_bytes, bool component) {
+  for (const char ch : v)
+    if (const auto b = static_cast<unsigned char>(ch); b < 0x20 || b == 0x7f)
+      return "a control character (" + printable(std::string(1, ch)) + ")";
+  if (v.size() > max_bytes) return std::to_string(v.size()) + " bytes";
+  if (!component) return "";
+  if (v.empty()) return "an empty name";
+  if (v.find('/') != std::string::npos) return "a '/'";
+  if (v == "." || v == "..") return "'" + v + "'";
+  return "";
+}
+
+// A string key that names a folder or a file (run.name, run.out_dir, task.kjv_path), checked by path_problem.
+void get_path(Table& t, const char* key, std::string& out, bool component) {
+  t.get(key, out);
+  const std::size_t max_bytes = component ? kMaxNameBytes : kMaxPathBytes;
+  if (const std::string p = path_problem(out, max_bytes, component); !p.empty())
+    t.fail_at(key, std::string(component ? "expected a folder name (one path component: not '.' or '..', no '/', "
+                                         : "expected a path (") +
+                       "no NUL or control characters, at most " + std::to_string(max_bytes) + " bytes), found " + p);
+}
+
 void read_run(Table& run, RunConfig& c) {
-  run.get("name", c.name);
-  if (c.name.empty() || c.name.find('/') != std::string::npos || c.name == "." || c.name == "..")
-    run.fail_at("name", "expected a folder name without '/'");
-  run.get("out_dir", c.out_dir);
+  get_path(run, "name", c.name, true);
+  get_path(run, "out_dir", c.out_dir, false);
   run.get("seed", c.seed);
-  run.get("steps", c.steps, 1, INT64_MAX);
-  run.get("batch", c.batch, 1, 1 << 20);
-  run.get("length", c.length, 1, 1 << 20);
-  run.get("log_every", c.log_every, 1, INT64_MAX);
-  run.get("checkpoint_every", c.checkpoint_every, 0, INT64_MAX);
-  run.get("eval_multipliers", c.eval_multipliers, 1, 1024);
-  run.get("eval_tokens", c.eval_tokens, 1, INT64_MAX);
-  run.get("eval_batch", c.eval_batch, 1, 1 << 20);
+  run.get("steps", c.steps, 1, kMaxSteps);
+  run.get("batch", c.batch, 1, kMaxBatch);
+  run.get("length", c.length, 1, L::kMaxSequence);
+  run.get("log_every", c.log_every, 1, kMaxSteps);
+  run.get("checkpoint_every", c.checkpoint_every, 0, kMaxSteps);
+  run.get("eval_multipliers", c.eval_multipliers, 1, kMaxMultiplier);
+  run.get("eval_tokens", c.eval_tokens, 1, kMaxTokens);
+  run.get("eval_batch", c.eval_batch, 1, kMaxBatch);
   run.get("on_nonfinite", c.on_nonfinite, {"stop", "skip"});
   run.done();
 }
 
 void read_model(Table& model, nn::TransformerOptions& m) {
-  model.get("d_model", m.d_model, 1, 1 << 16);
-  model.get("heads", m.heads, 1, 1024);
-  model.get("layers", m.layers, 1, 1024);
-  model.get("d_ff", m.d_ff, 1, 1 << 20);
+  model.get("d_model", m.d_model, L::d_model.lo, L::d_model.hi);
+  model.get("heads", m.heads, L::heads.lo, L::heads.hi);
+  model.get("layers", m.layers, L::layers.lo, L::layers.hi);
+  model.get("d_ff", m.d_ff, L::d_ff.lo, L::d_ff.hi);
   model.get("dropout", m.dropout, 0.0, 1.0, false, true);
   model.get("tie_head", m.tie_head);
   model.get("share_position", m.share_position);
@@ -67,25 +94,25 @@ void read_model(Table& model, nn::TransformerOptions& m) {
 
 void read_task(Table& task, data::TaskOptions& t) {
   task.get("kind", t.kind, data::task_kinds());
-  task.get("vocab", t.vocab, 2, 1 << 16);
+  task.get("vocab", t.vocab, 2, kMaxVocab);
   task.get("order", t.order, 1, 16);
   task.get("concentration", t.concentration, 0.0, 1e6, true);
   task.get("lag", t.lag, 1, 1 << 20);
   task.get("noise", t.noise, 0.0, 1.0);
   task.get("seed", t.seed);
-  task.get("train_tokens", t.train_tokens, 2, INT64_MAX);
-  task.get("eval_tokens", t.eval_tokens, 2, INT64_MAX);
-  task.get("kjv_path", t.kjv_path);
+  task.get("train_tokens", t.train_tokens, 2, kMaxTokens);
+  task.get("eval_tokens", t.eval_tokens, 2, kMaxTokens);
+  get_path(task, "kjv_path", t.kjv_path, false);
   task.done();
 }
 
 // [grid]'s values; its checks that depend on the scheme come after [position] (check_grid).
 void read_grid(Table& grid, GridConfig& g, nn::PositionOptions& p) {
-  grid.get("window", g.window, 1, 1024);
+  grid.get("window", g.window, L::window.lo, L::window.hi);
   grid.get("shift", g.shift);
-  grid.get("cpb_hidden", g.cpb_hidden, 1, 1 << 16);
-  grid.get("max_side", p.max_side, 1, 1 << 16);
-  grid.get("eval_window", g.eval_window, 0, 1024);
+  grid.get("cpb_hidden", g.cpb_hidden, L::cpb_hidden.lo, L::cpb_hidden.hi);
+  grid.get("max_side", p.max_side, L::max_side.lo, L::max_side.hi);
+  grid.get("eval_window", g.eval_window, 0, L::window.hi);
 }
 
 // [position], and the scheme's own checks on the whole model's position options: an rpb::OptionError names
@@ -95,12 +122,12 @@ void read_position(Table& pos, Table& grid, RunConfig& c) {
   const int64_t dims = c.dims();
   if (dims == 2 && !pos.has("scheme")) p.scheme = "swin";
   pos.get("scheme", p.scheme, nn::scheme_names(dims));
-  pos.get("num_buckets", p.num_buckets, 2, 1 << 16);
-  pos.get("max_distance", p.max_distance, 1, INT64_MAX);
-  pos.get("max_relative_position", p.max_relative_position, 1, 1 << 20);
-  pos.get("lambda", p.lambda, 0.0, 1e6);
+  pos.get("num_buckets", p.num_buckets, L::num_buckets.lo, L::num_buckets.hi);
+  pos.get("max_distance", p.max_distance, L::max_distance.lo, L::max_distance.hi);
+  pos.get("max_relative_position", p.max_relative_position, L::max_relative_position.lo, L::max_relative_position.hi);
+  pos.get("lambda", p.lambda, 0.0, L::kMaxLambda);
   pos.get("learnable_lambda", p.learnable_lambda);
-  pos.get("max_positions", p.max_positions, 1, 1 << 24);
+  pos.get("max_positions", p.max_positions, L::max_positions.lo, L::max_positions.hi);
   pos.get("rope_base", p.rope_base, 1.0, 1e12, true);
   pos.get("init_std", p.init_std, 0.0, 10.0, true);
   const nn::PositionOptions po = c.position();
@@ -119,6 +146,41 @@ void read_position(Table& pos, Table& grid, RunConfig& c) {
         .fail_at(info.length_option, "the " + p.scheme + " table needs at least run.length = " + std::to_string(c.length) +
                                          (dims == 2 ? " cells per side" : " positions") + ", got " + std::to_string(limit));
   pos.done();
+}
+
+// run.length and run.eval_multipliers, once every table is read: the longest evaluation sequence holds at most
+// limits::kMaxSequence positions (tokens, or the cells of a grid whose side is the length), and for the token tasks
+// the evaluation can score the same tokens at every length (data::make_eval_plan's rule, checked before training
+// instead of after it) from run.eval_tokens and, for markov and lag, the task.eval_tokens of the test stream.
+void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind) {
+  const bool grid = data::task_dims(kind) == 2;
+  const auto positions = [&](int64_t side) { return grid ? side * side : side; };  // side <= 2^26: no overflow
+  const std::string cells = grid ? " cells" : " positions";
+  const std::string length = std::to_string(c.length);
+  if (positions(c.length) > L::kMaxSequence)  // only a grid: run.length's range holds it for the tokens
+    run.fail_at("length", "a " + length + " x " + length + " grid has " + std::to_string(positions(c.length)) +
+                              " cells; expected at most " + std::to_string(L::kMaxSequence) +
+                              " (a side of at most 256)");
+  const int64_t largest = *std::max_element(c.eval_multipliers.begin(), c.eval_multipliers.end());
+  const int64_t longest = largest * c.length;  // <= 2^10 x 2^16
+  const std::string what = "the longest evaluation length " + std::to_string(largest) + " x run.length " + length +
+                           " = " + std::to_string(longest);
+  if (positions(longest) > L::kMaxSequence)
+    run.fail_at("eval_multipliers",
+                what + (grid ? " (a grid of " + std::to_string(positions(longest)) + " cells)" : "") +
+                    ": expected at most " + std::to_string(L::kMaxSequence) + cells + " per sequence");
+  if (grid) return;  // each grid size draws its own held-out grids
+  for (const int64_t m : c.eval_multipliers)
+    if (largest % m != 0)
+      run.fail_at("eval_multipliers", "multiplier " + std::to_string(m) + " does not divide the largest, " +
+                                          std::to_string(largest) + ": every length must score the same tokens");
+  if (c.eval_tokens < longest)
+    run.fail_at("eval_multipliers", what + " scores at least " + std::to_string(longest) +
+                                        " tokens, over run.eval_tokens = " + std::to_string(c.eval_tokens));
+  const bool stream_of_eval_tokens = kind == "markov" || kind == "lag";  // kjv's is its test books
+  if (stream_of_eval_tokens && c.task.eval_tokens - 1 < longest)
+    run.fail_at("eval_multipliers", what + " needs " + std::to_string(longest + 1) + " held-out tokens; the " + kind +
+                                        " test stream has task.eval_tokens = " + std::to_string(c.task.eval_tokens));
 }
 
 void check_grid(Table& grid, const RunConfig& c) {
@@ -155,7 +217,7 @@ void read_optim(const Reader& r, RunConfig& c) {
   opt.get("kind", o.kind, {"adamw", "adam", "sgd"});
   opt.get("lr", o.schedule.lr, 0.0, 1e3, true);
   opt.get("schedule", o.schedule.kind, {"constant", "cosine"});
-  opt.get("warmup_steps", o.schedule.warmup_steps, 0, INT64_MAX);
+  opt.get("warmup_steps", o.schedule.warmup_steps, 0, kMaxSteps);
   opt.get("min_lr_ratio", o.schedule.min_lr_ratio, 0.0, 1.0);
   opt.get("beta1", o.adam.beta1, 0.0, 1.0, false, true);
   opt.get("beta2", o.adam.beta2, 0.0, 1.0, false, true);
@@ -181,7 +243,7 @@ SweepMethod parse_method(Table& sweep, const std::string& text, int64_t dims) {
   SweepMethod m{text.substr(0, at), 0};
   const nn::SchemeInfo* info = nn::find_scheme(m.scheme, dims);
   if (!info) {
-    std::string what = "\"" + text + "\": expected one of";
+    std::string what = "\"" + printable(text) + "\": expected one of";
     for (const std::string& n : nn::scheme_names(dims)) what += " " + n;
     sweep.fail_at("methods", what + (dims == 2 ? " (2-D task)" : " (1-D task)"));
   }
@@ -190,7 +252,7 @@ SweepMethod parse_method(Table& sweep, const std::string& text, int64_t dims) {
   const bool digits = !n.empty() && n.size() <= 4 &&
                       std::all_of(n.begin(), n.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
   if (info->kind != nn::PositionKind::window || !digits || std::stoi(n) < 1)
-    sweep.fail_at("methods", "\"" + text + "\": expected swin@window<N> or swin_v2@window<N> with N >= 1");
+    sweep.fail_at("methods", "\"" + printable(text) + "\": expected swin@window<N> or swin_v2@window<N> with N >= 1");
   m.eval_window = std::stoi(n);
   return m;
 }
@@ -228,6 +290,8 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   check_grid(grid, c);
   read_optim(r, c);
   read_sweep(sweep, c);
+  for (const std::string& kind : c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks)
+    check_eval_lengths(run, c, kind);
 
   std::ostringstream os;
   os << root;
@@ -239,7 +303,7 @@ toml::table parse_text(const std::string& text, const std::string& source) {
   try {
     return toml::parse(text, std::string_view(source));
   } catch (const toml::parse_error& e) {
-    throw Error(toml_config::where(e.source(), source) + ": TOML syntax error: " + std::string(e.description()));
+    throw Error(toml_config::where(e.source(), source) + ": TOML syntax error: " + printable(e.description()));
   }
 }
 
@@ -286,7 +350,7 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
 
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::ifstream in(path);
-  if (!in) throw Error("config " + path + ": cannot open the file");
+  if (!in) throw Error("config " + printable(path) + ": cannot open the file");
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_config(ss.str(), path, overrides);

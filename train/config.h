@@ -3,8 +3,12 @@
 // Every key is checked: an unknown key (with a did-you-mean), a wrong type or an
 // out-of-range value is an error naming the file, line, key and value. Integers are
 // accepted where a float is expected (the widening is exact); nothing else is coerced.
+// Every size has an upper bound (run_limits below, nn/limits.h), and the longest evaluation
+// length is checked against the held-out stream before anything is built. Quoted values are
+// escaped and cut (core/text.h printable()).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,6 +21,19 @@
 #include "train/data.h"
 
 namespace rpb {
+
+/// The largest values of the run's own sizes ([run], [task], optim.warmup_steps); the model's and the position
+/// scheme's are in nn/limits.h. Like those, they guard against overflow and nonsense, not against running out of
+/// memory: a run inside every limit builds no tensor of more than 2^58 elements.
+namespace run_limits {
+inline constexpr int64_t kMaxSteps = int64_t{1} << 40;   // run.steps, log_every, checkpoint_every, warmup_steps
+inline constexpr int64_t kMaxBatch = int64_t{1} << 16;   // run.batch, run.eval_batch: sequences per forward
+inline constexpr int64_t kMaxTokens = int64_t{1} << 32;  // task.train_tokens, task.eval_tokens, run.eval_tokens
+inline constexpr int64_t kMaxMultiplier = 1024;          // each of run.eval_multipliers
+inline constexpr int64_t kMaxVocab = int64_t{1} << 16;   // task.vocab
+inline constexpr std::size_t kMaxNameBytes = 100;        // run.name: one path component
+inline constexpr std::size_t kMaxPathBytes = 4096;       // run.out_dir, task.kjv_path
+}  // namespace run_limits
 
 struct OptimConfig {
   std::string kind = "adamw";  // adamw | adam | sgd

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace rpb {
 
@@ -43,16 +44,20 @@ std::string join(const std::vector<std::string>& v) {
 
 std::string where(const toml::source_region& r, const std::string& fallback) {
   std::ostringstream os;
-  os << (r.path ? *r.path : fallback);
+  os << printable(r.path ? *r.path : fallback);
   if (r.begin.line > 0) os << ":" << r.begin.line << ":" << r.begin.column;
   return os.str();
 }
 
 std::string repr(const toml::node& n) {
   std::ostringstream os;
-  if (n.is_string()) os << '"' << *n.value<std::string>() << '"';
+  if (n.is_string()) os << '"' << printable(*n.value<std::string>()) << '"';
   else if (n.is_table()) os << "a table";
-  else if (n.is_array()) os << "an array";
+  else if (n.is_array()) {
+    std::ostringstream text;  // as TOML writes it, escaped and cut like any user text
+    text << *n.as_array();
+    os << printable(text.str());
+  }
   else if (n.is_floating_point() && std::isfinite(*n.value<double>())) {
     // The shortest text that reads back as the same double (-0.1, not toml++'s -0.10000000000000001).
     char buf[32];
@@ -165,7 +170,7 @@ void Table::fail_at(const char* key, const std::string& what) const {
 
 std::string Table::location(const toml::node& n, const toml::source_region& r) const {
   const auto it = overrides_->find(&n);
-  return it != overrides_->end() ? "--set " + it->second : where(r, source_);
+  return it != overrides_->end() ? "--set " + printable(it->second) : where(r, source_);
 }
 
 void Table::done() const {
@@ -176,7 +181,7 @@ void Table::done() const {
     std::vector<std::string> known(seen_.begin(), seen_.end());
     known.insert(known.end(), ignored_.begin(), ignored_.end());
     if (std::find(ignored_.begin(), ignored_.end(), key) != ignored_.end()) continue;
-    throw Error(location(v, k.source()) + ": unknown key " + prefix_ + key + suggestion(key, known));
+    throw Error(location(v, k.source()) + ": unknown key " + prefix_ + printable(key) + suggestion(key, known));
   }
 }
 
@@ -213,7 +218,7 @@ const toml::table* subtable(const toml::table& root, const char* name, const std
 void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied) {
   const auto eq = spec.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw Error("--set " + spec + ": expected key=value (e.g. --set model.d_model=256)");
+    throw Error("--set " + printable(spec) + ": expected key=value (e.g. --set model.d_model=256)");
   const std::string key = spec.substr(0, eq), value = spec.substr(eq + 1);
   // A bare word (--set position.scheme=alibi) is a string, as a shell user means it; anything
   // else must be a TOML value. The schema still checks the type afterwards.
@@ -225,8 +230,8 @@ void apply_override(toml::table& root, const std::string& spec, OverrideMap& app
   try {
     parsed = toml::parse("value = " + (bare_word ? "\"" + value + "\"" : value), std::string_view("--set " + key));
   } catch (const toml::parse_error& e) {
-    throw Error("--set " + spec + ": the value is not TOML (" + std::string(e.description()) +
-                "); quote strings with spaces: --set " + key + "='\"some text\"'");
+    throw Error("--set " + printable(spec) + ": the value is not TOML (" + printable(e.description()) +
+                "); quote strings with spaces: --set " + printable(key) + "='\"some text\"'");
   }
   std::vector<std::string> parts;
   std::stringstream ss(key);
@@ -235,7 +240,7 @@ void apply_override(toml::table& root, const std::string& spec, OverrideMap& app
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
     if (!t->contains(parts[i])) t->insert(parts[i], toml::table{});
     toml::node* n = t->get(parts[i]);
-    if (!n->is_table()) throw Error("--set " + spec + ": " + parts[i] + " is not a table");
+    if (!n->is_table()) throw Error("--set " + printable(spec) + ": " + printable(parts[i]) + " is not a table");
     t = n->as_table();
   }
   t->insert_or_assign(parts.back(), *parsed.get("value"));

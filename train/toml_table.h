@@ -22,13 +22,14 @@ using OverrideMap = std::map<const toml::node*, std::string>;
 
 /// "file:line:column" of a region (`fallback` names the source when the region has no path).
 std::string where(const toml::source_region& r, const std::string& fallback);
-/// A value as TOML shows it ("\"text\"", 0.1, a table, an array).
+/// A value as TOML shows it ("\"text\"", 0.1, [ 1, 2 ], a table), user text escaped and cut (printable()).
 std::string repr(const toml::node& n);
 /// "a string", "an integer", ...
 const char* type_name(const toml::node& n);
 
 /// Reads one table: each get() consumes a key; done() rejects the keys nobody asked for (with a did-you-mean).
-/// An absent table reads as empty. Every failure throws rpb::Error "<location>: <prefix><key> = <value>: <what>".
+/// An absent table reads as empty. Every failure throws rpb::Error "<location>: <prefix><key> = <value>: <what>",
+/// where the user's text (file names, --set specs, unknown keys, string values) is escaped and cut (printable()).
 class Table {
  public:
   Table(const toml::table* t, std::string prefix, const std::string& source, const OverrideMap& overrides);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/ops.h"
+#include "nn/limits.h"
 #include "nn/position.h"
 
 namespace rpb::nn::position_detail {
@@ -34,12 +35,23 @@ inline std::string shortest(double x) {
   return std::string(buf, r.ptr);
 }
 
-/// The lengths of a line of positions: at least one query and one key, a non-negative offset.
+/// The lengths of a line of positions: one query and one key at least, limits::kMaxSequence at most, a
+/// non-negative offset, and the last query at most limits::kMaxPosition (so no position arithmetic overflows).
 inline void check_line(const char* op, int64_t q_len, int64_t k_len, int64_t q_offset) {
-  RPB_CHECK(q_len >= 1, op, "q_len ", q_len, " must be at least 1 (the number of query positions)");
-  RPB_CHECK(k_len >= 1, op, "k_len ", k_len, " must be at least 1 (the number of key positions)");
+  RPB_CHECK(q_len >= 1 && q_len <= limits::kMaxSequence, op, "q_len ", q_len, " must be in [1, ", limits::kMaxSequence,
+            "] (the number of query positions)");
+  RPB_CHECK(k_len >= 1 && k_len <= limits::kMaxSequence, op, "k_len ", k_len, " must be in [1, ", limits::kMaxSequence,
+            "] (the number of key positions)");
   RPB_CHECK(q_offset >= 0, op, "q_offset ", q_offset,
             " must be at least 0 (the position of the first query, e.g. the KV-cache length)");
+  RPB_CHECK(q_offset <= limits::kMaxPosition - q_len, op, "q_offset ", q_offset, " + q_len ", q_len,
+            " must be at most ", limits::kMaxPosition, " (2^40, the largest position)");
+}
+
+/// Throws rpb::OptionError naming `field` when `value` is above `hi` (the option's limit in nn/limits.h; the
+/// lower ends are the schemes' own checks, which give their reasons).
+inline void check_at_most(const char* op, const char* field, int64_t value, int64_t hi) {
+  RPB_CHECK_OPTION(value <= hi, op, field, field, " ", value, " must be at most ", hi);
 }
 
 /// init_std of the schemes with learned tables: finite and non-negative.
@@ -52,14 +64,16 @@ inline void check_init_std(const PositionOptions& o) {
 template <typename F>
 Tensor distance_table(const Positions& p, DType dtype, F&& f) {
   std::vector<double> v(static_cast<std::size_t>(p.q_len * p.k_len));
-  // |i - j| takes at most q_offset + q_len + k_len values.
-  std::vector<double> by_distance(static_cast<std::size_t>(p.q_offset + p.q_len + p.k_len));
-  for (std::size_t d = 0; d < by_distance.size(); ++d) by_distance[d] = f(static_cast<double>(d));
+  // i - j takes the q_len + k_len - 1 values from lo = q_offset - (k_len - 1) up, whatever the offset.
+  const int64_t lo = p.q_offset - (p.k_len - 1);
+  std::vector<double> by_difference(static_cast<std::size_t>(p.q_len + p.k_len - 1));
+  for (std::size_t m = 0; m < by_difference.size(); ++m) {
+    const int64_t d = lo + static_cast<int64_t>(m);
+    by_difference[m] = f(static_cast<double>(d < 0 ? -d : d));
+  }
   for (int64_t r = 0; r < p.q_len; ++r)
-    for (int64_t c = 0; c < p.k_len; ++c) {
-      const int64_t i = p.q_offset + r;
-      v[static_cast<std::size_t>(r * p.k_len + c)] = by_distance[static_cast<std::size_t>(i > c ? i - c : c - i)];
-    }
+    for (int64_t c = 0; c < p.k_len; ++c)
+      v[static_cast<std::size_t>(r * p.k_len + c)] = by_difference[static_cast<std::size_t>(p.q_offset + r - c - lo)];
   return from_doubles({1, p.q_len, p.k_len}, v, dtype);
 }
 

@@ -36,6 +36,7 @@ void validate_learned(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.d_model >= 1, "learned", "d_model", "d_model ", o.d_model, " must be at least 1");
   RPB_CHECK_OPTION(o.max_positions >= 1, "learned", "max_positions", "max_positions ", o.max_positions,
                    " must be at least 1");
+  position_detail::check_at_most("learned", "max_positions", o.max_positions, limits::max_positions.hi);
   position_detail::check_init_std(o);
 }
 std::shared_ptr<PositionScheme> make_learned(const PositionOptions& o, Generator& gen) {

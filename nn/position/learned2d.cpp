@@ -43,6 +43,7 @@ namespace scheme_files {
 void validate_learned2d(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.d_model >= 1, "learned2d", "d_model", "d_model ", o.d_model, " must be at least 1");
   RPB_CHECK_OPTION(o.max_side >= 1, "learned2d", "max_side", "max_side ", o.max_side, " must be at least 1");
+  position_detail::check_at_most("learned2d", "max_side", o.max_side, limits::max_side.hi);
   position_detail::check_init_std(o);
 }
 std::shared_ptr<PositionScheme> make_learned2d(const PositionOptions& o, Generator& gen) {

@@ -64,7 +64,8 @@ class LogDecayScheme final : public PositionScheme {
 
 namespace scheme_files {
 void validate_log_decay(const PositionOptions& o) {
-  RPB_CHECK_OPTION(std::isfinite(o.lambda), "log_decay", "lambda", "lambda ", o.lambda, " must be finite");
+  RPB_CHECK_OPTION(o.lambda >= 0 && o.lambda <= limits::kMaxLambda, "log_decay", "lambda", "lambda ", o.lambda,
+                   " must be in [0, ", limits::kMaxLambda, "]");
 }
 std::shared_ptr<PositionScheme> make_log_decay(const PositionOptions& o, Generator&) {
   return std::make_shared<LogDecayScheme>(o);

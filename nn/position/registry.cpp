@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/checked.h"
+#include "core/text.h"
 #include "nn/position.h"
 #include "nn/position/common.h"
 #include "nn/transformer.h"
@@ -117,8 +118,8 @@ const SchemeInfo& scheme_info(const PositionOptions& o) {
   if (!s) {
     std::string names;
     for (const std::string& n : scheme_names(o.dims)) names += (names.empty() ? "" : ", ") + n;
-    RPB_CHECK_OPTION(false, "position", "scheme", "unknown ", o.dims == 2 ? "2-D " : "", "scheme '", o.scheme,
-                     "' (expected one of: ", names, ")");
+    RPB_CHECK_OPTION(false, "position", "scheme", "unknown ", o.dims == 2 ? "2-D " : "", "scheme '",
+                     printable(o.scheme), "' (expected one of: ", names, ")");
   }
   return *s;
 }
@@ -127,6 +128,7 @@ void validate(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.dims == 1 || o.dims == 2, "position", "dims", "dims ", o.dims, " must be 1 or 2");
   const SchemeInfo& s = scheme_info(o);
   RPB_CHECK_OPTION(o.heads >= 1, s.name, "heads", "heads ", o.heads, " must be at least 1");
+  position_detail::check_at_most(s.name, "heads", o.heads, limits::heads.hi);
   RPB_CHECK_OPTION(o.dtype != DType::i64, s.name, "dtype", "dtype must be float32 or float64");
   s.validate(o);
 }

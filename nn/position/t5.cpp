@@ -22,6 +22,8 @@ void check_t5(const char* op, bool bidirectional, int64_t num_buckets, int64_t m
   else
     RPB_CHECK_OPTION(num_buckets >= 2, op, "num_buckets", "num_buckets ", num_buckets,
                      " must be at least 2 for causal buckets");
+  position_detail::check_at_most(op, "num_buckets", num_buckets, limits::num_buckets.hi);
+  position_detail::check_at_most(op, "max_distance", max_distance, limits::max_distance.hi);
   // bidirectional: (num_buckets / 2) / 2 == num_buckets / 4 for every integer num_buckets.
   const int64_t max_exact = bidirectional ? num_buckets / 4 : num_buckets / 2;
   RPB_CHECK_OPTION(max_distance > max_exact, op, "max_distance", "max_distance ", max_distance,
@@ -56,6 +58,55 @@ float t5_log_span(bool bidirectional, int64_t num_buckets, int64_t max_distance)
   return static_cast<float>(std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)));
 }
 
+// The far end of an open span.
+constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+// The largest distance the span search looks at: past max_distance (at most limits::kMaxPosition) every
+// distance reads the last bucket of its side, and sign * kFar cannot overflow.
+constexpr int64_t kFar = int64_t{1} << 62;
+
+// Calls run(bucket, first, last, open) for each run of distances n = first .. last (n >= from) that share a
+// bucket under the non-decreasing `bucket_of`, in order; the last run is open (it reaches kFar). Each run's
+// end is found by galloping and bisection, so the cost is O(log(run length)) per bucket, not per distance.
+template <typename BucketOf, typename Run>
+void for_each_bucket_run(int64_t from, BucketOf&& bucket_of, Run&& run) {
+  const int64_t last_bucket = bucket_of(kFar);
+  for (int64_t first = from;;) {
+    const int64_t b = bucket_of(first);
+    if (b == last_bucket) return run(b, first, kFar, true);
+    int64_t in = first, step = 1;  // bucket_of(in) == b; find out > in with bucket_of(out) > b
+    while (step < kFar - in && bucket_of(in + step) == b) in += step, step *= 2;
+    int64_t out = step < kFar - in ? in + step : kFar;
+    while (out - in > 1) {
+      const int64_t mid = in + (out - in) / 2;
+      (bucket_of(mid) == b ? in : out) = mid;
+    }
+    run(b, first, in, false);
+    first = out;
+  }
+}
+
+// The relative positions key - query that read each bucket, as HF's bucket function assigns them (it is
+// non-decreasing in the distance on each side, so each bucket holds one run of distances).
+std::vector<report::RowSpan> t5_row_spans(bool bidirectional, int64_t num_buckets, int64_t max_distance) {
+  check_t5("t5_row_spans", bidirectional, num_buckets, max_distance);
+  const float log_span = t5_log_span(bidirectional, num_buckets, max_distance);
+  std::vector<report::RowSpan> spans(static_cast<std::size_t>(num_buckets));
+  // Both sides: key before or at the query (sign -1, from distance 0) and, bidirectional, key after it (sign +1,
+  // from distance 1; causal buckets put every future key in bucket 0 with the query itself).
+  for (const int sign : {-1, 1}) {
+    if (sign == 1 && !bidirectional) break;
+    for_each_bucket_run(sign == 1 ? 1 : 0, [&](int64_t n) {
+      return t5_bucket_unchecked(sign * n, bidirectional, num_buckets, log_span);
+    }, [&](int64_t bucket, int64_t first, int64_t last, bool open) {
+      report::RowSpan& x = spans[static_cast<std::size_t>(bucket)];
+      if (sign == 1) x = {first, open ? kUnbounded : last, false, open, true};
+      else x = {open ? -kUnbounded : -last, -first, open, false, true};
+    });
+  }
+  if (!bidirectional) spans[0].hi = kUnbounded, spans[0].open_hi = true;
+  return spans;
+}
+
 class T5Scheme final : public TableScheme {
  public:
   T5Scheme(const PositionOptions& o, Generator& gen) : TableScheme(o, o.num_buckets, gen, false) {}
@@ -66,22 +117,9 @@ class T5Scheme final : public TableScheme {
            " buckets, max_distance " + std::to_string(o_.max_distance);
   }
 
-  // Every offset beyond max_distance reads the last bucket of its side, so walking |key - query| up to
-  // max_distance + 1 meets every row and both open ends.
+  // Each row's span in closed form, O(num_buckets) whatever max_distance (t5_row_spans).
   std::vector<report::RowSpan> row_spans() const override {
-    std::vector<report::RowSpan> r(static_cast<std::size_t>(o_.num_buckets));
-    const int64_t R = std::min(o_.max_distance, std::numeric_limits<int64_t>::max() - 1) + 1;
-    const bool causal = o_.causal;
-    for (int64_t rp = -R; rp <= (causal ? 0 : R); ++rp) {
-      report::RowSpan& x = r[static_cast<std::size_t>(row_of(rp))];
-      if (!x.used) x.lo = x.hi = rp, x.used = true;
-      x.lo = std::min(x.lo, rp);
-      x.hi = std::max(x.hi, rp);
-      if (rp == -R) x.open_lo = true;
-      if (!causal && rp == R) x.open_hi = true;
-    }
-    if (causal) r[0].open_hi = true, r[0].hi = 0;  // every future key falls in bucket 0 (masked anyway)
-    return r;
+    return t5_row_spans(!o_.causal, o_.num_buckets, o_.max_distance);
   }
 
  private:
@@ -128,17 +166,18 @@ Tensor t5_buckets(int64_t q_len, int64_t k_len, int64_t q_offset, bool bidirecti
   position_detail::check_line("t5_buckets", q_len, k_len, q_offset);
   check_t5("t5_buckets", bidirectional, num_buckets, max_distance);
   const float log_span = t5_log_span(bidirectional, num_buckets, max_distance);
-  // relative position = key - query = c - (q_offset + r) spans [lo, k_len - 1] with lo = -(q_offset + q_len - 1):
-  // bucket each of those q_offset + q_len + k_len - 1 values once, then fill the (q, k) matrix.
+  // relative position = key - query = c - (q_offset + r) spans the q_len + k_len - 1 values from
+  // lo = -(q_offset + q_len - 1) up: bucket each once, then fill the (q, k) matrix.
   const int64_t lo = -(q_offset + q_len - 1);
-  std::vector<int64_t> by_offset(static_cast<std::size_t>(k_len - lo));
-  for (int64_t rp = lo; rp < k_len; ++rp)
-    by_offset[static_cast<std::size_t>(rp - lo)] = t5_bucket_unchecked(rp, bidirectional, num_buckets, log_span);
+  std::vector<int64_t> by_offset(static_cast<std::size_t>(q_len + k_len - 1));
+  for (std::size_t m = 0; m < by_offset.size(); ++m)
+    by_offset[m] = t5_bucket_unchecked(lo + static_cast<int64_t>(m), bidirectional, num_buckets, log_span);
   std::vector<int64_t> v(static_cast<std::size_t>(q_len * k_len));
   for (int64_t r = 0; r < q_len; ++r)
     for (int64_t c = 0; c < k_len; ++c)
       v[static_cast<std::size_t>(r * k_len + c)] = by_offset[static_cast<std::size_t>(c - (q_offset + r) - lo)];
   return Tensor::indices({q_len, k_len}, v);
 }
+
 
 }  // namespace rpb::nn
