@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <vector>
 
@@ -83,11 +82,10 @@ TEST_CASE("t5 row spans: the closed form equals the walk over every offset") {
 TEST_CASE("t5 row spans and report: O(num_buckets) at the largest max_distance, no overflow") {
   const int64_t md = nn::limits::kMaxPosition;  // 2^40: the walk would visit 2^41 offsets
   for (const bool causal : {false, true}) {
-    const auto start = std::chrono::steady_clock::now();
+    // A walk over the offsets would not end in any test's time (ctest's timeout fails it).
     const auto scheme = t5(32, md, causal);
     const std::vector<RowSpan> spans = scheme->row_spans();
     const std::string report = scheme->report("pos.t5.");
-    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 1.0);
     // The far side reads the last bucket, beyond every finite distance; the exact buckets hold one offset each.
     CHECK(spans[causal ? 31 : 15].open_lo);
     CHECK(spans[1].lo == -1);
