@@ -12,6 +12,7 @@
 #include "cli/extrapolate.h"
 #include "cli/inspect.h"
 #include "cli/results.h"
+#include "nn/limits.h"
 #include "nn/position.h"
 #include "core/text.h"
 #include "train/checkpoint.h"
@@ -136,7 +137,7 @@ CommandRunner add_eval(CLI::App& cmd) {
   cmd.add_option("checkpoint", a->checkpoint, "a checkpoint .h5 file")->required()->check(CLI::ExistingFile);
   cmd.add_option("--lengths", a->lengths, "comma-separated lengths (multiples of the train length)")
       ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+      ->check(CLI::Range(int64_t{1}, nn::limits::kMaxSequence));
   cmd.add_option("--kjv-path", a->kjv_path,
                  "kjv runs: the text to evaluate on (default checkpoints/data/kjv.txt; the checkpoint's own path is "
                  "never used)");

@@ -89,6 +89,15 @@ TEST_CASE("a run too large for the budget is refused before anything is built, n
     Run run(parse_config(small_config(tmp.path), "small.toml", {"task.vocab=64", "task.order=6"}));
   });
   CHECK(contains(big_table, "task.order: the run needs"));
+  // Every size at its config bound: the estimate saturates instead of overflowing, and still names a key.
+  const std::string corner = error_of([&] {
+    Run run(parse_config(small_config(tmp.path), "small.toml",
+                         {"model.d_model=65536", "model.heads=1024", "model.layers=1024", "model.d_ff=1048576",
+                          "run.batch=65536", "run.length=65536", "run.eval_multipliers=[1]", "run.eval_tokens=65537",
+                          "task.eval_tokens=65537", "model.fused_attention=false"}));
+  });
+  CHECK(contains(corner, ": the run needs about "));
+  CHECK(contains(corner, "EiB"));
   CHECK(peak_memory_bytes() - before < (1 << 20));  // refused before building
   CHECK(!fs::exists(tmp.path / "mem"));
 }

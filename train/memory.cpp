@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
-#include "core/checked.h"
 #include "core/tensor.h"
 #include "core/text.h"
 #include "train/workload.h"
@@ -22,18 +22,35 @@ constexpr const char* kOp = "memory estimate";
 constexpr int64_t kFloat = 4;  // bytes: models train in float32
 constexpr int64_t kIndex = 8;  // bytes: token ids in tensors are int64
 
-int64_t mul(int64_t a, int64_t b) { return checked_mul(a, b, kOp, "size"); }
-int64_t add(int64_t a, int64_t b) { return checked_add(a, b, kOp, "size"); }
+// Saturating: a size past int64 is simply too large, and the budget check names its key.
+constexpr int64_t kHuge = INT64_MAX;
+int64_t mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? kHuge : r;
+}
+int64_t add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? kHuge : r;
+}
+// A count that throws on overflow (the models' parameter counts), saturated likewise.
+template <typename F>
+int64_t saturated(F count) {
+  try {
+    return count();
+  } catch (const Error&) {
+    return kHuge;
+  }
+}
 
 // The bulk of the model that the config sizes: the embedding (and untied or grid head), the blocks and the position
 // table, each with the key that sets it.
 MemoryPart weights_part(const RunConfig& c, int64_t parameters, int64_t vocab) {
   const nn::TransformerOptions& m = c.model;
   const nn::PositionOptions po = c.position();
-  const int64_t position = nn::scheme_info(po).parameters(po);
+  const int64_t position = saturated([&] { return nn::scheme_info(po).parameters(po); });
   const int64_t embedding = mul(mul(vocab, m.d_model), c.dims() == 2 || !m.tie_head ? 2 : 1);
   MemoryPart part{"weights", "model.layers", static_cast<std::size_t>(mul(parameters, kFloat))};
-  const int64_t blocks = parameters - embedding - position;
+  const int64_t blocks = parameters == kHuge ? kHuge : parameters - embedding - position;
   if (embedding > blocks && embedding > position) part.key = "model.d_model";
   if (position > blocks && position > embedding) {
     const char* option = nn::scheme_info(po).length_option;
@@ -122,7 +139,12 @@ MemoryPart data_part(const RunConfig& c) {
 
 }  // namespace
 
-std::size_t MemoryEstimate::total() const { return weights.bytes + training.bytes + activations.bytes + data.bytes; }
+std::size_t MemoryEstimate::total() const {
+  std::size_t sum = 0;
+  for (const MemoryPart* p : {&weights, &training, &activations, &data})
+    sum = p->bytes > SIZE_MAX - sum ? SIZE_MAX : sum + p->bytes;
+  return sum;
+}
 
 const MemoryPart& MemoryEstimate::largest() const {
   const MemoryPart* best = &weights;
@@ -147,7 +169,7 @@ int64_t vocab_bound(const RunConfig& c) { return c.task.kind == "kjv" ? 256 : c.
 
 MemoryEstimate estimate_memory(const RunConfig& c, int64_t vocab) {
   MemoryEstimate e;
-  e.parameters = model_parameter_count(c, vocab);
+  e.parameters = saturated([&] { return model_parameter_count(c, vocab); });
   e.weights = weights_part(c, e.parameters, vocab);
   e.training = training_part(c, e.parameters);
   e.activations = activations_part(c, vocab);

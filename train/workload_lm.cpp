@@ -19,6 +19,10 @@ constexpr uint64_t kSamplerSeedSalt = 0x5eed'ba7c'0000'0001ull;
 class LmWorkload final : public Workload {
  public:
   explicit LmWorkload(const RunConfig& c) : config_(c), task_(data::make_task(c.task)) {
+    // The held-out stream must hold the longest evaluation length: known only once the task's data is read (kjv),
+    // and checked now rather than after training.
+    data::make_eval_plan(static_cast<int64_t>(task_->test_stream().size()), c.length, c.eval_multipliers,
+                         c.eval_tokens);
     Generator init_gen(c.seed);
     model_ = std::make_unique<nn::LanguageModel>(model_options(c, task_->vocab()), init_gen);
     sampler_ = std::make_unique<data::BatchSampler>(task_->train_stream(), c.batch, c.length, c.seed ^ kSamplerSeedSalt);
