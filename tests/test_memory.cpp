@@ -135,6 +135,8 @@ TEST_CASE("a checkpoint whose stored config describes another model is refused b
   c.config_text = small_config(tmp.path);  // as written above, so that the subcases can edit it
 
   SUBCASE("a model thousands of times larger than the file") {
+    BudgetGuard guard;  // without the check, the model would hit this cap, not the machine's memory
+    set_memory_budget({std::size_t{1} << 30, "test"});
     c.config_text.replace(c.config_text.find("d_model = 32"), 12, "d_model = 4096");
     c.config_text.replace(c.config_text.find("layers = 2"), 10, "layers = 1024");
     const std::string crafted = tmp.file("big.h5");
