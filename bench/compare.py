@@ -626,7 +626,7 @@ def main():
         raise SystemExit("--reps must be at least 1")
     build = os.path.join(ROOT, args.build) if not os.path.isabs(args.build) else args.build
     if not os.path.exists(os.path.join(build, "bench_models")):
-        raise SystemExit(f"{build}/bench_models is missing: build rpb first (scripts/build.sh)")
+        raise SystemExit(f"{build}/bench_models is missing: build rpb with its benchmarks first (scripts/build.sh -DRPB_BUILD_BENCH=ON)")
 
     started = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "load": load_average()}
     log = lambda line: print(line, flush=True)  # noqa: E731

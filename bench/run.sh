@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # PyTorch) from Debian for the comparison only (the library never needs them): deps.sh installs whichever
 # are missing, with sudo when not root.
 scripts/deps.sh python3-torch python3-h5py libtcmalloc-minimal4
-scripts/build.sh
+scripts/build.sh -DRPB_BUILD_BENCH=ON
 BUILD_DIR=${RPB_BUILD_DIR:-build}
 
 quick=()

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc)
 scripts/deps.sh
-scripts/build.sh
+scripts/build.sh -DRPB_BUILD_BENCH=OFF  # bench/run.sh builds the benchmarks
 
 # doctest_discover_tests splits a test name at ';' (a CMake list separator), so ctest runs such a
 # test case under a name that matches nothing, and it passes having run nothing. Until no name
