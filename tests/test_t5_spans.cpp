@@ -1,4 +1,4 @@
-// t5's report (`rpb inspect`): each bucket's span of key - query in closed form, equal to walking every offset,
+// t5's report (`rpb inspect`): each bucket's span of key - query found by bisection, equal to walking every offset,
 // and fast whatever max_distance (issue 13: the walk took 8 s at 1e8 and overflowed at 2^61).
 #include <doctest/doctest.h>
 
@@ -60,7 +60,7 @@ void check_same(const std::vector<RowSpan>& got, const std::vector<RowSpan>& wan
 
 }  // namespace
 
-TEST_CASE("t5 row spans: the closed form equals the walk over every offset") {
+TEST_CASE("t5 row spans: the spans found by bisection equal the walk over every offset") {
   int combos = 0;
   for (const bool causal : {false, true})
     for (int64_t nb = 2; nb <= 66; ++nb) {

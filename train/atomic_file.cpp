@@ -17,22 +17,23 @@ namespace rpb {
 
 namespace {
 
-void fsync_path(const fs::path& p, bool directory, const std::string& op) {
-  const int fd = ::open(p.c_str(), O_CLOEXEC | (directory ? (O_RDONLY | O_DIRECTORY) : (O_RDONLY | O_NOFOLLOW)));
-  RPB_CHECK(fd >= 0, op.c_str(), "cannot open ", p.string(), " to fsync it: ", std::strerror(errno));
+// fsyncs the folder `dir`.
+void fsync_folder(const fs::path& dir, const std::string& op) {
+  const int fd = ::open(dir.c_str(), O_CLOEXEC | O_RDONLY | O_DIRECTORY);
+  RPB_CHECK(fd >= 0, op.c_str(), "cannot open ", dir.string(), " to fsync it: ", std::strerror(errno));
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
   // Some file systems cannot fsync a folder (EINVAL); the rename is then as durable as they make it.
-  RPB_CHECK(rc == 0 || (directory && err == EINVAL), op.c_str(), "cannot fsync ", p.string(), ": ", std::strerror(err));
+  RPB_CHECK(rc == 0 || err == EINVAL, op.c_str(), "cannot fsync ", dir.string(), ": ", std::strerror(err));
 }
 
-// The steps of replace_file_atomically, with the temp file created here and handed to `write` open.
-// The temp file is created exclusively and without following links (O_CREAT|O_EXCL|O_NOFOLLOW), so a file
-// or a link planted under its name is never written through. Its name carries this process's pid, so a
-// file already under it is a leftover of a dead process that had the same pid: it is unlinked first.
-using TempWriter = std::function<void(FileDescriptor& fd, const std::string& tmp)>;
-void replace_via_temp(const std::string& path, const TempWriter& write, const std::string& op) {
+}  // namespace
+
+// The temp file is created exclusively and without following links (O_CREAT|O_EXCL|O_NOFOLLOW), so a file or a
+// link planted under its name is never written through. Its name carries this process's pid, so a file already
+// under it is a leftover of a dead process that had the same pid: it is unlinked first.
+void write_file_atomically(const std::string& path, std::string_view content, const std::string& op) {
   const fs::path final_path(path);
   RPB_CHECK(!final_path.filename().empty(), op.c_str(), "the path names no file");
   fs::path dir = final_path.parent_path();
@@ -48,35 +49,20 @@ void replace_via_temp(const std::string& path, const TempWriter& write, const st
   FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   RPB_CHECK(fd.get() >= 0, op.c_str(), "cannot create temp file ", tmp.string(), ": ", std::strerror(errno));
   try {
-    write(fd, tmp.string());
+    write_all(fd.get(), content, tmp.string(), op);
+    RPB_CHECK(::fsync(fd.get()) == 0, op.c_str(), "cannot fsync ", tmp.string(), ": ", std::strerror(errno));
     RPB_CHECK(fd.close() == 0, op.c_str(), "cannot close ", tmp.string(), ": ", std::strerror(errno));
-    fsync_path(tmp, false, op);
     RPB_CHECK(::rename(tmp.c_str(), final_path.c_str()) == 0, op.c_str(), "cannot rename ", tmp.string(),
               " over it: ", std::strerror(errno));
   } catch (...) {
     fs::remove(tmp, ec);
     throw;
   }
-  fsync_path(dir, true, op);
+  fsync_folder(dir, op);
 }
 
-}  // namespace
-
-void replace_file_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write,
-                             const std::string& op) {
-  replace_via_temp(
-      path,
-      [&](FileDescriptor& fd, const std::string& tmp) {
-        RPB_CHECK(fd.close() == 0, op.c_str(), "cannot close ", tmp, ": ", std::strerror(errno));
-        write(tmp);
-      },
-      op);
-}
-
-void write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string op = "write " + path;
-  replace_via_temp(
-      path, [&](FileDescriptor& fd, const std::string& tmp) { write_all(fd.get(), content, tmp, op); }, op);
+void write_file_atomically(const std::string& path, std::string_view content) {
+  write_file_atomically(path, content, "write " + path);
 }
 
 }  // namespace rpb

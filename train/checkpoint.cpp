@@ -4,18 +4,15 @@
 
 #include "core/autograd.h"
 
-#include <fcntl.h>
 #include <hdf5.h>
-#include <unistd.h>
 
 #include <array>
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -149,25 +146,6 @@ std::vector<char> hdf5_image(const std::string& file_path, const Checkpoint& c, 
     write_metrics(root.get(), c.metrics, op);
   };
   return memory_file_image(file_path, bytes, fill, op);
-}
-
-// Writes `bytes` to a new file `path`; the error names the file and the errno text.
-void write_bytes(const std::string& path, const std::vector<char>& bytes, const std::string& op) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  CKPT_CHECK(fd >= 0, "cannot create temp file ", path, ": ", std::strerror(errno));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      RPB_FAIL(op.c_str(), "cannot write temp file ", path, " (", done, " of ", bytes.size(),
-               " bytes written): ", std::strerror(err));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  CKPT_CHECK(::close(fd) == 0, "cannot close temp file ", path, ": ", std::strerror(errno));
 }
 
 // ------------------------------------------------------------- reading ----
@@ -344,7 +322,8 @@ Checkpoint read_layout(hid_t file, const std::string& op) {
 void save_checkpoint(const std::string& path, const Checkpoint& c) {
   const std::string op = "checkpoint " + path;
   QuietHdf5 quiet;
-  replace_file_atomically(path, [&](const std::string& tmp) { write_bytes(tmp, hdf5_image(tmp, c, op), op); }, op);
+  const std::vector<char> image = hdf5_image(path, c, op);
+  write_file_atomically(path, std::string_view(image.data(), image.size()), op);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {

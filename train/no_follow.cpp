@@ -54,7 +54,8 @@ void write_all(int fd, std::string_view bytes, const std::string& path, const st
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     const int err = n < 0 ? errno : ENOSPC;
-    RPB_CHECK(n > 0, op.c_str(), "cannot write ", path, ": ", std::strerror(err));
+    RPB_CHECK(n > 0, op.c_str(), "cannot write ", path, " (", done, " of ", bytes.size(), " bytes written): ",
+              std::strerror(err));
     done += static_cast<std::size_t>(n);
   }
 }

@@ -22,7 +22,8 @@ int64_t checkpoint_vocab(const Checkpoint& c, const RunConfig& config, const std
   const std::string op = "checkpoint " + file;
   for (const auto& [name, value] : c.counters)
     if (name == "vocab") {
-      RPB_CHECK(value >= 1 && value <= (int64_t{1} << 24), op.c_str(), "/state vocab ", value, " is outside [1, 2^24]");
+      RPB_CHECK(value >= 1 && value <= run_limits::kMaxVocab, op.c_str(), "/state vocab ", value, " is outside [1, ",
+                run_limits::kMaxVocab, "]");
       return value;
     }
   if (config.task.kind != "kjv") return config.task.vocab;
@@ -34,9 +35,13 @@ int64_t checkpoint_vocab(const Checkpoint& c, const RunConfig& config, const std
            "the ", held, " parameters the file holds in /params");
 }
 
-void check_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vocab, const std::string& file) {
+void check_checkpoint_step(const Checkpoint& c, const RunConfig& config, const std::string& file) {
   RPB_CHECK(c.step >= 0 && c.step <= config.steps, ("checkpoint " + file).c_str(), "step ", c.step,
-            " is outside [0, run.steps = ", config.steps, "] of the stored config");
+            " is outside [0, run.steps = ", config.steps, "] (a damaged file, or a run.steps below the run's step)");
+}
+
+void check_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vocab, const std::string& file) {
+  check_checkpoint_step(c, config, file);
   const int64_t want = model_parameter_count(config, vocab), held = stored_parameters(c, file);
   // A model near the file's size is built and compared parameter by parameter (check_params names each difference); one
   // far larger would only allocate memory the file cannot fill.

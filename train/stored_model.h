@@ -20,7 +20,11 @@ namespace rpb {
 /// exactly as many parameters as the file holds. Throws rpb::Error naming `file` when none fits.
 int64_t checkpoint_vocab(const Checkpoint& c, const RunConfig& config, const std::string& file);
 
-/// Throws rpb::Error naming `file` unless c.step lies in [0, run.steps] and `config`'s model for `vocab` is within
+/// Throws rpb::Error "checkpoint <file>: step S is outside [0, run.steps = N] (...)" unless c.step lies in
+/// [0, config.steps]: what `train --resume`, `eval` and `inspect` ask of a checkpoint's step.
+void check_checkpoint_step(const Checkpoint& c, const RunConfig& config, const std::string& file);
+
+/// Throws rpb::Error naming `file` unless c.step lies in [0, run.steps] (check_checkpoint_step) and `config`'s model for `vocab` is within
 /// reach of the parameters c.params holds (at most twice as many, plus 2^20): "the stored config describes a model of N
 /// parameters (...), far more than the M the file holds". Builds nothing; a model that passes is small enough to build,
 /// and check_params then names every parameter that differs.

@@ -21,6 +21,7 @@
 #include "train/resume_point.h"
 #include "train/run_folder.h"
 #include "train/run_lock.h"
+#include "train/stored_model.h"
 #include "train/version.h"
 
 namespace fs = std::filesystem;
@@ -121,8 +122,7 @@ int64_t Run::start(bool resume, const std::string& resume_from, TrainSummary& su
   else check_new_run_folder(dir_);
   if (!from) return 0;
   const Checkpoint& c = from->checkpoint;
-  RPB_CHECK(c.step >= 0 && c.step <= config_.steps, ("checkpoint " + from->file).c_str(), "step ", c.step,
-            " is outside [0, run.steps = ", config_.steps, "] (a damaged file, or a run.steps below the run's step)");
+  check_checkpoint_step(c, config_, from->file);
   RPB_CHECK(identity_of(c.config_text) == identity_of(config_.text), "train",
             "the config differs from the one ", from->file,
             " was trained with (only run.steps and the logging/eval keys may change on --resume)");

@@ -117,7 +117,8 @@ class T5Scheme final : public TableScheme {
            " buckets, max_distance " + std::to_string(o_.max_distance);
   }
 
-  // Each row's span in closed form, O(num_buckets) whatever max_distance (t5_row_spans).
+  // Each row's span by bisection over the monotone bucket function (t5_row_spans): O(num_buckets x log
+  // max_distance), not one step per offset.
   std::vector<report::RowSpan> row_spans() const override {
     return t5_row_spans(!o_.causal, o_.num_buckets, o_.max_distance);
   }
