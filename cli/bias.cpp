@@ -209,7 +209,7 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
     scheme = nn::make_position_scheme(po, gen);
   } catch (const OptionError& e) {
     const std::string flag = flag_for(e.field());
-    err << "rpb bias: " << e.what() << (flag.empty() ? "" : " (set by " + flag + ")") << "\n";
+    err << "rpb bias: " << e.message() << (flag.empty() ? "" : " (set by " + flag + ")") << "\n";
     return 2;
   }
 

@@ -113,11 +113,10 @@ CommandRunner add_train(CLI::App& cmd) {
     std::string max_memory;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("config", a->config, "configs/*.toml")->required()->check(CLI::ExistingFile);
+  cmd.add_option("config", a->config, "configs/*.toml")->required();
   cmd.add_flag("--resume", a->resume, "continue the run from its latest checkpoint");
   cmd.add_option("--resume-from", a->resume_from,
-                 "continue the run from this checkpoint of its folder (step_*.h5), and point `latest` at it")
-      ->check(CLI::ExistingFile);
+                 "continue the run from this checkpoint of its folder (step_*.h5), and point `latest` at it");
   cmd.add_option("--set", a->overrides, "override a config key: --set model.d_model=256 (repeatable)");
   add_memory_option(cmd, a->max_memory);
   return [a] {
@@ -134,7 +133,7 @@ CommandRunner add_eval(CLI::App& cmd) {
     std::string max_memory;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("checkpoint", a->checkpoint, "a checkpoint .h5 file")->required()->check(CLI::ExistingFile);
+  cmd.add_option("checkpoint", a->checkpoint, "a checkpoint .h5 file")->required();
   cmd.add_option("--lengths", a->lengths, "comma-separated lengths (multiples of the train length)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, nn::limits::kMaxSequence));
@@ -155,7 +154,7 @@ CommandRunner add_extrapolate(CLI::App& cmd) {
     std::string max_memory;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("config", a->config, "configs/extrapolation*.toml")->required()->check(CLI::ExistingFile);
+  cmd.add_option("config", a->config, "configs/extrapolation*.toml")->required();
   cmd.add_option("--set", a->overrides, "override a config key (repeatable)");
   add_memory_option(cmd, a->max_memory);
   return [a] {
@@ -170,7 +169,7 @@ CommandRunner add_inspect(CLI::App& cmd) {
     std::string max_memory;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("checkpoint", a->checkpoint, "a checkpoint .h5 file")->required()->check(CLI::ExistingFile);
+  cmd.add_option("checkpoint", a->checkpoint, "a checkpoint .h5 file")->required();
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);

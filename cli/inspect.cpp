@@ -93,7 +93,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out) {
       << ", format version " << kCheckpointFormatVersion << "\n  model: d_model " << cfg.model.d_model << ", heads "
       << cfg.model.heads << ", layers " << cfg.model.layers << ", d_ff " << cfg.model.d_ff << "; position scheme "
       << p.scheme << (cfg.model.share_position ? "" : " (one per layer)") << "\n  task: " << cfg.task.kind
-      << ", train length " << cfg.length << "; optimizer " << printable(c.optim.kind) << " at step " << c.optim.step
+      << ", train length " << cfg.length << "; optimizer " << cfg.optim.kind << " at step " << c.optim.step
       << "\n";
 
   print_config(c.config_text, out);

@@ -14,10 +14,12 @@
 namespace {
 
 // An unknown subcommand, or an unknown option before the subcommand, is named (instead of CLI11's generic "A
-// subcommand is required"); returns true when argv[1] is fine.
+// subcommand is required"); returns true when the first argument after the global flags (-v) is fine.
 bool first_argument_known(int argc, char** argv) {
-  if (argc <= 1) return true;
-  const std::string first = argv[1];
+  int i = 1;
+  while (i < argc && (std::string(argv[i]) == "-v" || std::string(argv[i]) == "--verbose")) ++i;  // global flags
+  if (i >= argc) return true;
+  const std::string first = argv[i];
   if (first == "-h" || first == "--help" || first == "--version") return true;
   std::string known;
   for (const rpb::Command& c : rpb::commands()) {
@@ -37,6 +39,11 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   CLI::App app{"rpb: train and study relative-position-bias attention"};
   app.set_version_flag("--version", std::string("rpb ") + rpb::version());
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "log debug messages, and where in rpb's sources an error was raised");
+  app.footer(
+      "Exit status: 0 done; 1 the run failed (a bad config, file or checkpoint, a run error); 2 usage error (the "
+      "command line); 130 / 143 interrupted by SIGINT / SIGTERM (the run saved a checkpoint: resume it).");
   app.require_subcommand(1);
   // CLI11 quotes the arguments it rejects: escaped like every message that reaches the terminal.
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
@@ -62,12 +69,14 @@ int main(int argc, char** argv) {
     return 2;     // usage errors exit 2
   }
 
+  if (verbose) spdlog::set_level(spdlog::level::debug);
   try {
     for (const auto& [sub, run] : runners)
       if (*sub) return run();
   } catch (const rpb::Error& e) {
     // The last line of defence: whatever user text a message quotes, no control byte reaches the terminal.
-    spdlog::error("{}", rpb::terminal_text(e.what()));
+    spdlog::error("{}", rpb::terminal_text(e.message()));
+    if (!e.location().empty()) spdlog::debug("raised at {}", e.location());
     return 1;
   } catch (const std::exception& e) {
     spdlog::error("unexpected error: {}", rpb::terminal_text(e.what()));

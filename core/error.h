@@ -8,10 +8,23 @@
 
 namespace rpb {
 
-/// Every error rpb raises. The message reads "<op>: <what> [<file>:<line>]".
+/// Every error rpb raises. what() reads "<op>: <what> [<file>:<line>]" when the error comes from RPB_CHECK;
+/// message() is the same without the source location, which is for developers: the CLI prints message() and
+/// logs location() at debug level (`rpb --verbose`).
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  /// An error with no source location (message() == what()).
+  explicit Error(const std::string& message) : std::runtime_error(message), message_(message) {}
+  /// An error raised at `location` ("file.cpp:123"): what() appends " [<location>]" to `message`.
+  Error(const std::string& message, std::string location)
+      : std::runtime_error(message + " [" + location + "]"), message_(message), location_(std::move(location)) {}
+  /// What went wrong, for the user: no source location.
+  const std::string& message() const { return message_; }
+  /// Where in rpb's sources the error was raised ("../train/trainer.cpp:145"); empty when unknown.
+  const std::string& location() const { return location_; }
+
+ private:
+  std::string message_, location_;
 };
 
 /// An invalid option value: carries the field at fault and the bare complaint, so that a caller maps the
@@ -20,8 +33,8 @@ class OptionError : public Error {
  public:
   /// `message` reads like Error's; `field` names the option ("num_buckets") and `detail` is the complaint
   /// without the op or the source location ("num_buckets 7 must be even ...").
-  OptionError(const std::string& message, std::string field, std::string detail)
-      : Error(message), field_(std::move(field)), detail_(std::move(detail)) {}
+  OptionError(const std::string& message, std::string location, std::string field, std::string detail)
+      : Error(message, std::move(location)), field_(std::move(field)), detail_(std::move(detail)) {}
   const std::string& field() const { return field_; }
   const std::string& detail() const { return detail_; }
 
@@ -39,15 +52,14 @@ std::string concat(const Args&... args) {
 
 template <typename... Args>
 [[noreturn]] void throw_error(const char* file, int line, const char* op, const Args&... args) {
-  throw Error(std::string(op) + ": " + concat(args...) + " [" + file + ":" + std::to_string(line) + "]");
+  throw Error(std::string(op) + ": " + concat(args...), std::string(file) + ":" + std::to_string(line));
 }
 
 template <typename... Args>
 [[noreturn]] void throw_option_error(const char* file, int line, const char* op, const char* field,
                                      const Args&... args) {
   const std::string what = concat(args...);
-  const std::string message = std::string(op) + ": " + what + " [" + file + ":" + std::to_string(line) + "]";
-  throw OptionError(message, field, what);
+  throw OptionError(std::string(op) + ": " + what, std::string(file) + ":" + std::to_string(line), field, what);
 }
 }  // namespace detail
 
@@ -59,7 +71,11 @@ template <typename... Args>
 /// @code
 /// bool thrown = false;
 /// try { RPB_CHECK(1 + 1 == 3, "arith", "expected ", 3, " got ", 2); }
-/// catch (const rpb::Error& e) { thrown = std::string(e.what()).rfind("arith: expected 3 got 2 [", 0) == 0; }
+/// catch (const rpb::Error& e) {
+///   thrown = std::string(e.what()).rfind("arith: expected 3 got 2 [", 0) == 0;
+///   CHECK(e.message() == "arith: expected 3 got 2");          // what the CLI prints
+///   CHECK(!e.location().empty());                              // "<file>:<line>" of the check
+/// }
 /// CHECK(thrown);
 /// @endcode
 #define RPB_CHECK(cond, op, ...)                                                \

@@ -93,4 +93,25 @@ std::string terminal_text(std::string_view text, std::size_t max_bytes) {
   return escape(text, end, false, true) + cut_note(end, text.size());
 }
 
+int edit_distance(std::string_view a, std::string_view b) {
+  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = static_cast<int>(i);
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string closest(std::string_view word, const std::vector<std::string>& known) {
+  std::string best;
+  int best_distance = 1 << 30;
+  for (const std::string& k : known)
+    if (const int d = edit_distance(word, k); d < best_distance) best_distance = d, best = k;
+  if (best.empty() || best_distance > std::max<int>(2, static_cast<int>(word.size()) / 3)) return "";
+  return best;
+}
+
 }  // namespace rpb

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rpb {
 
@@ -33,5 +34,17 @@ std::string printable(std::string_view text, std::size_t max_bytes = 200);
 /// CHECK(rpb::terminal_text("csi \xc2\x9b") == "csi \\xc2\\x9b");
 /// @endcode
 std::string terminal_text(std::string_view text, std::size_t max_bytes = 8192);
+
+/// Levenshtein distance (insertions, deletions and substitutions of bytes), for did-you-mean suggestions.
+int edit_distance(std::string_view a, std::string_view b);
+
+/// The word of `known` closest to `word` by edit_distance, when it is close enough to be what was meant
+/// (at most max(2, |word| / 3) edits); "" otherwise. Ties go to the first in `known`.
+///
+/// @code
+/// CHECK(rpb::closest("alibii", {"t5", "alibi", "rope"}) == "alibi");
+/// CHECK(rpb::closest("transformer", {"t5", "alibi"}).empty());
+/// @endcode
+std::string closest(std::string_view word, const std::vector<std::string>& known);
 
 }  // namespace rpb

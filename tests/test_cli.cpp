@@ -1,6 +1,7 @@
 // The rpb binary: exit codes and output.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <string>
 
 #include "test_util.h"
@@ -13,10 +14,26 @@ TEST_CASE("rpb --version prints the version") {
   CHECK(r.out.find("rpb 0.1.0") != std::string::npos);
 }
 
-TEST_CASE("rpb --help lists the subcommands") {
+TEST_CASE("rpb --help lists the subcommands and the exit codes") {
   const auto r = run_rpb("--help");
   CHECK(r.code == 0);
   CHECK(r.out.find("demo") != std::string::npos);
+  CHECK(r.out.find("Exit status: 0 done; 1 the run failed") != std::string::npos);
+  CHECK(r.out.find("130 / 143 interrupted") != std::string::npos);
+}
+
+TEST_CASE("run errors print no source location; --verbose logs it at debug level") {
+  rpb::testing::TempDir tmp("cli_verbose");
+  const std::string bad = tmp.file("not_hdf5.h5");
+  { std::ofstream(bad) << "not an HDF5 file"; }
+  auto r = run_rpb("inspect " + bad);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("cannot open as HDF5") != std::string::npos);
+  CHECK(r.out.find(".cpp:") == std::string::npos);
+  r = run_rpb("--verbose inspect " + bad);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("[debug] raised at ") != std::string::npos);
+  CHECK(r.out.find("checkpoint.cpp:") != std::string::npos);
 }
 
 TEST_CASE("usage errors exit 2 with a message") {

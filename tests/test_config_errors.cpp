@@ -69,3 +69,29 @@ TEST_CASE("config: checking the position options of a huge model allocates nothi
         "F:5:10: position.scheme = \"sinusoidal\": invalid for scheme sinusoidal: d_model 63 must be even and at least 2 "
         "(sin and cos per frequency)");
 }
+
+TEST_CASE("a check on two keys names the --set override that set the other key") {
+  TempDir tmp("config_errors");
+  const std::string path = tmp.file("run.toml");
+  std::ofstream(path) << "[optim]\nschedule = \"cosine\"\nwarmup_steps = 50\n[model]\nd_model = 64\nheads = 4\n";
+  CHECK(error_of([&] { load_config(path, {"run.steps=10"}); }) ==
+        path + ":3:16: optim.warmup_steps = 50: expected fewer warm-up steps than run.steps = 10 (set by --set "
+               "run.steps=10)");
+  CHECK(error_of([&] { load_config(path, {"model.d_model=63"}); }) ==
+        path + ":6:9: model.heads = 4: heads 4 must divide model.d_model 63 (set by --set model.d_model=63)");
+  // Set in the file, the other key is not blamed on an override.
+  CHECK(error_of([&] { load_config(path, {"model.heads=5"}); }) ==
+        "--set model.heads=5: model.heads = 5: heads 5 must divide model.d_model 64");
+}
+
+TEST_CASE("a mistyped value gets a did-you-mean over the values, not the keys") {
+  CHECK(config_file_error("[position]\nscheme = \"alibii\"\n") ==
+        "F:2:10: position.scheme = \"alibii\": expected one of learned, sinusoidal, rope, t5, shaw, log_decay, alibi, "
+        "none (did you mean \"alibi\"?)");
+  CHECK(config_file_error("[sweep]\nmethods = [\"rope\", \"t55\"]\n") ==
+        "F:2:11: sweep.methods = [ 'rope', 't55' ]: \"t55\": expected one of learned sinusoidal rope t5 shaw log_decay alibi none (1-D "
+        "task) (did you mean \"t5\"?)");
+  CHECK(config_file_error("[optim]\nkind = \"adamv\"\n") ==
+        "F:2:8: optim.kind = \"adamv\": expected one of adamw, adam, sgd (did you mean \"adamw\"?)");
+  CHECK(config_file_error("[position]\nscheme = \"transformer\"\n").find("did you mean") == std::string::npos);
+}

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +17,7 @@
 
 namespace rpb {
 
+namespace fs = std::filesystem;
 using toml_config::OverrideMap;
 using toml_config::Table;
 namespace L = nn::limits;
@@ -88,7 +91,8 @@ void read_model(Table& model, nn::TransformerOptions& m) {
   model.get("gelu", gelu, {"tanh", "erf"});
   m.gelu = gelu == "tanh" ? GeluApprox::tanh : GeluApprox::erf;
   if (m.d_model % m.heads != 0)
-    model.fail_at("heads", "heads " + std::to_string(m.heads) + " must divide model.d_model " + std::to_string(m.d_model));
+    model.fail_at("heads", "heads " + std::to_string(m.heads) + " must divide model.d_model " + std::to_string(m.d_model) +
+                               model.set_by("d_model"));
   model.done();
 }
 
@@ -117,7 +121,7 @@ void read_grid(Table& grid, GridConfig& g, nn::PositionOptions& p) {
 
 // [position], and the scheme's own checks on the whole model's position options: an rpb::OptionError names
 // the option at fault, reported at its key when the config sets it (else at position.scheme).
-void read_position(Table& pos, Table& grid, RunConfig& c) {
+void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
   nn::PositionOptions& p = c.model.position;
   const int64_t dims = c.dims();
   if (dims == 2 && !pos.has("scheme")) p.scheme = "swin";
@@ -144,7 +148,8 @@ void read_position(Table& pos, Table& grid, RunConfig& c) {
   if (const int64_t limit = info.max_length(po); limit > 0 && limit < c.length)
     table_of(info.length_option)
         .fail_at(info.length_option, "the " + p.scheme + " table needs at least run.length = " + std::to_string(c.length) +
-                                         (dims == 2 ? " cells per side" : " positions") + ", got " + std::to_string(limit));
+                                         (dims == 2 ? " cells per side" : " positions") + run.set_by("length") + ", got " +
+                                         std::to_string(limit));
   pos.done();
 }
 
@@ -164,7 +169,7 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind)
   const int64_t largest = *std::max_element(c.eval_multipliers.begin(), c.eval_multipliers.end());
   const int64_t longest = largest * c.length;  // <= 2^10 x 2^16
   const std::string what = "the longest evaluation length " + std::to_string(largest) + " x run.length " + length +
-                           " = " + std::to_string(longest);
+                           run.set_by("length") + " = " + std::to_string(longest);
   if (positions(longest) > L::kMaxSequence)
     run.fail_at("eval_multipliers",
                 what + (grid ? " (a grid of " + std::to_string(positions(longest)) + " cells)" : "") +
@@ -176,7 +181,8 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind)
                                           std::to_string(largest) + ": every length must score the same tokens");
   if (c.eval_tokens < longest)
     run.fail_at("eval_multipliers", what + " scores at least " + std::to_string(longest) +
-                                        " tokens, over run.eval_tokens = " + std::to_string(c.eval_tokens));
+                                        " tokens, over run.eval_tokens = " + std::to_string(c.eval_tokens) +
+                                        run.set_by("eval_tokens"));
   const bool stream_of_eval_tokens = kind == "markov" || kind == "lag";  // kjv's is its test books
   if (stream_of_eval_tokens && c.task.eval_tokens - 1 < longest)
     run.fail_at("eval_multipliers", what + " needs " + std::to_string(longest + 1) + " held-out tokens; the " + kind +
@@ -230,7 +236,8 @@ void read_optim(const Reader& r, RunConfig& c) {
   o.adam.decoupled = o.kind != "adam";
   o.schedule.total_steps = c.steps;
   if (o.schedule.kind == "cosine" && o.schedule.warmup_steps >= c.steps)
-    opt.fail_at("warmup_steps", "expected fewer warm-up steps than run.steps = " + std::to_string(c.steps));
+    opt.fail_at("warmup_steps", "expected fewer warm-up steps than run.steps = " + std::to_string(c.steps) +
+                                    r.table("run").set_by("steps"));
   opt.ignore("group");
   o.adam.groups = o.sgd.groups = read_groups(ot, r, wd);
   opt.done();
@@ -244,8 +251,11 @@ SweepMethod parse_method(Table& sweep, const std::string& text, int64_t dims) {
   const nn::SchemeInfo* info = nn::find_scheme(m.scheme, dims);
   if (!info) {
     std::string what = "\"" + printable(text) + "\": expected one of";
-    for (const std::string& n : nn::scheme_names(dims)) what += " " + n;
-    sweep.fail_at("methods", what + (dims == 2 ? " (2-D task)" : " (1-D task)"));
+    const std::vector<std::string> known = nn::scheme_names(dims);
+    for (const std::string& n : known) what += " " + n;
+    const std::string near = closest(m.scheme, known);
+    sweep.fail_at("methods", what + (dims == 2 ? " (2-D task)" : " (1-D task)") +
+                                 (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
   }
   if (at == std::string::npos) return m;
   const std::string n = text.substr(at + tag.size());
@@ -286,7 +296,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   read_model(model, c.model);
   read_task(task, c.task);
   read_grid(grid, c.grid, c.model.position);
-  read_position(pos, grid, c);
+  read_position(pos, grid, run, c);
   check_grid(grid, c);
   read_optim(r, c);
   read_sweep(sweep, c);
@@ -349,8 +359,11 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
 }
 
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error("config " + printable(path) + ": no such file");
+  if (fs::is_directory(path, ec)) throw Error("config " + printable(path) + ": is a directory, expected a TOML file");
   std::ifstream in(path);
-  if (!in) throw Error("config " + printable(path) + ": cannot open the file");
+  if (!in) throw Error("config " + printable(path) + ": cannot open the file (" + std::strerror(errno) + ")");
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_config(ss.str(), path, overrides);

@@ -74,7 +74,7 @@ std::optional<ResumePoint> resume_point(const std::string& run_dir) {
   try {
     latest = read_latest(run_dir);
   } catch (const Error& e) {
-    problem = e.what();
+    problem = e.message();
   }
   if (problem.empty() && latest.empty()) {
     if (files.empty()) return std::nullopt;  // a new run
@@ -88,7 +88,7 @@ std::optional<ResumePoint> resume_point(const std::string& run_dir) {
     try {
       return ResumePoint{latest, load_checkpoint(latest)};
     } catch (const Error& e) {
-      problem = std::string(e.what()) + " (the checkpoint `latest` names)";
+      problem = e.message() + " (the checkpoint `latest` names)";
     }
   }
   throw Error(problem + "; " + advice(run_dir, files));

@@ -11,18 +11,6 @@
 
 namespace rpb {
 
-int edit_distance(const std::string& a, const std::string& b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 namespace toml_config {
 
 namespace {
@@ -124,7 +112,7 @@ void Table::get(const char* key, std::string& out, const std::vector<std::string
   if (!n->is_string()) fail(key, *n, "expected a string");
   out = *n->value<std::string>();
   if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), out) == allowed.end())
-    fail(key, *n, "expected one of " + join(allowed) + suggestion(out, allowed), false);
+    fail(key, *n, "expected one of " + join(allowed) + suggestion(out, allowed, false), false);
 }
 
 void Table::get(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t hi) {
@@ -157,7 +145,7 @@ void Table::get(const char* key, std::vector<std::string>& out, const std::vecto
     if (!e.is_string()) fail(key, e, "expected a string array element");
     const std::string v = *e.value<std::string>();
     if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end())
-      fail(key, e, "expected one of " + join(allowed) + suggestion(v, allowed), false);
+      fail(key, e, "expected one of " + join(allowed) + suggestion(v, allowed, false), false);
     out.push_back(v);
   }
 }
@@ -166,6 +154,12 @@ void Table::fail_at(const char* key, const std::string& what) const {
   const toml::node* n = t_ ? t_->get(key) : nullptr;
   if (n) fail(key, *n, what, false);
   throw Error(where(t_ ? t_->source() : toml::source_region{}, source_) + ": " + prefix_ + key + ": " + what);
+}
+
+std::string Table::set_by(const char* key) const {
+  const toml::node* n = t_ ? t_->get(key) : nullptr;
+  const auto it = n ? overrides_->find(n) : overrides_->end();
+  return it != overrides_->end() ? " (set by --set " + printable(it->second) + ")" : "";
 }
 
 std::string Table::location(const toml::node& n, const toml::source_region& r) const {
@@ -181,7 +175,7 @@ void Table::done() const {
     std::vector<std::string> known(seen_.begin(), seen_.end());
     known.insert(known.end(), ignored_.begin(), ignored_.end());
     if (std::find(ignored_.begin(), ignored_.end(), key) != ignored_.end()) continue;
-    throw Error(location(v, k.source()) + ": unknown key " + prefix_ + printable(key) + suggestion(key, known));
+    throw Error(location(v, k.source()) + ": unknown key " + prefix_ + printable(key) + suggestion(key, known, true));
   }
 }
 
@@ -195,15 +189,10 @@ void Table::fail(const char* key, const toml::node& n, const std::string& what, 
               (wrong_type ? std::string(", found ") + type_name(n) : std::string()));
 }
 
-std::string Table::suggestion(const std::string& key, const std::vector<std::string>& known) const {
-  std::string best;
-  int bd = 1 << 30;
-  for (const auto& k : known) {
-    const int d = edit_distance(key, k);
-    if (d < bd) bd = d, best = k;
-  }
-  if (best.empty() || bd > std::max<int>(2, static_cast<int>(key.size()) / 3)) return "";
-  return " (did you mean " + prefix_ + best + "?)";
+std::string Table::suggestion(const std::string& word, const std::vector<std::string>& known, bool is_key) const {
+  const std::string best = closest(word, known);
+  if (best.empty()) return "";
+  return is_key ? " (did you mean " + prefix_ + best + "?)" : " (did you mean \"" + best + "\"?)";
 }
 
 const toml::table* subtable(const toml::table& root, const char* name, const std::string& source) {

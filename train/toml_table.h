@@ -12,9 +12,6 @@
 
 namespace rpb {
 
-/// Levenshtein distance, for did-you-mean suggestions.
-int edit_distance(const std::string& a, const std::string& b);
-
 namespace toml_config {
 
 /// Nodes inserted by --set, with the override's text: copies lose their source region, so errors name the --set.
@@ -49,6 +46,9 @@ class Table {
 
   /// Fails at `key` (or at the table when the key is absent) with `what`.
   [[noreturn]] void fail_at(const char* key, const std::string& what) const;
+  /// " (set by --set run.steps=10)" when `key` of this table came from a --set override, else "": for messages
+  /// about another key that this one constrains, so the user sees which override caused them.
+  std::string set_by(const char* key) const;
   /// Where a node came from: its file:line:column, or the --set that inserted it.
   std::string location(const toml::node& n, const toml::source_region& r) const;
   /// Rejects the keys no get() asked for and no ignore() or know() named.
@@ -62,7 +62,8 @@ class Table {
   const toml::node* node(const char* key);
   /// A wrong type names what was found; a wrong value only what was expected.
   [[noreturn]] void fail(const char* key, const toml::node& n, const std::string& what, bool wrong_type = true) const;
-  std::string suggestion(const std::string& key, const std::vector<std::string>& known) const;
+  /// " (did you mean model.d_model?)" for a key, " (did you mean \"alibi\"?)" for a value; "" when nothing is close.
+  std::string suggestion(const std::string& word, const std::vector<std::string>& known, bool is_key) const;
 
   const toml::table* t_;
   std::string prefix_;

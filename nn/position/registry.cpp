@@ -116,10 +116,13 @@ const SchemeInfo* find_scheme(const std::string& name, int64_t dims) {
 const SchemeInfo& scheme_info(const PositionOptions& o) {
   const SchemeInfo* s = find_scheme(o.scheme, o.dims);
   if (!s) {
+    const std::vector<std::string> known = scheme_names(o.dims);
     std::string names;
-    for (const std::string& n : scheme_names(o.dims)) names += (names.empty() ? "" : ", ") + n;
+    for (const std::string& n : known) names += (names.empty() ? "" : ", ") + n;
+    const std::string near = closest(o.scheme, known);
     RPB_CHECK_OPTION(false, "position", "scheme", "unknown ", o.dims == 2 ? "2-D " : "", "scheme '",
-                     printable(o.scheme), "' (expected one of: ", names, ")");
+                     printable(o.scheme), "' (expected one of: ", names, ")",
+                     near.empty() ? "" : " (did you mean '" + near + "'?)");
   }
   return *s;
 }
