@@ -34,6 +34,18 @@ toml::array array_of(const std::vector<T>& v) {
   return a;
 }
 
+// The shortest text that reads back as the same double (-0.1, not toml++'s -0.10000000000000001); `plain` prefers
+// plain digits (0.0003, not 3e-04) unless they run long (1e-12).
+std::string float_text(double v, bool plain) {
+  char buf[400];
+  char* end = buf;
+  if (plain) end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed).ptr;
+  if (!plain || end - buf > 12) end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  std::string text(buf, end);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
 std::string range_text(int64_t lo, int64_t hi) {
   std::ostringstream os;
   if (hi == INT64_MAX) os << "expected an integer >= " << lo;
@@ -65,7 +77,7 @@ std::string repr(const toml::node& n) {
     text << *n.as_array();
     os << printable(text.str());
   }
-  else if (n.is_floating_point()) os << value_text(n);  // -0.1, not toml++'s -0.10000000000000001
+  else if (n.is_floating_point() && std::isfinite(*n.value<double>())) os << float_text(*n.value<double>(), false);
   else n.visit([&](auto&& v) { os << v; });
   return os.str();
 }
@@ -225,14 +237,8 @@ std::string value_text(const toml::node& n) {
     for (const toml::node& e : *a) s += (s.size() > 1 ? ", " : "") + value_text(e);
     return s + "]";
   }
+  if (n.is_floating_point() && std::isfinite(*n.value<double>())) return float_text(*n.value<double>(), true);
   std::ostringstream os;
-  if (n.is_floating_point() && std::isfinite(*n.value<double>())) {
-    char buf[32];
-    const auto end = std::to_chars(buf, buf + sizeof buf, *n.value<double>()).ptr;
-    std::string text(buf, end);
-    if (text.find_first_of(".e") == std::string::npos) text += ".0";
-    return text;
-  }
   n.visit([&](auto&& v) { os << v; });
   return os.str();
 }
