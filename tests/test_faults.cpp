@@ -486,7 +486,7 @@ TEST_CASE("faults: a NaN in one gradient under a finite loss is skipped, or stop
           ++injected;
         }
     });
-    const TrainSummary s = run.train(true);
+    const TrainSummary s = run.train(true, {}, {.extend = true});
     CHECK(injected == 1);
     const fs::path dir = run.dir();
     const std::string log = file_text(dir / "train.log");
