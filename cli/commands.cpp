@@ -43,6 +43,8 @@ void print_lengths(const Run& run, const std::vector<LengthResult>& results, std
 
 int cmd_train(const std::string& config_path, bool resume, const std::string& resume_from,
               const std::vector<std::string>& overrides, bool extend, bool overwrite) {
+  RPB_CHECK(!extend || resume || !resume_from.empty(), "train",
+            "--extend trains a run on past its run.steps: pass it with --resume or --resume-from");
   const RunConfig cfg = load_config(config_path, overrides);
   Run run(cfg);
   const TrainSummary s = run.train(resume, resume_from, {.extend = extend, .overwrite = overwrite});
@@ -102,8 +104,9 @@ void add_memory_option(CLI::App& cmd, std::string& value) {
 // --overwrite, on the commands that train.
 void add_overwrite_option(CLI::App& cmd, bool& value) {
   cmd.add_flag("--overwrite", value,
-               "a run folder trained with another config (see config_digest in its config.toml) is moved aside to "
-               "<folder>.old-<UTC time> (nothing is deleted) and the run trains afresh");
+               "move a run folder that may not be continued (trained with another config, see config_digest in its "
+               "config.toml; for train without --resume, any checkpoint) aside to <folder>.old-<UTC time> (nothing "
+               "is deleted) and train afresh");
 }
 
 void apply_memory_option(const std::string& value) {

@@ -220,6 +220,10 @@ TEST_CASE("train --resume with more run.steps: refused without --extend; with it
     CHECK(c.metrics[i].lr <= c.metrics[i - 1].lr);  // after the one warm-up step, it never rises
     if (c.metrics[i].step > 6) CHECK(c.metrics[i].lr == doctest::Approx(min_lr).epsilon(1e-12));
   }
+  // --extend only continues a run.
+  const auto alone = run_rpb(train_command(tmp.path, "other", 6, "--extend"));
+  CHECK(alone.code == 1);
+  CHECK(contains(alone.out, "--extend trains a run on past its run.steps: pass it with --resume or --resume-from"));
   // Shortening below the step reached stays an error.
   const auto shorter = run_rpb(train_command(tmp.path, "run", 6, "--resume --set run.steps=8 --extend"));
   CHECK(shorter.code == 1);
