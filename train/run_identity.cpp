@@ -112,9 +112,14 @@ RunMatch match_run(const std::string& stored, const std::string& file, const Run
   RunMatch m{config, {}, false, old.steps};
   const bool steps_differ = config.steps != old.steps;
   // A run keeps its schedule's horizon: the one it was extended with, or with --extend the one it was started with.
-  if (raw_total_steps(config.text) == 0 && (raw_total_steps(old.text) > 0 || (extend && steps_differ)))
-    m.config = parse_config(config.text, config.source,
-                            {"optim.total_steps=" + std::to_string(old.optim.schedule.total_steps)});
+  if (raw_total_steps(config.text) == 0 && (raw_total_steps(old.text) > 0 || (extend && steps_differ))) {
+    try {
+      m.config = parse_config(config.text, config.source,
+                              {"optim.total_steps=" + std::to_string(old.optim.schedule.total_steps)});
+    } catch (const Error&) {
+      // The old horizon does not fit this config (more warm-up steps): the changes below name the difference.
+    }
+  }
   m.changes = identity_changes(old.text, m.config.text);
   if (extend) {
     std::erase_if(m.changes, [](const ConfigChange& c) { return c.key == "run.steps"; });
