@@ -178,6 +178,9 @@ TEST_CASE("train --resume: a changed config is refused naming the keys; --overwr
   const Checkpoint now = load_checkpoint(read_latest(dir.string()));
   CHECK(contains(now.config_text, "lr = 0.01"));
   CHECK(now.metrics.front().step == 1);
+  // A fresh train with --overwrite moves any run aside, whatever its config.
+  REQUIRE(run_rpb(train_command(tmp.path, "run", 4, "--set optim.lr=0.01 --overwrite")).code == 0);
+  CHECK(moved_aside(dir).size() == 2);
   // A second move aside in the same second gets another name.
   fs::create_directories(tmp.path / "x");
   fs::create_directories(tmp.path / "y");
