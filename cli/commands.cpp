@@ -42,10 +42,12 @@ void print_lengths(const Run& run, const std::vector<LengthResult>& results, std
 }  // namespace
 
 int cmd_train(const std::string& config_path, bool resume, const std::string& resume_from,
-              const std::vector<std::string>& overrides) {
+              const std::vector<std::string>& overrides, bool extend, bool overwrite) {
+  RPB_CHECK(!extend || resume || !resume_from.empty(), "train",
+            "--extend trains a run on past its run.steps: pass it with --resume or --resume-from");
   const RunConfig cfg = load_config(config_path, overrides);
   Run run(cfg);
-  const TrainSummary s = run.train(resume, resume_from);
+  const TrainSummary s = run.train(resume, resume_from, {.extend = extend, .overwrite = overwrite});
   if (s.stopped_non_finite) {
     spdlog::error("training stopped at step {}: a non-finite loss or gradient (see {}/train.log)", s.step, run.dir());
     return 1;
@@ -67,9 +69,9 @@ int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths,
   return 0;
 }
 
-int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides) {
+int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides, bool overwrite) {
   const RunConfig cfg = load_config(config_path, overrides);
-  const SweepResult r = run_sweep(cfg);
+  const SweepResult r = run_sweep(cfg, overwrite);
   const std::string dir = cfg.run_dir();
   write_results(r, dir);
   std::cout << format_table(r) << "\nResults: " << dir << "/results.{csv,json,svg}\n";
@@ -99,6 +101,14 @@ void add_memory_option(CLI::App& cmd, std::string& value) {
           "SIZE"));
 }
 
+// --overwrite, on the commands that train.
+void add_overwrite_option(CLI::App& cmd, bool& value) {
+  cmd.add_flag("--overwrite", value,
+               "move a run folder that may not be continued (trained with another config, see config_digest in its "
+               "config.toml; for train without --resume, any checkpoint) aside to <folder>.old-<UTC time> (nothing "
+               "is deleted) and train afresh");
+}
+
 void apply_memory_option(const std::string& value) {
   if (!value.empty()) set_memory_budget({parse_memory_size(value, "--max-memory"), "--max-memory " + printable(value, 40)});
   else if (const std::size_t available = available_memory()) set_memory_budget({available, "the available memory"});
@@ -111,6 +121,7 @@ CommandRunner add_train(CLI::App& cmd) {
     std::string resume_from;
     std::vector<std::string> overrides;
     std::string max_memory;
+    bool extend = false, overwrite = false;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("config", a->config, "configs/*.toml")->required();
@@ -118,10 +129,14 @@ CommandRunner add_train(CLI::App& cmd) {
   cmd.add_option("--resume-from", a->resume_from,
                  "continue the run from this checkpoint of its folder (step_*.h5), and point `latest` at it");
   cmd.add_option("--set", a->overrides, "override a config key: --set model.d_model=256 (repeatable)");
+  cmd.add_flag("--extend", a->extend,
+               "with --resume: train the run on to a new run.steps; the learning-rate schedule keeps the run's original "
+               "horizon (cosine stays at its floor min_lr_ratio x lr past it, warm-up is not repeated)");
+  add_overwrite_option(cmd, a->overwrite);
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
-    return cmd_train(a->config, a->resume, a->resume_from, a->overrides);
+    return cmd_train(a->config, a->resume, a->resume_from, a->overrides, a->extend, a->overwrite);
   };
 }
 
@@ -152,14 +167,16 @@ CommandRunner add_extrapolate(CLI::App& cmd) {
     std::string config;
     std::vector<std::string> overrides;
     std::string max_memory;
+    bool overwrite = false;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("config", a->config, "configs/extrapolation*.toml")->required();
   cmd.add_option("--set", a->overrides, "override a config key (repeatable)");
+  add_overwrite_option(cmd, a->overwrite);
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
-    return cmd_extrapolate(a->config, a->overrides);
+    return cmd_extrapolate(a->config, a->overrides, a->overwrite);
   };
 }
 

@@ -28,14 +28,17 @@ struct Command {
 const std::vector<Command>& commands();
 
 /// Trains the run `config_path` describes (with `overrides` applied), then evaluates it. `resume` continues
-/// from the run folder's `latest`, a non-empty `resume_from` from that checkpoint file (see Run::train).
+/// from the run folder's `latest`, a non-empty `resume_from` from that checkpoint file (see Run::train); `extend`
+/// (--extend) lets a resumed run have another run.steps, `overwrite` (--overwrite) moves a folder holding another
+/// run aside (StartOptions).
 int cmd_train(const std::string& config_path, bool resume, const std::string& resume_from,
-              const std::vector<std::string>& overrides);
+              const std::vector<std::string>& overrides, bool extend = false, bool overwrite = false);
 /// Perplexity of a checkpoint at `lengths` (empty: the config's multiples of the train length). A kjv run reads
 /// the text at `kjv_path` ("": the default path), never the path stored in the checkpoint.
 int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths, const std::string& kjv_path = "");
-/// The perplexity-vs-length sweep: trains or reuses every run, prints the table, writes results.*.
-int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides);
+/// The perplexity-vs-length sweep: trains or reuses every run, prints the table, writes results.*. With `overwrite`
+/// (--overwrite), a run folder trained with another config is moved aside and the run trained afresh.
+int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides, bool overwrite = false);
 /// A readable report of a checkpoint.
 int cmd_inspect(const std::string& checkpoint);
 

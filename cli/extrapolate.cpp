@@ -13,6 +13,7 @@
 #include "nn/position.h"
 #include "train/atomic_file.h"
 #include "train/memory.h"
+#include "train/run_identity.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -41,23 +42,28 @@ std::optional<std::pair<double, double>> mean_std(const std::vector<std::optiona
 
 namespace {
 
-// The run of one method, task and seed: trained, or resumed, or reused when it has finished.
-void train_or_reuse(Run& run, MethodResult& row, const std::string& what) {
+// The run of one method, task and seed: trained, or resumed, or reused when it has finished; a folder trained with
+// another config is refused, or with `overwrite` moved aside (by Run::train) and the run trained afresh.
+void train_or_reuse(Run& run, MethodResult& row, const std::string& what, bool overwrite) {
   const auto latest = run.latest();
-  if (latest && latest->second.step >= run.config().steps) {
+  std::vector<ConfigChange> changes;
+  if (latest) changes = match_run(latest->second.config_text, latest->first, run.config(), /*extend=*/false).changes;
+  if (!changes.empty() && !overwrite)
+    throw Error(changed_config_message("extrapolate", run.dir(), latest->first, changes));
+  if (latest && changes.empty() && latest->second.step >= run.config().steps) {
     spdlog::info("{}: finished earlier, reusing {}", what, run.dir());
     run.restore(latest->second, latest->first);
     return;
   }
   spdlog::info("{}: training in {}", what, run.dir());
   const auto t0 = std::chrono::steady_clock::now();
-  run.train(/*resume=*/true);
+  run.train(/*resume=*/true, {}, {.extend = false, .overwrite = overwrite});
   row.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
 
-SweepResult run_sweep(const RunConfig& base) {
+SweepResult run_sweep(const RunConfig& base, bool overwrite) {
   SweepResult result;
   result.name = base.name;
   result.train_length = base.length;
@@ -85,7 +91,8 @@ SweepResult run_sweep(const RunConfig& base) {
                           "seed" + std::to_string(seed)};
         Run run(run_config(base, sr));
         ++done;
-        train_or_reuse(run, row, fmt::format("[{}/{}] {} / {} / seed {}", done, total, task, method.name(), seed));
+        train_or_reuse(run, row, fmt::format("[{}/{}] {} / {} / seed {}", done, total, task, method.name(), seed),
+                       overwrite);
         std::vector<std::optional<double>> ppl;
         row.lengths.clear();
         for (const LengthResult& r : run.evaluate()) {

@@ -32,8 +32,10 @@ struct SweepResult {
 
 /// Trains (or reuses) every method x task x seed run of the sweep, evaluates each at every
 /// multiplier of the train length, and returns the table. Runs live in
-/// <out_dir>/<name>/<task>/<method>/seed<k>; finished runs are reused, interrupted ones resumed.
-SweepResult run_sweep(const RunConfig& config);
+/// <out_dir>/<name>/<task>/<method>/seed<k>; finished runs are reused, interrupted ones resumed, but only when
+/// their stored config has the run's identity (train/run_identity.h; a sweep never extends a run): else rpb::Error
+/// lists the differing keys, unless `overwrite` moves the run folder aside and trains the run afresh.
+SweepResult run_sweep(const RunConfig& config, bool overwrite = false);
 
 /// mean and sample standard deviation of the defined values (nullopt when none is defined).
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v);

@@ -100,7 +100,7 @@ TrainedRun train_run(const fs::path& dir, const std::vector<std::string>& overri
 // stderr naming the file and every entry of `names`.
 void check_rejected(const TrainedRun& c, const std::vector<std::string>& names) {
   for (const std::string& command : {"inspect " + c.file.string(), "eval " + c.file.string(),
-                                     "train " + c.config.string() + " --resume --set run.steps=8"}) {
+                                     "train " + c.config.string() + " --resume --extend --set run.steps=8"}) {
     CAPTURE(command);
     const Outcome r = rpb_apart(command, c.dir / "stderr.txt");
     CAPTURE(r.err);

@@ -305,7 +305,7 @@ TEST_CASE("faults: a save on a full disk (tmpfs) fails with an error and leaves 
   const fs::path dir = fs_.at / "run";
   // Room for the run's log and the start of the HDF5 file, not for the whole checkpoint (~66 KB).
   fill_disk(fs_.at / "filler", 16 * 1024);
-  const std::string err = error_of([&] { Run(parse_config(text, "full.toml")).train(true); });
+  const std::string err = error_of([&] { Run(parse_config(text, "full.toml")).train(true, {}, {.extend = true}); });
   MESSAGE("full disk: ", err);
   CHECK(contains(err, "step_00000010.h5"));
   CHECK(contains(err, "No space left on device"));
@@ -321,7 +321,7 @@ TEST_CASE("faults: a save on a full disk (tmpfs) fails with an error and leaves 
   // With space again the run resumes from step 5 and completes.
   fs::remove(fs_.at / "filler");
   fs::remove(fs_.at / "filler2");
-  CHECK(Run(parse_config(text, "full.toml")).train(true).step == 10);
+  CHECK(Run(parse_config(text, "full.toml")).train(true, {}, {.extend = true}).step == 10);
   CHECK(load_checkpoint(read_latest(dir.string())).step == 10);
   CHECK(temp_files(dir).empty());
 }
@@ -343,7 +343,7 @@ TEST_CASE("faults: a save past RLIMIT_FSIZE fails with an error and leaves the p
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
-    ::execl(RPB_BINARY, RPB_BINARY, "train", cfg.c_str(), "--resume", static_cast<char*>(nullptr));
+    ::execl(RPB_BINARY, RPB_BINARY, "train", cfg.c_str(), "--resume", "--extend", static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int status = 0;
@@ -356,7 +356,7 @@ TEST_CASE("faults: a save past RLIMIT_FSIZE fails with an error and leaves the p
   CHECK(contains(out, "step_00000010.h5"));
   CHECK(contains(out, "File too large"));
   check_failed_save(dir);
-  r = run_rpb("train " + cfg.string() + " --resume");
+  r = run_rpb("train " + cfg.string() + " --resume --extend");
   CHECK(r.code == 0);
   CHECK(load_checkpoint(read_latest(dir.string())).step == 10);
 }
@@ -433,7 +433,7 @@ TEST_CASE("faults: on_nonfinite = skip leaves parameters and optimizer state bit
   Run run(parse_config(text, "nan.toml", {"run.steps=5"}));
   const Checkpoint before = load_checkpoint(read_latest(run.dir()));
   CHECK(std::isnan(param_named(before, param).to_vector()[3]));
-  const TrainSummary s = run.train(true);
+  const TrainSummary s = run.train(true, {}, {.extend = true});
   CHECK_FALSE(s.stopped_non_finite);
   CHECK(s.step == 5);
   const Checkpoint after = load_checkpoint(read_latest(run.dir()));
@@ -456,7 +456,7 @@ TEST_CASE("faults: on_nonfinite = stop makes rpb train exit non-zero, naming the
   const fs::path cfg = write_text(tmp.path / "nan.toml", poisoned_run(tmp.path, "stop", param));
   const fs::path dir = tmp.path / "run";
   const std::string latest = read_latest(dir.string());
-  const auto r = run_rpb("train " + cfg.string() + " --resume --set run.steps=8");
+  const auto r = run_rpb("train " + cfg.string() + " --resume --extend --set run.steps=8");
   CHECK(r.code == 1);
   CHECK(contains(r.out, "step 5: non-finite value in the loss (parameter " + param + " holds a NaN or an Inf)"));
   CHECK(contains(r.out, "run stopped"));
@@ -486,7 +486,7 @@ TEST_CASE("faults: a NaN in one gradient under a finite loss is skipped, or stop
           ++injected;
         }
     });
-    const TrainSummary s = run.train(true);
+    const TrainSummary s = run.train(true, {}, {.extend = true});
     CHECK(injected == 1);
     const fs::path dir = run.dir();
     const std::string log = file_text(dir / "train.log");

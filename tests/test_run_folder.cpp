@@ -261,7 +261,7 @@ TEST_CASE("run folder: a run removes the temp files interrupted saves left, and 
   for (const std::string& f : stale) std::ofstream(dir / f) << "partial";
   for (const std::string& f : kept) std::ofstream(dir / f) << "mine";
   fs::create_directory(dir / ".latest.tmp.42");  // a folder is never removed
-  Run(tiny_config(tmp.path, "run", 3)).train(true);
+  Run(tiny_config(tmp.path, "run", 3)).train(true, {}, {.extend = true});
   for (const std::string& f : stale) CHECK_MESSAGE(!fs::exists(dir / f), f);
   for (const std::string& f : kept) CHECK_MESSAGE(file_text(dir / f) == "mine", f);
   CHECK(fs::is_directory(dir / ".latest.tmp.42"));

@@ -80,8 +80,10 @@ TEST_CASE("train: no run is overwritten, and a resume refuses a changed model") 
   CHECK(contains(error_of([&] { Run(parse_config(text, "tiny.toml")).train(false); }), "already holds checkpoints"));
   CHECK(contains(error_of([&] { Run(parse_config(text, "tiny.toml", {"model.d_ff=64"})).train(true); }),
                  "the config differs"));
-  // Extending the run is allowed.
-  CHECK(Run(parse_config(text, "tiny.toml", {"run.steps=8"})).train(true).step == 8);
+  // Extending the run takes --extend.
+  CHECK(contains(error_of([&] { Run(parse_config(text, "tiny.toml", {"run.steps=8"})).train(true); }),
+                 "run.steps: 6 -> 8"));
+  CHECK(Run(parse_config(text, "tiny.toml", {"run.steps=8"})).train(true, {}, {.extend = true}).step == 8);
 }
 
 TEST_CASE("train: evaluation scores every length; learned positions are n/a past their table") {

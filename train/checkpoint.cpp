@@ -58,11 +58,12 @@ void write_tensor_group(hid_t file, const std::string& group_name, const nn::Nam
   }
 }
 
-/// The root attributes: format_version, rpb_version, config, step, created.
+/// The root attributes: format_version, rpb_version, config, config_digest (when known), step, created.
 void write_root_attrs(hid_t root, const Checkpoint& c, const std::string& op) {
   write_attr(root, "format_version", H5T_NATIVE_INT, kCheckpointFormatVersion, "/", op);
   write_string_attr(root, "rpb_version", c.library_version.empty() ? version() : c.library_version, "/", op);
   write_string_attr(root, "config", c.config_text, "/", op);
+  if (!c.config_digest.empty()) write_string_attr(root, "config_digest", c.config_digest, "/", op);
   write_attr(root, "step", H5T_NATIVE_INT64, c.step, "/", op);
   write_string_attr(root, "created", iso_time_now(), "/", op);
 }
@@ -237,6 +238,7 @@ void read_root_attrs(hid_t root, Checkpoint& c, const std::string& op) {
              kCheckpointFormatVersion, ")");
   c.library_version = read_string_attr(root, "rpb_version", "/", op);
   c.config_text = read_string_attr(root, "config", "/", op);
+  if (H5Aexists(root, "config_digest") > 0) c.config_digest = read_string_attr(root, "config_digest", "/", op);
   c.step = read_int_attr(root, "step", "/", op);
   check_step(c.step, "attribute step of /", op);
 }

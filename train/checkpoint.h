@@ -30,7 +30,8 @@ struct MetricsRow {
 /// Everything needed to resume a run, and what `rpb inspect`, h5dump and h5py show.
 ///
 /// File layout (HDF5):
-///   /                attributes format_version (int32), rpb_version, config, created (ISO 8601 UTC) (strings), step (int64)
+///   /                attributes format_version (int32), rpb_version, config, config_digest (optional), created
+///                    (ISO 8601 UTC) (strings), step (int64)
 ///   /params/<path>   one dataset per parameter, named by its module path ("blocks.0.attn.qkv.weight")
 ///   /buffers/<path>  persistent buffers, likewise
 ///   /optim           attributes kind, groups (strings), step (int64), and one float64 attribute per hyper-parameter
@@ -51,6 +52,9 @@ struct Checkpoint {
   int64_t step = 0;
   /// The TOML config, verbatim (root attribute "config").
   std::string config_text;
+  /// The digest of the config's identity (train/run_identity.h config_digest), root attribute "config_digest":
+  /// written when not empty, empty when the file has none (checkpoints written before digests).
+  std::string config_digest;
   /// Root attribute "rpb_version"; save_checkpoint fills in rpb::version() when empty.
   std::string library_version;
   nn::NamedTensors params;

@@ -25,13 +25,23 @@ using namespace run_limits;
 
 namespace {
 
-// The tables of one document, read in turn; each reader takes what it needs from the config read so far.
+// The table `name` of `root`, created when absent.
+toml::table& table_in(toml::table& root, const char* name) {
+  if (!root.contains(name)) root.insert(name, toml::table{});
+  return *root.get(name)->as_table();
+}
+
+// The tables of one document, read in turn; each reader takes what it needs from the config read so far and
+// writes every key it accepts, with its final value, into `effective` (the effective config, RunConfig::text).
 struct Reader {
   const toml::table& root;
   const std::string& source;
   const OverrideMap& applied;
+  toml::table& effective;
   Table table(const char* name) const {
-    return Table(toml_config::subtable(root, name, source), std::string(name) + ".", source, applied);
+    Table t(toml_config::subtable(root, name, source), std::string(name) + ".", source, applied);
+    t.write_to(table_in(effective, name));
+    return t;
   }
 };
 
@@ -195,15 +205,19 @@ void check_grid(Table& grid, const RunConfig& c) {
   grid.done();
 }
 
-std::vector<optim::GroupRule> read_groups(const toml::table* ot, const Reader& r, double weight_decay) {
+std::vector<optim::GroupRule> read_groups(const toml::table* ot, const Reader& r, double weight_decay,
+                                         std::vector<std::string>* accepted) {
   std::vector<optim::GroupRule> groups;
   if (!ot || !ot->contains("group")) return groups;
+  toml::array effective;
   const toml::node* gn = ot->get("group");
   const toml::array* ga = gn->as_array();
   if (!ga || !ga->is_array_of_tables())
     throw Error(toml_config::where(gn->source(), r.source) + ": optim.group: expected [[optim.group]] tables");
   for (const toml::node& e : *ga) {
     Table g(e.as_table(), "optim.group.", r.source, r.applied);
+    toml::table out;
+    g.write_to(out);
     optim::GroupRule rule;
     rule.weight_decay = weight_decay;
     g.get("pattern", rule.pattern);
@@ -211,15 +225,20 @@ std::vector<optim::GroupRule> read_groups(const toml::table* ot, const Reader& r
     g.get("weight_decay", rule.weight_decay, 0.0, 1e3);
     g.get("lr_scale", rule.lr_scale, 0.0, 1e6);
     g.done();
+    if (accepted)
+      for (const std::string& k : g.seen()) accepted->push_back("optim.group." + k);
+    effective.push_back(std::move(out));
     groups.push_back(rule);
   }
+  table_in(r.effective, "optim").insert_or_assign("group", std::move(effective));
   return groups;
 }
 
-void read_optim(const Reader& r, RunConfig& c) {
+Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accepted) {
   OptimConfig& o = c.optim;
   const toml::table* ot = toml_config::subtable(r.root, "optim", r.source);
   Table opt(ot, "optim.", r.source, r.applied);
+  opt.write_to(table_in(r.effective, "optim"));
   opt.get("kind", o.kind, {"adamw", "adam", "sgd"});
   opt.get("lr", o.schedule.lr, 0.0, 1e3, true);
   opt.get("schedule", o.schedule.kind, {"constant", "cosine"});
@@ -234,13 +253,18 @@ void read_optim(const Reader& r, RunConfig& c) {
   opt.get("grad_clip", o.grad_clip, 0.0, 1e12);
   o.adam.weight_decay = o.sgd.weight_decay = wd;
   o.adam.decoupled = o.kind != "adam";
-  o.schedule.total_steps = c.steps;
-  if (o.schedule.kind == "cosine" && o.schedule.warmup_steps >= c.steps)
-    opt.fail_at("warmup_steps", "expected fewer warm-up steps than run.steps = " + std::to_string(c.steps) +
-                                    r.table("run").set_by("steps"));
+  int64_t horizon = 0;  // 0: run.steps (train --extend sets the steps the run was started with)
+  opt.get("total_steps", horizon, 0, kMaxSteps);
+  o.schedule.total_steps = horizon > 0 ? horizon : c.steps;
+  if (o.schedule.kind == "cosine" && o.schedule.warmup_steps >= o.schedule.total_steps)
+    opt.fail_at("warmup_steps", "expected fewer warm-up steps than " +
+                                    (horizon > 0 ? "optim.total_steps = " : std::string("run.steps = ")) +
+                                    std::to_string(o.schedule.total_steps) +
+                                    (horizon > 0 ? opt.set_by("total_steps") : r.table("run").set_by("steps")));
   opt.ignore("group");
-  o.adam.groups = o.sgd.groups = read_groups(ot, r, wd);
+  o.adam.groups = o.sgd.groups = read_groups(ot, r, wd, accepted);
   opt.done();
+  return opt;
 }
 
 // "swin_v2@window8" -> {swin_v2, 8}; the error names what was expected for the sweep's dims.
@@ -282,10 +306,13 @@ void read_sweep(Table& sweep, RunConfig& c) {
   sweep.done();
 }
 
-RunConfig parse_document(toml::table& root, const std::string& source, const OverrideMap& applied) {
+// Reads and checks `root`; `accepted`, when given, receives every dotted key the readers asked for.
+RunConfig parse_document(toml::table& root, const std::string& source, const OverrideMap& applied,
+                         std::vector<std::string>* accepted = nullptr) {
   RunConfig c;
   c.source = source;
-  const Reader r{root, source, applied};
+  toml::table effective;
+  const Reader r{root, source, applied, effective};
   Table top(&root, "", source, applied);
   for (const char* t : {"run", "model", "position", "task", "grid", "optim", "sweep"}) top.know(t);
   top.done();
@@ -298,14 +325,20 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   read_grid(grid, c.grid, c.model.position);
   read_position(pos, grid, run, c);
   check_grid(grid, c);
-  read_optim(r, c);
+  const Table opt = read_optim(r, c, accepted);
   read_sweep(sweep, c);
   for (const std::string& kind : c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks)
     check_eval_lengths(run, c, kind);
 
-  std::ostringstream os;
-  os << root;
-  c.text = os.str();
+  // The sweep table stays as written: its defaults depend on the tasks, and it is not part of a run's identity.
+  effective.erase("sweep");
+  if (const toml::table* st = toml_config::subtable(root, "sweep", source)) effective.insert("sweep", *st);
+  c.text = toml_config::document_text(effective);
+  if (accepted)
+    for (const auto& [prefix, t] : {std::pair<std::string, const Table*>{"run.", &run}, {"model.", &model},
+                                    {"task.", &task}, {"grid.", &grid}, {"position.", &pos}, {"optim.", &opt}})
+      for (const std::string& k : t->seen())
+        if (prefix + k != "optim.group") accepted->push_back(prefix + k);
   return c;
 }
 
@@ -315,12 +348,6 @@ toml::table parse_text(const std::string& text, const std::string& source) {
   } catch (const toml::parse_error& e) {
     throw Error(toml_config::where(e.source(), source) + ": TOML syntax error: " + printable(e.description()));
   }
-}
-
-// The table `name` of `root`, created when absent.
-toml::table& table_in(toml::table& root, const char* name) {
-  if (!root.contains(name)) root.insert(name, toml::table{});
-  return *root.get(name)->as_table();
 }
 
 }  // namespace
@@ -356,6 +383,13 @@ RunConfig parse_config(const std::string& text, const std::string& source, const
   OverrideMap applied;
   for (const std::string& o : overrides) toml_config::apply_override(root, o, applied);
   return parse_document(root, source, applied);
+}
+
+std::vector<std::string> accepted_keys(const std::string& text, const std::string& source) {
+  toml::table root = parse_text(text, source);
+  std::vector<std::string> keys;
+  parse_document(root, source, OverrideMap{}, &keys);
+  return keys;
 }
 
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {

@@ -88,7 +88,10 @@ struct RunConfig {
   SweepConfig sweep;                 // [sweep]
 
   std::string source;                // the file it came from ("<string>" when parsed from text)
-  std::string text;                  // the configuration as TOML, overrides applied (stored in checkpoints)
+  /// The effective configuration as TOML (stored in checkpoints and in the run folder's config.toml): every key the
+  /// parser accepts for this run's task and scheme, with its value (defaults filled in, overrides applied), in a
+  /// fixed layout (toml_config::document_text); the [sweep] table as written. Parsing it gives the same RunConfig.
+  std::string text;
 
   /// The run folder: <out_dir>/<name>.
   std::string run_dir() const;
@@ -110,6 +113,10 @@ struct SweepRun {
 /// The config of one sweep run: `sweep`'s document with the run's keys set to typed values, read and validated
 /// as a whole like a file (so its text, stored in checkpoints, is the sweep's text with those keys).
 RunConfig run_config(const RunConfig& sweep, const SweepRun& run);
+
+/// Every dotted key the parser reads for the config `text` (its task and scheme), the [sweep] table aside: the keys
+/// RunConfig::text holds ("optim.group.<key>" for the keys of each [[optim.group]]).
+std::vector<std::string> accepted_keys(const std::string& text, const std::string& source);
 
 /// Reads and validates a config file; `overrides` are "key=value" strings (dotted keys,
 /// TOML values: --set model.d_model=256 --set position.scheme="alibi").

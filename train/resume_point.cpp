@@ -60,12 +60,18 @@ std::string advice(const std::string& run_dir, const std::vector<CheckpointFile>
 
 }  // namespace
 
-void check_new_run_folder(const std::string& run_dir) {
+std::string run_folder_checkpoints(const std::string& run_dir) {
   std::string what = describe_checkpoints(checkpoint_files(run_dir));
   const std::string latest = describe_latest(run_dir);
   if (!latest.empty()) what += (what.empty() ? "" : "; ") + latest;
+  return what;
+}
+
+void check_new_run_folder(const std::string& run_dir) {
+  const std::string what = run_folder_checkpoints(run_dir);
   RPB_CHECK(what.empty(), "train", run_dir, " already holds checkpoints (", what,
-            "); use --resume to continue it, or choose another run.name");
+            "); use --resume to continue it, choose another run.name, or pass --overwrite to move the folder aside "
+            "(nothing is deleted) and start afresh");
 }
 
 std::optional<ResumePoint> resume_point(const std::string& run_dir) {

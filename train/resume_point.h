@@ -14,6 +14,10 @@ struct ResumePoint {
   Checkpoint checkpoint;
 };
 
+/// What `run_dir` holds of a run, for a message: its checkpoint files ("3 checkpoint files, the newest
+/// step_00000030.h5") and its `latest` ("`latest` naming step_00000030.h5"); "" when a new run may start there.
+std::string run_folder_checkpoints(const std::string& run_dir);
+
 /// The guard of `rpb train` without --resume: throws rpb::Error "train: <run_dir> already holds checkpoints
 /// (...)" naming what is there when the folder holds any checkpoint file (step_*.h5, whatever `latest`
 /// says) or a `latest` that is not empty (a pointer, a folder, a link). Returns when a new run may start.

@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
+#include <system_error>
+
+#include "core/error.h"
 
 namespace fs = std::filesystem;
 
@@ -73,6 +77,21 @@ std::vector<std::string> remove_stale_temp_files(const std::string& run_dir) {
     if (fs::remove(p, ec)) removed.push_back(p.filename().string());  // unlinks a link, never its target
   std::sort(removed.begin(), removed.end());
   return removed;
+}
+
+std::string move_run_aside(const std::string& run_dir) {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  const std::string base = fs::path(run_dir).lexically_normal().string() + ".old-" + stamp;
+  std::string to = base;
+  for (int i = 2; fs::exists(fs::symlink_status(to)); ++i) to = base + "-" + std::to_string(i);
+  std::error_code ec;
+  fs::rename(run_dir, to, ec);
+  if (ec) throw Error("--overwrite: cannot move the run folder " + run_dir + " aside to " + to + ": " + ec.message());
+  return to;
 }
 
 }  // namespace rpb

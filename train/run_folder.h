@@ -30,4 +30,9 @@ std::vector<CheckpointFile> checkpoint_files(const std::string& run_dir);
 /// RunLock, when no live rpb process can be writing one of them.
 std::vector<std::string> remove_stale_temp_files(const std::string& run_dir);
 
+/// Moves the run folder `run_dir` aside (what --overwrite does; nothing is deleted): renames it to
+/// "<run_dir>.old-<UTC time, 20261123T183000Z>", or "...Z-2", "...Z-3" when that name is taken, and returns the
+/// new name. Throws rpb::Error naming both paths when the rename fails.
+std::string move_run_aside(const std::string& run_dir);
+
 }  // namespace rpb

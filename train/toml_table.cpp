@@ -15,6 +15,25 @@ namespace toml_config {
 
 namespace {
 
+template <typename T>
+toml::array array_of(const std::vector<T>& v) {
+  toml::array a;
+  for (const T& e : v) a.push_back(e);
+  return a;
+}
+
+// The shortest text that reads back as the same double (-0.1, not toml++'s -0.10000000000000001); `plain` prefers
+// plain digits (0.0003, not 3e-04) unless they run long (1e-12).
+std::string float_text(double v, bool plain) {
+  char buf[400];
+  char* end = buf;
+  if (plain) end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed).ptr;
+  if (!plain || end - buf > 12) end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  std::string text(buf, end);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
 std::string range_text(int64_t lo, int64_t hi) {
   std::ostringstream os;
   if (hi == INT64_MAX) os << "expected an integer >= " << lo;
@@ -46,14 +65,8 @@ std::string repr(const toml::node& n) {
     text << *n.as_array();
     os << printable(text.str());
   }
-  else if (n.is_floating_point() && std::isfinite(*n.value<double>())) {
-    // The shortest text that reads back as the same double (-0.1, not toml++'s -0.10000000000000001).
-    char buf[32];
-    const auto end = std::to_chars(buf, buf + sizeof buf, *n.value<double>()).ptr;
-    std::string text(buf, end);
-    if (text.find_first_of(".e") == std::string::npos) text += ".0";
-    os << text;
-  } else n.visit([&](auto&& v) { os << v; });
+  else if (n.is_floating_point() && std::isfinite(*n.value<double>())) os << float_text(*n.value<double>(), false);
+  else n.visit([&](auto&& v) { os << v; });
   return os.str();
 }
 
@@ -74,10 +87,12 @@ Table::Table(const toml::table* t, std::string prefix, const std::string& source
 
 void Table::get(const char* key, int64_t& out, int64_t lo, int64_t hi) {
   const toml::node* n = node(key);
-  if (!n) return;
-  if (!n->is_integer()) fail(key, *n, range_text(lo, hi));
-  out = *n->value<int64_t>();
-  if (out < lo || out > hi) fail(key, *n, range_text(lo, hi), false);
+  if (n) {
+    if (!n->is_integer()) fail(key, *n, range_text(lo, hi));
+    out = *n->value<int64_t>();
+    if (out < lo || out > hi) fail(key, *n, range_text(lo, hi), false);
+  }
+  put(key, out);
 }
 
 void Table::get(const char* key, uint64_t& out) {
@@ -88,66 +103,76 @@ void Table::get(const char* key, uint64_t& out) {
 
 void Table::get(const char* key, double& out, double lo, double hi, bool lo_open, bool hi_open) {
   const toml::node* n = node(key);
-  if (!n) return;
-  if (!n->is_number()) fail(key, *n, "expected a number");
-  out = n->is_integer() ? static_cast<double>(*n->value<int64_t>()) : *n->value<double>();
-  const bool ok = (lo_open ? out > lo : out >= lo) && (hi_open ? out < hi : out <= hi);
-  if (!ok) {
-    std::ostringstream os;
-    os << "expected a value in " << (lo_open ? "(" : "[") << lo << ", " << hi << (hi_open ? ")" : "]");
-    fail(key, *n, os.str(), false);
+  if (n) {
+    if (!n->is_number()) fail(key, *n, "expected a number");
+    out = n->is_integer() ? static_cast<double>(*n->value<int64_t>()) : *n->value<double>();
+    const bool ok = (lo_open ? out > lo : out >= lo) && (hi_open ? out < hi : out <= hi);
+    if (!ok) {
+      std::ostringstream os;
+      os << "expected a value in " << (lo_open ? "(" : "[") << lo << ", " << hi << (hi_open ? ")" : "]");
+      fail(key, *n, os.str(), false);
+    }
   }
+  put(key, out);
 }
 
 void Table::get(const char* key, bool& out) {
   const toml::node* n = node(key);
-  if (!n) return;
-  if (!n->is_boolean()) fail(key, *n, "expected true or false");
-  out = *n->value<bool>();
+  if (n) {
+    if (!n->is_boolean()) fail(key, *n, "expected true or false");
+    out = *n->value<bool>();
+  }
+  put(key, out);
 }
 
 void Table::get(const char* key, std::string& out, const std::vector<std::string>& allowed) {
   const toml::node* n = node(key);
-  if (!n) return;
-  if (!n->is_string()) fail(key, *n, "expected a string");
-  out = *n->value<std::string>();
-  if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), out) == allowed.end())
-    fail(key, *n, "expected one of " + join(allowed) + suggestion(out, allowed, false), false);
+  if (n) {
+    if (!n->is_string()) fail(key, *n, "expected a string");
+    out = *n->value<std::string>();
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), out) == allowed.end())
+      fail(key, *n, "expected one of " + join(allowed) + suggestion(out, allowed, false), false);
+  }
+  put(key, out);
 }
 
 void Table::get(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t hi) {
   const toml::node* n = node(key);
-  if (!n) return;
-  const toml::array* a = n->as_array();
-  if (!a || a->empty()) fail(key, *n, "expected a non-empty array of integers");
-  out.clear();
-  for (const toml::node& e : *a) {
-    if (!e.is_integer()) fail(key, e, "expected an integer array element");
-    const int64_t v = *e.value<int64_t>();
-    if (v < lo || v > hi) fail(key, e, range_text(lo, hi), false);
-    out.push_back(v);
+  if (n) {
+    const toml::array* a = n->as_array();
+    if (!a || a->empty()) fail(key, *n, "expected a non-empty array of integers");
+    out.clear();
+    for (const toml::node& e : *a) {
+      if (!e.is_integer()) fail(key, e, "expected an integer array element");
+      const int64_t v = *e.value<int64_t>();
+      if (v < lo || v > hi) fail(key, e, range_text(lo, hi), false);
+      out.push_back(v);
+    }
   }
+  put(key, array_of(out));
 }
 
 void Table::get(const char* key, std::vector<uint64_t>& out) {
-  std::vector<int64_t> v;
+  std::vector<int64_t> v(out.begin(), out.end());
   get(key, v, 0, INT64_MAX);
-  if (has(key)) out.assign(v.begin(), v.end());
+  out.assign(v.begin(), v.end());
 }
 
 void Table::get(const char* key, std::vector<std::string>& out, const std::vector<std::string>& allowed) {
   const toml::node* n = node(key);
-  if (!n) return;
-  const toml::array* a = n->as_array();
-  if (!a || a->empty()) fail(key, *n, "expected a non-empty array of strings");
-  out.clear();
-  for (const toml::node& e : *a) {
-    if (!e.is_string()) fail(key, e, "expected a string array element");
-    const std::string v = *e.value<std::string>();
-    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end())
-      fail(key, e, "expected one of " + join(allowed) + suggestion(v, allowed, false), false);
-    out.push_back(v);
+  if (n) {
+    const toml::array* a = n->as_array();
+    if (!a || a->empty()) fail(key, *n, "expected a non-empty array of strings");
+    out.clear();
+    for (const toml::node& e : *a) {
+      if (!e.is_string()) fail(key, e, "expected a string array element");
+      const std::string v = *e.value<std::string>();
+      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+        fail(key, e, "expected one of " + join(allowed) + suggestion(v, allowed, false), false);
+      out.push_back(v);
+    }
   }
+  if (!out.empty()) put(key, array_of(out));  // an empty list (sweep.tasks) is the default and has no TOML form
 }
 
 void Table::fail_at(const char* key, const std::string& what) const {
@@ -193,6 +218,41 @@ std::string Table::suggestion(const std::string& word, const std::vector<std::st
   const std::string best = closest(word, known);
   if (best.empty()) return "";
   return is_key ? " (did you mean " + prefix_ + best + "?)" : " (did you mean \"" + best + "\"?)";
+}
+
+std::string value_text(const toml::node& n) {
+  if (const toml::array* a = n.as_array()) {
+    std::string s = "[";
+    for (const toml::node& e : *a) s += (s.size() > 1 ? ", " : "") + value_text(e);
+    return s + "]";
+  }
+  if (n.is_floating_point() && std::isfinite(*n.value<double>())) return float_text(*n.value<double>(), true);
+  std::ostringstream os;
+  n.visit([&](auto&& v) { os << v; });
+  return os.str();
+}
+
+namespace {
+
+void write_section(std::string& out, const toml::table& t, const std::string& header, const std::string& path) {
+  if (!header.empty()) out += (out.empty() ? "" : "\n") + header + "\n";
+  for (auto&& [k, v] : t)
+    if (!v.is_table() && !(v.is_array() && v.as_array()->is_array_of_tables() && !v.as_array()->empty()))
+      out += std::string(k.str()) + " = " + value_text(v) + "\n";
+  for (auto&& [k, v] : t) {
+    const std::string sub = path.empty() ? std::string(k.str()) : path + "." + std::string(k.str());
+    if (const toml::table* st = v.as_table()) write_section(out, *st, "[" + sub + "]", sub);
+    else if (v.is_array() && v.as_array()->is_array_of_tables() && !v.as_array()->empty())
+      for (const toml::node& e : *v.as_array()) write_section(out, *e.as_table(), "[[" + sub + "]]", sub);
+  }
+}
+
+}  // namespace
+
+std::string document_text(const toml::table& root) {
+  std::string out;
+  write_section(out, root, "", "");
+  return out;
 }
 
 const toml::table* subtable(const toml::table& root, const char* name, const std::string& source) {

@@ -57,9 +57,19 @@ class Table {
   void ignore(const std::string& key) { ignored_.push_back(key); }
   /// Registers a key as known even if this reader never asks for its value.
   void know(const char* key) { seen_.insert(key); }
+  /// From now on every get() also writes the key's final value (the one read, or the default it kept) into
+  /// `effective`: after a reader's gets, `effective` holds every key it accepts (the effective config).
+  void write_to(toml::table& effective) { effective_ = &effective; }
+  /// The keys asked for so far (by get() or know()), without the prefix.
+  const std::set<std::string>& seen() const { return seen_; }
 
  private:
   const toml::node* node(const char* key);
+  /// Writes `value` at `key` into the effective table, if any.
+  template <typename T>
+  void put(const char* key, T&& value) {
+    if (effective_) effective_->insert_or_assign(key, std::forward<T>(value));
+  }
   /// A wrong type names what was found; a wrong value only what was expected.
   [[noreturn]] void fail(const char* key, const toml::node& n, const std::string& what, bool wrong_type = true) const;
   /// " (did you mean model.d_model?)" for a key, " (did you mean \"alibi\"?)" for a value; "" when nothing is close.
@@ -71,10 +81,20 @@ class Table {
   const OverrideMap* overrides_;
   std::set<std::string> seen_;
   std::vector<std::string> ignored_;
+  toml::table* effective_ = nullptr;
 };
 
 /// The sub-table `name` of `root`, null when absent; a key of another type is an error.
 const toml::table* subtable(const toml::table& root, const char* name, const std::string& source);
+
+/// A value as TOML text that reads back as the same value: floats in their shortest form (3e-4 is "0.0003", not
+/// toml++'s "0.00029999999999999997"), strings quoted and escaped, arrays on one line.
+std::string value_text(const toml::node& n);
+
+/// `root` as a TOML document in a fixed layout: one [table] section per sub-table and one [[array]] section per
+/// table of an array of tables, keys in sorted order (toml::table's), values as value_text writes them. Two
+/// documents holding the same keys and values give the same text, whatever their order, spacing or comments.
+std::string document_text(const toml::table& root);
 
 /// Applies "a.b.c=value" to `root` (the value is TOML; a bare word is a string) and records the node in `applied`.
 void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied);

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <toml++/toml.h>
 
 #include "optim/adam.h"
 #include "optim/clip.h"
@@ -20,6 +19,7 @@
 #include "train/memory.h"
 #include "train/resume_point.h"
 #include "train/run_folder.h"
+#include "train/run_identity.h"
 #include "train/run_lock.h"
 #include "train/stored_model.h"
 #include "train/version.h"
@@ -34,21 +34,6 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const OptimConfig& c, const nn:
 }
 
 namespace {
-
-// The configuration that must not change across a resume: everything but the run's
-// length, logging and evaluation settings, and the sweep.
-std::string identity_of(const std::string& text) {
-  toml::table t = toml::parse(text);
-  if (toml::table* run = t["run"].as_table())
-    for (const char* k : {"steps", "log_every", "checkpoint_every", "eval_multipliers", "eval_tokens", "eval_batch"})
-      run->erase(k);
-  t.erase("sweep");
-  if (toml::table* g = t["grid"].as_table()) g->erase("eval_window");
-  if (toml::table* o = t["optim"].as_table()) o->erase("min_lr_ratio");
-  std::ostringstream os;
-  os << t;
-  return os.str();
-}
 
 // The run's logger: train.log (every level, each line written as it is logged, see LogFileSink) and the
 // terminal (info and up). The file comes first, so a line shown on the terminal is already in train.log.
@@ -86,6 +71,7 @@ Checkpoint Run::snapshot(int64_t step) const {
   Checkpoint c;
   c.step = step;
   c.config_text = config_.text;
+  c.config_digest = config_digest(config_.text);
   c.library_version = version();
   c.params = workload_->model().named_parameters();
   c.buffers = workload_->model().named_buffers(true);
@@ -115,17 +101,28 @@ std::optional<std::pair<std::string, Checkpoint>> Run::latest() const {
   return std::make_pair(std::move(file), std::move(c));
 }
 
-int64_t Run::start(bool resume, const std::string& resume_from, TrainSummary& summary) {
+int64_t Run::start_afresh(TrainSummary& summary) {
+  summary.moved_aside = move_run_aside(dir_);
+  fs::create_directories(dir_);
+  return 0;
+}
+
+int64_t Run::start(bool resume, const std::string& resume_from, const StartOptions& options, TrainSummary& summary) {
   std::optional<ResumePoint> from;
   if (!resume_from.empty()) from = explicit_resume_point(dir_, resume_from);
   else if (resume) from = resume_point(dir_);
-  else check_new_run_folder(dir_);
+  else if (!options.overwrite) check_new_run_folder(dir_);
+  else if (!run_folder_checkpoints(dir_).empty()) return start_afresh(summary);
   if (!from) return 0;
   const Checkpoint& c = from->checkpoint;
+  const RunMatch match = match_run(c.config_text, from->file, config_, options.extend);
+  if (!match.changes.empty()) {
+    if (options.overwrite) return start_afresh(summary);
+    throw Error(changed_config_message("train", dir_, from->file, match.changes));
+  }
+  config_ = match.config;  // with the schedule's horizon the run keeps
+  if (match.extended) extend_note_ = extend_note(config_, match.stored_steps);
   check_checkpoint_step(c, config_, from->file);
-  RPB_CHECK(identity_of(c.config_text) == identity_of(config_.text), "train",
-            "the config differs from the one ", from->file,
-            " was trained with (only run.steps and the logging/eval keys may change on --resume)");
   restore(c, from->file);
   if (!resume_from.empty()) write_latest(dir_, fs::path(from->file).filename().string());
   summary.resumed = true;
@@ -207,14 +204,17 @@ class Progress {
 
 }  // namespace
 
-TrainSummary Run::train(bool resume, const std::string& resume_from) {
+TrainSummary Run::train(bool resume, const std::string& resume_from, const StartOptions& options) {
   TrainSummary summary;
   fs::create_directories(dir_);
-  const RunLock lock(dir_);  // held until the final save is done
+  auto lock = std::make_unique<RunLock>(dir_);  // held until the final save is done
   const std::vector<std::string> stale = remove_stale_temp_files(dir_);
-  const int64_t start = this->start(resume, resume_from, summary);
+  const int64_t start = this->start(resume, resume_from, options, summary);
+  if (!summary.moved_aside.empty()) lock = std::make_unique<RunLock>(dir_);  // the new folder's
   auto log = run_logger(dir_);
-  write_file_atomically((fs::path(dir_) / "config.toml").string(), config_.text);
+  write_file_atomically((fs::path(dir_) / "config.toml").string(), digest_line(config_.text) + config_.text);
+  if (!summary.moved_aside.empty()) log->info("--overwrite: moved the previous run folder aside to {}", summary.moved_aside);
+  if (!extend_note_.empty()) log->info("{}", extend_note_);
   if (!stale.empty()) {
     std::string names;
     for (const std::string& n : stale) names += (names.empty() ? "" : ", ") + n;

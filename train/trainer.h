@@ -21,6 +21,17 @@ struct TrainSummary {
   bool resumed = false;
   bool stopped_non_finite = false;  // on_nonfinite = "stop" ended the run early
   std::string checkpoint;           // the latest checkpoint file
+  std::string moved_aside;          // with StartOptions::overwrite: where the previous run folder went ("" if kept)
+};
+
+/// How Run::train treats a run folder that holds a run it may not simply continue.
+struct StartOptions {
+  /// `train --extend`: a resumed run may have another run.steps (at least the step it reached); its learning-rate
+  /// schedule keeps the horizon the run was started with (run_identity.h match_run), so the rate never jumps up.
+  bool extend = false;
+  /// `--overwrite`: a folder holding a run of another config (or, for a fresh train, any checkpoint) is moved
+  /// aside (move_run_aside: nothing is deleted) and the run starts afresh in a new folder of the same name.
+  bool overwrite = false;
 };
 
 /// A run folder <out_dir>/<name>: config, log, checkpoints (step_<k>.h5) and a `latest` pointer.
@@ -36,8 +47,10 @@ class Run {
   /// (bit-identical to an uninterrupted run; see resume_point() for a folder whose `latest` is not
   /// valid); with `resume_from` (a checkpoint file of the run folder), continues from that file and points
   /// `latest` at it. Without either, a folder that already holds checkpoints is an error (nothing is
-  /// overwritten). A resumed checkpoint's step must lie in [0, config.steps].
-  TrainSummary train(bool resume, const std::string& resume_from = {});
+  /// overwritten). A resumed checkpoint's step must lie in [0, config.steps], and its stored config must have the
+  /// identity of this one (train/run_identity.h; run.steps may differ with options.extend): else rpb::Error lists
+  /// the differing keys (changed_config_message), unless options.overwrite moves the folder aside.
+  TrainSummary train(bool resume, const std::string& resume_from = {}, const StartOptions& options = {});
 
   /// The checkpoint the run folder's `latest` names, read, with its file; nullopt when there is none.
   std::optional<std::pair<std::string, Checkpoint>> latest() const;
@@ -71,7 +84,9 @@ class Run {
   };
   /// Resumes (from `resume_from`, or from `latest` with `resume`) or checks the folder holds no
   /// checkpoint; returns the first step to take.
-  int64_t start(bool resume, const std::string& resume_from, TrainSummary& summary);
+  int64_t start(bool resume, const std::string& resume_from, const StartOptions& options, TrainSummary& summary);
+  /// --overwrite: moves the run folder aside and recreates it empty; returns the first step, 0.
+  int64_t start_afresh(TrainSummary& summary);
   StepResult take_step(int64_t step, double lr);
   Checkpoint snapshot(int64_t step) const;
   void save(int64_t step);
@@ -83,6 +98,7 @@ class Run {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<MetricsRow> metrics_;
   GradientHook gradient_hook_;
+  std::string extend_note_;  // what start() did with --extend, logged once the run's log is open
 };
 
 /// The optimizer `config.optim` names, over `params` (by name; groups by pattern).
