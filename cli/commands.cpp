@@ -133,7 +133,7 @@ CommandRunner add_eval(CLI::App& cmd) {
                  "never used)");
   cmd.add_option("--tokens", a->eval.tokens,
                  "target tokens scored at every length (rounded down to a multiple of the longest), instead of "
-                 "run.eval_tokens; markov and lag generate a test stream long enough")
+                 "run.eval_tokens; markov and lag generate a test stream long enough (grid2d: the cells scored)")
       ->check(CLI::Range(int64_t{1}, run_limits::kMaxTokens));
   cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
   cmd.add_flag("--no-record", a->eval.no_record, "do not write the record into the run folder's eval/");

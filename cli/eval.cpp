@@ -106,9 +106,17 @@ int cmd_eval(const EvalOptions& o) {
   cfg.task.generate_missing = false;
   apply_eval_options(cfg, o);
   check_stored_model(c, cfg, checkpoint_vocab(c, cfg, ref.file), ref.file);
-  Run run(cfg);
+  std::unique_ptr<Run> built;
+  try {
+    built = std::make_unique<Run>(cfg);
+  } catch (const Error& e) {
+    if (o.tokens == 0) throw;
+    throw Error("eval --tokens " + std::to_string(o.tokens) + " (run.eval_tokens below): " + e.what());
+  }
+  Run& run = *built;
   run.restore(c, ref.file);
-  EvalRecord record = make_eval_record(run, run.evaluate({}, o.tokens), ref.file, c.step);
+  // Grids score run.eval_tokens cells (set above), not an exact token count.
+  EvalRecord record = make_eval_record(run, run.evaluate({}, cfg.dims() == 1 ? o.tokens : 0), ref.file, c.step);
   record.default_lengths = o.lengths.empty();
   if (o.json) std::cout << eval_record_json(record);
   else print_eval_table(record, std::cout);
