@@ -9,6 +9,8 @@
 
 #include "cli/bias.h"
 #include "cli/demo.h"
+#include "cli/eval.h"
+#include "cli/generate.h"
 #include "cli/extrapolate.h"
 #include "cli/inspect.h"
 #include "cli/results.h"
@@ -22,25 +24,6 @@
 
 namespace rpb {
 
-namespace {
-
-void print_lengths(const Run& run, const std::vector<LengthResult>& results, std::ostream& out) {
-  const nn::PositionOptions po = run.config().position();
-  const int64_t limit = nn::scheme_info(po).max_length(po);
-  out << "Perplexity on the held-out test split (" << run.describe() << "), trained at length "
-      << run.config().length << ":\n\n| length | x train | NLL (nats) | perplexity |\n|---|---|---|---|\n";
-  for (const LengthResult& r : results) {
-    out << "| " << r.length << " | " << r.multiplier << "x | ";
-    if (r.nll) out << std::fixed << std::setprecision(4) << *r.nll << " | " << *r.perplexity() << " |\n";
-    else out << "n/a | n/a (" << po.scheme << " positions end at " << limit << ") |\n";
-  }
-  if (const auto opt = run.optimal_perplexity())
-    out << "\noptimal perplexity (exp of the entropy rate): " << std::fixed << std::setprecision(4) << *opt << "\n";
-  out.unsetf(std::ios::fixed);
-}
-
-}  // namespace
-
 int cmd_train(const std::string& config_path, bool resume, const std::string& resume_from,
               const std::vector<std::string>& overrides, bool extend, bool overwrite) {
   RPB_CHECK(!extend || resume || !resume_from.empty(), "train",
@@ -52,21 +35,19 @@ int cmd_train(const std::string& config_path, bool resume, const std::string& re
     spdlog::error("training stopped at step {}: a non-finite loss or gradient (see {}/train.log)", s.step, run.dir());
     return 1;
   }
-  print_lengths(run, run.evaluate(), std::cout);
+  const EvalRecord record = make_eval_record(run, run.evaluate(), s.checkpoint, s.step);
+  print_eval_table(record, std::cout);
+  std::cout.flush();
+  record_evaluation(run.dir(), record);
   return 0;
 }
 
 int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths, const std::string& kjv_path) {
-  const Checkpoint c = load_checkpoint(checkpoint);
-  RunConfig cfg = parse_config(c.config_text, checkpoint + " (stored config)");
-  // The task's data is the user's, never the file's: a stored kjv_path is not read, and nothing is written.
-  cfg.task.kjv_path = kjv_path;
-  cfg.task.generate_missing = false;
-  check_stored_model(c, cfg, checkpoint_vocab(c, cfg, checkpoint), checkpoint);
-  Run run(cfg);
-  run.restore(c, checkpoint);
-  print_lengths(run, run.evaluate(lengths), std::cout);
-  return 0;
+  EvalOptions o;
+  o.checkpoint = checkpoint;
+  o.lengths = lengths;
+  o.kjv_path = kjv_path;
+  return cmd_eval(o);
 }
 
 int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides, bool overwrite) {
@@ -83,9 +64,6 @@ int cmd_inspect(const std::string& checkpoint) {
   return 0;
 }
 
-namespace {
-
-// --max-memory, on every command that builds a model.
 void add_memory_option(CLI::App& cmd, std::string& value) {
   cmd.add_option("--max-memory", value,
                  "refuse a run whose estimated memory is larger: 8G, 512M, 1.5GiB (default: the available memory)")
@@ -113,6 +91,8 @@ void apply_memory_option(const std::string& value) {
   if (!value.empty()) set_memory_budget({parse_memory_size(value, "--max-memory"), "--max-memory " + printable(value, 40)});
   else if (const std::size_t available = available_memory()) set_memory_budget({available, "the available memory"});
 }
+
+namespace {
 
 CommandRunner add_train(CLI::App& cmd) {
   struct Args {
@@ -142,23 +122,30 @@ CommandRunner add_train(CLI::App& cmd) {
 
 CommandRunner add_eval(CLI::App& cmd) {
   struct Args {
-    std::string checkpoint;
-    std::vector<int64_t> lengths;
-    std::string kjv_path;
+    EvalOptions eval;
     std::string max_memory;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("checkpoint", a->checkpoint, "a checkpoint .h5 file")->required();
-  cmd.add_option("--lengths", a->lengths, "comma-separated lengths (multiples of the train length)")
+  cmd.add_option("checkpoint", a->eval.checkpoint,
+                 "a checkpoint .h5 file, a run folder (its latest checkpoint) or a run folder's `latest` file")
+      ->required();
+  cmd.add_option("--lengths", a->eval.lengths, "comma-separated lengths (multiples of the train length)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, nn::limits::kMaxSequence));
-  cmd.add_option("--kjv-path", a->kjv_path,
+  cmd.add_option("--kjv-path", a->eval.kjv_path,
                  "kjv runs: the text to evaluate on (default checkpoints/data/kjv.txt; the checkpoint's own path is "
                  "never used)");
+  cmd.add_option("--tokens", a->eval.tokens,
+                 "target tokens scored at every length (rounded down to a multiple of the longest), instead of "
+                 "run.eval_tokens; markov and lag generate a test stream long enough (grid2d: the cells scored)")
+      ->check(CLI::Range(int64_t{1}, run_limits::kMaxTokens));
+  cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
+  cmd.add_flag("--no-record", a->eval.no_record, "do not write the record into the run folder's eval/");
+  cmd.add_option("--out", a->eval.out, "also write the JSON record to this file (any checkpoint, in a run folder or not)");
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
-    return cmd_eval(a->checkpoint, a->lengths, a->kjv_path);
+    return cmd_eval(a->eval);
   };
 }
 
@@ -201,7 +188,8 @@ const std::vector<Command>& commands() {
       {"demo", "Train a small MLP on two spirals with rpb's autograd engine", add_demo_command},
       {"bias", "Print a position scheme's bucket/index matrix, or its bias if it is fixed", add_bias_command},
       {"train", "Train a model from a TOML config (checkpoints in its run folder)", add_train},
-      {"eval", "Perplexity of a checkpoint at several lengths", add_eval},
+      {"eval", "Perplexity of a checkpoint at several lengths (recorded in its run folder's eval/)", add_eval},
+      {"generate", "Generate tokens from a checkpoint (KV-cache decoding)", add_generate_command},
       {"extrapolate", "Train every position scheme and print perplexity against length", add_extrapolate},
       {"inspect", "Report a checkpoint: config, metrics, parameters, bias tables", add_inspect},
   };

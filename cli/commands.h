@@ -27,6 +27,11 @@ struct Command {
 /// Every subcommand, in the order `rpb --help` lists them.
 const std::vector<Command>& commands();
 
+/// --max-memory SIZE, on every command that builds a model, bound to `value`.
+void add_memory_option(CLI::App& cmd, std::string& value);
+/// Sets the memory budget from --max-memory's `value`, or from the available memory when it is empty.
+void apply_memory_option(const std::string& value);
+
 /// Trains the run `config_path` describes (with `overrides` applied), then evaluates it. `resume` continues
 /// from the run folder's `latest`, a non-empty `resume_from` from that checkpoint file (see Run::train); `extend`
 /// (--extend) lets a resumed run have another run.steps, `overwrite` (--overwrite) moves a folder holding another

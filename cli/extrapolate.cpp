@@ -93,13 +93,18 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite) {
         ++done;
         train_or_reuse(run, row, fmt::format("[{}/{}] {} / {} / seed {}", done, total, task, method.name(), seed),
                        overwrite);
-        std::vector<std::optional<double>> ppl;
+        std::vector<std::optional<double>> ppl, nll;
+        std::vector<int64_t> tokens;
         row.lengths.clear();
         for (const LengthResult& r : run.evaluate()) {
           ppl.push_back(r.perplexity());
+          nll.push_back(r.nll);
+          tokens.push_back(r.tokens);
           row.lengths.push_back(r.length);
         }
         row.ppl.push_back(ppl);
+        row.nll.push_back(nll);
+        row.tokens.push_back(tokens);
         row.optimal_ppl = run.optimal_perplexity();
         row.position_params = nn::position_parameter_count(run.model());
       }

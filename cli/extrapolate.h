@@ -16,6 +16,8 @@ struct MethodResult {
   int64_t position_params = 0;
   std::vector<int64_t> lengths;                            // evaluated lengths (multiples of the train length)
   std::vector<std::vector<std::optional<double>>> ppl;     // [seed][length]; nullopt: cannot run at that length
+  std::vector<std::vector<std::optional<double>>> nll;     // [seed][length]: mean NLL in nats, as ppl
+  std::vector<std::vector<int64_t>> tokens;                // [seed][length]: target tokens scored (0 where nullopt)
   std::optional<double> optimal_ppl;                       // exp(entropy rate) for synthetic tasks
   double train_seconds = 0;                                // summed over seeds (0 when reused)
   /// The perplexities at length j over the seeds.

@@ -56,7 +56,7 @@ namespace {
 
 std::string csv(const SweepResult& r) {
   std::ostringstream os;
-  os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity\n";
+  os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens\n";
   for (const MethodResult& m : r.rows)
     for (std::size_t s = 0; s < m.ppl.size(); ++s)
       for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
@@ -65,6 +65,9 @@ std::string csv(const SweepResult& r) {
         if (m.ppl[s][j]) os << std::setprecision(10) << *m.ppl[s][j];
         os << ",";
         if (m.optimal_ppl) os << std::setprecision(10) << *m.optimal_ppl;
+        os << ",";
+        if (m.ppl[s][j]) os << std::setprecision(10) << *m.nll[s][j] << "," << m.tokens[s][j];
+        else os << ",";
         os << "\n";
       }
   return os.str();
@@ -75,6 +78,18 @@ std::string json_number(const std::optional<double>& v) {
   std::ostringstream os;
   os << std::setprecision(10) << *v;
   return os.str();
+}
+
+// "[[a, b], [c, d]]": cell(seed, length) for each seed of the row and each length.
+template <typename Cell>
+std::string per_seed(const MethodResult& m, Cell cell) {
+  std::string out = "[";
+  for (std::size_t s = 0; s < m.ppl.size(); ++s) {
+    out += s ? ", [" : "[";
+    for (std::size_t j = 0; j < m.ppl[s].size(); ++j) out += (j ? ", " : "") + cell(s, j);
+    out += "]";
+  }
+  return out + "]";
 }
 
 std::string json(const SweepResult& r) {
@@ -88,13 +103,13 @@ std::string json(const SweepResult& r) {
     const MethodResult& m = r.rows[i];
     os << "    {\"task\": " << quoted(m.task) << ", \"method\": " << quoted(m.method.name()) << ", \"label\": "
        << quoted(m.method.label()) << ", \"position_params\": " << m.position_params
-       << ", \"optimal_perplexity\": " << json_number(m.optimal_ppl) << ",\n     \"perplexity\": [";
-    for (std::size_t s = 0; s < m.ppl.size(); ++s) {
-      os << (s ? ", " : "") << "[";
-      for (std::size_t j = 0; j < m.ppl[s].size(); ++j) os << (j ? ", " : "") << json_number(m.ppl[s][j]);
-      os << "]";
-    }
-    os << "],\n     \"mean\": [";
+       << ", \"optimal_perplexity\": " << json_number(m.optimal_ppl) << ",\n     \"perplexity\": "
+       << per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.ppl[s][j]); }) << ",\n     \"nll\": "
+       << per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.nll[s][j]); }) << ",\n     \"tokens\": "
+       << per_seed(m, [&](std::size_t s, std::size_t j) {
+            return m.nll[s][j] ? std::to_string(m.tokens[s][j]) : std::string("null");
+          });
+    os << ",\n     \"mean\": [";
     for (std::size_t j = 0; j < r.multipliers.size(); ++j) {
       const auto ms = mean_std(m.column(j));
       os << (j ? ", " : "") << json_number(ms ? std::optional<double>(ms->first) : std::nullopt);

@@ -31,18 +31,9 @@ namespace {
 
 const std::string kConfig = std::string(RPB_SOURCE_DIR) + "/configs/t5.toml";
 
-// configs/t5.toml made tiny, in <out>/<name>: `steps` steps, a checkpoint every `every` (0: at the end only).
-std::vector<std::string> tiny(const fs::path& out, const std::string& name, int64_t steps, int64_t every = 0) {
-  return {"run.out_dir=\"" + out.string() + "\"", "run.name=\"" + name + "\"", "run.steps=" + std::to_string(steps),
-          "run.checkpoint_every=" + std::to_string(every), "run.log_every=1", "run.batch=4", "run.length=16",
-          "run.eval_multipliers=[1]", "run.eval_tokens=256", "model.d_model=16", "model.heads=2", "model.layers=1",
-          "model.d_ff=32", "position.num_buckets=8", "position.max_distance=32", "task.vocab=5", "task.order=1",
-          "task.train_tokens=4096", "task.eval_tokens=1024", "optim.warmup_steps=1"};
-}
-
 RunConfig tiny_config(const fs::path& out, const std::string& name, int64_t steps, int64_t every = 0,
                       const std::vector<std::string>& more = {}) {
-  std::vector<std::string> o = tiny(out, name, steps, every);
+  std::vector<std::string> o = tiny_t5_overrides(out, name, steps, every);
   o.insert(o.end(), more.begin(), more.end());
   return load_config(kConfig, o);
 }
@@ -51,7 +42,7 @@ RunConfig tiny_config(const fs::path& out, const std::string& name, int64_t step
 std::vector<std::string> tiny_args(const fs::path& out, const std::string& name, int64_t steps,
                                    const std::vector<std::string>& more = {}) {
   std::vector<std::string> args = {"train", kConfig};
-  for (const std::string& o : tiny(out, name, steps)) args.insert(args.end(), {"--set", o});
+  for (const std::string& o : tiny_t5_overrides(out, name, steps)) args.insert(args.end(), {"--set", o});
   for (const std::string& o : more) args.insert(args.end(), {"--set", o});
   return args;
 }

@@ -13,7 +13,6 @@
 #include "train/latest.h"
 #include "train/run_folder.h"
 #include "train/run_identity.h"
-#include "train/sha256.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -51,19 +50,17 @@ std::string without(const std::string& text, const std::string& dotted) {
   return os.str();
 }
 
-// configs/t5.toml made tiny, in <out>/<name>: `steps` steps, logging every step, a checkpoint at the end.
-std::vector<std::string> tiny(const fs::path& out, const std::string& name, int64_t steps) {
-  return {"run.out_dir=\"" + out.string() + "\"", "run.name=\"" + name + "\"", "run.steps=" + std::to_string(steps),
-          "run.checkpoint_every=0", "run.log_every=1", "run.batch=4", "run.length=16",
-          "run.eval_multipliers=[1]", "run.eval_tokens=256", "model.d_model=16", "model.heads=2", "model.layers=1",
-          "model.d_ff=32", "position.num_buckets=8", "position.max_distance=32", "task.vocab=5", "task.order=1",
-          "task.train_tokens=4096", "task.eval_tokens=1024", "optim.warmup_steps=1", "optim.lr=0.001"};
+// configs/t5.toml made tiny (tiny_t5_overrides), with lr 0.001 written out: the tests change it.
+std::vector<std::string> identity_tiny(const fs::path& out, const std::string& name, int64_t steps) {
+  std::vector<std::string> o = tiny_t5_overrides(out, name, steps);
+  o.push_back("optim.lr=0.001");
+  return o;
 }
 
 // The same as a shell command line: `rpb train configs/t5.toml --set ...` plus `extra`.
 std::string train_command(const fs::path& out, const std::string& name, int64_t steps, const std::string& extra) {
   std::string cmd = "train " + kSource + "/configs/t5.toml";
-  for (const std::string& o : tiny(out, name, steps)) cmd += " --set '" + o + "'";
+  for (const std::string& o : identity_tiny(out, name, steps)) cmd += " --set '" + o + "'";
   return cmd + " " + extra;
 }
 
@@ -76,14 +73,6 @@ std::vector<fs::path> moved_aside(const fs::path& dir) {
 }
 
 }  // namespace
-
-TEST_CASE("sha256: the FIPS 180-4 test vectors") {
-  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
-        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  CHECK(sha256_hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
-}
 
 TEST_CASE("effective config: every key the parser accepts, with its value; parsing it gives the same config") {
   const std::vector<std::pair<std::string, std::string>> texts = {
@@ -151,7 +140,7 @@ TEST_CASE("train --resume: a changed config is refused naming the keys; --overwr
   TempDir tmp("identity_resume");
   const fs::path dir = tmp.path / "run";
   REQUIRE(run_rpb(train_command(tmp.path, "run", 4, "")).code == 0);
-  const std::string digest = config_digest(load_config(kSource + "/configs/t5.toml", tiny(tmp.path, "run", 4)).text);
+  const std::string digest = config_digest(load_config(kSource + "/configs/t5.toml", identity_tiny(tmp.path, "run", 4)).text);
   CHECK(contains(file_text(dir / "config.toml"), "# config_digest = " + digest));
   CHECK(load_checkpoint((dir / "step_00000004.h5").string()).config_digest == digest);
 
@@ -237,7 +226,7 @@ TEST_CASE("extrapolate: a changed config reruns nothing silently; --overwrite re
   TempDir tmp("identity_sweep");
   std::string sets = " --set 'run.out_dir=\"" + tmp.path.string() + "\"' --set run.name=sweep"
                      " --set 'sweep.methods=[\"t5\"]' --set 'sweep.seeds=[0]'";
-  for (const std::string& o : tiny(tmp.path, "sweep", 4))
+  for (const std::string& o : identity_tiny(tmp.path, "sweep", 4))
     if (o.rfind("run.out_dir", 0) != 0 && o.rfind("run.name", 0) != 0) sets += " --set '" + o + "'";
   const std::string cmd = "extrapolate " + kSource + "/configs/t5.toml" + sets;
   const fs::path run = tmp.path / "sweep" / "markov" / "t5" / "seed0";

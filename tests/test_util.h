@@ -36,6 +36,17 @@ inline std::string error_of(const std::function<void()>& f) {
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+/// --set overrides that make configs/t5.toml a tiny run in <out>/<name>: `steps` steps, logged every step, a
+/// checkpoint every `every` steps (0: at the end only); d_model 16, length 16, markov over 5 tokens.
+inline std::vector<std::string> tiny_t5_overrides(const std::filesystem::path& out, const std::string& name,
+                                                  int64_t steps, int64_t every = 0) {
+  return {"run.out_dir=\"" + out.string() + "\"", "run.name=\"" + name + "\"", "run.steps=" + std::to_string(steps),
+          "run.checkpoint_every=" + std::to_string(every), "run.log_every=1", "run.batch=4", "run.length=16",
+          "run.eval_multipliers=[1]", "run.eval_tokens=256", "model.d_model=16", "model.heads=2", "model.layers=1",
+          "model.d_ff=32", "position.num_buckets=8", "position.max_distance=32", "task.vocab=5", "task.order=1",
+          "task.train_tokens=4096", "task.eval_tokens=1024", "optim.warmup_steps=1"};
+}
+
 /// A fresh folder under the system temp dir, removed with everything in it when the guard goes.
 /// `tag` names the test in the folder's name; a counter keeps several guards of one tag apart.
 struct TempDir {

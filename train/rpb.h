@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 #include "nn/attention.h"
+#include "nn/generate.h"
 #include "nn/init.h"
 #include "nn/layers.h"
 #include "nn/module.h"

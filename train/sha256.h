@@ -1,4 +1,5 @@
-// rpb/train/sha256.h: SHA-256 (FIPS 180-4), for the digest of a run's config (train/run_identity.h).
+// rpb/train/sha256.h: SHA-256 digests (FIPS 180-4) of bytes and of files, as lowercase hex: a run config's
+// digest (train/run_identity.h) and a checkpoint's in evaluation records (train/eval_record.h).
 #pragma once
 
 #include <string>
@@ -6,8 +7,12 @@
 
 namespace rpb {
 
-/// The SHA-256 digest of `bytes` as 64 lowercase hex digits
-/// (sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad").
+/// The SHA-256 of `bytes`, 64 lowercase hex digits: sha256_hex("abc") is
+/// "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad".
 std::string sha256_hex(std::string_view bytes);
+
+/// The SHA-256 of the bytes of the file at `path`, read in blocks; throws rpb::Error naming `path` when it cannot be
+/// read. Reads only.
+std::string sha256_file(const std::string& path);
 
 }  // namespace rpb

@@ -263,7 +263,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   return summary;
 }
 
-std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths) {
+std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths, int64_t tokens) {
   std::vector<int64_t> mult;
   if (lengths.empty()) mult = config_.eval_multipliers;
   else
@@ -272,7 +272,7 @@ std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths) {
                 config_.length);
       mult.push_back(l / config_.length);
     }
-  return workload_->evaluate(mult);
+  return workload_->evaluate(mult, tokens);
 }
 
 }  // namespace rpb

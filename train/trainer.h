@@ -58,8 +58,9 @@ class Run {
   void restore(const Checkpoint& c, const std::string& file);
 
   /// Perplexity on the held-out test stream at every length of config.eval_multipliers
-  /// (or at `lengths` when given), scoring the same tokens at each length.
-  std::vector<LengthResult> evaluate(const std::vector<int64_t>& lengths = {});
+  /// (or at `lengths` when given), scoring the same tokens at each length: run.eval_tokens at most, or exactly
+  /// `tokens` (> 0; rounded down to a multiple of the longest length, see Workload::evaluate).
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& lengths = {}, int64_t tokens = 0);
 
   const RunConfig& config() const { return config_; }
   /// The task, one line.

@@ -18,6 +18,7 @@ struct LengthResult {
   int64_t length = 0;
   int64_t multiplier = 0;
   std::optional<double> nll;  // mean NLL in nats; nullopt where the model cannot run (learned positions past its table)
+  int64_t tokens = 0;         // target tokens (grids: cells) the mean is over; 0 where nll is nullopt
   std::optional<double> perplexity() const;
 };
 
@@ -37,8 +38,11 @@ class Workload {
   virtual void save_state(Checkpoint& c) const = 0;
   /// Restores what save_state wrote; errors name `file` and what is missing.
   virtual void load_state(const Checkpoint& c, const std::string& file) = 0;
-  /// Held-out perplexity at each multiple of the train length (or grid side).
-  virtual std::vector<LengthResult> evaluate(const std::vector<int64_t>& multipliers) = 0;
+  /// Held-out perplexity at each multiple of the train length (or grid side). `tokens` > 0 asks for that many target
+  /// tokens at every length (rounded down to a multiple of the longest length) instead of run.eval_tokens, and
+  /// throws rpb::Error naming the held-out stream's size when it holds fewer (grids: refused, they score
+  /// run.eval_tokens cells).
+  virtual std::vector<LengthResult> evaluate(const std::vector<int64_t>& multipliers, int64_t tokens) = 0;
 };
 
 /// The options of `config`'s model for a task of `vocab` token ids: [model] and [position], with the vocabulary

@@ -58,8 +58,12 @@ class LmWorkload final : public Workload {
     sampler_->set_state(ss);
   }
 
-  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult) override {
-    const auto segments = data::make_eval_segments(task_->test_stream(), config_.length, mult, config_.eval_tokens);
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, int64_t tokens) override {
+    const int64_t held_out = static_cast<int64_t>(task_->test_stream().size()) - 1;  // targets of the test stream
+    RPB_CHECK(tokens <= held_out, "eval", tokens, " tokens asked for, but the held-out test stream of ", describe(),
+              " holds ", held_out, " target tokens", config_.task.kind == "kjv" ? " (the kjv test split is fixed)" : "");
+    const auto segments =
+        data::make_eval_segments(task_->test_stream(), config_.length, mult, tokens > 0 ? tokens : config_.eval_tokens);
     model_->eval();
     std::vector<LengthResult> out;
     const int64_t limit = model_->max_length();  // learned positions end at their table
@@ -67,7 +71,10 @@ class LmWorkload final : public Workload {
       LengthResult r;
       r.length = segments[i].length;
       r.multiplier = mult[i];
-      if (limit == 0 || r.length <= limit) r.nll = mean_nll(segments[i]);
+      if (limit == 0 || r.length <= limit) {
+        r.nll = mean_nll(segments[i]);
+        r.tokens = segments[i].targets.numel();
+      }
       out.push_back(r);
     }
     model_->train();

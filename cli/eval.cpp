@@ -1,0 +1,132 @@
+// rpb/cli/eval.cpp: `rpb eval`, and the evaluation table and record `rpb train` shares.
+#include "cli/eval.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+
+#include "nn/position.h"
+#include "train/atomic_file.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_path.h"
+#include "train/log_file_sink.h"
+#include "train/sha256.h"
+#include "train/stored_model.h"
+
+namespace fs = std::filesystem;
+
+namespace rpb {
+
+namespace {
+
+// The stored config, made to evaluate at the lengths and token count asked for: `--lengths` become the multipliers
+// (so the memory estimate and the held-out stream check cover them before anything is built) and `--tokens` the
+// token count, with a generated (markov, lag) test stream long enough to hold it.
+void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
+  if (!o.lengths.empty()) {
+    cfg.eval_multipliers.clear();
+    for (int64_t l : o.lengths) {
+      RPB_CHECK(l > 0 && l % cfg.length == 0, "eval", "length ", l, " is not a positive multiple of the train length ",
+                cfg.length);
+      cfg.eval_multipliers.push_back(l / cfg.length);
+    }
+  }
+  if (o.tokens == 0) return;
+  int64_t longest = 0;
+  for (int64_t m : cfg.eval_multipliers) longest = std::max(longest, m * cfg.length);
+  RPB_CHECK(o.tokens >= longest, "eval", "--tokens ", o.tokens, " is fewer than the longest length ", longest,
+            ": every length scores the same tokens, at least one segment of the longest");
+  cfg.eval_tokens = o.tokens;
+  if ((cfg.task.kind == "markov" || cfg.task.kind == "lag") && cfg.task.eval_tokens < o.tokens + 1)
+    cfg.task.eval_tokens = o.tokens + 1;  // the stream is generated: a longer one starts with the same tokens
+}
+
+// A line of the evaluation in the run's train.log (appended with one write, like the run's own lines).
+void log_in_run(const std::string& run_dir, const std::string& line) {
+  auto sink = std::make_shared<LogFileSink>((fs::path(run_dir) / "train.log").string());
+  spdlog::logger log("eval", sink);
+  log.set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
+  log.info("{}", line);
+}
+
+}  // namespace
+
+EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& results, const std::string& file,
+                            int64_t step) {
+  const nn::PositionOptions po = run.config().position();
+  EvalRecord r;
+  r.checkpoint = fs::path(file).filename().string();
+  r.step = step;
+  r.checkpoint_sha256 = sha256_file(file);
+  r.run = run.config().name;
+  r.scheme = po.scheme;
+  r.task = run.describe();
+  r.train_length = run.config().length;
+  r.max_length = nn::scheme_info(po).max_length(po);
+  r.optimal_perplexity = run.optimal_perplexity();
+  r.lengths = results;
+  return r;
+}
+
+void print_eval_table(const EvalRecord& r, std::ostream& out) {
+  out << "Perplexity on the held-out test split (" << r.task << "), trained at length " << r.train_length
+      << ", checkpoint " << r.checkpoint << " (step " << r.step << "), " << r.tokens()
+      << " tokens scored at each length:\n\n| length | x train | NLL (nats) | perplexity |\n|---|---|---|---|\n";
+  for (const LengthResult& l : r.lengths) {
+    out << "| " << l.length << " | " << l.multiplier << "x | ";
+    if (l.nll) out << std::fixed << std::setprecision(4) << *l.nll << " | " << *l.perplexity() << " |\n";
+    else out << "n/a | n/a (" << r.scheme << " positions end at " << r.max_length << ") |\n";
+  }
+  if (r.optimal_perplexity)
+    out << "\noptimal perplexity (exp of the entropy rate): " << std::fixed << std::setprecision(4)
+        << *r.optimal_perplexity << "\n";
+  out.unsetf(std::ios::fixed);
+}
+
+std::string record_evaluation(const std::string& run_dir, const EvalRecord& record) {
+  const std::string path = write_eval_record(run_dir, record);
+  std::ostringstream line;
+  line << "evaluation of " << record.checkpoint << " (" << record.tokens() << " tokens) recorded in "
+       << fs::path(path).lexically_relative(run_dir).string() << ": perplexity";
+  for (const LengthResult& l : record.lengths)
+    line << " " << l.length << "=" << (l.perplexity() ? fmt::format("{:.4f}", *l.perplexity()) : "n/a");
+  log_in_run(run_dir, line.str());
+  spdlog::info("evaluation recorded in {}", path);
+  return path;
+}
+
+int cmd_eval(const EvalOptions& o) {
+  const CheckpointRef ref = resolve_checkpoint(o.checkpoint);
+  const Checkpoint c = load_checkpoint(ref.file);
+  RunConfig cfg = parse_config(c.config_text, ref.file + " (stored config)");
+  // The task's data is the user's, never the file's: a stored kjv_path is not read, and no data file is written.
+  cfg.task.kjv_path = o.kjv_path;
+  cfg.task.generate_missing = false;
+  apply_eval_options(cfg, o);
+  check_stored_model(c, cfg, checkpoint_vocab(c, cfg, ref.file), ref.file);
+  std::unique_ptr<Run> built;
+  try {
+    built = std::make_unique<Run>(cfg);
+  } catch (const Error& e) {
+    if (o.tokens == 0) throw;
+    throw Error("eval --tokens " + std::to_string(o.tokens) + " (run.eval_tokens below): " + e.what());
+  }
+  Run& run = *built;
+  run.restore(c, ref.file);
+  // Grids score run.eval_tokens cells (set above), not an exact token count.
+  EvalRecord record = make_eval_record(run, run.evaluate({}, cfg.dims() == 1 ? o.tokens : 0), ref.file, c.step);
+  record.default_lengths = o.lengths.empty();
+  if (o.json) std::cout << eval_record_json(record);
+  else print_eval_table(record, std::cout);
+  std::cout.flush();
+  if (!ref.run_dir.empty() && !o.no_record) record_evaluation(ref.run_dir, record);
+  if (!o.out.empty()) {
+    write_file_atomically(o.out, eval_record_json(record), "--out " + o.out);
+    spdlog::info("evaluation record written to {}", o.out);
+  }
+  return 0;
+}
+
+}  // namespace rpb

@@ -1,0 +1,42 @@
+// rpb/cli/eval.h: `rpb eval` (perplexity of a checkpoint at several lengths) and the evaluation table and record that
+// `rpb train` shares.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "train/eval_record.h"
+#include "train/trainer.h"
+
+namespace rpb {
+
+/// What `rpb eval` was asked.
+struct EvalOptions {
+  std::string checkpoint;        // a checkpoint file, a run folder (its `latest`) or a run folder's `latest` file
+  std::vector<int64_t> lengths;  // multiples of the train length; empty: the config's eval_multipliers
+  std::string kjv_path;          // kjv runs: the text ("": the default path), never the one stored in the checkpoint
+  int64_t tokens = 0;            // > 0: target tokens scored at every length, instead of run.eval_tokens
+  bool json = false;             // print the JSON record instead of the table
+  bool no_record = false;        // do not write the record into the run folder
+  std::string out;               // also write the record to this file ("": not)
+};
+
+/// Evaluates the checkpoint `options` names. The table (or the JSON record) goes to stdout. The record is written to
+/// <run>/eval/ when the checkpoint lies in a run folder of ours (is_run_folder) and no_record is off, and to `out`
+/// when given; a checkpoint elsewhere (a shared file) gets nothing written unless `out` is given. Where a record
+/// went is said on stderr.
+int cmd_eval(const EvalOptions& options);
+
+/// The record of `results`, evaluated by `run` from the checkpoint `file` at `step`.
+EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& results, const std::string& file,
+                            int64_t step);
+
+/// The perplexity table of `record` (markdown), as `rpb train` and `rpb eval` print it.
+void print_eval_table(const EvalRecord& record, std::ostream& out);
+
+/// Writes `record` into `run_dir`/eval/ and says where on stderr; returns the file.
+std::string record_evaluation(const std::string& run_dir, const EvalRecord& record);
+
+}  // namespace rpb

@@ -1,0 +1,138 @@
+// rpb/cli/generate.cpp: `rpb generate` (the decoding itself is nn/generate.h).
+#include "cli/generate.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "core/text.h"
+#include "nn/generate.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_path.h"
+#include "train/data.h"
+#include "train/stored_model.h"
+
+namespace rpb {
+
+std::vector<int64_t> parse_token_prompt(const std::string& prompt, int64_t vocab) {
+  std::vector<int64_t> ids;
+  std::size_t i = 0;
+  while (i < prompt.size()) {
+    if (prompt[i] == ' ' || prompt[i] == ',') {
+      ++i;
+      continue;
+    }
+    const std::size_t end = prompt.find_first_of(" ,", i);
+    const std::string word = prompt.substr(i, end == std::string::npos ? std::string::npos : end - i);
+    i = end == std::string::npos ? prompt.size() : end;
+    const bool digits = word.size() <= 18 && word.find_first_not_of("0123456789") == std::string::npos;
+    RPB_CHECK(digits && std::stoll(word) < vocab, "--prompt", "expected token ids in [0, ", vocab,
+              ") separated by spaces or commas, found \"", printable(word, 40), "\"");
+    ids.push_back(std::stoll(word));
+  }
+  RPB_CHECK(!ids.empty(), "--prompt", "expected at least one token id in [0, ", vocab, "), found \"",
+            printable(prompt, 40), "\"");
+  return ids;
+}
+
+namespace {
+
+// A kjv prompt's characters as ids of the task's vocabulary.
+std::vector<int64_t> encode_kjv_prompt(const data::KjvTask& task, const std::string& prompt) {
+  RPB_CHECK(!prompt.empty(), "--prompt", "expected at least one character of the kjv text, found an empty prompt");
+  std::vector<int64_t> ids;
+  for (std::size_t i = 0; i < prompt.size(); ++i) {
+    const std::size_t id = task.chars().find(prompt[i]);
+    RPB_CHECK(id != std::string::npos, "--prompt", "character \"", printable(prompt.substr(i, 1)), "\" at byte ", i,
+              " is not in the kjv vocabulary of ", task.vocab(), " characters (\"", printable(task.chars()), "\")");
+    ids.push_back(static_cast<int64_t>(id));
+  }
+  return ids;
+}
+
+// What turns ids into output: kjv characters (escaped for the terminal) or ids.
+struct Printer {
+  const data::KjvTask* kjv = nullptr;
+  bool first = true;
+  void operator()(int64_t id) {
+    if (kjv) std::cout << terminal_text(std::string(1, kjv->chars()[static_cast<std::size_t>(id)]));
+    else std::cout << (first ? "" : " ") << id;
+    first = false;
+    std::cout.flush();
+  }
+};
+
+}  // namespace
+
+int cmd_generate(const GenerateRequest& r) {
+  const CheckpointRef ref = resolve_checkpoint(r.checkpoint);
+  const Checkpoint c = load_checkpoint(ref.file);
+  RunConfig cfg = parse_config(c.config_text, ref.file + " (stored config)");
+  RPB_CHECK(cfg.dims() == 1, "generate", ref.file, ": a ", cfg.task.kind,
+            " model predicts the cells of a grid, not a sequence; generate runs models of the 1-D tasks (markov, lag, "
+            "kjv)");
+  cfg.task.kjv_path = r.kjv_path;  // the user's text, never the path stored in the file; nothing is written
+  cfg.task.generate_missing = false;
+  std::unique_ptr<nn::Module> module = load_stored_model(c, cfg, ref.file);
+  auto& model = dynamic_cast<nn::LanguageModel&>(*module);
+  std::unique_ptr<data::Task> task;
+  if (cfg.task.kind == "kjv") {
+    task = data::make_task(cfg.task);
+    RPB_CHECK(task->vocab() == model.options().vocab, "generate", "the kjv text ", task->describe(), " has ",
+              task->vocab(), " characters, but ", ref.file, " was trained on ", model.options().vocab,
+              " (pass the text it was trained on with --kjv-path)");
+  }
+  const auto* kjv = dynamic_cast<const data::KjvTask*>(task.get());
+  std::vector<int64_t> prompt;
+  try {
+    prompt = kjv ? encode_kjv_prompt(*kjv, r.prompt) : parse_token_prompt(r.prompt, model.options().vocab);
+  } catch (const Error& e) {
+    spdlog::error("{}", terminal_text(e.what()));
+    return 2;
+  }
+  nn::GenerateOptions o;
+  o.tokens = r.tokens;
+  o.sampling = {r.temperature, r.top_k, r.seed};
+  o.use_cache = !r.no_cache;
+  nn::check_generation_length(model, static_cast<int64_t>(prompt.size()) + r.tokens);
+  Printer print{kjv};
+  for (int64_t id : prompt) print(id);
+  const auto t0 = std::chrono::steady_clock::now();
+  nn::generate(model, prompt, o, [&](int64_t id) { print(id); });
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "\n";
+  spdlog::info("{} tokens after a prompt of {} in {:.3f} s ({:.0f} tokens/s, {})", r.tokens, prompt.size(), secs,
+               secs > 0 ? static_cast<double>(r.tokens) / secs : 0.0, o.use_cache ? "KV cache" : "no cache");
+  return 0;
+}
+
+CommandRunner add_generate_command(CLI::App& cmd) {
+  struct Args {
+    GenerateRequest request;
+    std::string max_memory;
+  };
+  auto a = std::make_shared<Args>();
+  GenerateRequest& r = a->request;
+  cmd.add_option("checkpoint", r.checkpoint,
+                 "a checkpoint .h5 file, a run folder (its latest checkpoint) or a run folder's `latest` file")
+      ->required();
+  cmd.add_option("--prompt", r.prompt, "kjv: text; markov, lag: token ids separated by spaces or commas")->required();
+  cmd.add_option("--tokens", r.tokens, "new tokens (may pass the train length; not the scheme's longest length)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
+  cmd.add_option("--temperature", r.temperature, "softmax temperature; 0: greedy (argmax)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd.add_option("--top-k", r.top_k, "sample among the k most likely tokens (0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
+  cmd.add_option("--seed", r.seed, "seed of the sampling draws (the same seed gives the same tokens)");
+  cmd.add_flag("--no-cache", r.no_cache, "recompute the whole sequence for every token (slow; to compare)");
+  cmd.add_option("--kjv-path", r.kjv_path,
+                 "kjv runs: the text whose characters are the vocabulary (default checkpoints/data/kjv.txt)");
+  add_memory_option(cmd, a->max_memory);
+  return [a] {
+    apply_memory_option(a->max_memory);
+    return cmd_generate(a->request);
+  };
+}
+
+}  // namespace rpb

@@ -1,0 +1,43 @@
+// train/sha256.h, train/json_text.h and train/eval_record.h: digests, JSON text, the record's name and fields.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "train/eval_record.h"
+#include "train/json_text.h"
+#include "train/sha256.h"
+
+using namespace rpb;
+
+TEST_CASE("sha256: the FIPS 180-4 test vectors, across block boundaries") {
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  CHECK(sha256_hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("json_string escapes quotes, backslashes and control bytes; json_number writes null for what JSON lacks") {
+  CHECK(json_string("a\"b\\c\n\x1b") == "\"a\\\"b\\\\c\\u000a\\u001b\"");
+  CHECK(json_number(std::nullopt) == "null");
+  CHECK(json_number(1.0 / 0.0) == "null");
+  CHECK(json_number(0.1) == "0.10000000000000001");
+  CHECK(json_number(0.1, 10) == "0.1");
+}
+
+TEST_CASE("eval record: its name says the checkpoint, the tokens and chosen lengths; n/a lengths are null") {
+  EvalRecord r;
+  r.checkpoint = "step_00000600.h5";
+  r.train_length = 64;
+  LengthResult a{64, 1, 1.5, 8192}, b{1024, 16, std::nullopt, 0};
+  r.lengths = {a, b};
+  CHECK(r.tokens() == 8192);
+  CHECK(eval_record_name(r) == "step_00000600-8192.json");
+  r.default_lengths = false;
+  CHECK(eval_record_name(r) == "step_00000600-8192-L64_1024.json");
+  const std::string json = eval_record_json(r);
+  CHECK(json.find("{\"length\": 1024, \"multiplier\": 16, \"nll\": null, \"perplexity\": null, \"tokens\": null") !=
+        std::string::npos);
+  CHECK(json.find("\"nll\": 1.5, \"perplexity\": 4.4816890703380645, \"tokens\": 8192") != std::string::npos);
+  CHECK(json.find("\"optimal_perplexity\": null,\n  \"entropy_rate\": null") != std::string::npos);
+}

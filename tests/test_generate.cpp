@@ -1,0 +1,166 @@
+// nn/generate.h: incremental decoding with the KV cache against the full forward for every 1-D scheme, past the
+// lengths the position tables reach; sampling, greedy decoding and determinism.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/core.h"
+#include "nn/generate.h"
+#include "nn/transformer.h"
+#include "test_util.h"
+
+using namespace rpb;
+using namespace rpb::nn;
+using rpb::testing::contains;
+using rpb::testing::error_of;
+
+namespace {
+
+// A model whose positions matter: every parameter redrawn with std 0.5 (the init's 0.02 would leave position
+// tables and so any error in their offsets almost invisible).
+TransformerOptions model_options(const std::string& scheme, bool fused, bool share) {
+  TransformerOptions o;
+  o.vocab = 11;
+  o.d_model = 16;
+  o.heads = 4;
+  o.layers = 2;
+  o.d_ff = 24;
+  o.fused_attention = fused;
+  o.share_position = share;
+  o.position.scheme = scheme;
+  o.position.num_buckets = 8;
+  o.position.max_distance = 20;
+  o.position.max_relative_position = 5;
+  o.position.max_positions = 128;
+  o.position.learnable_lambda = true;
+  return o;
+}
+
+void randomize(Module& m, Generator& gen) {
+  for (auto& [name, p] : m.named_parameters()) {
+    const std::vector<double> v = randn(p.shape(), gen, DType::f64, 0.0, 0.5).to_vector();
+    float* d = p.mutable_data<float>();
+    for (std::size_t i = 0; i < v.size(); ++i) d[i] = static_cast<float>(v[i]);
+  }
+}
+
+double max_diff(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_vector(), y = b.to_vector();
+  REQUIRE(x.size() == y.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("KV-cache decoding gives the full forward's logits at every position, for every 1-D scheme") {
+  // 96 positions: past t5's max_distance 20, Shaw's clip 5, and what a model trained at 16 or 32 saw; a prompt of 10,
+  // a chunk of 5 at an offset, then one token per forward. Both attention paths, shared and per-layer positions.
+  const int64_t T = 96;
+  for (const std::string& scheme : scheme_names(1))
+    for (const bool fused : {true, false})
+      for (const bool share : {true, false}) {
+        CAPTURE(scheme);
+        CAPTURE(fused);
+        CAPTURE(share);
+        Generator gen(11);
+        LanguageModel lm(model_options(scheme, fused, share), gen);
+        randomize(lm, gen);
+        lm.eval();
+        NoGradGuard no_grad;
+        const Tensor tokens = randint({2, T}, 11, gen);
+        const Tensor full = lm.forward(tokens);  // (2, T, V)
+        KVCache cache;
+        std::vector<std::pair<int64_t, int64_t>> chunks = {{0, 10}, {10, 15}};
+        for (int64_t t = 15; t < T; ++t) chunks.push_back({t, t + 1});
+        double worst = 0, spread = 0;
+        for (const auto& [b, e] : chunks) {
+          const Tensor step = lm.forward(slice(tokens, 1, b, e), &cache);  // (2, e - b, V)
+          worst = std::max(worst, max_diff(step, slice(full, 1, b, e)));
+        }
+        // The logits must depend on position (else the comparison proves little): the same token's logits differ.
+        spread = max_diff(slice(full, 1, T - 1, T), lm.forward(slice(tokens, 1, T - 1, T)));
+        CHECK(cache.length() == T);
+        CHECK(worst <= 1e-5);
+        if (scheme != "none") CHECK(spread > 1e-3);
+      }
+}
+
+TEST_CASE("greedy generation picks the argmax of the full forward at every step, with or without the cache") {
+  for (const char* scheme : {"t5", "alibi", "rope", "learned"}) {
+    CAPTURE(scheme);
+    Generator gen(3);
+    LanguageModel lm(model_options(scheme, true, true), gen);
+    randomize(lm, gen);
+    GenerateOptions o;
+    o.tokens = 40;
+    o.sampling.temperature = 0;
+    const std::vector<int64_t> prompt = {1, 4, 2, 8, 5};
+    std::vector<int64_t> streamed;
+    const std::vector<int64_t> seq = generate(lm, prompt, o, [&](int64_t t) { streamed.push_back(t); });
+    REQUIRE(seq.size() == 45);
+    CHECK(std::equal(prompt.begin(), prompt.end(), seq.begin()));
+    CHECK(streamed == std::vector<int64_t>(seq.begin() + 5, seq.end()));
+    NoGradGuard no_grad;
+    for (std::size_t n = prompt.size(); n < seq.size(); ++n) {
+      const std::vector<int64_t> head(seq.begin(), seq.begin() + static_cast<std::ptrdiff_t>(n));
+      const Tensor logits = lm.forward(Tensor::indices({1, static_cast<int64_t>(n)}, head));
+      const std::vector<double> last = slice(logits, 1, n - 1, n).to_vector();
+      CHECK(std::max_element(last.begin(), last.end()) - last.begin() == seq[n]);
+    }
+    o.use_cache = false;
+    CHECK(generate(lm, prompt, o) == seq);
+  }
+}
+
+TEST_CASE("sampled generation is deterministic for a seed, the same with and without the cache") {
+  Generator gen(4);
+  LanguageModel lm(model_options("t5", true, true), gen);
+  randomize(lm, gen);
+  GenerateOptions o;
+  o.tokens = 60;
+  o.sampling = {1.0, 0, 42};
+  const std::vector<int64_t> a = generate(lm, {3}, o), b = generate(lm, {3}, o);
+  CHECK(a == b);
+  o.use_cache = false;
+  CHECK(generate(lm, {3}, o) == a);
+  o.use_cache = true;
+  o.sampling.seed = 43;
+  CHECK(generate(lm, {3}, o) != a);
+  o.sampling.top_k = 1;  // top-1 sampling is greedy
+  const std::vector<int64_t> top1 = generate(lm, {3}, o);
+  o.sampling = {0.0, 0, 0};
+  CHECK(generate(lm, {3}, o) == top1);
+}
+
+TEST_CASE("sample_token: argmax at temperature 0, only the top k, frequencies of the softmax") {
+  Generator gen(9);
+  const std::vector<double> logits = {0.0, 2.0, 2.0, -1.0, 1.0};
+  CHECK(sample_token(logits, 0, 0, gen) == 1);  // ties: the lower id
+  for (int i = 0; i < 200; ++i) {
+    const int64_t t = sample_token(logits, 5.0, 2, gen);
+    CHECK((t == 1 || t == 2));
+  }
+  // p = (1/4, 3/4) at temperature 1 for logits (0, log 3): 4000 draws land within 0.03 of 3/4.
+  int ones = 0;
+  for (int i = 0; i < 4000; ++i) ones += sample_token({0.0, std::log(3.0)}, 1.0, 0, gen) == 1;
+  CHECK(std::abs(ones / 4000.0 - 0.75) < 0.03);
+  CHECK(contains(error_of([&] { sample_token({}, 1.0, 0, gen); }), "no logits"));
+  CHECK(contains(error_of([&] { sample_token({1.0}, -1.0, 0, gen); }), "temperature must be >= 0"));
+}
+
+TEST_CASE("generate refuses an empty prompt, ids outside the vocabulary and lengths past the scheme's table") {
+  Generator gen(5);
+  TransformerOptions opt = model_options("learned", true, true);
+  opt.position.max_positions = 16;
+  LanguageModel lm(opt, gen);
+  GenerateOptions o;
+  o.tokens = 7;
+  CHECK(contains(error_of([&] { generate(lm, {}, o); }), "the prompt is empty"));
+  CHECK(contains(error_of([&] { generate(lm, {1, 11}, o); }), "prompt token 1 is 11, outside the vocabulary [0, 11)"));
+  CHECK(contains(error_of([&] { generate(lm, std::vector<int64_t>(10, 1), o); }),
+                 "make 17 positions, past the 16 the learned scheme runs at (position.max_positions = 16)"));
+  CHECK(generate(lm, std::vector<int64_t>(9, 1), o).size() == 16);  // exactly the table
+}
