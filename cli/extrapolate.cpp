@@ -42,7 +42,7 @@ std::optional<std::pair<double, double>> mean_std(const std::vector<std::optiona
 namespace {
 
 // The run of one method, task and seed: trained, or resumed, or reused when it has finished.
-void train_or_reuse(Run& run, MethodResult& row, const std::string& what) {
+void train_or_reuse(Run& run, MethodResult& row, const std::string& what, ProgressContext context) {
   const auto latest = run.latest();
   if (latest && latest->second.step >= run.config().steps) {
     spdlog::info("{}: finished earlier, reusing {}", what, run.dir());
@@ -51,13 +51,14 @@ void train_or_reuse(Run& run, MethodResult& row, const std::string& what) {
   }
   spdlog::info("{}: training in {}", what, run.dir());
   const auto t0 = std::chrono::steady_clock::now();
+  run.set_context(std::move(context));
   run.train(/*resume=*/true);
   row.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
 
-SweepResult run_sweep(const RunConfig& base) {
+SweepResult run_sweep(const RunConfig& base, const std::string& resume_command) {
   SweepResult result;
   result.name = base.name;
   result.train_length = base.length;
@@ -74,6 +75,7 @@ SweepResult run_sweep(const RunConfig& base) {
       check_memory(estimate_memory(cfg, vocab_bound(cfg)), memory_budget(), "sweep run " + task + " / " + method.name());
     }
   std::size_t done = 0;
+  const auto t0 = std::chrono::steady_clock::now();
   for (const std::string& task : tasks)
     for (const SweepMethod& method : base.sweep.methods) {
       MethodResult row;
@@ -84,8 +86,11 @@ SweepResult run_sweep(const RunConfig& base) {
         const SweepRun sr{task, method, seed, (fs::path(root) / task / method.scheme).string(),
                           "seed" + std::to_string(seed)};
         Run run(run_config(base, sr));
+        const std::string prefix = fmt::format("[{}/{}]", done + 1, total);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        train_or_reuse(run, row, fmt::format("{} {} / {} / seed {}", prefix, task, method.name(), seed),
+                       {prefix, static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command});
         ++done;
-        train_or_reuse(run, row, fmt::format("[{}/{}] {} / {} / seed {}", done, total, task, method.name(), seed));
         std::vector<std::optional<double>> ppl;
         row.lengths.clear();
         for (const LengthResult& r : run.evaluate()) {

@@ -33,7 +33,8 @@ struct SweepResult {
 /// Trains (or reuses) every method x task x seed run of the sweep, evaluates each at every
 /// multiplier of the train length, and returns the table. Runs live in
 /// <out_dir>/<name>/<task>/<method>/seed<k>; finished runs are reused, interrupted ones resumed.
-SweepResult run_sweep(const RunConfig& config);
+/// `resume_command` is what a run interrupted by a signal tells to run (Run::set_context).
+SweepResult run_sweep(const RunConfig& config, const std::string& resume_command = {});
 
 /// mean and sample standard deviation of the defined values (nullopt when none is defined).
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v);

@@ -1,6 +1,8 @@
 // rpb/train/trainer.h: one training run (model, optimizer, data, checkpoints) and evaluation.
 #pragma once
 
+#include <spdlog/logger.h>
+
 #include <functional>
 #include <memory>
 #include <optional>
@@ -11,9 +13,12 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/memory.h"
+#include "train/progress.h"
 #include "train/workload.h"
 
 namespace rpb {
+
+class MetricsCsv;
 
 struct TrainSummary {
   int64_t step = 0;                 // steps completed
@@ -37,6 +42,14 @@ class Run {
   /// valid); with `resume_from` (a checkpoint file of the run folder), continues from that file and points
   /// `latest` at it. Without either, a folder that already holds checkpoints is an error (nothing is
   /// overwritten). A resumed checkpoint's step must lie in [0, config.steps].
+  ///
+  /// Every run.log_every steps (and at every validation and the last step) it logs a row: the mean training loss
+  /// of the steps since the previous row (skipped non-finite steps left out), appended to the run folder's
+  /// metrics.csv (train/metrics_csv.h) and kept for the checkpoints' /metrics. With run.eval_every > 0 it scores
+  /// the valid split every eval_every steps and at the last one (Workload::evaluate), which changes nothing
+  /// the training draws: a resumed run stays bit-identical. Under InterruptHandlers (train/interrupt.h), a
+  /// SIGINT or SIGTERM ends the run after the current step: a checkpoint of that step (and `latest`), a log line
+  /// "interrupted at step N; resume with: ...", then rpb::Interrupted is thrown.
   TrainSummary train(bool resume, const std::string& resume_from = {});
 
   /// The checkpoint the run folder's `latest` names, read, with its file; nullopt when there is none.
@@ -54,6 +67,8 @@ class Run {
   std::optional<double> optimal_perplexity() const { return workload_->optimal_perplexity(); }
   nn::Module& model() { return workload_->model(); }
   const std::string& dir() const { return dir_; }
+  /// A sweep's position and time for the progress lines, and the command an interrupted run is resumed with.
+  void set_context(ProgressContext context) { context_ = std::move(context); }
 
   /// What on_gradients() calls: the step being taken (1-based) and the parameters, their gradients set.
   using GradientHook = std::function<void(int64_t step, const std::vector<optim::NamedParam>& params)>;
@@ -73,6 +88,12 @@ class Run {
   /// checkpoint; returns the first step to take.
   int64_t start(bool resume, const std::string& resume_from, TrainSummary& summary);
   StepResult take_step(int64_t step, double lr);
+  /// Scores the valid split at run.valid_multipliers: (length, mean NLL) of each length the model can run at.
+  std::vector<std::pair<int64_t, double>> validate();
+  /// Logs the row of step `done` (after a validation when one is due) to the log, metrics.csv and metrics_.
+  void log_row(int64_t done, double lr, double grad_norm, Progress& progress, MetricsCsv& csv, spdlog::logger& log);
+  /// Saves a checkpoint of step `done` (unless `saved`), logs how to resume and throws Interrupted(`signal`).
+  [[noreturn]] void interrupted(int signal, int64_t done, bool saved, spdlog::logger& log);
   Checkpoint snapshot(int64_t step) const;
   void save(int64_t step);
 
@@ -82,7 +103,10 @@ class Run {
   std::unique_ptr<Workload> workload_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<MetricsRow> metrics_;
+  double interval_loss_ = 0;     // the finite losses of the steps since the last logged row: their sum
+  int64_t interval_steps_ = 0;   // and their count (both saved in checkpoints, so that a resumed mean is the same)
   GradientHook gradient_hook_;
+  ProgressContext context_;
 };
 
 /// The optimizer `config.optim` names, over `params` (by name; groups by pattern).

@@ -43,7 +43,7 @@ class GridWorkload final : public Workload {
     RPB_CHECK(have_dropout && have_sampler, "checkpoint", file, ": missing /rng/dropout or /rng/sampler");
   }
 
-  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult) override {
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split) override {
     model_->eval();
     const bool rewindow = config_.grid.eval_window > 0;
     if (rewindow) model_->set_window(config_.grid.eval_window);
@@ -52,7 +52,7 @@ class GridWorkload final : public Workload {
       LengthResult r;
       r.multiplier = m;
       r.length = m * config_.length;  // the grid side
-      if (model_->max_side() == 0 || r.length <= model_->max_side()) r.nll = mean_nll(r.length);
+      if (model_->max_side() == 0 || r.length <= model_->max_side()) r.nll = mean_nll(r.length, split);
       out.push_back(r);
     }
     if (rewindow) model_->set_window(config_.grid.window);
@@ -70,10 +70,10 @@ class GridWorkload final : public Workload {
     return o;
   }
 
-  double mean_nll(int64_t side) const {
+  double mean_nll(int64_t side, data::Split split) const {
     NoGradGuard no_grad;
     Tensor x, y;
-    task_.eval_grids(side, x, y);
+    task_.eval_grids(side, x, y, split, split == data::Split::valid ? config_.valid_tokens : 0);
     const int64_t n = x.size(0);
     double total = 0;
     for (int64_t b = 0; b < n; b += config_.eval_batch) {
