@@ -41,6 +41,7 @@ InterruptHandlers::~InterruptHandlers() {
   sigaction(SIGINT, &g_old_int, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
   g_installed = false;
+  g_pending = 0;
 }
 
 DeferInterrupts::DeferInterrupts() { g_deferring = g_deferring + 1; }

@@ -13,8 +13,8 @@
 
 namespace rpb {
 
-/// Installs the handlers (sigaction) of SIGINT and SIGTERM for its lifetime; the previous ones come back after.
-/// Clears a signal recorded earlier. One at a time.
+/// Installs the handlers (sigaction) of SIGINT and SIGTERM for its lifetime; the previous ones come back after,
+/// and the signal it recorded is forgotten. One at a time.
 class InterruptHandlers {
  public:
   InterruptHandlers();
