@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -40,6 +41,17 @@ inline std::vector<std::string> temp_files(const std::filesystem::path& dir) {
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().filename().string().find(".tmp.") != std::string::npos) v.push_back(e.path().filename().string());
   return v;
+}
+
+// A metrics.csv without its last two columns (tokens_per_sec, elapsed_s: times, which differ between runs).
+inline std::string csv_without_times(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string out, line;
+  while (std::getline(in, line)) {
+    for (int k = 0; k < 2; ++k) line.erase(line.rfind(','));
+    out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace rpb::testing

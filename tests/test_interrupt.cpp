@@ -10,7 +10,6 @@
 #include <fstream>
 #include <random>
 #include <regex>
-#include <sstream>
 #include <thread>
 
 #include "run_checks.h"
@@ -23,6 +22,7 @@ namespace fs = std::filesystem;
 using namespace rpb;
 using rpb::testing::TempDir;
 using rpb::testing::check_same_bits;
+using rpb::testing::csv_without_times;
 using rpb::testing::contains;
 using rpb::testing::file_text;
 using rpb::testing::run_rpb;
@@ -32,7 +32,8 @@ using rpb::testing::temp_files;
 namespace {
 
 // 400 steps of a few ms each, validated every 50 and saved every 100.
-std::string signal_config(const fs::path& out, const std::string& eval = "eval_multipliers = [1, 2]\neval_tokens = 256\n") {
+std::string signal_config(const fs::path& out,
+                          const std::string& eval = "eval_multipliers = [1, 2]\neval_tokens = 256\n") {
   return "[run]\nname = \"run\"\nout_dir = \"" + out.string() +
          "\"\nsteps = 400\nbatch = 8\nlength = 32\nlog_every = 5\ncheckpoint_every = 100\neval_every = 50\n" + eval +
          "[model]\nd_model = 32\nheads = 2\nlayers = 2\nd_ff = 64\ndropout = 0.1\n"
@@ -77,16 +78,6 @@ std::string regex_escape(const std::string& text) {
   return std::regex_replace(text, special, R"(\$&)");
 }
 
-// metrics.csv without its last two columns (tokens_per_sec, elapsed_s).
-std::string csv_without_times(const fs::path& file) {
-  std::istringstream in(file_text(file));
-  std::string out, line;
-  while (std::getline(in, line)) {
-    for (int k = 0; k < 2; ++k) line.erase(line.rfind(','));
-    out += line + "\n";
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -112,8 +103,8 @@ TEST_CASE("interrupt: SIGINT and SIGTERM at random steps save that step, exit 13
     CHECK(exit_code(pid) == 128 + sig);
     const std::string text = file_text(out);
     std::smatch m;
-    const std::regex line_re("interrupted at step ([0-9]+); resume with: build/rpb (train " + regex_escape(cfg.string()) +
-                             " --resume --set run.name=" + name + ")\n");
+    const std::regex line_re("interrupted at step ([0-9]+); resume with: build/rpb (train " +
+                             regex_escape(cfg.string()) + " --resume --set run.name=" + name + ")\n");
     REQUIRE_MESSAGE(std::regex_search(text, m, line_re), text);
     const int64_t step = std::stoll(m[1].str());
     MESSAGE(name, " sent once step ", target, " was logged; interrupted at step ", step);

@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 using namespace rpb;
 using rpb::testing::TempDir;
 using rpb::testing::check_same_bits;
+using rpb::testing::csv_without_times;
 using rpb::testing::contains;
 using rpb::testing::error_of;
 using rpb::testing::file_text;
@@ -48,16 +49,6 @@ RunConfig loop_run(const fs::path& out, const std::string& run_keys, const std::
   return parse_config(loop_config(out, run_keys), "loop.toml", overrides);
 }
 
-// metrics.csv without its last two columns (tokens_per_sec, elapsed_s: times, which differ between runs).
-std::string csv_without_times(const fs::path& file) {
-  std::istringstream in(file_text(file));
-  std::string out, line;
-  while (std::getline(in, line)) {
-    for (int k = 0; k < 2; ++k) line.erase(line.rfind(','));
-    out += line + "\n";
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -181,7 +172,8 @@ TEST_CASE("train loop: metrics rows keep their valid losses and elapsed time; fi
 
 TEST_CASE("train loop: metrics.csv lines leave empty cells where a row has no validation") {
   const std::vector<int64_t> lengths = {64, 128};
-  CHECK(metrics_csv_header(lengths) == "step,train_loss,valid_loss@64,valid_loss@128,lr,grad_norm,tokens_per_sec,elapsed_s\n");
+  CHECK(metrics_csv_header(lengths) ==
+        "step,train_loss,valid_loss@64,valid_loss@128,lr,grad_norm,tokens_per_sec,elapsed_s\n");
   MetricsRow r{50, 2.5, 0.001, 0.25, 1000, 12.5};
   CHECK(metrics_csv_line(r, lengths) == "50,2.5,,,0.001,0.25,1000,12.5\n");
   r.valid_loss = {{128, 2.75}};

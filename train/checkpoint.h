@@ -21,7 +21,7 @@ inline constexpr int kCheckpointFormatVersion = 1;
 /// One row of the training log kept in a checkpoint (and in the run folder's metrics.csv).
 struct MetricsRow {
   int64_t step;
-  double loss;            // mean training loss of the steps since the previous row (skipped non-finite steps left out)
+  double loss;            // mean training loss of the steps since the previous row (non-finite losses left out)
   double lr;
   double grad_norm;
   double tokens_per_sec;

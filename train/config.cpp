@@ -306,10 +306,12 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   read_optim(r, c);
   read_sweep(sweep, c);
   for (const std::string& kind : c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks) {
-    check_eval_lengths(run, c, kind, {c.eval_multipliers, c.eval_tokens, "eval_multipliers", "eval_tokens", "evaluation", "test"});
-    if (c.eval_every > 0)
-      check_eval_lengths(run, c, kind,
-                         {c.valid_multipliers, c.valid_tokens, "valid_multipliers", "valid_tokens", "validation", "valid"});
+    check_eval_lengths(run, c, kind,
+                       {c.eval_multipliers, c.eval_tokens, "eval_multipliers", "eval_tokens", "evaluation", "test"});
+    if (c.eval_every > 0)  // the valid split is scored during training only
+      check_eval_lengths(
+          run, c, kind,
+          {c.valid_multipliers, c.valid_tokens, "valid_multipliers", "valid_tokens", "validation", "valid"});
   }
 
   std::ostringstream os;

@@ -26,9 +26,11 @@ namespace rpb {
 /// scheme's are in nn/limits.h. Like those, they guard against overflow and nonsense, not against running out of
 /// memory: a run inside every limit builds no tensor of more than 2^58 elements.
 namespace run_limits {
-inline constexpr int64_t kMaxSteps = int64_t{1} << 40;   // run.steps, log_every, checkpoint_every, eval_every, warmup_steps
+inline constexpr int64_t kMaxSteps = int64_t{1} << 40;   // run.steps, log_every, checkpoint_every, eval_every,
+                                                         // optim.warmup_steps
 inline constexpr int64_t kMaxBatch = int64_t{1} << 16;   // run.batch, run.eval_batch: sequences per forward
-inline constexpr int64_t kMaxTokens = int64_t{1} << 32;  // task.train_tokens, task.eval_tokens, run.eval_tokens, valid_tokens
+inline constexpr int64_t kMaxTokens = int64_t{1} << 32;  // task.train_tokens, task.eval_tokens, run.eval_tokens,
+                                                         // run.valid_tokens
 inline constexpr int64_t kMaxMultiplier = 1024;          // each of run.eval_multipliers and run.valid_multipliers
 inline constexpr int64_t kMaxVocab = int64_t{1} << 16;   // task.vocab
 inline constexpr std::size_t kMaxNameBytes = 100;        // run.name: one path component

@@ -49,7 +49,9 @@ DeferInterrupts::~DeferInterrupts() { g_deferring = g_deferring - 1; }
 
 int pending_interrupt() { return g_pending; }
 
-Interrupted::Interrupted(int signal)
-    : signal_(signal), what_(std::string("interrupted by ") + (signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : "signal " + std::to_string(signal))) {}
+Interrupted::Interrupted(int signal) : signal_(signal) {
+  const std::string name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : std::to_string(signal);
+  what_ = "interrupted by " + (signal == SIGTERM || signal == SIGINT ? name : "signal " + name);
+}
 
 }  // namespace rpb

@@ -239,10 +239,12 @@ TrainSummary Run::train(bool resume, const std::string& resume_from) {
     for (int64_t step = start; step < config_.steps; ++step) {
       const double lr = optim::learning_rate(config_.optim.schedule, step);
       const StepResult r = take_step(step, lr);
-      if (r.bad.empty()) {
-        last_loss = r.loss;
+      if (std::isfinite(r.loss)) {  // a step skipped for a non-finite gradient still measured its loss
         interval_loss_ += r.loss;
         ++interval_steps_;
+      }
+      if (r.bad.empty()) {
+        last_loss = r.loss;
       } else {
         log->warn("step {}: non-finite value in {} ({})", step + 1, r.bad,
                   config_.on_nonfinite == "skip" ? "step skipped" : "run stopped");
@@ -268,7 +270,9 @@ TrainSummary Run::train(bool resume, const std::string& resume_from) {
   // A resumed run that took no step (it had already reached config.steps) keeps its checkpoint
   // and `latest` as they are: saving again would rewrite them for nothing.
   if (!summary.stopped_non_finite && !(summary.resumed && summary.step == start)) save(summary.step);
-  if (const int sig = pending_interrupt(); sig && !summary.stopped_non_finite) interrupted(sig, summary.step, true, *log);
+  // A signal during the final save: the run is complete, and says so before exiting with the signal's code.
+  if (const int sig = pending_interrupt(); sig && !summary.stopped_non_finite)
+    interrupted(sig, summary.step, true, *log);
   summary.last_loss = last_loss;
   summary.checkpoint = read_latest(dir_);
   log->info("run {}: finished at step {} (loss {:.4f}); checkpoint {}", config_.name, summary.step, last_loss,

@@ -44,7 +44,7 @@ class Run {
   /// overwritten). A resumed checkpoint's step must lie in [0, config.steps].
   ///
   /// Every run.log_every steps (and at every validation and the last step) it logs a row: the mean training loss
-  /// of the steps since the previous row (skipped non-finite steps left out), appended to the run folder's
+  /// of the steps since the previous row (steps whose loss is not finite left out; NaN when none is left), appended to the run folder's
   /// metrics.csv (train/metrics_csv.h) and kept for the checkpoints' /metrics. With run.eval_every > 0 it scores
   /// the valid split every eval_every steps and at the last one (Workload::evaluate), which changes nothing
   /// the training draws: a resumed run stays bit-identical. Under InterruptHandlers (train/interrupt.h), a
