@@ -42,9 +42,9 @@ std::string signal_config(const fs::path& out,
          "[optim]\nlr = 1e-2\nschedule = \"cosine\"\nwarmup_steps = 2\n";
 }
 
-// The largest step train.log of `dir` has logged ("step K/400"); 0 before the first.
+// The largest step train.log of `dir` has logged ("step K/<steps>"); 0 before the first.
 int64_t logged_step(const fs::path& dir) {
-  static const std::regex step_re("step ([0-9]+)/400");
+  static const std::regex step_re("step ([0-9]+)/[0-9]+");
   const std::string log = file_text(dir / "train.log");
   int64_t k = 0;
   for (auto it = std::sregex_iterator(log.begin(), log.end(), step_re); it != std::sregex_iterator(); ++it)
@@ -155,4 +155,25 @@ TEST_CASE("interrupt: a signal during the evaluation after training exits with i
   CHECK_FALSE(contains(file_text(out), "| length |"));
   CHECK(load_checkpoint(read_latest(dir.string())).step == 20);
   CHECK(temp_files(dir).empty());
+}
+
+TEST_CASE("interrupt: SIGINT during a sweep's second run saves it, exits 130, and the printed command finishes it") {
+  TempDir tmp("sweepsig");
+  const fs::path cfg = tmp.path / "sweep.toml", out = tmp.path / "out.txt";
+  std::ofstream(cfg) << signal_config(tmp.path) << "[sweep]\nmethods = [\"t5\", \"alibi\"]\nseeds = [0]\n";
+  const fs::path second = tmp.path / "run" / "markov" / "alibi" / "seed0";
+  const pid_t pid = spawn_rpb({"extrapolate", cfg.string(), "--set", "run.steps=200"}, out.string());
+  REQUIRE_MESSAGE(wait_for(pid, [&] { return logged_step(second) >= 20; }), file_text(out));
+  ::kill(pid, SIGINT);
+  CHECK(exit_code(pid) == 128 + SIGINT);
+  const std::string text = file_text(out);
+  CHECK(contains(text, "[2/2] step 5/200 "));  // the sweep's prefix and ETA on the progress lines
+  CHECK(contains(text, ", sweep elapsed "));
+  const std::string resume = "resume with: build/rpb extrapolate " + cfg.string() + " --set run.steps=200\n";
+  REQUIRE_MESSAGE(contains(text, resume), text);
+  CHECK(load_checkpoint(read_latest(second.string())).step < 200);
+  const auto r = run_rpb("extrapolate " + cfg.string() + " --set run.steps=200");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(contains(r.out, "markov / t5 / seed 0: finished earlier, reusing"));
+  CHECK(load_checkpoint(read_latest(second.string())).step == 200);
 }

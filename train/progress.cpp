@@ -49,17 +49,20 @@ std::string Progress::timing(int64_t done, double secs) const {
   return s;
 }
 
-MetricsRow Progress::log(int64_t done, double loss, double lr, double norm) {
+MetricsRow Progress::log(int64_t done, double loss, double lr, double norm,
+                         const std::vector<std::pair<int64_t, double>>& valid) {
   const auto now = Clock::now();
   const double window = std::chrono::duration<double>(now - window_start_).count();
   const double tps = window > 0 ? static_cast<double>(window_tokens_) / window : 0.0;
   const double secs = std::chrono::duration<double>(now - t0_).count();
   const std::string prefix = context_.prefix.empty() ? "" : context_.prefix + " ";
   const std::string time = timing(done, secs);
-  if (tty_)
-    std::fprintf(stderr, "\r  %sstep %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  %s   ", prefix.c_str(),
-                 static_cast<long long>(done), static_cast<long long>(steps_), loss, lr, tps, time.c_str());
-  log_.log(tty_ ? spdlog::level::debug : spdlog::level::info,
+  if (tty_) {
+    const std::string v = valid.empty() ? "" : fmt::format("  valid {:.4f}", valid.front().second);
+    std::fprintf(stderr, "\r  %sstep %lld/%lld  loss %.4f%s  lr %.2e  %.0f tok/s  %s   ", prefix.c_str(),
+                 static_cast<long long>(done), static_cast<long long>(steps_), loss, v.c_str(), lr, tps, time.c_str());
+  }
+  log_.log(level(),
            "{}step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.3f} {:.0f} tok/s {}", prefix, done, steps_, loss, lr, norm,
            tps, time);
   window_start_ = now;

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "train/checkpoint.h"
 
@@ -38,12 +40,16 @@ class Progress {
   void add_tokens(int64_t n) { window_tokens_ += n; }
   /// Leaves `seconds` (a validation) out of the tokens/s window.
   void exclude(double seconds);
-  /// Logs step `done` with `loss` (the interval's mean) and returns the metrics row.
-  MetricsRow log(int64_t done, double loss, double lr, double norm);
+  /// Logs step `done` with `loss` (the interval's mean) and returns the metrics row; the terminal line shows the
+  /// first of `valid` (a validation at this step: (length, mean NLL)) too.
+  MetricsRow log(int64_t done, double loss, double lr, double norm,
+                 const std::vector<std::pair<int64_t, double>>& valid = {});
   /// Between logged steps: a line when the last one is more than kQuiet old, so that slow steps show progress.
   void tick(int64_t done);
   /// The run's training time so far, over all its sessions.
   double elapsed() const;
+  /// The level of the lines the terminal line stands for: debug (train.log only) on a terminal, else info.
+  spdlog::level::level_enum level() const { return tty_ ? spdlog::level::debug : spdlog::level::info; }
 
  private:
   std::string timing(int64_t done, double secs) const;

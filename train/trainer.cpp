@@ -189,22 +189,21 @@ void Run::log_row(int64_t done, double lr, double grad_norm, Progress& progress,
     progress.exclude(valid_secs);
   }
   const double mean = interval_steps_ > 0 ? interval_loss_ / static_cast<double>(interval_steps_) : std::nan("");
-  MetricsRow row = progress.log(done, mean, lr, grad_norm);
+  MetricsRow row = progress.log(done, mean, lr, grad_norm, valid);
   interval_loss_ = 0;
   interval_steps_ = 0;
   if (!valid.empty()) {
     std::string line;
     for (const auto& [length, nll] : valid)
       line += fmt::format("{}length {} loss {:.4f} ppl {:.3f}", line.empty() ? "" : ", ", length, nll, std::exp(nll));
-    log.info("step {}/{} valid: {} ({:.2f} s)", done, config_.steps, line, valid_secs);
+    log.log(progress.level(), "step {}/{} valid: {} ({:.2f} s)", done, config_.steps, line, valid_secs);
   }
   row.valid_loss = std::move(valid);
   csv.append(row);
   metrics_.push_back(std::move(row));
 }
 
-void Run::interrupted(int signal, int64_t done, bool saved, spdlog::logger& log) {
-  if (!saved) save(done);
+void Run::interrupted(int signal, int64_t done, spdlog::logger& log) {
   const std::string command =
       context_.resume_command.empty() ? "build/rpb train " + config_.source + " --resume" : context_.resume_command;
   log.warn("{}: checkpoint {} saved", Interrupted(signal).what(), read_latest(dir_));
@@ -234,6 +233,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from) {
             memory_budget().bytes ? format_bytes(memory_budget().bytes) + " (" + memory_budget().source + ")" : "none");
   workload_->model().train();
   double last_loss = metrics_.empty() ? 0.0 : metrics_.back().loss;
+  bool saved = false;  // a periodic save wrote the checkpoint of summary.step
   {
     Progress progress(*log, start, config_.steps, metrics_.empty() ? 0.0 : metrics_.back().elapsed_s, context_);
     for (int64_t step = start; step < config_.steps; ++step) {
@@ -261,18 +261,16 @@ TrainSummary Run::train(bool resume, const std::string& resume_from) {
         log_row(done, lr, r.grad_norm, progress, csv, *log);
       else
         progress.tick(done);
-      const bool saving = config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 && done != config_.steps;
-      if (saving) save(done);
+      saved = config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 && done != config_.steps;
+      if (saved) save(done);
       summary.step = done;
-      if (const int sig = pending_interrupt()) interrupted(sig, done, saving, *log);
+      if (pending_interrupt()) break;  // a SIGINT or SIGTERM: the step is saved below, then Interrupted
     }
   }
   // A resumed run that took no step (it had already reached config.steps) keeps its checkpoint
   // and `latest` as they are: saving again would rewrite them for nothing.
-  if (!summary.stopped_non_finite && !(summary.resumed && summary.step == start)) save(summary.step);
-  // A signal during the final save: the run is complete, and says so before exiting with the signal's code.
-  if (const int sig = pending_interrupt(); sig && !summary.stopped_non_finite)
-    interrupted(sig, summary.step, true, *log);
+  if (!summary.stopped_non_finite && !saved && !(summary.resumed && summary.step == start)) save(summary.step);
+  if (const int sig = pending_interrupt(); sig && !summary.stopped_non_finite) interrupted(sig, summary.step, *log);
   summary.last_loss = last_loss;
   summary.checkpoint = read_latest(dir_);
   log->info("run {}: finished at step {} (loss {:.4f}); checkpoint {}", config_.name, summary.step, last_loss,

@@ -92,8 +92,8 @@ class Run {
   std::vector<std::pair<int64_t, double>> validate();
   /// Logs the row of step `done` (after a validation when one is due) to the log, metrics.csv and metrics_.
   void log_row(int64_t done, double lr, double grad_norm, Progress& progress, MetricsCsv& csv, spdlog::logger& log);
-  /// Saves a checkpoint of step `done` (unless `saved`), logs how to resume and throws Interrupted(`signal`).
-  [[noreturn]] void interrupted(int signal, int64_t done, bool saved, spdlog::logger& log);
+  /// Logs that step `done` (saved) ends the run and how to resume it; throws Interrupted(`signal`).
+  [[noreturn]] void interrupted(int signal, int64_t done, spdlog::logger& log);
   Checkpoint snapshot(int64_t step) const;
   void save(int64_t step);
 
