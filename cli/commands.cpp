@@ -18,18 +18,45 @@
 #include "nn/position.h"
 #include "core/text.h"
 #include "train/checkpoint.h"
+#include "train/interrupt.h"
 #include "train/memory.h"
 #include "train/stored_model.h"
 #include "train/trainer.h"
 
 namespace rpb {
 
+namespace {
+
+// `arg` as one shell word: as it is when it is plain, else in single quotes.
+std::string shell_word(const std::string& arg) {
+  const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                           "0123456789_./=,:@+-") == std::string::npos;
+  if (plain) return arg;
+  std::string q = "'";
+  for (const char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// The command that goes on with an interrupted `rpb <verb> <config> [--set ...]` (printed, escaped).
+std::string resume_command(const std::string& verb, const std::string& config,
+                           const std::vector<std::string>& overrides) {
+  std::string c = "build/rpb " + verb + " " + shell_word(config) + (verb == "train" ? " --resume" : "");
+  for (const std::string& o : overrides) c += " --set " + shell_word(o);
+  return printable(c, 1000);
+}
+
+}  // namespace
+
 int cmd_train(const std::string& config_path, bool resume, const std::string& resume_from,
               const std::vector<std::string>& overrides, bool extend, bool overwrite) {
   RPB_CHECK(!extend || resume || !resume_from.empty(), "train",
             "--extend trains a run on past its run.steps: pass it with --resume or --resume-from");
   const RunConfig cfg = load_config(config_path, overrides);
+  const InterruptHandlers handlers;  // SIGINT, SIGTERM: a checkpoint, then exit 130 / 143 (train/interrupt.h)
   Run run(cfg);
+  ProgressContext context;
+  context.resume_command = resume_command("train", config_path, overrides);
+  run.set_context(context);
   const TrainSummary s = run.train(resume, resume_from, {.extend = extend, .overwrite = overwrite});
   if (s.stopped_non_finite) {
     spdlog::error("training stopped at step {}: a non-finite loss or gradient (see {}/train.log)", s.step, run.dir());
@@ -52,9 +79,14 @@ int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths,
 
 int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides, bool overwrite) {
   const RunConfig cfg = load_config(config_path, overrides);
-  const SweepResult r = run_sweep(cfg, overwrite);
+  const InterruptHandlers handlers;
+  const SweepResult r = run_sweep(cfg, overwrite, resume_command("extrapolate", config_path, overrides));
   const std::string dir = cfg.run_dir();
-  write_results(r, dir);
+  {
+    const DeferInterrupts defer;  // the result files are written whole
+    write_results(r, dir);
+  }
+  if (const int sig = pending_interrupt()) throw Interrupted(sig);
   std::cout << format_table(r) << "\nResults: " << dir << "/results.{csv,json,svg}\n";
   return 0;
 }

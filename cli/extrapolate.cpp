@@ -44,7 +44,7 @@ namespace {
 
 // The run of one method, task and seed: trained, or resumed, or reused when it has finished; a folder trained with
 // another config is refused, or with `overwrite` moved aside (by Run::train) and the run trained afresh.
-void train_or_reuse(Run& run, MethodResult& row, const std::string& what, bool overwrite) {
+void train_or_reuse(Run& run, MethodResult& row, const std::string& what, bool overwrite, ProgressContext context) {
   const auto latest = run.latest();
   std::vector<ConfigChange> changes;
   if (latest) changes = match_run(latest->second.config_text, latest->first, run.config(), /*extend=*/false).changes;
@@ -57,13 +57,14 @@ void train_or_reuse(Run& run, MethodResult& row, const std::string& what, bool o
   }
   spdlog::info("{}: training in {}", what, run.dir());
   const auto t0 = std::chrono::steady_clock::now();
+  run.set_context(std::move(context));
   run.train(/*resume=*/true, {}, {.extend = false, .overwrite = overwrite});
   row.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
 
-SweepResult run_sweep(const RunConfig& base, bool overwrite) {
+SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& resume_command) {
   SweepResult result;
   result.name = base.name;
   result.train_length = base.length;
@@ -80,6 +81,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite) {
       check_memory(estimate_memory(cfg, vocab_bound(cfg)), memory_budget(), "sweep run " + task + " / " + method.name());
     }
   std::size_t done = 0;
+  const auto t0 = std::chrono::steady_clock::now();
   for (const std::string& task : tasks)
     for (const SweepMethod& method : base.sweep.methods) {
       MethodResult row;
@@ -90,9 +92,11 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite) {
         const SweepRun sr{task, method, seed, (fs::path(root) / task / method.scheme).string(),
                           "seed" + std::to_string(seed)};
         Run run(run_config(base, sr));
+        const std::string prefix = fmt::format("[{}/{}]", done + 1, total);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        train_or_reuse(run, row, fmt::format("{} {} / {} / seed {}", prefix, task, method.name(), seed), overwrite,
+                       {prefix, static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command});
         ++done;
-        train_or_reuse(run, row, fmt::format("[{}/{}] {} / {} / seed {}", done, total, task, method.name(), seed),
-                       overwrite);
         std::vector<std::optional<double>> ppl, nll;
         std::vector<int64_t> tokens;
         row.lengths.clear();

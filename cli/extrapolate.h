@@ -37,7 +37,8 @@ struct SweepResult {
 /// <out_dir>/<name>/<task>/<method>/seed<k>; finished runs are reused, interrupted ones resumed, but only when
 /// their stored config has the run's identity (train/run_identity.h; a sweep never extends a run): else rpb::Error
 /// lists the differing keys, unless `overwrite` moves the run folder aside and trains the run afresh.
-SweepResult run_sweep(const RunConfig& config, bool overwrite = false);
+/// `resume_command` is what a run interrupted by a signal tells to run (Run::set_context).
+SweepResult run_sweep(const RunConfig& config, bool overwrite = false, const std::string& resume_command = {});
 
 /// mean and sample standard deviation of the defined values (nullopt when none is defined).
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v);

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "train/interrupt.h"
 #include "train/version.h"
 
 namespace {
@@ -73,6 +74,8 @@ int main(int argc, char** argv) {
   try {
     for (const auto& [sub, run] : runners)
       if (*sub) return run();
+  } catch (const rpb::Interrupted& e) {
+    return e.exit_code();  // the run has logged where it stopped and how to resume
   } catch (const rpb::Error& e) {
     // The last line of defence: whatever user text a message quotes, no control byte reaches the terminal.
     spdlog::error("{}", rpb::terminal_text(e.message()));

@@ -23,6 +23,7 @@
 #include <sstream>
 #include <thread>
 
+#include "run_checks.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/latest.h"
@@ -32,6 +33,8 @@
 namespace fs = std::filesystem;
 using namespace rpb;
 using rpb::testing::TempDir;
+using rpb::testing::check_same_bits;
+using rpb::testing::temp_files;
 using rpb::testing::contains;
 using rpb::testing::error_of;
 using rpb::testing::file_text;
@@ -65,33 +68,6 @@ std::string fault_config(const fs::path& out, int64_t steps, int64_t checkpoint_
 fs::path write_text(const fs::path& file, const std::string& text) {
   std::ofstream(file) << text;
   return file;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), static_cast<std::size_t>(a.numel()) * dtype_size(a.dtype())) == 0;
-}
-
-// Every tensor of `a` has a bit-identical twin of the same name in `b`, and nothing more.
-void check_same_bits(const nn::NamedTensors& a, const nn::NamedTensors& b, const std::string& what) {
-  CHECK_MESSAGE(a.size() == b.size(), what, ": ", a.size(), " against ", b.size(), " tensors");
-  std::map<std::string, Tensor> bm(b.begin(), b.end());
-  int differ = 0;
-  for (const auto& [name, t] : a) {
-    const auto it = bm.find(name);
-    if (it == bm.end() || !same_bits(t, it->second)) {
-      ++differ;
-      MESSAGE(what, ": ", name, it == bm.end() ? " is missing" : " differs");
-    }
-  }
-  CHECK_MESSAGE(differ == 0, what, ": ", differ, " tensors differ");
-}
-
-std::vector<std::string> temp_files(const fs::path& dir) {
-  std::vector<std::string> v;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().find(".tmp.") != std::string::npos) v.push_back(e.path().filename().string());
-  return v;
 }
 
 // The latest pointer names a real checkpoint (never a temp file) that loads; every step_*.h5 that

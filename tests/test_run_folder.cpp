@@ -245,7 +245,7 @@ TEST_CASE("run folder: a run removes the temp files interrupted saves left, and 
   const fs::path dir = tmp.path / "run";
   Run(tiny_config(tmp.path, "run", 2)).train(false);
   const std::vector<std::string> stale = {".step_00000002.h5.tmp.999999", ".latest.tmp.12345", ".config.toml.tmp.1",
-                                          ".step_123456789.h5.tmp.77"};
+                                          ".step_123456789.h5.tmp.77", ".metrics.csv.tmp.8"};
   const std::vector<std::string> kept = {".notes.tmp.123",      ".step_00000002.h5.tmp.12a", "step_00000002.h5.tmp.1",
                                          ".config.toml.tmp.",  ".train.log.tmp.5",          ".latest.tmp.1.bak",
                                          "notes.txt"};
@@ -257,8 +257,8 @@ TEST_CASE("run folder: a run removes the temp files interrupted saves left, and 
   for (const std::string& f : kept) CHECK_MESSAGE(file_text(dir / f) == "mine", f);
   CHECK(fs::is_directory(dir / ".latest.tmp.42"));
   CHECK(contains(file_text(dir / "train.log"),
-                 "removed 4 stale temp file(s) of interrupted saves: .config.toml.tmp.1, .latest.tmp.12345, "
-                 ".step_00000002.h5.tmp.999999, .step_123456789.h5.tmp.77"));
+                 "removed 5 stale temp file(s) of interrupted saves: .config.toml.tmp.1, .latest.tmp.12345, "
+                 ".metrics.csv.tmp.8, .step_00000002.h5.tmp.999999, .step_123456789.h5.tmp.77"));
 }
 
 TEST_CASE("run folder: train.log holds every line logged before a kill -9") {

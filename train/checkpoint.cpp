@@ -6,11 +6,14 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -108,26 +111,43 @@ void write_counters(hid_t root, const std::vector<std::pair<std::string, int64_t
   }
 }
 
+// The sorted validation lengths of `rows`; each becomes a column /metrics/valid_loss@<length>.
+std::vector<int64_t> valid_lengths_of(const std::vector<MetricsRow>& rows) {
+  std::vector<int64_t> lengths;
+  for (const MetricsRow& r : rows)
+    for (const auto& v : r.valid_loss) lengths.push_back(v.first);
+  std::sort(lengths.begin(), lengths.end());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  return lengths;
+}
+
 void write_metrics(hid_t root, const std::vector<MetricsRow>& rows, const std::string& op) {
   Hid metrics = create_group(root, "metrics", "/metrics", op);
   const std::size_t n = rows.size();
   std::vector<int64_t> steps(n);
-  std::array<std::vector<double>, 4> columns;
-  for (auto& col : columns) col.resize(n);
+  std::map<std::string, std::vector<double>> columns;  // the float64 columns by name
+  const std::vector<int64_t> lengths = valid_lengths_of(rows);
+  for (const char* name : {"loss", "lr", "grad_norm", "tokens_per_sec", "elapsed_s"}) columns[name].resize(n);
+  for (const int64_t l : lengths) columns["valid_loss@" + std::to_string(l)].assign(n, std::nan(""));
   for (std::size_t i = 0; i < n; ++i) {
     const MetricsRow& r = rows[i];
     steps[i] = r.step;
-    columns[0][i] = r.loss;
-    columns[1][i] = r.lr;
-    columns[2][i] = r.grad_norm;
-    columns[3][i] = r.tokens_per_sec;
+    columns["loss"][i] = r.loss;
+    columns["lr"][i] = r.lr;
+    columns["grad_norm"][i] = r.grad_norm;
+    columns["tokens_per_sec"][i] = r.tokens_per_sec;
+    columns["elapsed_s"][i] = r.elapsed_s;
+    for (const auto& [length, nll] : r.valid_loss) columns["valid_loss@" + std::to_string(length)][i] = nll;
   }
   const Shape dims{static_cast<int64_t>(n)};
   write_dataset(metrics.get(), "step", "/metrics/step", H5T_NATIVE_INT64, dims, steps.data(), n * 8, op);
-  const char* names[4] = {"loss", "lr", "grad_norm", "tokens_per_sec"};
-  for (int k = 0; k < 4; ++k)
-    write_dataset(metrics.get(), names[k], std::string("/metrics/") + names[k], H5T_NATIVE_DOUBLE, dims,
-                  columns[k].data(), n * 8, op);
+  for (const char* name : {"loss", "lr", "grad_norm", "tokens_per_sec", "elapsed_s"})
+    write_dataset(metrics.get(), name, std::string("/metrics/") + name, H5T_NATIVE_DOUBLE, dims, columns[name].data(),
+                  n * 8, op);
+  for (const int64_t l : lengths) {
+    const std::string name = "valid_loss@" + std::to_string(l);
+    write_dataset(metrics.get(), name, "/metrics/" + name, H5T_NATIVE_DOUBLE, dims, columns[name].data(), n * 8, op);
+  }
 }
 
 // Builds the checkpoint as an HDF5 file in memory and returns the bytes of the closed file;
@@ -287,18 +307,43 @@ std::vector<std::pair<std::string, int64_t>> read_counters(SafeReader& r, hid_t 
   return counters;
 }
 
+// The length of a /metrics/valid_loss@<length> column; nullopt for any other name. A length that is not a
+// positive number is an error naming the dataset.
+std::optional<int64_t> valid_column_length(const std::string& name, const std::string& op) {
+  const std::string prefix = "valid_loss@";
+  if (name.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::string digits = name.substr(prefix.size());
+  const bool ok = !digits.empty() && digits.size() <= 9 &&
+                  std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  CKPT_CHECK(ok && std::stoll(digits) > 0, "dataset /metrics/", printable(name),
+             ": expected valid_loss@<length> with a positive length");
+  return std::stoll(digits);
+}
+
 std::vector<MetricsRow> read_metrics(SafeReader& r, hid_t root) {
+  const std::string& op = r.op();
   Hid metrics = r.open_group(root, "metrics", "/metrics");
   const hid_t m = metrics.get();
   std::size_t n = SIZE_MAX;
   const auto steps = read_column<int64_t>(r, m, "step", H5T_INTEGER, H5T_NATIVE_INT64, &n);
-  for (std::size_t i = 0; i < n; ++i) check_step(steps[i], "entry " + std::to_string(i) + " of /metrics/step", r.op());
+  for (std::size_t i = 0; i < n; ++i) check_step(steps[i], "entry " + std::to_string(i) + " of /metrics/step", op);
   const auto loss = read_column<double>(r, m, "loss", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n);
   const auto lr = read_column<double>(r, m, "lr", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n);
   const auto grad_norm = read_column<double>(r, m, "grad_norm", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n);
   const auto tps = read_column<double>(r, m, "tokens_per_sec", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n);
+  std::vector<double> elapsed(n, 0.0);  // files of before elapsed_s lack it
+  if (H5Lexists(m, "elapsed_s", H5P_DEFAULT) > 0)
+    elapsed = read_column<double>(r, m, "elapsed_s", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n);
   std::vector<MetricsRow> rows;
-  for (std::size_t i = 0; i < n; ++i) rows.push_back({steps[i], loss[i], lr[i], grad_norm[i], tps[i]});
+  for (std::size_t i = 0; i < n; ++i) rows.push_back({steps[i], loss[i], lr[i], grad_norm[i], tps[i], elapsed[i]});
+  std::vector<std::pair<int64_t, std::vector<double>>> valid;  // sorted by length, as written
+  for (const std::string& name : link_names(m, "/metrics", op))
+    if (const auto length = valid_column_length(name, op))
+      valid.emplace_back(*length, read_column<double>(r, m, name.c_str(), H5T_FLOAT, H5T_NATIVE_DOUBLE, &n));
+  std::sort(valid.begin(), valid.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 0; i < n; ++i)
+    for (const auto& [length, column] : valid)
+      if (!std::isnan(column[i])) rows[i].valid_loss.emplace_back(length, column[i]);
   return rows;
 }
 

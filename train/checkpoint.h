@@ -18,13 +18,17 @@ namespace rpb {
 /// load_checkpoint refuses any other version.
 inline constexpr int kCheckpointFormatVersion = 1;
 
-/// One row of the training log kept in a checkpoint.
+/// One row of the training log kept in a checkpoint (and in the run folder's metrics.csv).
 struct MetricsRow {
   int64_t step;
-  double loss;
+  double loss;            // mean training loss of the steps since the previous row (non-finite losses left out)
   double lr;
   double grad_norm;
   double tokens_per_sec;
+  double elapsed_s = 0;   // training time of the run up to this row, over all its resumes
+  /// A validation at this step (run.eval_every): (length, mean NLL on the valid split), lengths the model cannot
+  /// run at left out. Empty: no validation at this step. A NaN loss is stored as none (NaN marks "no value").
+  std::vector<std::pair<int64_t, double>> valid_loss = {};
 };
 
 /// Everything needed to resume a run, and what `rpb inspect`, h5dump and h5py show.
@@ -38,7 +42,9 @@ struct MetricsRow {
 ///   /optim/<name>    optimizer tensors; "/" in a name nests groups ("exp_avg/blocks.0.attn.qkv.weight")
 ///   /rng/<name>      uint64 (4): a Generator::State
 ///   /state           one int64 attribute per counter (data cursor, the task's vocabulary "vocab", ...)
-///   /metrics/{step,loss,lr,grad_norm,tokens_per_sec}  1-D datasets, one entry per MetricsRow
+///   /metrics/{step,loss,lr,grad_norm,tokens_per_sec,elapsed_s}  1-D datasets, one entry per MetricsRow
+///   /metrics/valid_loss@<length>  1-D float64, one per validation length, NaN where a row has none
+///                                 (elapsed_s and these are optional on load: older files lack them)
 /// Tensors keep their dtype (float32, float64, int64) and shape (0-D tensors are scalar dataspaces).
 /// Every dataset carries a uint32 attribute "crc32" (CRC-32/IEEE of its raw bytes, train/crc32.h) checked on load.
 /// Datasets are contiguous (compact ones load too), unfiltered and stored inside the file; every link is a

@@ -82,6 +82,9 @@ void read_run(Table& run, RunConfig& c) {
   run.get("eval_multipliers", c.eval_multipliers, 1, kMaxMultiplier);
   run.get("eval_tokens", c.eval_tokens, 1, kMaxTokens);
   run.get("eval_batch", c.eval_batch, 1, kMaxBatch);
+  run.get("eval_every", c.eval_every, 0, kMaxSteps);
+  run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier);
+  run.get("valid_tokens", c.valid_tokens, 1, kMaxTokens);
   run.get("on_nonfinite", c.on_nonfinite, {"stop", "skip"});
   run.done();
 }
@@ -163,11 +166,22 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
   pos.done();
 }
 
-// run.length and run.eval_multipliers, once every table is read: the longest evaluation sequence holds at most
-// limits::kMaxSequence positions (tokens, or the cells of a grid whose side is the length), and for the token tasks
-// the evaluation can score the same tokens at every length (data::make_eval_plan's rule, checked before training
-// instead of after it) from run.eval_tokens and, for markov and lag, the task.eval_tokens of the test stream.
-void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind) {
+// One evaluation's lengths and tokens: the test split's (run.eval_multipliers, run.eval_tokens) or the valid
+// split's (run.valid_multipliers, run.valid_tokens).
+struct EvalKeys {
+  const std::vector<int64_t>& multipliers;
+  int64_t tokens;
+  const char* multipliers_key;
+  const char* tokens_key;
+  const char* what;   // "evaluation" or "validation"
+  const char* split;  // the stream: "test" or "valid"
+};
+
+// run.length and an evaluation's multipliers, once every table is read: the longest evaluation sequence holds at
+// most limits::kMaxSequence positions (tokens, or the cells of a grid whose side is the length), and for the token
+// tasks the evaluation can score the same tokens at every length (data::make_eval_plan's rule, checked before
+// training instead of after it) from its token key and, for markov and lag, the task.eval_tokens of the stream.
+void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind, const EvalKeys& k) {
   const bool grid = data::task_dims(kind) == 2;
   const auto positions = [&](int64_t side) { return grid ? side * side : side; };  // side <= 2^26: no overflow
   const std::string cells = grid ? " cells" : " positions";
@@ -176,27 +190,27 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind)
     run.fail_at("length", "a " + length + " x " + length + " grid has " + std::to_string(positions(c.length)) +
                               " cells; expected at most " + std::to_string(L::kMaxSequence) +
                               " (a side of at most 256)");
-  const int64_t largest = *std::max_element(c.eval_multipliers.begin(), c.eval_multipliers.end());
+  const int64_t largest = *std::max_element(k.multipliers.begin(), k.multipliers.end());
   const int64_t longest = largest * c.length;  // <= 2^10 x 2^16
-  const std::string what = "the longest evaluation length " + std::to_string(largest) + " x run.length " + length +
-                           run.set_by("length") + " = " + std::to_string(longest);
+  const std::string what = "the longest " + std::string(k.what) + " length " + std::to_string(largest) +
+                           " x run.length " + length + run.set_by("length") + " = " + std::to_string(longest);
   if (positions(longest) > L::kMaxSequence)
-    run.fail_at("eval_multipliers",
+    run.fail_at(k.multipliers_key,
                 what + (grid ? " (a grid of " + std::to_string(positions(longest)) + " cells)" : "") +
                     ": expected at most " + std::to_string(L::kMaxSequence) + cells + " per sequence");
   if (grid) return;  // each grid size draws its own held-out grids
-  for (const int64_t m : c.eval_multipliers)
+  for (const int64_t m : k.multipliers)
     if (largest % m != 0)
-      run.fail_at("eval_multipliers", "multiplier " + std::to_string(m) + " does not divide the largest, " +
-                                          std::to_string(largest) + ": every length must score the same tokens");
-  if (c.eval_tokens < longest)
-    run.fail_at("eval_multipliers", what + " scores at least " + std::to_string(longest) +
-                                        " tokens, over run.eval_tokens = " + std::to_string(c.eval_tokens) +
-                                        run.set_by("eval_tokens"));
-  const bool stream_of_eval_tokens = kind == "markov" || kind == "lag";  // kjv's is its test books
+      run.fail_at(k.multipliers_key, "multiplier " + std::to_string(m) + " does not divide the largest, " +
+                                         std::to_string(largest) + ": every length must score the same tokens");
+  if (k.tokens < longest)
+    run.fail_at(k.multipliers_key, what + " scores at least " + std::to_string(longest) + " tokens, over run." +
+                                       k.tokens_key + " = " + std::to_string(k.tokens) + run.set_by(k.tokens_key));
+  const bool stream_of_eval_tokens = kind == "markov" || kind == "lag";  // kjv's is its books of the split
   if (stream_of_eval_tokens && c.task.eval_tokens - 1 < longest)
-    run.fail_at("eval_multipliers", what + " needs " + std::to_string(longest + 1) + " held-out tokens; the " + kind +
-                                        " test stream has task.eval_tokens = " + std::to_string(c.task.eval_tokens));
+    run.fail_at(k.multipliers_key, what + " needs " + std::to_string(longest + 1) + " held-out tokens; the " + kind +
+                                       " " + k.split + " stream has task.eval_tokens = " +
+                                       std::to_string(c.task.eval_tokens));
 }
 
 void check_grid(Table& grid, const RunConfig& c) {
@@ -327,8 +341,14 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   check_grid(grid, c);
   const Table opt = read_optim(r, c, accepted);
   read_sweep(sweep, c);
-  for (const std::string& kind : c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks)
-    check_eval_lengths(run, c, kind);
+  for (const std::string& kind : c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks) {
+    check_eval_lengths(run, c, kind,
+                       {c.eval_multipliers, c.eval_tokens, "eval_multipliers", "eval_tokens", "evaluation", "test"});
+    if (c.eval_every > 0)  // the valid split is scored during training only
+      check_eval_lengths(
+          run, c, kind,
+          {c.valid_multipliers, c.valid_tokens, "valid_multipliers", "valid_tokens", "validation", "valid"});
+  }
 
   // The sweep table stays as written: its defaults depend on the tasks, and it is not part of a run's identity.
   effective.erase("sweep");
@@ -362,6 +382,13 @@ std::string SweepMethod::label() const {
     if (scheme == s.name) info = &s;
   const std::string base = info ? info->label : scheme;
   return eval_window > 0 ? base + ", eval window " + std::to_string(eval_window) : base;
+}
+
+std::vector<int64_t> RunConfig::valid_lengths() const {
+  std::vector<int64_t> lengths;
+  if (eval_every > 0)
+    for (const int64_t m : valid_multipliers) lengths.push_back(m * length);
+  return lengths;
 }
 
 std::string RunConfig::run_dir() const { return (std::filesystem::path(out_dir) / name).string(); }

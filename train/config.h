@@ -26,10 +26,12 @@ namespace rpb {
 /// scheme's are in nn/limits.h. Like those, they guard against overflow and nonsense, not against running out of
 /// memory: a run inside every limit builds no tensor of more than 2^58 elements.
 namespace run_limits {
-inline constexpr int64_t kMaxSteps = int64_t{1} << 40;   // run.steps, log_every, checkpoint_every, warmup_steps
+inline constexpr int64_t kMaxSteps = int64_t{1} << 40;   // run.steps, log_every, checkpoint_every, eval_every,
+                                                         // optim.warmup_steps
 inline constexpr int64_t kMaxBatch = int64_t{1} << 16;   // run.batch, run.eval_batch: sequences per forward
-inline constexpr int64_t kMaxTokens = int64_t{1} << 32;  // task.train_tokens, task.eval_tokens, run.eval_tokens
-inline constexpr int64_t kMaxMultiplier = 1024;          // each of run.eval_multipliers
+inline constexpr int64_t kMaxTokens = int64_t{1} << 32;  // task.train_tokens, task.eval_tokens, run.eval_tokens,
+                                                         // run.valid_tokens
+inline constexpr int64_t kMaxMultiplier = 1024;          // each of run.eval_multipliers and run.valid_multipliers
 inline constexpr int64_t kMaxVocab = int64_t{1} << 16;   // task.vocab
 inline constexpr std::size_t kMaxNameBytes = 100;        // run.name: one path component
 inline constexpr std::size_t kMaxPathBytes = 4096;       // run.out_dir, task.kjv_path
@@ -79,6 +81,9 @@ struct RunConfig {
   std::vector<int64_t> eval_multipliers = {1, 2, 4, 8, 16};
   int64_t eval_tokens = 16384;       // held-out target tokens scored at every length
   int64_t eval_batch = 8;            // segments per evaluation forward
+  int64_t eval_every = 0;            // validation every this many steps and at the last one; 0: none
+  std::vector<int64_t> valid_multipliers = {1};  // validation lengths, as multiples of run.length
+  int64_t valid_tokens = 4096;       // valid-split target tokens scored at every validation length
   std::string on_nonfinite = "stop"; // stop | skip: a non-finite loss or gradient stops the run or skips the step
 
   nn::TransformerOptions model;      // [model] and [position]
@@ -97,6 +102,8 @@ struct RunConfig {
   std::string run_dir() const;
   /// The number of dims of the task's grid: 2 for grid2d, 1 for the token tasks.
   int64_t dims() const { return data::task_dims(task.kind); }
+  /// The validation lengths (valid_multipliers x length); empty when eval_every is 0.
+  std::vector<int64_t> valid_lengths() const;
   /// The options of the model's position scheme (PositionOptions::for_model with the task's dims).
   nn::PositionOptions position() const { return nn::PositionOptions::for_model(model, dims()); }
 };

@@ -16,6 +16,9 @@
 
 namespace rpb::data {
 
+/// A held-out split: valid (scored during training, run.eval_every) or test (scored by evaluations).
+enum class Split { valid, test };
+
 /// What `make_task` builds ([task] in a run config).
 struct TaskOptions {
   std::string kind = "markov";  // markov | lag | kjv

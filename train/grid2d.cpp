@@ -10,6 +10,7 @@ namespace rpb::data {
 namespace {
 constexpr uint64_t kTableSalt = 0x67726964'7461626cull;  // "gridtabl"
 constexpr uint64_t kEvalSalt = 0x67726964'6576616cull;   // "grideval"
+constexpr uint64_t kValidSalt = 0x67726964'76616c64ull;  // "gridvald"
 }  // namespace
 
 Grid2DTask::Grid2DTask(const Grid2DOptions& o) : o_(o) {
@@ -58,10 +59,11 @@ void Grid2DTask::sample(int64_t batch, int64_t h, int64_t w, Generator& gen, Ten
       }
 }
 
-void Grid2DTask::eval_grids(int64_t side, Tensor& x, Tensor& y) const {
+void Grid2DTask::eval_grids(int64_t side, Tensor& x, Tensor& y, Split split, int64_t cells) const {
   RPB_CHECK(side >= 1, "grid2d", "evaluation grid side must be >= 1, got ", side);
-  Generator gen(o_.seed ^ kEvalSalt ^ static_cast<uint64_t>(side) * 0x9E3779B97F4A7C15ull);
-  sample(std::max<int64_t>(1, o_.eval_cells / (side * side)), side, side, gen, x, y);
+  const uint64_t salt = split == Split::test ? kEvalSalt : kValidSalt;
+  Generator gen(o_.seed ^ salt ^ static_cast<uint64_t>(side) * 0x9E3779B97F4A7C15ull);
+  sample(std::max<int64_t>(1, (cells > 0 ? cells : o_.eval_cells) / (side * side)), side, side, gen, x, y);
 }
 
 }  // namespace rpb::data

@@ -16,6 +16,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "train/data.h"
 
 namespace rpb::data {
 
@@ -41,9 +42,9 @@ class Grid2DTask {
 
   /// `batch` grids of h x w drawn from `gen`: x and y are (batch, h, w) i64.
   void sample(int64_t batch, int64_t h, int64_t w, Generator& gen, Tensor& x, Tensor& y) const;
-  /// Held-out grids of side x side: eval_cells / side^2 of them (at least one), from a generator
-  /// derived from the seed and the side, so every call returns the same grids.
-  void eval_grids(int64_t side, Tensor& x, Tensor& y) const;
+  /// Held-out grids of side x side: `cells` / side^2 of them (at least one; `cells` 0: eval_cells), from a
+  /// generator derived from the seed, the split and the side, so every call returns the same grids.
+  void eval_grids(int64_t side, Tensor& x, Tensor& y, Split split = Split::test, int64_t cells = 0) const;
 
  private:
   Grid2DOptions o_;

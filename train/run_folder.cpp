@@ -30,7 +30,7 @@ bool is_stale_temp_name(const std::string& name) {
   const std::size_t at = name.rfind(".tmp.");
   if (name.size() < 2 || name[0] != '.' || at == std::string::npos || !all_digits(name.substr(at + 5))) return false;
   const std::string target = name.substr(1, at - 1);
-  return target == "latest" || target == "config.toml" || is_checkpoint_name(target);
+  return target == "latest" || target == "config.toml" || target == "metrics.csv" || is_checkpoint_name(target);
 }
 
 }  // namespace

@@ -25,8 +25,8 @@ struct CheckpointFile {
 std::vector<CheckpointFile> checkpoint_files(const std::string& run_dir);
 
 /// Removes the temp files that rpb's atomic writes leave in `run_dir` when a process dies mid-write:
-/// ".<name>.tmp.<pid digits>" where <name> is a checkpoint name, "latest" or "config.toml" (and is not a
-/// folder); nothing else is touched. Returns the names removed. Call it only while holding the folder's
+/// ".<name>.tmp.<pid digits>" where <name> is a checkpoint name, "latest", "config.toml" or "metrics.csv" (and is
+/// not a folder); nothing else is touched. Returns the names removed. Call it only while holding the folder's
 /// RunLock, when no live rpb process can be writing one of them.
 std::vector<std::string> remove_stale_temp_files(const std::string& run_dir);
 

@@ -68,8 +68,9 @@ std::string fmt_g(double v) {
 
 const std::vector<std::string>& non_identity_keys() {
   static const std::vector<std::string> keys = {
-      "run.name",         "run.out_dir",  "run.log_every",    "run.checkpoint_every", "run.eval_multipliers",
-      "run.eval_tokens",  "run.eval_batch", "grid.eval_window", "task.kjv_path",      "sweep"};
+      "run.name",          "run.out_dir",       "run.log_every",   "run.checkpoint_every", "run.eval_multipliers",
+      "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.valid_multipliers", "run.valid_tokens",
+      "grid.eval_window",  "task.kjv_path",     "sweep"};
   return keys;
 }
 

@@ -2,11 +2,10 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
+#include <bit>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 
 #include "optim/adam.h"
@@ -14,9 +13,11 @@
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "train/atomic_file.h"
+#include "train/interrupt.h"
 #include "train/latest.h"
 #include "train/log_file_sink.h"
 #include "train/memory.h"
+#include "train/metrics_csv.h"
 #include "train/resume_point.h"
 #include "train/run_folder.h"
 #include "train/run_identity.h"
@@ -56,6 +57,10 @@ std::optional<std::string> first_non_finite_param(const std::vector<optim::Named
   return std::nullopt;
 }
 
+// The counters (/state) of the interval mean: the loss sum, as the bits of the double, and the step count.
+constexpr const char* kIntervalSum = "interval_loss_sum_bits";
+constexpr const char* kIntervalSteps = "interval_loss_steps";
+
 }  // namespace
 
 Run::Run(const RunConfig& config) : config_(config), memory_(estimate_memory(config_, vocab_bound(config_))) {
@@ -77,6 +82,8 @@ Checkpoint Run::snapshot(int64_t step) const {
   c.buffers = workload_->model().named_buffers(true);
   c.optim = optimizer_->state();
   workload_->save_state(c);
+  c.counters.emplace_back(kIntervalSum, std::bit_cast<int64_t>(interval_loss_));
+  c.counters.emplace_back(kIntervalSteps, interval_steps_);
   c.metrics = metrics_;
   return c;
 }
@@ -86,6 +93,12 @@ void Run::restore(const Checkpoint& c, const std::string& file) {
   optimizer_->load_state(c.optim);
   workload_->load_state(c, file);
   metrics_ = c.metrics;
+  interval_loss_ = 0;  // checkpoints of before the interval mean hold neither counter
+  interval_steps_ = 0;
+  for (const auto& [name, value] : c.counters) {
+    if (name == kIntervalSum) interval_loss_ = std::bit_cast<double>(value);
+    if (name == kIntervalSteps) interval_steps_ = value;
+  }
 }
 
 void Run::save(int64_t step) {
@@ -154,59 +167,51 @@ Run::StepResult Run::take_step(int64_t step, double lr) {
   return r;
 }
 
-namespace {
+std::vector<std::pair<int64_t, double>> Run::validate() {
+  std::vector<std::pair<int64_t, double>> out;
+  for (const LengthResult& r : workload_->evaluate(config_.valid_multipliers, data::Split::valid, 0))
+    if (r.nll && !std::isnan(*r.nll)) out.emplace_back(r.length, *r.nll);
+  return out;
+}
 
-// The progress of one train(): tokens/s over each logging window, an ETA, and the line on a terminal.
-class Progress {
- public:
-  Progress(spdlog::logger& log, int64_t start, int64_t steps)
-      : log_(log), start_(start), steps_(steps), tty_(isatty(STDERR_FILENO)) {}
-  ~Progress() {
-    if (tty_) std::fprintf(stderr, "\n");
+void Run::log_row(int64_t done, double lr, double grad_norm, Progress& progress, MetricsCsv& csv,
+                  spdlog::logger& log) {
+  std::vector<std::pair<int64_t, double>> valid;
+  double valid_secs = 0;
+  if (config_.eval_every > 0 && (done % config_.eval_every == 0 || done == config_.steps)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    valid = validate();
+    valid_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    progress.exclude(valid_secs);
   }
-  void add_tokens(int64_t n) { window_tokens_ += n; }
-  /// Logs step `done` and returns the metrics row.
-  MetricsRow log(int64_t done, double loss, double lr, double norm) {
-    const auto now = std::chrono::steady_clock::now();
-    const double secs = std::chrono::duration<double>(now - window_start_).count();
-    const double tps = secs > 0 ? static_cast<double>(window_tokens_) / secs : 0.0;
-    const double elapsed = std::chrono::duration<double>(now - t0_).count();
-    const double eta = elapsed / static_cast<double>(done - start_) * static_cast<double>(steps_ - done);
-    if (tty_)
-      std::fprintf(stderr, "\r  step %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  ETA %.0fs   ",
-                   static_cast<long long>(done), static_cast<long long>(steps_), loss, lr, tps, eta);
-    log_.log(tty_ ? spdlog::level::debug : spdlog::level::info,
-             "step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.3f} {:.0f} tok/s ETA {:.0f}s", done, steps_, loss, lr, norm,
-             tps, eta);
-    window_start_ = now;
-    last_line_ = now;
-    window_tokens_ = 0;
-    return {done, loss, lr, norm, tps};
+  const double mean = interval_steps_ > 0 ? interval_loss_ / static_cast<double>(interval_steps_) : std::nan("");
+  MetricsRow row = progress.log(done, mean, lr, grad_norm, valid);
+  interval_loss_ = 0;
+  interval_steps_ = 0;
+  if (!valid.empty()) {
+    std::string line;
+    for (const auto& [length, nll] : valid)
+      line += fmt::format("{}length {} loss {:.4f} ppl {:.3f}", line.empty() ? "" : ", ", length, nll, std::exp(nll));
+    log.log(progress.level(), "step {}/{} valid: {} ({:.2f} s)", done, config_.steps, line, valid_secs);
   }
-  /// Between logged steps: a line when the last one is more than kQuiet old, so that slow steps show progress.
-  void tick(int64_t done) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_line_ < kQuiet) return;
-    last_line_ = now;
-    const double per_step = std::chrono::duration<double>(now - t0_).count() / static_cast<double>(done - start_);
-    log_.info("step {}/{}: {:.1f} s per step, ETA {:.0f}s (next logged step: run.log_every)", done, steps_, per_step,
-              per_step * static_cast<double>(steps_ - done));
-  }
+  row.valid_loss = std::move(valid);
+  csv.append(row);
+  metrics_.push_back(std::move(row));
+}
 
- private:
-  spdlog::logger& log_;
-  int64_t start_, steps_;
-  bool tty_;
-  static constexpr std::chrono::seconds kQuiet{10};
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), window_start_ = t0_, last_line_ = t0_;
-  int64_t window_tokens_ = 0;
-};
-
-}  // namespace
+void Run::interrupted(int signal, int64_t done, spdlog::logger& log) {
+  const std::string command =
+      context_.resume_command.empty() ? "build/rpb train " + config_.source + " --resume" : context_.resume_command;
+  log.warn("{}: checkpoint {} saved", Interrupted(signal).what(), read_latest(dir_));
+  log.warn("interrupted at step {}; resume with: {}", done, command);
+  log.flush();
+  throw Interrupted(signal);
+}
 
 TrainSummary Run::train(bool resume, const std::string& resume_from, const StartOptions& options) {
   TrainSummary summary;
   fs::create_directories(dir_);
+  const DeferInterrupts defer;  // a SIGINT or SIGTERM waits for the end of a step (train/interrupt.h)
   auto lock = std::make_unique<RunLock>(dir_);  // held until the final save is done
   const std::vector<std::string> stale = remove_stale_temp_files(dir_);
   const int64_t start = this->start(resume, resume_from, options, summary);
@@ -215,6 +220,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   write_file_atomically((fs::path(dir_) / "config.toml").string(), digest_line(config_.text) + config_.text);
   if (!summary.moved_aside.empty()) log->info("--overwrite: moved the previous run folder aside to {}", summary.moved_aside);
   if (!extend_note_.empty()) log->info("{}", extend_note_);
+  MetricsCsv csv((fs::path(dir_) / "metrics.csv").string(), config_.valid_lengths(), metrics_);
   if (!stale.empty()) {
     std::string names;
     for (const std::string& n : stale) names += (names.empty() ? "" : ", ") + n;
@@ -226,11 +232,16 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
             memory_budget().bytes ? format_bytes(memory_budget().bytes) + " (" + memory_budget().source + ")" : "none");
   workload_->model().train();
   double last_loss = metrics_.empty() ? 0.0 : metrics_.back().loss;
+  bool saved = false;  // a periodic save wrote the checkpoint of summary.step
   {
-    Progress progress(*log, start, config_.steps);
+    Progress progress(*log, start, config_.steps, metrics_.empty() ? 0.0 : metrics_.back().elapsed_s, context_);
     for (int64_t step = start; step < config_.steps; ++step) {
       const double lr = optim::learning_rate(config_.optim.schedule, step);
       const StepResult r = take_step(step, lr);
+      if (std::isfinite(r.loss)) {  // a step skipped for a non-finite gradient still measured its loss
+        interval_loss_ += r.loss;
+        ++interval_steps_;
+      }
       if (r.bad.empty()) {
         last_loss = r.loss;
       } else {
@@ -244,17 +255,21 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
       }
       progress.add_tokens(workload_->batch_tokens());
       const int64_t done = step + 1;
-      if (done % config_.log_every == 0 || done == config_.steps)
-        metrics_.push_back(progress.log(done, r.loss, lr, r.grad_norm));
+      const bool validating = config_.eval_every > 0 && done % config_.eval_every == 0;
+      if (validating || done % config_.log_every == 0 || done == config_.steps)
+        log_row(done, lr, r.grad_norm, progress, csv, *log);
       else
         progress.tick(done);
-      if (config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 && done != config_.steps) save(done);
+      saved = config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 && done != config_.steps;
+      if (saved) save(done);
       summary.step = done;
+      if (pending_interrupt()) break;  // a SIGINT or SIGTERM: the step is saved below, then Interrupted
     }
   }
   // A resumed run that took no step (it had already reached config.steps) keeps its checkpoint
   // and `latest` as they are: saving again would rewrite them for nothing.
-  if (!summary.stopped_non_finite && !(summary.resumed && summary.step == start)) save(summary.step);
+  if (!summary.stopped_non_finite && !saved && !(summary.resumed && summary.step == start)) save(summary.step);
+  if (const int sig = pending_interrupt(); sig && !summary.stopped_non_finite) interrupted(sig, summary.step, *log);
   summary.last_loss = last_loss;
   summary.checkpoint = read_latest(dir_);
   log->info("run {}: finished at step {} (loss {:.4f}); checkpoint {}", config_.name, summary.step, last_loss,
@@ -272,7 +287,7 @@ std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths, int
                 config_.length);
       mult.push_back(l / config_.length);
     }
-  return workload_->evaluate(mult, tokens);
+  return workload_->evaluate(mult, data::Split::test, tokens);
 }
 
 }  // namespace rpb

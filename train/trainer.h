@@ -1,6 +1,8 @@
 // rpb/train/trainer.h: one training run (model, optimizer, data, checkpoints) and evaluation.
 #pragma once
 
+#include <spdlog/logger.h>
+
 #include <functional>
 #include <memory>
 #include <optional>
@@ -11,9 +13,12 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/memory.h"
+#include "train/progress.h"
 #include "train/workload.h"
 
 namespace rpb {
+
+class MetricsCsv;
 
 struct TrainSummary {
   int64_t step = 0;                 // steps completed
@@ -50,6 +55,14 @@ class Run {
   /// overwritten). A resumed checkpoint's step must lie in [0, config.steps], and its stored config must have the
   /// identity of this one (train/run_identity.h; run.steps may differ with options.extend): else rpb::Error lists
   /// the differing keys (changed_config_message), unless options.overwrite moves the folder aside.
+  ///
+  /// Every run.log_every steps (and at every validation and the last step) it logs a row: the mean training loss
+  /// of the steps since the previous row (steps whose loss is not finite left out; NaN when none is left), appended
+  /// to the run folder's metrics.csv (train/metrics_csv.h) and kept for the checkpoints' /metrics. With
+  /// run.eval_every > 0 it scores the valid split every eval_every steps and at the last one (Workload::evaluate),
+  /// which changes nothing the training draws: a resumed run stays bit-identical. Under InterruptHandlers
+  /// (train/interrupt.h), a SIGINT or SIGTERM ends the run after the current step: a checkpoint of that step (and
+  /// `latest`), a log line "interrupted at step N; resume with: ...", then rpb::Interrupted is thrown.
   TrainSummary train(bool resume, const std::string& resume_from = {}, const StartOptions& options = {});
 
   /// The checkpoint the run folder's `latest` names, read, with its file; nullopt when there is none.
@@ -68,6 +81,8 @@ class Run {
   std::optional<double> optimal_perplexity() const { return workload_->optimal_perplexity(); }
   nn::Module& model() { return workload_->model(); }
   const std::string& dir() const { return dir_; }
+  /// A sweep's position and time for the progress lines, and the command an interrupted run is resumed with.
+  void set_context(ProgressContext context) { context_ = std::move(context); }
 
   /// What on_gradients() calls: the step being taken (1-based) and the parameters, their gradients set.
   using GradientHook = std::function<void(int64_t step, const std::vector<optim::NamedParam>& params)>;
@@ -89,6 +104,12 @@ class Run {
   /// --overwrite: moves the run folder aside and recreates it empty; returns the first step, 0.
   int64_t start_afresh(TrainSummary& summary);
   StepResult take_step(int64_t step, double lr);
+  /// Scores the valid split at run.valid_multipliers: (length, mean NLL) of each length the model can run at.
+  std::vector<std::pair<int64_t, double>> validate();
+  /// Logs the row of step `done` (after a validation when one is due) to the log, metrics.csv and metrics_.
+  void log_row(int64_t done, double lr, double grad_norm, Progress& progress, MetricsCsv& csv, spdlog::logger& log);
+  /// Logs that step `done` (saved) ends the run and how to resume it; throws Interrupted(`signal`).
+  [[noreturn]] void interrupted(int signal, int64_t done, spdlog::logger& log);
   Checkpoint snapshot(int64_t step) const;
   void save(int64_t step);
 
@@ -98,8 +119,11 @@ class Run {
   std::unique_ptr<Workload> workload_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<MetricsRow> metrics_;
+  double interval_loss_ = 0;     // the finite losses of the steps since the last logged row: their sum
+  int64_t interval_steps_ = 0;   // and their count (both saved in checkpoints, so that a resumed mean is the same)
   GradientHook gradient_hook_;
   std::string extend_note_;  // what start() did with --extend, logged once the run's log is open
+  ProgressContext context_;
 };
 
 /// The optimizer `config.optim` names, over `params` (by name; groups by pattern).

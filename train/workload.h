@@ -38,11 +38,14 @@ class Workload {
   virtual void save_state(Checkpoint& c) const = 0;
   /// Restores what save_state wrote; errors name `file` and what is missing.
   virtual void load_state(const Checkpoint& c, const std::string& file) = 0;
-  /// Held-out perplexity at each multiple of the train length (or grid side). `tokens` > 0 asks for that many target
-  /// tokens at every length (rounded down to a multiple of the longest length) instead of run.eval_tokens, and
+  /// Held-out perplexity on `split` at each multiple of the train length (or grid side): the test split scores
+  /// run.eval_tokens, the valid split run.valid_tokens, the same tokens (or grids) at every call. `tokens` > 0 asks
+  /// for that many target tokens at every length instead (rounded down to a multiple of the longest length), and
   /// throws rpb::Error naming the held-out stream's size when it holds fewer (grids: refused, they score
-  /// run.eval_tokens cells).
-  virtual std::vector<LengthResult> evaluate(const std::vector<int64_t>& multipliers, int64_t tokens) = 0;
+  /// run.eval_tokens cells). In eval mode (no dropout), recording no tape, drawing from no generator of the
+  /// training; train mode again after.
+  virtual std::vector<LengthResult> evaluate(const std::vector<int64_t>& multipliers, data::Split split,
+                                             int64_t tokens) = 0;
 };
 
 /// The options of `config`'s model for a task of `vocab` token ids: [model] and [position], with the vocabulary

@@ -43,7 +43,7 @@ class GridWorkload final : public Workload {
     RPB_CHECK(have_dropout && have_sampler, "checkpoint", file, ": missing /rng/dropout or /rng/sampler");
   }
 
-  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, int64_t tokens) override {
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens) override {
     RPB_CHECK(tokens == 0, "eval", "a token count (", tokens, ") applies to the 1-D tasks; grid2d scores run.eval_tokens = ",
               config_.eval_tokens, " cells at every side");
     model_->eval();
@@ -54,7 +54,7 @@ class GridWorkload final : public Workload {
       LengthResult r;
       r.multiplier = m;
       r.length = m * config_.length;  // the grid side
-      if (model_->max_side() == 0 || r.length <= model_->max_side()) r.nll = mean_nll(r.length, r.tokens);
+      if (model_->max_side() == 0 || r.length <= model_->max_side()) r.nll = mean_nll(r.length, split, r.tokens);
       out.push_back(r);
     }
     if (rewindow) model_->set_window(config_.grid.window);
@@ -72,11 +72,11 @@ class GridWorkload final : public Workload {
     return o;
   }
 
-  // The mean NLL over the evaluation grids of `side`; `cells` gets the number of cells it is over.
-  double mean_nll(int64_t side, int64_t& cells) const {
+  // The mean NLL over the evaluation grids of `side` of `split`; `cells` gets the number of cells it is over.
+  double mean_nll(int64_t side, data::Split split, int64_t& cells) const {
     NoGradGuard no_grad;
     Tensor x, y;
-    task_.eval_grids(side, x, y);
+    task_.eval_grids(side, x, y, split, split == data::Split::valid ? config_.valid_tokens : 0);
     cells = y.numel();
     const int64_t n = x.size(0);
     double total = 0;

@@ -23,6 +23,9 @@ class LmWorkload final : public Workload {
     // and checked now rather than after training.
     data::make_eval_plan(static_cast<int64_t>(task_->test_stream().size()), c.length, c.eval_multipliers,
                          c.eval_tokens);
+    if (c.eval_every > 0)
+      data::make_eval_plan(static_cast<int64_t>(task_->valid_stream().size()), c.length, c.valid_multipliers,
+                           c.valid_tokens);
     Generator init_gen(c.seed);
     model_ = std::make_unique<nn::LanguageModel>(model_options(c, task_->vocab()), init_gen);
     sampler_ = std::make_unique<data::BatchSampler>(task_->train_stream(), c.batch, c.length, c.seed ^ kSamplerSeedSalt);
@@ -58,12 +61,15 @@ class LmWorkload final : public Workload {
     sampler_->set_state(ss);
   }
 
-  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, int64_t tokens) override {
-    const int64_t held_out = static_cast<int64_t>(task_->test_stream().size()) - 1;  // targets of the test stream
-    RPB_CHECK(tokens <= held_out, "eval", tokens, " tokens asked for, but the held-out test stream of ", describe(),
-              " holds ", held_out, " target tokens", config_.task.kind == "kjv" ? " (the kjv test split is fixed)" : "");
-    const auto segments =
-        data::make_eval_segments(task_->test_stream(), config_.length, mult, tokens > 0 ? tokens : config_.eval_tokens);
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens) override {
+    const bool valid = split == data::Split::valid;
+    const auto& stream = valid ? task_->valid_stream() : task_->test_stream();
+    const int64_t held_out = static_cast<int64_t>(stream.size()) - 1;  // its target tokens
+    RPB_CHECK(tokens <= held_out, "eval", tokens, " tokens asked for, but the held-out ", valid ? "valid" : "test",
+              " stream of ", describe(), " holds ", held_out, " target tokens",
+              config_.task.kind == "kjv" ? " (the kjv test split is fixed)" : "");
+    const auto segments = data::make_eval_segments(stream, config_.length, mult,
+                                                   tokens > 0 ? tokens : valid ? config_.valid_tokens : config_.eval_tokens);
     model_->eval();
     std::vector<LengthResult> out;
     const int64_t limit = model_->max_length();  // learned positions end at their table

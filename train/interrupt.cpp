@@ -1,0 +1,57 @@
+// rpb/train/interrupt.cpp: see interrupt.h. The handler only reads and writes sig_atomic_t flags and calls
+// _exit, which are async-signal-safe.
+#include "train/interrupt.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace rpb {
+
+namespace {
+
+volatile sig_atomic_t g_pending = 0;    // the first signal, or 0
+volatile sig_atomic_t g_deferring = 0;  // DeferInterrupts spans open
+struct sigaction g_old_int, g_old_term;
+bool g_installed = false;
+
+void on_signal(int sig) {
+  if (g_pending != 0 || g_deferring == 0) _exit(128 + sig);
+  g_pending = sig;
+}
+
+}  // namespace
+
+InterruptHandlers::InterruptHandlers() {
+  RPB_CHECK(!g_installed, "signals", "the interrupt handlers are installed already");
+  g_pending = 0;
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // a read or write the signal lands in goes on; the loop checks the flag after it
+  RPB_CHECK(sigaction(SIGINT, &sa, &g_old_int) == 0 && sigaction(SIGTERM, &sa, &g_old_term) == 0, "signals",
+            "cannot install the SIGINT and SIGTERM handlers: ", std::strerror(errno));
+  g_installed = true;
+}
+
+InterruptHandlers::~InterruptHandlers() {
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+  g_installed = false;
+  g_pending = 0;
+}
+
+DeferInterrupts::DeferInterrupts() { g_deferring = g_deferring + 1; }
+DeferInterrupts::~DeferInterrupts() { g_deferring = g_deferring - 1; }
+
+int pending_interrupt() { return g_pending; }
+
+Interrupted::Interrupted(int signal) : signal_(signal) {
+  const std::string name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : std::to_string(signal);
+  what_ = "interrupted by " + (signal == SIGTERM || signal == SIGINT ? name : "signal " + name);
+}
+
+}  // namespace rpb

@@ -1,0 +1,54 @@
+// rpb/train/interrupt.h: SIGINT and SIGTERM end a run cleanly at the next safe point.
+//
+// While InterruptHandlers lives (rpb train, rpb extrapolate), a first SIGINT or SIGTERM that arrives inside a
+// DeferInterrupts scope (Run::train's steps and saves) only records the signal: the training loop checks it after
+// each step, saves a checkpoint, logs how to resume and throws Interrupted, which cli/main.cpp turns into the exit
+// code 128 + signal (130, 143). A signal outside such a scope (an evaluation, start-up), or a second signal,
+// ends the process at once with that code (_exit: nothing half-written is left under a final name, as every
+// file rpb writes there goes through a temp file and a rename).
+#pragma once
+
+#include <exception>
+#include <string>
+
+namespace rpb {
+
+/// Installs the handlers (sigaction) of SIGINT and SIGTERM for its lifetime; the previous ones come back after,
+/// and the signal it recorded is forgotten. One at a time.
+class InterruptHandlers {
+ public:
+  InterruptHandlers();
+  ~InterruptHandlers();
+  InterruptHandlers(const InterruptHandlers&) = delete;
+  InterruptHandlers& operator=(const InterruptHandlers&) = delete;
+};
+
+/// Marks a span where a first signal waits to be checked (pending_interrupt()) instead of ending the process.
+/// Nests.
+class DeferInterrupts {
+ public:
+  DeferInterrupts();
+  ~DeferInterrupts();
+  DeferInterrupts(const DeferInterrupts&) = delete;
+  DeferInterrupts& operator=(const DeferInterrupts&) = delete;
+};
+
+/// The signal recorded inside a DeferInterrupts span (SIGINT, SIGTERM), or 0.
+int pending_interrupt();
+
+/// What a run interrupted by a signal throws once its checkpoint is saved and the message logged: the process
+/// exits with exit_code() and prints nothing more.
+class Interrupted : public std::exception {
+ public:
+  explicit Interrupted(int signal);
+  int signal() const { return signal_; }
+  /// 128 + the signal: 130 for SIGINT, 143 for SIGTERM (what shells report for a process a signal ended).
+  int exit_code() const { return 128 + signal_; }
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  int signal_;
+  std::string what_;
+};
+
+}  // namespace rpb
