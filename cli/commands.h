@@ -37,6 +37,6 @@ int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths,
 /// The perplexity-vs-length sweep: trains or reuses every run, prints the table, writes results.*.
 int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides);
 /// A readable report of a checkpoint.
-int cmd_inspect(const std::string& checkpoint);
+int cmd_inspect(const std::string& checkpoint, const std::string& svg_path = "");
 
 }  // namespace rpb
