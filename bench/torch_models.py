@@ -13,7 +13,10 @@ The model is rpb's nn::LanguageModel with the t5 scheme: token embedding, pre-LN
 x + attn(ln1(x)), x + mlp(ln2(x)), a fused qkv Linear(d, 3d) read as (B, T, 3, H, dh), tanh GELU,
 final LayerNorm (eps 1e-5), head tied to the embedding, one (32, heads) T5 table shared by all layers,
 its bias added after the 1/sqrt(dh) scale, causal mask, mean cross-entropy. Parameter names and
-shapes are rpb's ("tok.weight", "pos.t5.table", "blocks.0.attn.qkv.weight", ...).
+shapes are rpb's ("tok.weight", "pos.t5.table", "blocks.0.attn.qkv.weight", ...). It is python/rpb_torch.py's
+model fixed to the benchmark's shapes, with the ways of forming the bias and the scores that bench/results.md
+times (--bias, --scores); both share rpb_torch's T5 bucket function and checkpoint reader. To load any rpb
+checkpoint into PyTorch, use rpb_torch.load.
 
 Thread settings are read by OpenMP and OpenBLAS when torch is imported, so they are set from the
 command line before the import; the defaults are the fastest found on the bench machine (see
@@ -92,6 +95,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+from rpb_torch import read_checkpoint, t5_bucket  # noqa: E402  (rpb's model in PyTorch, python/rpb_torch.py)
+
 VOCAB = 64
 MODELS = {  # d_model, heads, layers, d_ff, length, batch: as bench_models.cpp
     "A": dict(d_model=128, heads=4, layers=2, d_ff=512, length=64, batch=32),
@@ -99,28 +105,6 @@ MODELS = {  # d_model, heads, layers, d_ff, length, batch: as bench_models.cpp
 }
 NUM_BUCKETS, MAX_DISTANCE = 32, 128
 ATTN_HEADS, ATTN_HEAD_DIM = 8, 64  # case D
-
-
-def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    """HF transformers' T5Attention._relative_position_bucket, verbatim in substance."""
-    relative_buckets = 0
-    if bidirectional:
-        num_buckets //= 2
-        relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
-        relative_position = torch.abs(relative_position)
-    else:
-        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    relative_position_if_large = max_exact + (
-        torch.log(relative_position.float() / max_exact)
-        / math.log(max_distance / max_exact)
-        * (num_buckets - max_exact)
-    ).to(torch.long)
-    relative_position_if_large = torch.min(
-        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1))
-    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
-    return relative_buckets
 
 
 class T5Bias(nn.Module):
@@ -137,10 +121,10 @@ class T5Bias(nn.Module):
         if length not in self._cache:
             if self.method == "unfold":
                 offsets = torch.arange(-(length - 1), length)  # key - query, for every offset once
-                index = relative_position_bucket(offsets, False, NUM_BUCKETS, MAX_DISTANCE)
+                index = t5_bucket(offsets, False, NUM_BUCKETS, MAX_DISTANCE)
             else:
                 pos = torch.arange(length)
-                index = relative_position_bucket(pos[None, :] - pos[:, None], False, NUM_BUCKETS, MAX_DISTANCE)
+                index = t5_bucket(pos[None, :] - pos[:, None], False, NUM_BUCKETS, MAX_DISTANCE)
             causal = torch.ones(length, length, dtype=torch.bool).triu_(1)
             self._cache = {length: (index, causal)}
         return self._cache[length]
@@ -307,21 +291,11 @@ def bench_mm(args):
     return sorted(times)[len(times) // 2], 0
 
 
-def load_rpb_checkpoint(path):
-    """{name: numpy array} of /params in an rpb checkpoint (train/checkpoint.h)."""
-    import h5py
-    with h5py.File(path, "r") as f:
-        version = f.attrs["format_version"]
-        if version != 1:
-            raise SystemExit(f"{path}: format_version {version}, this script reads 1")
-        return {name: ds[()] for name, ds in f["params"].items()}
-
-
 def check_parity(directory, args):
     """Loads rpb's checkpoint into the torch model and compares the loss (and gradients) with rpb's."""
     with open(os.path.join(directory, "parity.json")) as f:
         ref = json.load(f)
-    params = load_rpb_checkpoint(os.path.join(directory, ref["checkpoint"]))
+    _, params = read_checkpoint(os.path.join(directory, ref["checkpoint"]))  # the stored config is not needed
     model = LanguageModel(**MODELS["A"], bias_method=args.bias, scores=args.scores)
     ours = dict(model.named_parameters())
     problems = []
@@ -332,13 +306,13 @@ def check_parity(directory, args):
         if name in params and tuple(params[name].shape) != tuple(p.shape):
             problems.append(f"{name}: rpb {params[name].shape}, torch {tuple(p.shape)}")
     count = sum(p.numel() for p in model.parameters())
-    if count != ref["parameter_count"] or count != sum(a.size for a in params.values()):
+    if count != ref["parameter_count"] or count != sum(a.numel() for a in params.values()):
         problems.append(f"parameter count: torch {count}, rpb {ref['parameter_count']}")
     if problems:
         raise SystemExit("parity: the models differ:\n  " + "\n  ".join(problems))
     with torch.no_grad():
         for name, p in ours.items():
-            p.copy_(torch.from_numpy(params[name]))
+            p.copy_(params[name])
 
     shape = (ref["batch"], ref["length"])
     tokens = torch.tensor(ref["tokens"], dtype=torch.long).view(shape)

@@ -91,8 +91,8 @@ int cmd_extrapolate(const std::string& config_path, const std::vector<std::strin
   return 0;
 }
 
-int cmd_inspect(const std::string& checkpoint) {
-  inspect_checkpoint(checkpoint, std::cout);
+int cmd_inspect(const std::string& checkpoint, const std::string& svg_path) {
+  inspect_checkpoint(checkpoint, std::cout, svg_path);
   return 0;
 }
 
@@ -203,13 +203,15 @@ CommandRunner add_inspect(CLI::App& cmd) {
   struct Args {
     std::string checkpoint;
     std::string max_memory;
+    std::string svg;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("checkpoint", a->checkpoint, "a checkpoint .h5 file")->required();
+  cmd.add_option("--svg", a->svg, "also draw each head's position bias against distance into this SVG file");
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
-    return cmd_inspect(a->checkpoint);
+    return cmd_inspect(a->checkpoint, a->svg);
   };
 }
 

@@ -45,6 +45,6 @@ int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths,
 /// (--overwrite), a run folder trained with another config is moved aside and the run trained afresh.
 int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides, bool overwrite = false);
 /// A readable report of a checkpoint.
-int cmd_inspect(const std::string& checkpoint);
+int cmd_inspect(const std::string& checkpoint, const std::string& svg_path = "");
 
 }  // namespace rpb

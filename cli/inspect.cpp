@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "cli/inspect_svg.h"
 #include "core/text.h"
 #include "nn/position.h"
 #include "train/checkpoint.h"
@@ -79,7 +80,7 @@ void print_parameters(const Checkpoint& c, std::ostream& out) {
 
 }  // namespace
 
-void inspect_checkpoint(const std::string& file, std::ostream& out) {
+void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& svg_path) {
   const Checkpoint c = load_checkpoint(file);
   const RunConfig cfg = parse_config(c.config_text, file + " (stored config)");
   // The parameters must be the ones the stored config's model has (names, shapes, dtypes), as `rpb eval`
@@ -87,6 +88,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out) {
   // model is built, never the task's data, and only once the file holds as many parameters as it has.
   const std::unique_ptr<nn::Module> stored = load_stored_model(c, cfg, file);
   const nn::Module& model = *stored;
+  if (!svg_path.empty()) write_bias_svg(model, cfg, svg_path);  // before the report: a refusal prints nothing else
   const nn::PositionOptions& p = cfg.model.position;
   out << "checkpoint " << printable(file) << "\n  step " << c.step << " of " << cfg.steps << ", rpb "
       << printable(c.library_version)
@@ -102,6 +104,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out) {
   // What each position module (a scheme, Swin's window attention) has learned.
   for (const auto& [path, m] : model.named_modules())
     if (const auto* pos = dynamic_cast<const nn::Positional*>(m)) out << pos->report(path + ".");
+  if (!svg_path.empty()) out << "\nbias plot: " << printable(svg_path) << "\n";
 }
 
 }  // namespace rpb

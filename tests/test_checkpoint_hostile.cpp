@@ -324,9 +324,12 @@ TEST_CASE("hostile checkpoint: contiguous data past the end of the file is refus
 
 namespace {
 
-/// Replaces the string attribute `name` of `obj` by `value`, fixed-length or variable-length (as h5py writes).
+/// Replaces the string attribute `name` of `obj` by `value`, fixed-length or variable-length (as h5py writes),
+/// without the CRC-32 attribute rpb writes beside it (as a string h5py wrote).
 void put_string_attr(hid_t obj, const char* name, const std::string& value, bool variable) {
   if (H5Aexists(obj, name) > 0) REQUIRE(H5Adelete(obj, name) >= 0);
+  const std::string crc = std::string(name) + ".crc32";
+  if (H5Aexists(obj, crc.c_str()) > 0) REQUIRE(H5Adelete(obj, crc.c_str()) >= 0);
   const hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, variable ? H5T_VARIABLE : value.size() + 1);
   H5Tset_cset(type, H5T_CSET_UTF8);
@@ -338,6 +341,16 @@ void put_string_attr(hid_t obj, const char* name, const std::string& value, bool
   H5Aclose(attr);
   H5Sclose(space);
   H5Tclose(type);
+}
+
+/// Adds the uint32 attribute `name` to the root of `file`.
+void write_crc(hid_t file, const char* name, uint32_t value) {
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t attr = H5Acreate2(file, name, H5T_NATIVE_UINT32, space, H5P_DEFAULT, H5P_DEFAULT);
+  REQUIRE(attr >= 0);
+  REQUIRE(H5Awrite(attr, H5T_NATIVE_UINT32, &value) >= 0);
+  H5Aclose(attr);
+  H5Sclose(space);
 }
 
 /// Writes the one-value int64 attribute `name` of the object at `path`.
@@ -357,7 +370,13 @@ TEST_CASE("hostile checkpoint: a config over 1 MiB is refused; a variable-length
   TempDir dir("hostile");
   const std::string path = saved_checkpoint(dir, "config.h5");
   const std::string big(2u << 20, '#');
-  edit_hdf5(path, [&](hid_t f) { put_string_attr(f, "config", big, false); });
+  // A fixed-length attribute over 64 KiB moves the root's attributes to dense storage, where rpb reads only
+  // fixed-length strings (train/hdf5_vlen.h): the other strings as rpb wrote them before they were variable.
+  edit_hdf5(path, [&](hid_t f) {
+    put_string_attr(f, "rpb_version", "0.1", false);
+    put_string_attr(f, "created", "2026-11-23T00:00:00Z", false);
+    put_string_attr(f, "config", big, false);
+  });
   CHECK(contains(load_error(path),
                  refusal(path, "attribute config of / is 2097153 bytes long, more than the 1048576 rpb reads")));
   edit_hdf5(path, [&](hid_t f) { put_string_attr(f, "config", big, true); });
@@ -365,6 +384,11 @@ TEST_CASE("hostile checkpoint: a config over 1 MiB is refused; a variable-length
                  refusal(path, "attribute config of / is 2097152 bytes long, more than the 1048576 rpb reads")));
   edit_hdf5(path, [&](hid_t f) { put_string_attr(f, "config", "[run]\nsteps = 4\n", true); });
   CHECK(load_checkpoint(path).config_text == "[run]\nsteps = 4\n");
+  // A string changed without its CRC-32 attribute is refused.
+  edit_hdf5(path, [&](hid_t f) { write_crc(f, "config.crc32", 12345); });
+  CHECK(contains(load_error(path), "checkpoint " + path + ": attribute config of /: CRC-32 mismatch (stored 12345, "
+                                   "computed 3818337721): the file is damaged, or the string was changed without its "
+                                   "config.crc32 attribute"));
 
   // save_checkpoint refuses what load_checkpoint would.
   rpb::Checkpoint c = rpb::testing::small_checkpoint();

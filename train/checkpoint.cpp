@@ -272,7 +272,7 @@ optim::OptimizerState read_optim(SafeReader& r, hid_t root) {
   check_step(s.step, "attribute step of /optim", op);
   s.groups = read_string_attr(optim.get(), "groups", "/optim", op);
   for (const std::string& name : attr_names(optim.get(), "/optim", op)) {
-    if (name == "kind" || name == "step" || name == "groups") continue;
+    if (name == "kind" || name == "step" || name == "groups" || name.ends_with(kStringCrcSuffix)) continue;
     s.scalars.emplace_back(name,
                            read_attr<double>(optim.get(), name, H5T_FLOAT, H5T_NATIVE_DOUBLE, "a float", "/optim", op));
   }

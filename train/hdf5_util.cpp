@@ -9,6 +9,7 @@
 
 #include "core/text.h"
 #include "train/crc32.h"
+#include "train/hdf5_vlen.h"
 
 namespace rpb::hdf5 {
 
@@ -66,6 +67,9 @@ Hid ordered_plist(hid_t cls, const std::string& op) {
   const unsigned flags = H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED;
   must_ok(H5Pset_link_creation_order(p.get(), flags), op, "cannot set link creation order");
   must_ok(H5Pset_attr_creation_order(p.get(), flags), op, "cannot set attribute creation order");
+  // Attributes stay in the object header (HDF5 moves more than 8 to dense storage), where the reader checks a
+  // variable-length string's length before HDF5 reads it (train/hdf5_vlen.h).
+  must_ok(H5Pset_attr_phase_change(p.get(), 1024, 1024), op, "cannot keep attributes compact");
   return p;
 }
 
@@ -101,13 +105,15 @@ void write_string_attr(hid_t obj, const std::string& name, const std::string& va
   CKPT_CHECK(value.size() <= kMaxStringAttrBytes, "attribute ", name, " of ", where, " is ", value.size(),
              " bytes long, more than the ", kMaxStringAttrBytes, " a checkpoint holds");
   Hid type = must(H5Tcopy(H5T_C_S1), H5Tclose, op, "cannot create string type");
-  must_ok(H5Tset_size(type.get(), value.size() + 1), op, "cannot size string type");
-  must_ok(H5Tset_strpad(type.get(), H5T_STR_NULLTERM), op, "cannot set string padding");
+  must_ok(H5Tset_size(type.get(), H5T_VARIABLE), op, "cannot size string type");
   must_ok(H5Tset_cset(type.get(), H5T_CSET_UTF8), op, "cannot set string charset");
   Hid space = scalar_space(op);
   Hid attr = must(H5Acreate2(obj, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose, op,
                   "cannot create attribute " + name + " on " + where);
-  must_ok(H5Awrite(attr.get(), type.get(), value.c_str()), op, "cannot write attribute " + name + " on " + where);
+  const char* text = value.c_str();
+  must_ok(H5Awrite(attr.get(), type.get(), &text), op, "cannot write attribute " + name + " on " + where);
+  // The text lives in the global heap, which HDF5 does not checksum (the object header is).
+  write_attr(obj, name + kStringCrcSuffix, H5T_NATIVE_UINT32, crc32_ieee(value.data(), value.size()), where, op);
 }
 
 void write_dataset(hid_t parent, const std::string& name, const std::string& full, hid_t type, const Shape& dims,
@@ -296,7 +302,8 @@ std::string read_string_attr(hid_t obj, const std::string& name, const std::stri
   H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
   std::string value;
   if (H5Tis_variable_str(type.get()) > 0) {
-    // HDF5 allocates the text itself, as long as the file holds it: it can only be checked afterwards.
+    // HDF5 sizes (and zeroes) its buffers by the length the descriptor claims: checked in the file first.
+    if (const std::size_t bytes = vlen_string_length(obj, name, what, op); bytes > kMaxStringAttrBytes) too_long(bytes);
     must_ok(H5Tset_size(mem.get(), H5T_VARIABLE), op, "cannot size string type");
     char* text = nullptr;
     must_ok(H5Aread(attr.get(), mem.get(), &text), op, "cannot read " + what);
@@ -313,6 +320,13 @@ std::string read_string_attr(hid_t obj, const std::string& name, const std::stri
     value.resize(std::strlen(value.c_str()));
   }
   if (value.size() > kMaxStringAttrBytes) too_long(value.size());
+  const std::string crc_name = name + kStringCrcSuffix;
+  if (H5Aexists(obj, crc_name.c_str()) > 0) {  // rpb writes one; a string h5py wrote has none
+    const auto stored = read_attr<uint32_t>(obj, crc_name, H5T_INTEGER, H5T_NATIVE_UINT32, "an integer", where, op);
+    const uint32_t computed = crc32_ieee(value.data(), value.size());
+    CKPT_CHECK(stored == computed, what, ": CRC-32 mismatch (stored ", stored, ", computed ", computed,
+               "): the file is damaged, or the string was changed without its ", crc_name, " attribute");
+  }
   return value;
 }
 

@@ -126,10 +126,14 @@ void write_attr(hid_t obj, const std::string& name, hid_t type, const T& value, 
 }
 
 /// The longest string attribute rpb writes or reads, in bytes (a config is a small TOML file): a reader
-/// refuses a longer one before allocating for it (or, for a variable-length string, HDF5 having read it).
+/// refuses a longer one before allocating for it (a variable-length one by its descriptor: train/hdf5_vlen.h).
 inline constexpr std::size_t kMaxStringAttrBytes = std::size_t{1} << 20;
 
-/// A fixed-length, NUL-terminated UTF-8 string attribute; refuses a value longer than kMaxStringAttrBytes.
+/// What a string attribute's CRC-32 attribute adds to its name ("config" -> "config.crc32").
+inline constexpr const char* kStringCrcSuffix = ".crc32";
+
+/// A variable-length UTF-8 string attribute (h5py reads it as str) and beside it the uint32 attribute
+/// `name` + kStringCrcSuffix, the crc32_ieee of its bytes; refuses a value longer than kMaxStringAttrBytes.
 void write_string_attr(hid_t obj, const std::string& name, const std::string& value, const std::string& where,
                        const std::string& op);
 
@@ -189,7 +193,7 @@ T read_attr(hid_t obj, const std::string& name, H5T_class_t cls, hid_t mem_type,
 int64_t read_int_attr(hid_t obj, const std::string& name, const std::string& where, const std::string& op);
 
 /// A fixed- or variable-length string attribute (h5py writes variable-length ones) of at most
-/// kMaxStringAttrBytes bytes.
+/// kMaxStringAttrBytes bytes, checked against its CRC-32 attribute when it has one.
 std::string read_string_attr(hid_t obj, const std::string& name, const std::string& where, const std::string& op);
 
 /// The dataset's shape (a scalar dataspace gives []).

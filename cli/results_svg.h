@@ -1,0 +1,17 @@
+// rpb/cli/results_svg.h: the sweep's picture, results.svg (written by write_results, cli/results.h).
+#pragma once
+
+#include <string>
+
+#include "cli/extrapolate.h"
+
+namespace rpb {
+
+/// Perplexity against evaluation length, one panel per task: a log y axis labelled "perplexity" with 1-2-5
+/// ticks, a log2 x axis labelled 1x, 2x, ... with the lengths under them, per method a line with a marker at
+/// every defined point and a band of mean ± std over the seeds, a hollow marker on the bottom edge where a
+/// method cannot run (n/a, also named in its legend entry), and the optimal perplexity as a dashed line with
+/// its own legend entry.
+std::string results_svg(const SweepResult& r);
+
+}  // namespace rpb

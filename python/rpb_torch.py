@@ -1,0 +1,321 @@
+"""rpb's 1-D language model in PyTorch: build it from a checkpoint's stored config and load its parameters.
+
+    import rpb_torch
+    model, config = rpb_torch.load("checkpoints/t5/step_00000600.h5")   # eval mode, strict=True load
+    logits = model(torch.tensor([[1, 2, 3]]))                            # (B, T, vocab)
+    rpb_torch.perplexity(model, tokens, length=64)                       # exp(mean NLL), as `rpb eval`
+
+The model is rpb's nn::LanguageModel (nn/transformer.cpp, nn/attention.cpp, nn/layers.cpp): token embedding
+(plus the absolute position embedding of `learned` and `sinusoidal`), pre-LN blocks x + attn(ln1(x)),
+x + mlp(ln2(x)) with LayerNorm eps 1e-5, a fused qkv Linear(d, 3d) read as (B, T, 3, H, dh), scores
+q k^T * scale + bias (scale = model.attn_scale, or 1/sqrt(dh) when it is 0), causal mask, GELU (tanh or erf,
+model.gelu), final LayerNorm, and logits from the token embedding (model.tie_head) or a bias-free `head`.
+Dropout is off: the model is for evaluation. Every 1-D position scheme of nn/position/registry.cpp is here,
+each with the convention of its file nn/position/<scheme>.cpp; learned bias tables are one per layer
+(`blocks.<i>.pos.<scheme>.table`) when model.share_position is false, else one (`pos.<scheme>.table`).
+Parameter names are rpb's checkpoint names, so `load_state_dict(strict=True)` checks every name and shape.
+
+The config is read strictly: every key the model needs must be in the checkpoint's `config` attribute (a
+missing one raises KeyError naming it); there is no second list of defaults here. The vocabulary is the
+row count of /params/tok.weight. Needs torch, h5py and Python 3.11 (tomllib).
+"""
+import math
+import tomllib
+
+import h5py
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+FORMAT_VERSION = 1  # train/checkpoint.cpp's kCheckpointFormatVersion
+LAYER_NORM_EPS = 1e-5  # nn/layers.h: LayerNorm's default, not a config key
+
+
+def key(config, table, name):
+    """config[table][name]; a missing key raises KeyError naming it ("model.d_model")."""
+    try:
+        return config[table][name]
+    except KeyError:
+        raise KeyError(f"the checkpoint's config has no {table}.{name} (rpb_torch reads every key it needs "
+                       f"from the stored config)") from None
+
+
+# ---- position schemes (nn/position/<scheme>.cpp) -------------------------------------------------------------
+
+def t5_bucket(relative_position, bidirectional, num_buckets, max_distance):
+    """HF transformers' T5Attention._relative_position_bucket of key - query (nn/position/t5.cpp): causal puts
+    every future key in bucket 0; exact below max_exact; float32 log up to max_distance; clamped."""
+    buckets = torch.zeros_like(relative_position)
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (relative_position > 0).to(torch.long) * num_buckets
+        n = torch.abs(relative_position)
+    else:
+        n = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    large = max_exact + (torch.log(n.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return buckets + torch.where(n < max_exact, n, large)
+
+
+def alibi_slopes(heads):
+    """The ALiBi paper's get_slopes: 2^(-8/n) geometric for a power of two, else interleaved (nn/position/alibi.cpp)."""
+    def power_of_2(n):
+        start = 2.0 ** (-(2.0 ** -(math.log2(n) - 3)))
+        return [start * start ** i for i in range(n)]
+    c = 2 ** int(math.floor(math.log2(heads)))
+    if c == heads:
+        return power_of_2(heads)
+    return power_of_2(c) + alibi_slopes(2 * c)[0::2][:heads - c]
+
+
+def relative_positions(length):
+    """(L, L) key - query."""
+    pos = torch.arange(length)
+    return pos[None, :] - pos[:, None]
+
+
+class TableBias(nn.Module):
+    """t5 and shaw: a learned (rows, heads) table indexed per (query, key); bias(L) is (H, L, L)."""
+
+    def __init__(self, rows, heads, index_of):
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(rows, heads))
+        self.index_of = index_of  # (L, L) key - query -> (L, L) table rows
+
+    def bias(self, length):
+        return self.table[self.index_of(relative_positions(length))].permute(2, 0, 1)
+
+
+class DistanceBias(nn.Module):
+    """log_decay and alibi: -coefficient_h * f(|i - j|), f computed in float64 then stored in float32 as rpb does.
+    A learnable log_decay lambda is the parameter `lambda`; fixed coefficients are non-persistent buffers."""
+
+    def __init__(self, coefficients, learnable, f):
+        super().__init__()
+        values = torch.tensor(coefficients, dtype=torch.float32)
+        if learnable:
+            self.register_parameter("lambda", nn.Parameter(values))
+        else:
+            self.register_buffer("coefficients", values, persistent=False)
+        self.learnable, self.f = learnable, f
+
+    def bias(self, length):
+        coefficients = getattr(self, "lambda") if self.learnable else self.coefficients
+        distance = relative_positions(length).abs().to(torch.float64)
+        return coefficients[:, None, None] * (-self.f(distance)).to(torch.float32)[None]
+
+
+class LearnedEmbedding(nn.Module):
+    """learned: a (max_positions, d_model) table added to the tokens; longer inputs are an error."""
+
+    def __init__(self, max_positions, d_model):
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(max_positions, d_model))
+
+    def embed(self, length):
+        if length > self.table.shape[0]:
+            raise ValueError(f"learned: position {length - 1} is beyond the table of {self.table.shape[0]} positions "
+                             "(max_positions); this scheme cannot extrapolate")
+        return self.table[:length]
+
+
+class SinusoidalEmbedding(nn.Module):
+    """sinusoidal: PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...), in float64, then float32."""
+
+    def __init__(self, d_model):
+        super().__init__()
+        self.d_model = d_model
+
+    def embed(self, length):
+        d = self.d_model
+        denom = torch.tensor([10000.0 ** (2.0 * i / d) for i in range(d // 2)], dtype=torch.float64)
+        angle = torch.arange(length, dtype=torch.float64)[:, None] / denom[None, :]
+        return torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(length, d).to(torch.float32)
+
+
+class Rotary(nn.Module):
+    """rope: x cos + rotate_half(x) sin (HF), angle = float32 position x float32 base^(-2k/head_dim)."""
+
+    def __init__(self, head_dim, base):
+        super().__init__()
+        inv_freq = torch.tensor([base ** (-2.0 * i / head_dim) for i in range(head_dim // 2)], dtype=torch.float64)
+        self.register_buffer("inv_freq", inv_freq.to(torch.float32), persistent=False)
+
+    def rotate(self, x):  # (B, H, T, dh)
+        angle = torch.arange(x.shape[-2], dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+        angle = torch.cat([angle, angle], dim=-1)
+        x1, x2 = x.chunk(2, dim=-1)
+        return x * angle.cos() + torch.cat([-x2, x1], dim=-1) * angle.sin()
+
+
+class NoPosition(nn.Module):
+    """none: nothing (also the type of a block that holds no position module)."""
+
+
+def make_position(config, d_model, heads):
+    """The position module of [position].scheme, reading that scheme's keys strictly."""
+    scheme = key(config, "position", "scheme")
+    opt = lambda name: key(config, "position", name)  # noqa: E731
+    if scheme == "t5":
+        num_buckets, max_distance = opt("num_buckets"), opt("max_distance")
+        return TableBias(num_buckets, heads, lambda r: t5_bucket(r, False, num_buckets, max_distance))
+    if scheme == "shaw":
+        k = opt("max_relative_position")
+        return TableBias(2 * k + 1, heads, lambda r: r.clamp(-k, k) + k)
+    if scheme == "log_decay":
+        return DistanceBias([opt("lambda")] * heads, opt("learnable_lambda"), torch.log1p)
+    if scheme == "alibi":
+        return DistanceBias(alibi_slopes(heads), False, lambda d: d)
+    if scheme == "learned":
+        return LearnedEmbedding(opt("max_positions"), d_model)
+    if scheme == "sinusoidal":
+        return SinusoidalEmbedding(d_model)
+    if scheme == "rope":
+        return Rotary(d_model // heads, opt("rope_base"))
+    if scheme == "none":
+        return NoPosition()
+    raise ValueError(f"position.scheme {scheme!r}: rpb_torch builds the 1-D schemes t5, shaw, log_decay, alibi, "
+                     "learned, sinusoidal, rope and none")
+
+
+# ---- the model (nn/transformer.cpp) ---------------------------------------------------------------------------
+
+class Attention(nn.Module):
+    def __init__(self, d_model, heads, scale):
+        super().__init__()
+        self.heads, self.head_dim = heads, d_model // heads
+        self.scale = scale if scale > 0 else 1.0 / math.sqrt(self.head_dim)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, x, bias, rotary):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        if rotary is not None:
+            q, k = rotary.rotate(q), rotary.rotate(k)
+        scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        if bias is not None:
+            scores = scores + bias
+        causal = torch.ones(t, t, dtype=torch.bool).triu_(1)
+        probs = torch.softmax(scores.masked_fill(causal, -math.inf), dim=-1)
+        return self.out(torch.matmul(probs, v).transpose(1, 2).reshape(b, t, d))
+
+
+class MLP(nn.Module):
+    def __init__(self, d_model, d_ff, gelu):
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, d_ff)
+        self.fc2 = nn.Linear(d_ff, d_model)
+        self.approximate = {"tanh": "tanh", "erf": "none"}[gelu]
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x), approximate=self.approximate))
+
+
+class Block(nn.Module):
+    def __init__(self, d_model, heads, d_ff, gelu, scale, position=None):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d_model, eps=LAYER_NORM_EPS)
+        self.attn = Attention(d_model, heads, scale)
+        self.ln2 = nn.LayerNorm(d_model, eps=LAYER_NORM_EPS)
+        self.mlp = MLP(d_model, d_ff, gelu)
+        if position is not None:  # a learned bias of this layer's own: blocks.<i>.pos.<scheme>.*
+            self.pos = nn.ModuleDict({position[0]: position[1]})
+
+    def forward(self, x, bias, rotary):
+        x = x + self.attn(self.ln1(x), bias, rotary)
+        return x + self.mlp(self.ln2(x))
+
+
+class LanguageModel(nn.Module):
+    """rpb's nn::LanguageModel for a run config (a dict of TOML tables) and a vocabulary size."""
+
+    def __init__(self, config, vocab):
+        super().__init__()
+        m = lambda name: key(config, "model", name)  # noqa: E731
+        d_model, heads, layers = m("d_model"), m("heads"), m("layers")
+        scheme = key(config, "position", "scheme")
+        args = (d_model, heads, m("d_ff"), m("gelu"), m("attn_scale"))
+        probe = make_position(config, d_model, heads)
+        # nn/transformer.cpp's positions_per_layer: a learned bias (t5, shaw, a learnable log_decay) may be one
+        # per layer; every other scheme is one module.
+        per_layer = (not m("share_position") and isinstance(probe, (TableBias, DistanceBias))
+                     and any(True for _ in probe.parameters()))
+        self.tok = nn.Embedding(vocab, d_model)
+        if not per_layer:
+            self.pos = nn.ModuleDict({scheme: probe})
+        self.blocks = nn.ModuleList(
+            Block(*args, position=(scheme, make_position(config, d_model, heads)) if per_layer else None)
+            for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d_model, eps=LAYER_NORM_EPS)
+        if not m("tie_head"):
+            self.head = nn.Linear(d_model, vocab, bias=False)
+        self.scheme, self.per_layer, self.tied = scheme, per_layer, m("tie_head")
+
+    def forward(self, tokens):
+        """(B, T) int64 tokens -> (B, T, vocab) logits."""
+        t = tokens.shape[1]
+        modules = ([blk.pos[self.scheme] for blk in self.blocks] if self.per_layer
+                   else [self.pos[self.scheme]] * len(self.blocks))
+        x = self.tok(tokens)
+        if hasattr(modules[0], "embed"):
+            x = x + modules[0].embed(t)
+        biases = [p.bias(t) if hasattr(p, "bias") else None for p in modules]
+        if not self.per_layer:
+            biases = [biases[0]] * len(self.blocks)  # shared: computed once
+        for block, position, bias in zip(self.blocks, modules, biases):
+            x = block(x, bias, position if isinstance(position, Rotary) else None)
+        x = self.ln_f(x)
+        return x @ self.tok.weight.t() if self.tied else self.head(x)
+
+
+# ---- checkpoints and evaluation -------------------------------------------------------------------------------
+
+def read_checkpoint(path):
+    """(config dict, {name: tensor}) of an rpb checkpoint: its `config` attribute parsed as TOML, and /params
+    with /buffers. Refuses another format version."""
+    with h5py.File(path, "r") as f:
+        version = int(f.attrs["format_version"])
+        if version != FORMAT_VERSION:
+            raise ValueError(f"{path}: format_version {version}, rpb_torch reads {FORMAT_VERSION}")
+        text = f.attrs["config"]
+        if isinstance(text, bytes):  # checkpoints of rpb before variable-length strings
+            text = text.decode("utf-8")
+        tensors = {}
+        for group in ("params", "buffers"):
+            if group in f:
+                tensors.update({name: torch.from_numpy(np.array(ds[()])) for name, ds in f[group].items()})
+    return tomllib.loads(text), tensors
+
+
+def load(path):
+    """(model, config) for an rpb checkpoint: the model its stored config describes, with the checkpoint's
+    parameters loaded by load_state_dict(strict=True), in eval mode; config is the parsed TOML (a dict)."""
+    config, tensors = read_checkpoint(path)
+    if "tok.weight" not in tensors:
+        raise KeyError(f"{path}: /params/tok.weight is missing")
+    model = LanguageModel(config, vocab=tensors["tok.weight"].shape[0])
+    model.load_state_dict(tensors, strict=True)
+    return model.eval(), config
+
+
+@torch.no_grad()
+def perplexity(model, tokens, length, batch=16):
+    """exp(mean NLL) over the non-overlapping segments of `length` of `tokens` (a 1-D sequence of N + 1
+    token ids, N a multiple of `length`): segment s has inputs tokens[s*l : s*l+l] and targets shifted by
+    one, as `rpb eval` cuts its held-out stream (train/data.h, make_eval_segments)."""
+    tokens = torch.as_tensor(tokens, dtype=torch.long).flatten()
+    n = tokens.numel() - 1
+    if n < length or n % length != 0:
+        raise ValueError(f"perplexity: {tokens.numel()} tokens do not make whole segments of length {length} "
+                         "(expected N + 1 tokens, N a positive multiple of the length)")
+    inputs, targets = tokens[:-1].view(-1, length), tokens[1:].view(-1, length)
+    total = 0.0
+    for b in range(0, inputs.shape[0], batch):
+        logits = model(inputs[b:b + batch])
+        total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[b:b + batch].reshape(-1),
+                                 reduction="sum").double().item()
+    return math.exp(total / n)

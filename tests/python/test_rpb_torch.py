@@ -1,0 +1,217 @@
+"""python/rpb_torch.py against rpb: for every 1-D position scheme, train a tiny model with build/rpb, then
+score the same held-out tokens with `rpb eval` and with the PyTorch model rpb_torch builds from the checkpoint;
+the perplexities must agree to 1e-4 (relative) at 1x and 4x the train length.
+
+    /usr/bin/python3 tests/python/test_rpb_torch.py --rpb build/rpb --eval-tokens build/eval_tokens
+
+ctest runs it (CMakeLists.txt, test python.rpb_torch). Exits 77 (ctest: skipped) with the reason when torch
+or h5py cannot be imported.
+"""
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ARGS = None
+TOLERANCE = 1e-4
+TRAIN_LENGTH = 16
+LENGTHS = [TRAIN_LENGTH, 4 * TRAIN_LENGTH]
+
+# Every key rpb_torch reads is set (the stored config holds what the config sets).
+CONFIG = """
+[run]
+name = "{name}"
+out_dir = "{out_dir}"
+seed = 1
+steps = 30
+batch = 8
+length = 16
+log_every = 10
+checkpoint_every = 0
+eval_multipliers = [1, 4]
+eval_tokens = 1024
+eval_batch = 8
+
+[model]
+d_model = 16
+heads = {heads}
+layers = 2
+d_ff = 32
+dropout = 0.0
+tie_head = {tie_head}
+share_position = {share_position}
+attn_scale = {attn_scale}
+gelu = "{gelu}"
+
+[position]
+scheme = "{scheme}"
+num_buckets = 8
+max_distance = 32
+max_relative_position = 4
+lambda = 1.0
+learnable_lambda = {learnable_lambda}
+max_positions = 64
+rope_base = 10000.0
+
+[task]
+kind = "markov"
+vocab = 8
+order = 1
+train_tokens = 8192
+eval_tokens = 2048
+
+[optim]
+kind = "adamw"
+lr = 1e-2
+schedule = "constant"
+"""
+
+# One run per scheme of nn/position/registry.cpp's 1-D rows (and none); the model options vary between runs so
+# that each of them is exercised: a head of its own, erf GELU, an explicit scale, per-layer tables, 3 heads (ALiBi's
+# interleaved slopes).
+DEFAULTS = dict(heads=2, tie_head="true", share_position="true", attn_scale="0.0", gelu="tanh",
+                learnable_lambda="false")
+RUNS = {
+    "t5": dict(),
+    "t5_per_layer": dict(scheme="t5", share_position="false", tie_head="false"),
+    "shaw": dict(share_position="false", gelu="erf"),
+    "log_decay": dict(learnable_lambda="true", share_position="false"),
+    "log_decay_fixed": dict(scheme="log_decay", attn_scale="0.25"),
+    "alibi": dict(heads=4),
+    "sinusoidal": dict(gelu="erf"),
+    "learned": dict(tie_head="false"),
+    "rope": dict(),
+    "none": dict(),
+}
+
+
+def rpb_perplexities(checkpoint):
+    """{length: perplexity} from `rpb eval`'s table."""
+    out = subprocess.run([ARGS.rpb, "eval", checkpoint, "--lengths", ",".join(map(str, LENGTHS))],
+                         check=True, capture_output=True, text=True).stdout
+    rows = re.findall(r"^\| (\d+) \| \d+x \| [0-9.]+ \| ([0-9.]+) \|$", out, re.M)
+    if len(rows) != len(LENGTHS):
+        raise AssertionError(f"rpb eval printed {len(rows)} rows, expected {len(LENGTHS)}:\n{out}")
+    return {int(length): float(ppl) for length, ppl in rows}
+
+
+def eval_tokens(checkpoint):
+    out = subprocess.run([ARGS.eval_tokens, checkpoint, ",".join(map(str, LENGTHS))],
+                         check=True, capture_output=True, text=True).stdout
+    return [int(t) for t in out.split()]
+
+
+class RpbTorch(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="rpb_torch_")
+        cls.checkpoints = {}
+        for name, options in RUNS.items():
+            values = dict(DEFAULTS, scheme=name, name=name, out_dir=cls.tmp.name)
+            values.update(options)
+            path = os.path.join(cls.tmp.name, name + ".toml")
+            with open(path, "w") as f:
+                f.write(CONFIG.format(**values))
+            subprocess.run([ARGS.rpb, "train", path], check=True, capture_output=True)
+            cls.checkpoints[name] = os.path.join(cls.tmp.name, name, "step_00000030.h5")
+        cls.worst = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        print("\nlargest relative perplexity difference, torch vs rpb:", file=sys.stderr)
+        for name, diff in cls.worst.items():
+            print(f"  {name}: {diff:.2e}", file=sys.stderr)
+        cls.tmp.cleanup()
+
+    def test_every_scheme_matches_rpb_eval(self):
+        for name, checkpoint in self.checkpoints.items():
+            with self.subTest(run=name):
+                model, config = rpb_torch.load(checkpoint)
+                self.assertFalse(model.training)
+                tokens = eval_tokens(checkpoint)
+                ours = rpb_perplexities(checkpoint)
+                worst = 0.0
+                for length in LENGTHS:
+                    theirs = rpb_torch.perplexity(model, tokens, length)
+                    diff = abs(theirs - ours[length]) / ours[length]
+                    worst = max(worst, diff)
+                    self.assertLess(diff, TOLERANCE, f"{name} at length {length}: torch {theirs}, rpb {ours[length]}")
+                self.worst[name] = worst
+
+    def test_names_and_modules(self):
+        # Per-layer tables live in the blocks; a shared one at the top, as in rpb's checkpoints.
+        names = set(rpb_torch.load(self.checkpoints["t5_per_layer"])[0].state_dict())
+        self.assertIn("blocks.1.pos.t5.table", names)
+        self.assertIn("head.weight", names)
+        self.assertNotIn("pos.t5.table", names)
+        self.assertIn("pos.t5.table", set(rpb_torch.load(self.checkpoints["t5"])[0].state_dict()))
+        self.assertIn("blocks.0.pos.log_decay.lambda", set(rpb_torch.load(self.checkpoints["log_decay"])[0].state_dict()))
+
+    def test_learned_positions_end_at_their_table(self):
+        model, _ = rpb_torch.load(self.checkpoints["learned"])
+        with self.assertRaisesRegex(ValueError, "beyond the table of 64 positions"):
+            model(torch.zeros(1, 65, dtype=torch.long))
+
+    def test_config_strings_are_str_and_keys_are_required(self):
+        checkpoint = self.checkpoints["rope"]
+        with h5py.File(checkpoint, "r") as f:
+            text = f.attrs["config"]
+        self.assertIsInstance(text, str)  # variable-length UTF-8: h5py returns str, not bytes
+        copy = os.path.join(self.tmp.name, "missing_key.h5")
+        with open(checkpoint, "rb") as src, open(copy, "wb") as dst:
+            dst.write(src.read())
+        with h5py.File(copy, "r+") as f:
+            f.attrs["config"] = text.replace("rope_base", "#rope_base")
+        with self.assertRaisesRegex(KeyError, "position.rope_base"):
+            rpb_torch.load(copy)
+        with h5py.File(copy, "r+") as f:  # a fixed-length string, as rpb wrote before: still read
+            f.attrs.create("config", text.encode(), dtype=h5py.string_dtype("utf-8", len(text.encode())))
+        model, config = rpb_torch.load(copy)
+        self.assertEqual(config["position"]["scheme"], "rope")
+
+    def test_readme_example_runs_as_written(self):
+        with open(os.path.join(SOURCE, "README.md")) as f:
+            blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+        self.assertEqual(len(blocks), 1)
+        root = os.path.join(self.tmp.name, "readme")  # the repository root as the example sees it
+        os.makedirs(os.path.join(root, "checkpoints", "t5"))
+        os.symlink(os.path.join(SOURCE, "python"), os.path.join(root, "python"))
+        os.symlink(self.checkpoints["t5"], os.path.join(root, "checkpoints", "t5", "step_00000600.h5"))
+        out = subprocess.run([sys.executable, "-c", blocks[0]], cwd=root, check=True, capture_output=True,
+                             text=True).stdout
+        self.assertRegex(out, r"^torch.Size\(\[1, 64, 8\]\) \d+\.\d+$")
+
+    def test_perplexity_checks_its_tokens(self):
+        model, _ = rpb_torch.load(self.checkpoints["none"])
+        with self.assertRaisesRegex(ValueError, "whole segments of length 16"):
+            rpb_torch.perplexity(model, list(range(8)) * 3, 16)
+        self.assertTrue(math.isfinite(rpb_torch.perplexity(model, [1] * 33, 16)))
+
+
+def main():
+    global ARGS, rpb_torch, torch, h5py
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rpb", default=os.path.join(SOURCE, "build", "rpb"))
+    p.add_argument("--eval-tokens", default=os.path.join(SOURCE, "build", "eval_tokens"))
+    ARGS, rest = p.parse_known_args()
+    os.environ["OMP_WAIT_POLICY"] = "passive"  # before torch loads OpenMP and OpenBLAS
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import h5py
+        import torch
+    except ImportError as e:
+        print(f"SKIPPED: {sys.executable} cannot import {e.name} (Debian: python3-torch, python3-h5py)")
+        sys.exit(77)
+    torch.set_num_threads(1)
+    sys.path.insert(0, os.path.join(SOURCE, "python"))
+    import rpb_torch
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+// A test tool: prints the held-out tokens `rpb eval CHECKPOINT --lengths L,...` scores, so another
+// implementation (python/rpb_torch.py, tests/python/test_rpb_torch.py) can score exactly the same tokens.
+// Usage: eval_tokens CHECKPOINT LENGTH[,LENGTH...] [KJV_PATH]
+// Prints the first N + 1 tokens of the task's test stream, space-separated on one line, where N is the
+// number of target tokens every length scores (data::make_eval_plan); segment s of length l then has
+// inputs tokens[s*l .. s*l+l-1] and targets tokens[s*l+1 .. s*l+l]. Exits 2 with a message on bad input.
+//
+// Why a tool and not Python: the stream comes from rpb's own generator (Markov tables, Dirichlet draws),
+// which Python must not reimplement; the tool runs rpb's code, through the same calls as `rpb eval`.
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/text.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/data.h"
+
+namespace {
+
+std::vector<int64_t> parse_lengths(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    std::size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 1)
+      throw rpb::Error("eval_tokens: length \"" + rpb::printable(item) + "\" is not a positive integer");
+    out.push_back(v);
+  }
+  if (out.empty()) throw rpb::Error("eval_tokens: no lengths given");
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3 || argc > 4) {
+    std::cerr << "usage: eval_tokens CHECKPOINT LENGTH[,LENGTH...] [KJV_PATH]\n";
+    return 2;
+  }
+  try {
+    const std::string file = argv[1];
+    const rpb::Checkpoint c = rpb::load_checkpoint(file);
+    rpb::RunConfig cfg = rpb::parse_config(c.config_text, file + " (stored config)");
+    cfg.task.kjv_path = argc == 4 ? argv[3] : "";
+    cfg.task.generate_missing = false;  // as `rpb eval`: reading a checkpoint writes nothing
+    std::vector<int64_t> multipliers;
+    for (const int64_t l : parse_lengths(argv[2])) {
+      if (l % cfg.length != 0)
+        throw rpb::Error("eval_tokens: length " + std::to_string(l) + " is not a multiple of the train length " +
+                         std::to_string(cfg.length));
+      multipliers.push_back(l / cfg.length);
+    }
+    const auto task = rpb::data::make_task(cfg.task);
+    const std::vector<int32_t>& stream = task->test_stream();
+    const rpb::data::EvalPlan plan =
+        rpb::data::make_eval_plan(static_cast<int64_t>(stream.size()), cfg.length, multipliers, cfg.eval_tokens);
+    std::string line;
+    for (int64_t i = 0; i <= plan.tokens_scored; ++i) line += (i ? " " : "") + std::to_string(stream[i]);
+    std::cout << line << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << rpb::terminal_text(e.what()) << "\n";
+    return 2;
+  }
+}
