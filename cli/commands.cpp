@@ -18,6 +18,7 @@
 #include "nn/position.h"
 #include "core/text.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_path.h"
 #include "train/interrupt.h"
 #include "train/memory.h"
 #include "train/stored_model.h"
@@ -92,7 +93,7 @@ int cmd_extrapolate(const std::string& config_path, const std::vector<std::strin
 }
 
 int cmd_inspect(const std::string& checkpoint, const std::string& svg_path) {
-  inspect_checkpoint(checkpoint, std::cout, svg_path);
+  inspect_checkpoint(resolve_checkpoint(checkpoint).file, std::cout, svg_path);
   return 0;
 }
 
@@ -206,7 +207,9 @@ CommandRunner add_inspect(CLI::App& cmd) {
     std::string svg;
   };
   auto a = std::make_shared<Args>();
-  cmd.add_option("checkpoint", a->checkpoint, "a checkpoint .h5 file")->required();
+  cmd.add_option("checkpoint", a->checkpoint,
+                 "a checkpoint .h5 file, a run folder (its latest checkpoint) or a run folder's `latest` file")
+      ->required();
   cmd.add_option("--svg", a->svg, "also draw each head's position bias against distance into this SVG file");
   add_memory_option(cmd, a->max_memory);
   return [a] {

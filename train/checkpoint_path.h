@@ -1,4 +1,4 @@
-// rpb/train/checkpoint_path.h: what a command line names as a checkpoint (`rpb eval`, `rpb generate`): a checkpoint
+// rpb/train/checkpoint_path.h: what a command line names as a checkpoint (`rpb eval`, `generate`, `inspect`): a checkpoint
 // file, a run folder (its `latest`), or a run folder's `latest` file, and the run folder it belongs to, if any.
 #pragma once
 

@@ -8,6 +8,7 @@ ctest runs it (CMakeLists.txt, test python.rpb_torch). Exits 77 (ctest: skipped)
 or h5py cannot be imported.
 """
 import argparse
+import json
 import math
 import os
 import re
@@ -91,13 +92,13 @@ RUNS = {
 
 
 def rpb_perplexities(checkpoint):
-    """{length: perplexity} from `rpb eval`'s table."""
-    out = subprocess.run([ARGS.rpb, "eval", checkpoint, "--lengths", ",".join(map(str, LENGTHS))],
-                         check=True, capture_output=True, text=True).stdout
-    rows = re.findall(r"^\| (\d+) \| \d+x \| [0-9.]+ \| ([0-9.]+) \|$", out, re.M)
-    if len(rows) != len(LENGTHS):
-        raise AssertionError(f"rpb eval printed {len(rows)} rows, expected {len(LENGTHS)}:\n{out}")
-    return {int(length): float(ppl) for length, ppl in rows}
+    """{length: perplexity} from `rpb eval --json` (the record train/eval_record.h describes)."""
+    out = subprocess.run([ARGS.rpb, "eval", checkpoint, "--lengths", ",".join(map(str, LENGTHS)), "--json",
+                          "--no-record"], check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out)["lengths"]
+    if [r["length"] for r in rows] != LENGTHS:
+        raise AssertionError(f"rpb eval --json holds lengths {[r['length'] for r in rows]}, expected {LENGTHS}")
+    return {r["length"]: r["perplexity"] for r in rows}
 
 
 def eval_tokens(checkpoint):
