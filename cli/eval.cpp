@@ -12,6 +12,7 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_path.h"
 #include "train/log_file_sink.h"
+#include "train/run_identity.h"
 #include "train/sha256.h"
 #include "train/stored_model.h"
 
@@ -60,6 +61,7 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
   r.checkpoint = fs::path(file).filename().string();
   r.step = step;
   r.checkpoint_sha256 = sha256_file(file);
+  r.config_digest = config_digest(run.config().text);
   r.run = run.config().name;
   r.scheme = po.scheme;
   r.task = run.describe();

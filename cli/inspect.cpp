@@ -11,6 +11,7 @@
 #include "nn/position.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/run_identity.h"
 #include "train/stored_model.h"
 
 namespace rpb {
@@ -34,6 +35,20 @@ Stats stats_of(const Tensor& t) {
   return s;
 }
 
+// The valid losses (run.eval_every) per length: first, last and lowest, with their steps.
+void print_valid_losses(const std::vector<MetricsRow>& rows, std::ostream& out) {
+  std::map<int64_t, std::vector<std::pair<int64_t, double>>> by_length;  // length -> (step, loss)
+  for (const MetricsRow& m : rows)
+    for (const auto& [length, loss] : m.valid_loss)
+      if (std::isfinite(loss)) by_length[length].emplace_back(m.step, loss);
+  for (const auto& [length, v] : by_length) {
+    const auto best = std::min_element(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    out << std::setprecision(5) << "\n  valid loss at length " << length << ": " << v.front().second << " (step "
+        << v.front().first << ") -> " << v.back().second << " (step " << v.back().first << "), lowest " << best->second
+        << " (step " << best->first << "), " << v.size() << " validations";
+  }
+}
+
 void print_metrics(const Checkpoint& c, std::ostream& out) {
   out << "\nmetrics: " << c.metrics.size() << " logged steps";
   if (c.metrics.empty()) return;
@@ -46,6 +61,7 @@ void print_metrics(const Checkpoint& c, std::ostream& out) {
       << " (step " << best->step << ")\n  last lr " << c.metrics.back().lr << ", last grad norm "
       << c.metrics.back().grad_norm << ", mean " << std::setprecision(6) << tps / static_cast<double>(c.metrics.size())
       << " tokens/s";
+  print_valid_losses(c.metrics, out);
 }
 
 // The stored config as it is, line by line, but without control bytes (a crafted file's strings could hold
@@ -96,7 +112,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
       << cfg.model.heads << ", layers " << cfg.model.layers << ", d_ff " << cfg.model.d_ff << "; position scheme "
       << p.scheme << (cfg.model.share_position ? "" : " (one per layer)") << "\n  task: " << cfg.task.kind
       << ", train length " << cfg.length << "; optimizer " << cfg.optim.kind << " at step " << c.optim.step
-      << "\n";
+      << "\n  config digest " << config_digest(cfg.text) << " (train/run_identity.h)\n";
 
   print_config(c.config_text, out);
   print_metrics(c, out);

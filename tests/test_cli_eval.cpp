@@ -96,6 +96,9 @@ TEST_CASE("train and eval record the evaluation in <run>/eval/, with the numbers
   CHECK(contains(json, "\"checkpoint\": \"step_00000020.h5\""));
   CHECK(contains(json, "\"step\": 20,"));
   CHECK(contains(json, "\"checkpoint_sha256\": \"" + rpb::sha256_file((run / "step_00000020.h5").string()) + "\""));
+  const std::string first_line = file_text(run / "config.toml").substr(0, 100);  // "# config_digest = <hex> (..."
+  REQUIRE(first_line.rfind("# config_digest = ", 0) == 0);
+  CHECK(contains(json, "\"config_digest\": \"" + first_line.substr(18, 64) + "\""));
   CHECK(contains(json, "\"train_length\": 16,"));
   const std::vector<double> nll = json_values(json, "nll"), ppl = json_values(json, "perplexity");
   REQUIRE(nll.size() == 3);

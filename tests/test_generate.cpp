@@ -19,7 +19,7 @@ namespace {
 
 // A model whose positions matter: every parameter redrawn with std 0.5 (the init's 0.02 would leave position
 // tables and so any error in their offsets almost invisible).
-TransformerOptions model_options(const std::string& scheme, bool fused, bool share) {
+TransformerOptions decoding_model_options(const std::string& scheme, bool fused, bool share) {
   TransformerOptions o;
   o.vocab = 11;
   o.d_model = 16;
@@ -66,7 +66,7 @@ TEST_CASE("KV-cache decoding gives the full forward's logits at every position, 
         CAPTURE(fused);
         CAPTURE(share);
         Generator gen(11);
-        LanguageModel lm(model_options(scheme, fused, share), gen);
+        LanguageModel lm(decoding_model_options(scheme, fused, share), gen);
         randomize(lm, gen);
         lm.eval();
         NoGradGuard no_grad;
@@ -92,7 +92,7 @@ TEST_CASE("greedy generation picks the argmax of the full forward at every step,
   for (const char* scheme : {"t5", "alibi", "rope", "learned"}) {
     CAPTURE(scheme);
     Generator gen(3);
-    LanguageModel lm(model_options(scheme, true, true), gen);
+    LanguageModel lm(decoding_model_options(scheme, true, true), gen);
     randomize(lm, gen);
     GenerateOptions o;
     o.tokens = 40;
@@ -117,7 +117,7 @@ TEST_CASE("greedy generation picks the argmax of the full forward at every step,
 
 TEST_CASE("sampled generation is deterministic for a seed, the same with and without the cache") {
   Generator gen(4);
-  LanguageModel lm(model_options("t5", true, true), gen);
+  LanguageModel lm(decoding_model_options("t5", true, true), gen);
   randomize(lm, gen);
   GenerateOptions o;
   o.tokens = 60;
@@ -153,7 +153,7 @@ TEST_CASE("sample_token: argmax at temperature 0, only the top k, frequencies of
 
 TEST_CASE("generate refuses an empty prompt, ids outside the vocabulary and lengths past the scheme's table") {
   Generator gen(5);
-  TransformerOptions opt = model_options("learned", true, true);
+  TransformerOptions opt = decoding_model_options("learned", true, true);
   opt.position.max_positions = 16;
   LanguageModel lm(opt, gen);
   GenerateOptions o;

@@ -10,10 +10,12 @@
 
 #include "run_checks.h"
 #include "test_util.h"
+#include "cli/inspect.h"
 #include "train/interrupt.h"
 #include "train/latest.h"
 #include "train/metrics_csv.h"
 #include "train/progress.h"
+#include "train/run_identity.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -80,6 +82,14 @@ TEST_CASE("train loop: validation scores the valid split without changing the tr
   CHECK(contains(log, "step 24/24 valid: length 16 loss "));
   // Rows at every log_every step and at every validation: 4 5 8 10 12 15 16 20 24.
   CHECK(c.metrics.size() == 9);
+  // inspect shows the validations per length, and the config's digest.
+  std::ostringstream report;
+  inspect_checkpoint(read_latest(validated.dir()), report);
+  CHECK(contains(report.str(), "valid loss at length 16: "));
+  CHECK(contains(report.str(), "valid loss at length 32: "));
+  CHECK(contains(report.str(), "(step 24), lowest "));
+  CHECK(contains(report.str(), ", 6 validations"));
+  CHECK(contains(report.str(), "config digest " + config_digest(validated.config().text)));
 }
 
 TEST_CASE("train loop: a grid2d run validates on its own held-out grids") {

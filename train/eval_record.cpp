@@ -38,7 +38,8 @@ std::string eval_record_json(const EvalRecord& r) {
   const std::optional<double> entropy =
       r.optimal_perplexity ? std::optional<double>(std::log(*r.optimal_perplexity)) : std::nullopt;
   os << "{\n  \"format\": \"rpb-eval-1\",\n  \"checkpoint\": " << json_string(r.checkpoint) << ",\n  \"step\": " << r.step
-     << ",\n  \"checkpoint_sha256\": " << json_string(r.checkpoint_sha256) << ",\n  \"run\": " << json_string(r.run)
+     << ",\n  \"checkpoint_sha256\": " << json_string(r.checkpoint_sha256)
+     << ",\n  \"config_digest\": " << json_string(r.config_digest) << ",\n  \"run\": " << json_string(r.run)
      << ",\n  \"scheme\": " << json_string(r.scheme) << ",\n  \"task\": " << json_string(r.task)
      << ",\n  \"train_length\": " << r.train_length << ",\n  \"max_length\": " << json_count(r.max_length)
      << ",\n  \"tokens\": " << json_count(r.tokens()) << ",\n  \"optimal_perplexity\": "

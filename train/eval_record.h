@@ -16,6 +16,7 @@ struct EvalRecord {
   std::string checkpoint;         // the checkpoint's file name ("step_00000600.h5")
   int64_t step = 0;               // its step
   std::string checkpoint_sha256;  // of the checkpoint file's bytes
+  std::string config_digest;      // of its stored config's identity (train/run_identity.h config_digest)
   std::string run;                // run.name of its config
   std::string scheme;             // position.scheme
   std::string task;               // the task, one line (Workload::describe)
@@ -31,7 +32,7 @@ struct EvalRecord {
 
 /// The record as JSON:
 ///   {"format": "rpb-eval-1", "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
-///    "run": "t5", "scheme": "t5", "task": "...", "train_length": 64, "max_length": null | N, "tokens": 8192,
+///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "task": "...", "train_length": 64, "max_length": null | N, "tokens": 8192,
 ///    "optimal_perplexity": 3.21 | null, "entropy_rate": 1.17 | null,
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null}, ...]}
