@@ -83,7 +83,9 @@ TEST_CASE("effective config: every key the parser accepts, with its value; parsi
       {"grid2d swin_v2", "[task]\nkind = \"grid2d\"\n[position]\nscheme = \"swin_v2\"\n[run]\nlength = 8\n"
                          "eval_multipliers = [1, 2]\n"},
   };
-  for (const auto& [name, text] : texts) {
+  for (const auto& entry : texts) {  // not a structured binding: clang 14 cannot capture one (CAPTURE)
+    const std::string& name = entry.first;
+    const std::string& text = entry.second;
     CAPTURE(name);
     const RunConfig c = parse_config(text, name);
     const std::set<std::string> keys = keys_of(c.text);
