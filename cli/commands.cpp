@@ -172,6 +172,10 @@ CommandRunner add_eval(CLI::App& cmd) {
                  "target tokens scored at every length (rounded down to a multiple of the longest), instead of "
                  "run.eval_tokens; markov and lag generate a test stream long enough (grid2d: the cells scored)")
       ->check(CLI::Range(int64_t{1}, run_limits::kMaxTokens));
+  cmd.add_option("--untrained", a->eval.untrained,
+                 "t5, shaw, clipped2d: what evaluation reads at a table row training never read: keep (the row) or "
+                 "nearest (its nearest trained row); default: the stored config's position.untrained")
+      ->check(CLI::IsMember({nn::untrained_name(nn::Untrained::keep), nn::untrained_name(nn::Untrained::nearest)}));
   cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
   cmd.add_flag("--no-record", a->eval.no_record, "do not write the record into the run folder's eval/");
   cmd.add_option("--out", a->eval.out, "also write the JSON record to this file (any checkpoint, in a run folder or not)");

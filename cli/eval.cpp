@@ -34,6 +34,15 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
       cfg.eval_multipliers.push_back(l / cfg.length);
     }
   }
+  if (!o.untrained.empty()) {
+    cfg.model.position.untrained =
+        o.untrained == nn::untrained_name(nn::Untrained::keep) ? nn::Untrained::keep : nn::Untrained::nearest;
+    try {
+      nn::validate(cfg.position());
+    } catch (const OptionError& e) {
+      throw Error("eval --untrained " + o.untrained + ": " + e.detail());
+    }
+  }
   if (o.tokens == 0) return;
   int64_t longest = 0;
   for (int64_t m : cfg.eval_multipliers) longest = std::max(longest, m * cfg.length);
@@ -64,6 +73,7 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
   r.config_digest = config_digest(run.config().text);
   r.run = run.config().name;
   r.scheme = po.scheme;
+  r.untrained = nn::scheme_info(po).row_table ? nn::untrained_name(po.untrained) : "";
   r.task = run.describe();
   r.train_length = run.config().length;
   r.max_length = nn::scheme_info(po).max_length(po);
@@ -102,7 +112,7 @@ std::string record_evaluation(const std::string& run_dir, const EvalRecord& reco
 int cmd_eval(const EvalOptions& o) {
   const CheckpointRef ref = resolve_checkpoint(o.checkpoint);
   const Checkpoint c = load_checkpoint(ref.file);
-  RunConfig cfg = parse_config(c.config_text, ref.file + " (stored config)");
+  RunConfig cfg = parse_stored_config(c.config_text, ref.file + " (stored config)");
   // The task's data is the user's, never the file's: a stored kjv_path is not read, and no data file is written.
   cfg.task.kjv_path = o.kjv_path;
   cfg.task.generate_missing = false;

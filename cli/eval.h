@@ -18,6 +18,7 @@ struct EvalOptions {
   std::vector<int64_t> lengths;  // multiples of the train length; empty: the config's eval_multipliers
   std::string kjv_path;          // kjv runs: the text ("": the default path), never the one stored in the checkpoint
   int64_t tokens = 0;            // > 0: target tokens scored at every length, instead of run.eval_tokens
+  std::string untrained;         // "keep" or "nearest": position.untrained ("": the stored config's)
   bool json = false;             // print the JSON record instead of the table
   bool no_record = false;        // do not write the record into the run folder
   std::string out;               // also write the record to this file ("": not)

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -62,6 +63,15 @@ void train_or_reuse(Run& run, MethodResult& row, const std::string& what, bool o
   row.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The folder of a method's runs: its scheme's when the method sets only evaluation keys (it evaluates that scheme's
+// runs, "swin_v2@window8", "t5@untrained=nearest"), else its own ("t5@max_distance=64").
+std::string method_folder(const SweepMethod& m) {
+  const std::vector<std::string>& evaluation = non_identity_keys();
+  for (const std::string& s : m.settings)
+    if (std::find(evaluation.begin(), evaluation.end(), s.substr(0, s.find('='))) == evaluation.end()) return m.name();
+  return m.scheme;
+}
+
 }  // namespace
 
 SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& resume_command) {
@@ -88,8 +98,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
       row.task = task;
       row.method = method;
       for (uint64_t seed : base.sweep.seeds) {
-        // "swin_v2@window8" reuses the swin_v2 run and evaluates it with another window.
-        const SweepRun sr{task, method, seed, (fs::path(root) / task / method.scheme).string(),
+        const SweepRun sr{task, method, seed, (fs::path(root) / task / method_folder(method)).string(),
                           "seed" + std::to_string(seed)};
         Run run(run_config(base, sr));
         const std::string prefix = fmt::format("[{}/{}]", done + 1, total);

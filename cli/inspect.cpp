@@ -98,7 +98,7 @@ void print_parameters(const Checkpoint& c, std::ostream& out) {
 
 void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& svg_path) {
   const Checkpoint c = load_checkpoint(file);
-  const RunConfig cfg = parse_config(c.config_text, file + " (stored config)");
+  const RunConfig cfg = parse_stored_config(c.config_text, file + " (stored config)");
   // The parameters must be the ones the stored config's model has (names, shapes, dtypes), as `rpb eval`
   // requires: the position modules below report them through the config's num_buckets, K and window. Only the
   // model is built, never the task's data, and only once the file holds as many parameters as it has.
@@ -110,7 +110,9 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
       << printable(c.library_version)
       << ", format version " << kCheckpointFormatVersion << "\n  model: d_model " << cfg.model.d_model << ", heads "
       << cfg.model.heads << ", layers " << cfg.model.layers << ", d_ff " << cfg.model.d_ff << "; position scheme "
-      << p.scheme << (cfg.model.share_position ? "" : " (one per layer)") << "\n  task: " << cfg.task.kind
+      << p.scheme << (cfg.model.share_position ? "" : " (one per layer)") << "; token embedding "
+      << nn::recipe_name(nn::resolve_recipe(cfg.model.embedding, p.scheme, cfg.dims()))
+      << (cfg.model.embedding == nn::EmbeddingRecipe::scheme ? " (the scheme's recipe)" : "") << "\n  task: " << cfg.task.kind
       << ", train length " << cfg.length << "; optimizer " << cfg.optim.kind << " at step " << c.optim.step
       << "\n  config digest " << config_digest(cfg.text) << " (train/run_identity.h)\n";
 

@@ -78,7 +78,7 @@ GridModel::GridModel(const TransformerOptions& o, const WindowOptions& windows, 
       windows_(windows),
       scheme_(&scheme_info(PositionOptions::for_model(o, 2))),
       dropout_gen_(std::make_unique<Generator>(init_gen.next_u64())) {
-  tok = register_module("tok", std::make_shared<Embedding>(o.vocab, o.d_model, init_gen, o.init_std));
+  tok = register_module("tok", make_token_embedding(o, 2, init_gen));
   if (scheme_->kind != PositionKind::window) {
     position_ = make_position_scheme(PositionOptions::for_model(o, 2), init_gen);
     pos_ = register_module("pos", std::make_shared<ModuleDict>());
@@ -88,7 +88,7 @@ GridModel::GridModel(const TransformerOptions& o, const WindowOptions& windows, 
   for (int64_t i = 0; i < o.layers; ++i)
     blocks->push_back(std::make_shared<GridBlock>(o, *scheme_, windows, i, init_gen, *dropout_gen_));
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(o.d_model));
-  head = register_module("head", std::make_shared<Linear>(o.d_model, o.vocab, true, init_gen, o.init_std));
+  head = register_module("head", std::make_shared<Linear>(o.d_model, o.vocab, true, init_gen, head_init_std(o, 2)));
   // Every layer computes the bias of the model's one scheme itself (a learned table's gradient is then summed
   // over the layers' lookups).
   plan_ = PositionPlan::per_layer(std::vector<const PositionScheme*>(static_cast<std::size_t>(o.layers), position_.get()),

@@ -38,8 +38,8 @@ class GridBlock : public Module {
 /// tokens (B, H, W) i64 -> logits (B, H, W, vocab). Parameter names: tok.weight, pos.<scheme>.*,
 /// blocks.<i>.{ln1, window_attn | attn, ln2, mlp}.*, ln_f.*, head.weight, head.bias.
 ///
-/// Reads of `model`: vocab, d_model, heads, layers, d_ff, dropout, init_std, gelu, fused_attention and position
-/// (a 2-D scheme: scheme_names(2)); attention is bidirectional (`causal` must be false) and the head untied.
+/// Reads of `model`: vocab, d_model, heads, layers, d_ff, dropout, init_std, embedding, gelu, fused_attention and
+/// position (a 2-D scheme: scheme_names(2)); attention is bidirectional (`causal` must be false) and the head untied.
 class GridModel : public Module {
  public:
   GridModel(const TransformerOptions& model, const WindowOptions& windows, Generator& init_gen);

@@ -34,10 +34,13 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, Generator& gen, double i
 
 Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
 
-Embedding::Embedding(int64_t num, int64_t dim, Generator& gen, double init_std)
-    : weight(register_parameter("weight", normal_tensor({num, dim}, gen, init_std))) {}
+Embedding::Embedding(int64_t num, int64_t dim, Generator& gen, double init_std, double scale_)
+    : weight(register_parameter("weight", normal_tensor({num, dim}, gen, init_std))), scale(scale_) {}
 
-Tensor Embedding::forward(const Tensor& index) const { return index_select(weight, index); }
+Tensor Embedding::forward(const Tensor& index) const {
+  const Tensor rows = index_select(weight, index);
+  return scale == 1.0 ? rows : mul_scalar(rows, scale);
+}
 
 LayerNorm::LayerNorm(int64_t dim, double eps_)
     : weight(register_parameter("weight", Tensor::ones({dim}))),

@@ -32,13 +32,16 @@ class Linear : public Module {
 /// Rows of a (num, dim) table picked by i64 indices.
 class Embedding : public Module {
  public:
-  Embedding(int64_t num, int64_t dim, Generator& gen, double init_std = 0.02);
+  /// Rows ~ N(0, init_std); forward multiplies them by `scale` (Vaswani et al.'s sqrt(d)), which a tied head does
+  /// not read: it uses `weight` itself.
+  Embedding(int64_t num, int64_t dim, Generator& gen, double init_std = 0.02, double scale = 1.0);
   static int64_t parameter_count(int64_t num, int64_t dim);
   using Module::parameter_count;
   /// (...) i64 -> (..., dim)
   Tensor forward(const Tensor& index) const;
 
   Tensor weight;  // (num, dim)
+  double scale;
 };
 
 /// Layer normalization over the last axis, with a learned scale (ones) and shift (zeros).

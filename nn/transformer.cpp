@@ -17,6 +17,24 @@ void validate(const TransformerOptions& o) {
 }
 
 namespace {
+bool scaled(const TransformerOptions& o, int64_t dims) {
+  return resolve_recipe(o.embedding, o.position.scheme, dims) == EmbeddingRecipe::scaled;
+}
+}  // namespace
+
+std::shared_ptr<Embedding> make_token_embedding(const TransformerOptions& o, int64_t dims, Generator& gen) {
+  if (!scaled(o, dims)) return std::make_shared<Embedding>(o.vocab, o.d_model, gen, o.init_std);
+  const double d = static_cast<double>(o.d_model);
+  return std::make_shared<Embedding>(o.vocab, o.d_model, gen, 1.0 / std::sqrt(d), std::sqrt(d));
+}
+
+double head_init_std(const TransformerOptions& o, int64_t dims) {
+  return scaled(o, dims) ? 1.0 / std::sqrt(static_cast<double>(o.d_model)) : o.init_std;
+}
+
+bool ties_head(const TransformerOptions& o) { return o.tie_head && !scaled(o, 1); }
+
+namespace {
 
 AttentionOptions attention_options(const TransformerOptions& o) {
   AttentionOptions a;
@@ -62,7 +80,7 @@ Tensor TransformerBlock::forward(const Tensor& x, const AttentionPositions& pos,
 
 TransformerStack::TransformerStack(const TransformerOptions& o, Generator& init_gen)
     : options_((validate(o), o)), dropout_gen_(std::make_unique<Generator>(init_gen.next_u64())) {
-  tok = register_module("tok", std::make_shared<Embedding>(o.vocab, o.d_model, init_gen, o.init_std));
+  tok = register_module("tok", make_token_embedding(o, 1, init_gen));
   const bool per_layer = positions_per_layer(o);
   if (!per_layer) {
     position_ = make_position_scheme(PositionOptions::for_model(o), init_gen);
@@ -102,7 +120,8 @@ Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_
 
 LanguageModel::LanguageModel(const TransformerOptions& o, Generator& init_gen) : TransformerStack(o, init_gen) {
   RPB_CHECK(o.causal, "model", "a language model needs causal attention (causal = true)");
-  if (!o.tie_head) head = register_module("head", std::make_shared<Linear>(o.d_model, o.vocab, false, init_gen, o.init_std));
+  if (!ties_head(o))
+    head = register_module("head", std::make_shared<Linear>(o.d_model, o.vocab, false, init_gen, head_init_std(o, 1)));
 }
 
 int64_t LanguageModel::parameter_count(const TransformerOptions& o) {
@@ -117,7 +136,7 @@ int64_t LanguageModel::parameter_count(const TransformerOptions& o) {
   int64_t n = checked_add(Embedding::parameter_count(o.vocab, o.d_model), per_layer ? 0 : position, op, "parameters");
   n = checked_add(n, checked_mul(o.layers, block, op, "parameters"), op, "parameters");
   n = checked_add(n, LayerNorm::parameter_count(o.d_model), op, "parameters");
-  return checked_add(n, o.tie_head ? 0 : Linear::parameter_count(o.d_model, o.vocab, false), op, "parameters");
+  return checked_add(n, ties_head(o) ? 0 : Linear::parameter_count(o.d_model, o.vocab, false), op, "parameters");
 }
 
 Tensor LanguageModel::forward(const Tensor& tokens, KVCache* cache) const {

@@ -18,10 +18,12 @@ struct TransformerOptions {
   int64_t d_ff = 512;
   double dropout = 0.0;
   bool causal = true;             // decoder (true) or encoder (false) self-attention
-  bool tie_head = true;           // language model: logits use the token embedding
+  bool tie_head = true;           // language model: logits use the token embedding (under the gpt2 embedding
+                                  // recipe; the scaled one has an output projection of its own: ties_head())
   bool share_position = true;     // one position module for all layers (T5's choice) or one per layer
   double attn_scale = 0.0;        // 0: 1/sqrt(head_dim)
-  double init_std = 0.02;         // normal init of linear and embedding weights (GPT-2)
+  double init_std = 0.02;         // normal init of linear weights, and of token embeddings under the gpt2 recipe
+  EmbeddingRecipe embedding = EmbeddingRecipe::scheme;  // how token embeddings are made (scheme.h)
   GeluApprox gelu = GeluApprox::tanh;
   bool fused_attention = true;    // the fused kernel (core/ops.h fused_attention) or the reference path
   PositionOptions position;       // dims, heads, d_model, head_dim and causal are filled from the above
@@ -30,6 +32,20 @@ struct TransformerOptions {
 
 /// Checks the options (heads divide d_model, positive sizes, dropout in [0, 1)); throws naming the key.
 void validate(const TransformerOptions& options);
+
+/// The token embedding of a model with `options` whose scheme has `dims` (1: a sequence, 2: a grid), as
+/// options.embedding and the scheme's recipe make it: Embedding(vocab, d_model) with init std model.init_std (gpt2)
+/// or d_model^-1/2 times sqrt(d_model) (scaled).
+std::shared_ptr<Embedding> make_token_embedding(const TransformerOptions& options, int64_t dims, Generator& gen);
+
+/// The init std of a model's output projection (an untied language-model head, the grid model's head):
+/// model.init_std, or d_model^-1/2 under the scaled recipe (fairseq's output projection).
+double head_init_std(const TransformerOptions& options, int64_t dims);
+
+/// True when a language model's logits use the token embedding: model.tie_head under the gpt2 recipe. The scaled
+/// recipe has an output projection of its own, as fairseq's transformer_lm (share_decoder_input_output_embed off):
+/// tied to embeddings that enter times sqrt(d), the logits would start out predicting the input token itself.
+bool ties_head(const TransformerOptions& options);
 
 /// Per-layer caches for incremental decoding.
 struct KVCache {

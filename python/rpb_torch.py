@@ -6,7 +6,7 @@
     rpb_torch.perplexity(model, tokens, length=64)                       # exp(mean NLL), as `rpb eval`
 
 The model is rpb's nn::LanguageModel (nn/transformer.cpp, nn/attention.cpp, nn/layers.cpp): token embedding
-(plus the absolute position embedding of `learned` and `sinusoidal`), pre-LN blocks x + attn(ln1(x)),
+(times sqrt(d_model) under the `scaled` recipe of model.embedding) (plus the absolute position embedding of `learned` and `sinusoidal`), pre-LN blocks x + attn(ln1(x)),
 x + mlp(ln2(x)) with LayerNorm eps 1e-5, a fused qkv Linear(d, 3d) read as (B, T, 3, H, dh), scores
 q k^T * scale + bias (scale = model.attn_scale, or 1/sqrt(dh) when it is 0), causal mask, GELU (tanh or erf,
 model.gelu), final LayerNorm, and logits from the token embedding (model.tie_head) or a bias-free `head`.
@@ -78,15 +78,38 @@ def relative_positions(length):
 
 
 class TableBias(nn.Module):
-    """t5 and shaw: a learned (rows, heads) table indexed per (query, key); bias(L) is (H, L, L)."""
+    """t5 and shaw: a learned (rows, heads) table indexed per (query, key); bias(L) is (H, L, L). The buffer
+    `trained` marks the rows training read; with position.untrained = "nearest" each other row reads the trained row
+    nearest in key - query (nn/position/untrained.h; a causal model reads keys at or before the query only)."""
 
-    def __init__(self, rows, heads, index_of):
+    def __init__(self, rows, heads, index_of, untrained, reach):
         super().__init__()
         self.table = nn.Parameter(torch.zeros(rows, heads))
+        self.register_buffer("trained", torch.zeros(rows))
         self.index_of = index_of  # (L, L) key - query -> (L, L) table rows
+        self.untrained, self.reach = untrained, reach  # reach: past it, key - query reads the last rows only
+
+    def nearest_rows(self):
+        """For each row, the row evaluation reads under untrained = "nearest"."""
+        positions = torch.arange(-self.reach, 1)  # key - query, at or before the query
+        rows = self.index_of(positions)
+        span = {}  # row -> (lo, hi) of the positions that read it
+        for p, r in zip(positions.tolist(), rows.tolist()):
+            lo, hi = span.get(r, (p, p))
+            span[r] = (min(lo, p), max(hi, p))
+        trained = [r for r in span if self.trained[r] != 0]
+        if not trained:
+            raise ValueError('position.untrained = "nearest" needs the rows training read, and this model records '
+                             'none (a checkpoint written before rpb recorded them)')
+        out = list(range(self.table.shape[0]))
+        for r, (lo, hi) in span.items():
+            if self.trained[r] == 0:  # the smallest gap, then the row nearer the query
+                out[r] = max(trained, key=lambda t: (-max(0, lo - span[t][1], span[t][0] - hi), span[t][1]))
+        return torch.tensor(out)
 
     def bias(self, length):
-        return self.table[self.index_of(relative_positions(length))].permute(2, 0, 1)
+        table = self.table[self.nearest_rows()] if self.untrained == "nearest" else self.table
+        return table[self.index_of(relative_positions(length))].permute(2, 0, 1)
 
 
 class DistanceBias(nn.Module):
@@ -159,12 +182,14 @@ def make_position(config, d_model, heads):
     """The position module of [position].scheme, reading that scheme's keys strictly."""
     scheme = key(config, "position", "scheme")
     opt = lambda name: key(config, "position", name)  # noqa: E731
+    untrained = config["position"].get("untrained", "keep")  # configs before the key: "keep"
     if scheme == "t5":
         num_buckets, max_distance = opt("num_buckets"), opt("max_distance")
-        return TableBias(num_buckets, heads, lambda r: t5_bucket(r, False, num_buckets, max_distance))
+        return TableBias(num_buckets, heads, lambda r: t5_bucket(r, False, num_buckets, max_distance), untrained,
+                         max_distance)
     if scheme == "shaw":
         k = opt("max_relative_position")
-        return TableBias(2 * k + 1, heads, lambda r: r.clamp(-k, k) + k)
+        return TableBias(2 * k + 1, heads, lambda r: r.clamp(-k, k) + k, untrained, k)
     if scheme == "log_decay":
         return DistanceBias([opt("lambda")] * heads, opt("learnable_lambda"), torch.log1p)
     if scheme == "alibi":
@@ -182,6 +207,20 @@ def make_position(config, d_model, heads):
 
 
 # ---- the model (nn/transformer.cpp) ---------------------------------------------------------------------------
+
+# model.embedding = "scheme" takes the scheme's recipe: the `embedding` column of nn/position/registry.cpp (scaled
+# for the sinusoids, gpt2 for the others).
+SCALED_SCHEMES = ("sinusoidal",)
+
+
+def embedding_recipe(config):
+    """"gpt2" or "scaled": model.embedding resolved for the scheme. A config stored before the key existed reads
+    as "gpt2" (train/config.cpp's legacy_keys)."""
+    choice = config["model"].get("embedding", "gpt2")
+    if choice == "scheme":
+        return "scaled" if key(config, "position", "scheme") in SCALED_SCHEMES else "gpt2"
+    return choice
+
 
 class Attention(nn.Module):
     def __init__(self, d_model, heads, scale):
@@ -251,9 +290,12 @@ class LanguageModel(nn.Module):
             Block(*args, position=(scheme, make_position(config, d_model, heads)) if per_layer else None)
             for _ in range(layers))
         self.ln_f = nn.LayerNorm(d_model, eps=LAYER_NORM_EPS)
-        if not m("tie_head"):
+        scaled = embedding_recipe(config) == "scaled"
+        tied = m("tie_head") and not scaled  # nn/transformer.h ties_head: the scaled recipe has its own projection
+        if not tied:
             self.head = nn.Linear(d_model, vocab, bias=False)
-        self.scheme, self.per_layer, self.tied = scheme, per_layer, m("tie_head")
+        self.scheme, self.per_layer, self.tied = scheme, per_layer, tied
+        self.embed_scale = math.sqrt(d_model) if scaled else None
 
     def forward(self, tokens):
         """(B, T) int64 tokens -> (B, T, vocab) logits."""
@@ -261,6 +303,8 @@ class LanguageModel(nn.Module):
         modules = ([blk.pos[self.scheme] for blk in self.blocks] if self.per_layer
                    else [self.pos[self.scheme]] * len(self.blocks))
         x = self.tok(tokens)
+        if self.embed_scale is not None:
+            x = x * self.embed_scale
         if hasattr(modules[0], "embed"):
             x = x + modules[0].embed(t)
         biases = [p.bias(t) if hasattr(p, "bias") else None for p in modules]

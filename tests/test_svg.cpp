@@ -46,7 +46,7 @@ rpb::SweepResult sweep() {
   auto row = [&](const char* scheme, std::vector<std::vector<std::optional<double>>> ppl) {
     rpb::MethodResult m;
     m.task = "markov";
-    m.method = {scheme, 0};
+    m.method = {scheme, scheme, {}};
     m.lengths = {64, 128, 256, 512};
     m.ppl = std::move(ppl);
     m.optimal_ppl = 7.7;

@@ -103,6 +103,12 @@ void read_model(Table& model, nn::TransformerOptions& m) {
   std::string gelu = m.gelu == GeluApprox::tanh ? "tanh" : "erf";
   model.get("gelu", gelu, {"tanh", "erf"});
   m.gelu = gelu == "tanh" ? GeluApprox::tanh : GeluApprox::erf;
+  std::string embedding = nn::recipe_name(m.embedding);
+  std::vector<std::string> recipes;
+  for (const nn::EmbeddingRecipe r : nn::kEmbeddingRecipes) recipes.emplace_back(nn::recipe_name(r));
+  model.get("embedding", embedding, recipes);
+  for (const nn::EmbeddingRecipe r : nn::kEmbeddingRecipes)
+    if (embedding == nn::recipe_name(r)) m.embedding = r;
   if (m.d_model % m.heads != 0)
     model.fail_at("heads", "heads " + std::to_string(m.heads) + " must divide model.d_model " + std::to_string(m.d_model) +
                                model.set_by("d_model"));
@@ -147,6 +153,9 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
   pos.get("max_positions", p.max_positions, L::max_positions.lo, L::max_positions.hi);
   pos.get("rope_base", p.rope_base, 1.0, 1e12, true);
   pos.get("init_std", p.init_std, 0.0, 10.0, true);
+  std::string untrained = nn::untrained_name(p.untrained);
+  pos.get("untrained", untrained, {nn::untrained_name(nn::Untrained::keep), nn::untrained_name(nn::Untrained::nearest)});
+  p.untrained = untrained == nn::untrained_name(nn::Untrained::keep) ? nn::Untrained::keep : nn::Untrained::nearest;
   const nn::PositionOptions po = c.position();
   const nn::SchemeInfo& info = nn::scheme_info(po);
   // The option that bounds the scheme's length lives in [grid] (max_side) or [position].
@@ -281,11 +290,18 @@ Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accept
   return opt;
 }
 
-// "swin_v2@window8" -> {swin_v2, 8}; the error names what was expected for the sweep's dims.
+// "t5@max_distance=64@untrained=nearest" -> {t5, {position.max_distance=64, position.untrained=nearest}};
+// "swin_v2@window8" -> {swin_v2, {grid.eval_window=8}}. The error names what was expected for the sweep's dims.
+// The settings' keys and values are checked when the sweep's run configs are made (run_config).
 SweepMethod parse_method(Table& sweep, const std::string& text, int64_t dims) {
-  const std::string tag = "@window";
-  const auto at = text.find(tag);
-  SweepMethod m{text.substr(0, at), 0};
+  std::vector<std::string> parts;
+  for (std::size_t from = 0;;) {
+    const auto at = text.find('@', from);
+    parts.push_back(text.substr(from, at == std::string::npos ? std::string::npos : at - from));
+    if (at == std::string::npos) break;
+    from = at + 1;
+  }
+  SweepMethod m{text, parts[0], {}};
   const nn::SchemeInfo* info = nn::find_scheme(m.scheme, dims);
   if (!info) {
     std::string what = "\"" + printable(text) + "\": expected one of";
@@ -295,13 +311,32 @@ SweepMethod parse_method(Table& sweep, const std::string& text, int64_t dims) {
     sweep.fail_at("methods", what + (dims == 2 ? " (2-D task)" : " (1-D task)") +
                                  (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
   }
-  if (at == std::string::npos) return m;
-  const std::string n = text.substr(at + tag.size());
-  const bool digits = !n.empty() && n.size() <= 4 &&
-                      std::all_of(n.begin(), n.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
-  if (info->kind != nn::PositionKind::window || !digits || std::stoi(n) < 1)
-    sweep.fail_at("methods", "\"" + printable(text) + "\": expected swin@window<N> or swin_v2@window<N> with N >= 1");
-  m.eval_window = std::stoi(n);
+  // The method names a run folder: one path component.
+  if (const std::string p = path_problem(text, kMaxNameBytes, true); !p.empty())
+    sweep.fail_at("methods", "\"" + printable(text) + "\": a method names a run folder (one path component: no '/' or "
+                             "control characters, at most " + std::to_string(kMaxNameBytes) + " bytes), found " + p);
+  const std::string window = "window";
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::string& s = parts[i];
+    const auto eq = s.find('=');
+    if (eq == std::string::npos && s.rfind(window, 0) == 0) {
+      const std::string n = s.substr(window.size());
+      const bool digits = !n.empty() && n.size() <= 4 && std::all_of(n.begin(), n.end(), [](char ch) {
+        return std::isdigit(static_cast<unsigned char>(ch));
+      });
+      if (info->kind != nn::PositionKind::window || !digits || std::stoi(n) < 1)
+        sweep.fail_at("methods", "\"" + printable(text) + "\": expected swin@window<N> or swin_v2@window<N> with N >= 1");
+      m.settings.push_back("grid.eval_window=" + std::to_string(std::stoi(n)));
+      continue;
+    }
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+      sweep.fail_at("methods", "\"" + printable(text) + "\": expected <scheme>@<key>=<value> (t5@max_distance=64, "
+                               "sinusoidal@optim.lr=0.001) or swin_v2@window<N>; found \"@" + printable(s) + "\"");
+    const std::string key = s.substr(0, eq);
+    if (key == "position.scheme" || key == "scheme")
+      sweep.fail_at("methods", "\"" + printable(text) + "\": the scheme is the part before the first '@'");
+    m.settings.push_back((key.find('.') == std::string::npos ? "position." : "") + s);
+  }
   return m;
 }
 
@@ -372,16 +407,19 @@ toml::table parse_text(const std::string& text, const std::string& source) {
 
 }  // namespace
 
-std::string SweepMethod::name() const {
-  return eval_window > 0 ? scheme + "@window" + std::to_string(eval_window) : scheme;
-}
-
 std::string SweepMethod::label() const {
   const nn::SchemeInfo* info = nullptr;
   for (const nn::SchemeInfo& s : nn::schemes())
     if (scheme == s.name) info = &s;
-  const std::string base = info ? info->label : scheme;
-  return eval_window > 0 ? base + ", eval window " + std::to_string(eval_window) : base;
+  std::string label = info ? info->label : scheme;
+  for (const std::string& s : settings) {  // "position.max_distance=64" -> ", max_distance 64"
+    const auto eq = s.find('=');
+    const std::string key = s.substr(0, eq);
+    label += ", " + (key == "grid.eval_window" ? std::string("eval window")
+                                               : key.rfind("position.", 0) == 0 ? key.substr(9) : key) +
+             " " + s.substr(eq + 1);
+  }
+  return label;
 }
 
 std::vector<int64_t> RunConfig::valid_lengths() const {
@@ -401,8 +439,26 @@ RunConfig run_config(const RunConfig& sweep, const SweepRun& run) {
   r.insert_or_assign("seed", static_cast<int64_t>(run.seed));
   table_in(root, "position").insert_or_assign("scheme", run.method.scheme);
   table_in(root, "task").insert_or_assign("kind", run.task);
-  if (run.method.eval_window > 0) table_in(root, "grid").insert_or_assign("eval_window", run.method.eval_window);
-  return parse_document(root, sweep.source, OverrideMap{});
+  OverrideMap applied;
+  for (const std::string& s : run.method.settings)
+    toml_config::apply_override(root, s, applied, "sweep method \"" + printable(run.method.text) + "\"");
+  return parse_document(root, sweep.source, applied);
+}
+
+const std::vector<LegacyKey>& legacy_keys() {
+  static const std::vector<LegacyKey> keys = {
+      {"model", "embedding", "gpt2"},  // before model.embedding, every scheme's tokens were GPT-2's
+  };
+  return keys;
+}
+
+RunConfig parse_stored_config(const std::string& text, const std::string& source) {
+  toml::table root = parse_text(text, source);
+  for (const LegacyKey& k : legacy_keys()) {
+    toml::table& t = table_in(root, k.table);
+    if (!t.contains(k.key)) t.insert(k.key, std::string(k.value));
+  }
+  return parse_document(root, source, OverrideMap{});
 }
 
 RunConfig parse_config(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {

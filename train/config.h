@@ -52,13 +52,22 @@ struct GridConfig : nn::WindowOptions {
   int64_t eval_window = 0;  // swin, swin_v2: window used for evaluation (0: the trained one)
 };
 
-/// One method of a sweep: a position scheme, and for the window schemes a window to evaluate with.
+/// One method of a sweep: a position scheme and the config keys it sets for its runs, written
+/// "<scheme>[@<setting>]...":
+///   "t5"                        the scheme, with the config's keys as they are
+///   "t5@max_distance=64"        position.max_distance = 64 (a key without a dot is one of [position])
+///   "t5@untrained=nearest"      position.untrained = "nearest" (values as --set takes them)
+///   "sinusoidal@optim.lr=1e-3"  any dotted key: a method's own learning rate or warm-up
+///   "swin_v2@window8"           grid.eval_window = 8
+/// A method that sets only evaluation keys (run_identity.h's non_identity_keys: position.untrained,
+/// grid.eval_window) evaluates the runs of its scheme; one that sets any other key trains runs of its own.
 struct SweepMethod {
-  std::string scheme;       // a registered scheme of the task's dims
-  int64_t eval_window = 0;  // "swin_v2@window8": evaluate the finished swin_v2 run with 8 x 8 windows
+  std::string text;                   // as written: its name in results and its run folder
+  std::string scheme;                 // a registered scheme of the task's dims
+  std::vector<std::string> settings;  // "position.max_distance=64", as --set takes them
   /// As written in configs and results ("swin_v2@window8").
-  std::string name() const;
-  /// Its label in result tables ("Swin V2 continuous (windows), eval window 8").
+  std::string name() const { return text; }
+  /// Its label in result tables ("Swin V2 continuous (windows), eval window 8"; "T5 bias, max_distance 64").
   std::string label() const;
 };
 
@@ -124,6 +133,20 @@ RunConfig run_config(const RunConfig& sweep, const SweepRun& run);
 /// Every dotted key the parser reads for the config `text` (its task and scheme), the [sweep] table aside: the keys
 /// RunConfig::text holds ("optim.group.<key>" for the keys of each [[optim.group]]).
 std::vector<std::string> accepted_keys(const std::string& text, const std::string& source);
+
+/// A key added after runs were stored without it, whose default would change what such a run trains. A stored
+/// config (parse_stored_config, run identities) that lacks it reads as `value`: what every run did before the key
+/// existed.
+struct LegacyKey {
+  const char* table;  // "model"
+  const char* key;    // "embedding"
+  const char* value;  // "gpt2"
+};
+const std::vector<LegacyKey>& legacy_keys();
+
+/// A config that rpb stored (a checkpoint's `config` attribute, a run folder's config.toml), read as the run it
+/// describes: like parse_config, with each missing legacy_keys() entry set to its old value.
+RunConfig parse_stored_config(const std::string& text, const std::string& source);
 
 /// Reads and validates a config file; `overrides` are "key=value" strings (dotted keys,
 /// TOML values: --set model.d_model=256 --set position.scheme="alibi").

@@ -1,5 +1,7 @@
 #include "train/eval_record.h"
 
+#include "nn/position.h"
+
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -40,7 +42,9 @@ std::string eval_record_json(const EvalRecord& r) {
   os << "{\n  \"format\": \"rpb-eval-1\",\n  \"checkpoint\": " << json_string(r.checkpoint) << ",\n  \"step\": " << r.step
      << ",\n  \"checkpoint_sha256\": " << json_string(r.checkpoint_sha256)
      << ",\n  \"config_digest\": " << json_string(r.config_digest) << ",\n  \"run\": " << json_string(r.run)
-     << ",\n  \"scheme\": " << json_string(r.scheme) << ",\n  \"task\": " << json_string(r.task)
+     << ",\n  \"scheme\": " << json_string(r.scheme)
+     << ",\n  \"untrained\": " << (r.untrained.empty() ? std::string("null") : json_string(r.untrained))
+     << ",\n  \"task\": " << json_string(r.task)
      << ",\n  \"train_length\": " << r.train_length << ",\n  \"max_length\": " << json_count(r.max_length)
      << ",\n  \"tokens\": " << json_count(r.tokens()) << ",\n  \"optimal_perplexity\": "
      << json_number(r.optimal_perplexity) << ",\n  \"entropy_rate\": " << json_number(entropy) << ",\n  \"lengths\": [";
@@ -57,6 +61,7 @@ std::string eval_record_name(const EvalRecord& r) {
     name << "-L";
     for (std::size_t i = 0; i < r.lengths.size(); ++i) name << (i ? "_" : "") << r.lengths[i].length;
   }
+  if (r.untrained == nn::untrained_name(nn::Untrained::nearest)) name << "-nearest";
   name << ".json";
   return name.str();
 }

@@ -19,6 +19,7 @@ struct EvalRecord {
   std::string config_digest;      // of its stored config's identity (train/run_identity.h config_digest)
   std::string run;                // run.name of its config
   std::string scheme;             // position.scheme
+  std::string untrained;          // a table scheme's position.untrained ("keep", "nearest"); "" for the others
   std::string task;               // the task, one line (Workload::describe)
   int64_t train_length = 0;       // run.length
   int64_t max_length = 0;         // the longest length the scheme runs at (0: unbounded)
@@ -32,7 +33,7 @@ struct EvalRecord {
 
 /// The record as JSON:
 ///   {"format": "rpb-eval-1", "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
-///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "task": "...", "train_length": 64, "max_length": null | N, "tokens": 8192,
+///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null, "task": "...", "train_length": 64, "max_length": null | N, "tokens": 8192,
 ///    "optimal_perplexity": 3.21 | null, "entropy_rate": 1.17 | null,
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null}, ...]}
@@ -41,8 +42,9 @@ struct EvalRecord {
 std::string eval_record_json(const EvalRecord& record);
 
 /// The record's file name: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), with "-L<l1>_<l2>..."
-/// before ".json" when the lengths were chosen on the command line ("step_00000600-8192-L64_1024.json"). The same
-/// checkpoint evaluated the same way again replaces its record.
+/// before ".json" when the lengths were chosen on the command line ("step_00000600-8192-L64_1024.json") and
+/// "-nearest" when untrained rows read their nearest trained row. The same checkpoint evaluated the same way again
+/// replaces its record.
 std::string eval_record_name(const EvalRecord& record);
 
 /// Writes the record into `run_dir`/eval/ (created when missing) atomically (write_file_atomically) and returns the

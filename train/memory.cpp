@@ -48,7 +48,7 @@ MemoryPart weights_part(const RunConfig& c, int64_t parameters, int64_t vocab) {
   const nn::TransformerOptions& m = c.model;
   const nn::PositionOptions po = c.position();
   const int64_t position = saturated([&] { return nn::scheme_info(po).parameters(po); });
-  const int64_t embedding = mul(mul(vocab, m.d_model), c.dims() == 2 || !m.tie_head ? 2 : 1);
+  const int64_t embedding = mul(mul(vocab, m.d_model), c.dims() == 2 || !nn::ties_head(m) ? 2 : 1);
   MemoryPart part{"weights", "model.layers", static_cast<std::size_t>(mul(parameters, kFloat))};
   const int64_t blocks = parameters == kHuge ? kHuge : parameters - embedding - position;
   if (embedding > blocks && embedding > position) part.key = "model.d_model";

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "nn/position.h"
 #include "train/sha256.h"
 #include "train/toml_table.h"
 
@@ -36,6 +37,14 @@ void erase_key(toml::table& t, const std::string& key) {
 toml::table identity_table(const std::string& effective_text) {
   toml::table t = parse_effective(effective_text);
   for (const std::string& key : non_identity_keys()) erase_key(t, key);
+  for (const LegacyKey& k : legacy_keys())
+    if (toml::table* sub = t[k.table].as_table(); sub && !sub->contains(k.key)) sub->insert(k.key, std::string(k.value));
+  // model.embedding = "scheme" is the recipe it resolves to: a run is equal to one that names that recipe.
+  if (toml::table* model = t["model"].as_table(); model && (*model)["embedding"].value_or(std::string()) == "scheme") {
+    const std::string scheme = t["position"]["scheme"].value_or(std::string());
+    const int64_t dims = data::task_dims(t["task"]["kind"].value_or(std::string("markov")));
+    model->insert_or_assign("embedding", nn::recipe_name(nn::resolve_recipe(nn::EmbeddingRecipe::scheme, scheme, dims)));
+  }
   // optim.total_steps = 0 means run.steps: the identity holds the horizon it resolves to.
   if (toml::table* optim = t["optim"].as_table(); optim && (*optim)["total_steps"].value_or(int64_t{0}) == 0)
     optim->insert_or_assign("total_steps", t["run"]["steps"].value_or(int64_t{0}));
@@ -70,7 +79,7 @@ const std::vector<std::string>& non_identity_keys() {
   static const std::vector<std::string> keys = {
       "run.name",          "run.out_dir",       "run.log_every",   "run.checkpoint_every", "run.eval_multipliers",
       "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.valid_multipliers", "run.valid_tokens",
-      "grid.eval_window",  "task.kjv_path",     "sweep"};
+      "grid.eval_window",  "position.untrained", "task.kjv_path", "sweep"};
   return keys;
 }
 
@@ -109,7 +118,7 @@ std::vector<ConfigChange> identity_changes(const std::string& before, const std:
 }
 
 RunMatch match_run(const std::string& stored, const std::string& file, const RunConfig& config, bool extend) {
-  const RunConfig old = parse_config(stored, file + " (stored config)");
+  const RunConfig old = parse_stored_config(stored, file + " (stored config)");
   RunMatch m{config, {}, false, old.steps};
   const bool steps_differ = config.steps != old.steps;
   // A run keeps its schedule's horizon: the one it was extended with, or with --extend the one it was started with.

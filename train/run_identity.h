@@ -2,10 +2,13 @@
 // (RunConfig::text) that changes the trained weights; `train --resume` and `extrapolate` continue or reuse a
 // run folder only when the identity of the config they are given equals the one the folder was trained with.
 //
-// Identity: every key of the effective config except the ones in non_identity_keys(), i.e. [model], [position],
-// [task] (but task.kjv_path), [grid] (but grid.eval_window), [optim] with each [[optim.group]], and run.seed,
+// Identity: every key of the effective config except the ones in non_identity_keys(), i.e. [model], [position]
+// (but position.untrained, read only by evaluation), [task] (but task.kjv_path), [grid] (but grid.eval_window), [optim] with each [[optim.group]], and run.seed,
 // run.steps, run.batch, run.length, run.on_nonfinite. optim.total_steps counts as the cosine horizon it resolves
-// to (0 reads as run.steps), so a run extended with `train --extend` stays coherent when resumed again.
+// to (0 reads as run.steps), so a run extended with `train --extend` stays coherent when resumed again;
+// model.embedding = "scheme" counts as the recipe it resolves to for the scheme, and a stored config without a key
+// of legacy_keys() (train/config.h) as that key's old value, so a run trained before a recipe changed is not
+// today's run.
 //
 // The digest (config_digest) is recorded in the run folder's config.toml (first line) and in each checkpoint
 // (root attribute config_digest) for people and tools; comparisons recompute it from the stored config text,

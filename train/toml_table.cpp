@@ -184,12 +184,12 @@ void Table::fail_at(const char* key, const std::string& what) const {
 std::string Table::set_by(const char* key) const {
   const toml::node* n = t_ ? t_->get(key) : nullptr;
   const auto it = n ? overrides_->find(n) : overrides_->end();
-  return it != overrides_->end() ? " (set by --set " + printable(it->second) + ")" : "";
+  return it != overrides_->end() ? " (set by " + it->second + ")" : "";
 }
 
 std::string Table::location(const toml::node& n, const toml::source_region& r) const {
   const auto it = overrides_->find(&n);
-  return it != overrides_->end() ? "--set " + printable(it->second) : where(r, source_);
+  return it != overrides_->end() ? it->second : where(r, source_);
 }
 
 void Table::done() const {
@@ -264,10 +264,11 @@ const toml::table* subtable(const toml::table& root, const char* name, const std
   return n->as_table();
 }
 
-void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied) {
+void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied, const std::string& origin) {
+  const std::string from = origin == "--set" ? "--set " + printable(spec) : origin;
   const auto eq = spec.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw Error("--set " + printable(spec) + ": expected key=value (e.g. --set model.d_model=256)");
+    throw Error(from + ": expected key=value (e.g. --set model.d_model=256)");
   const std::string key = spec.substr(0, eq), value = spec.substr(eq + 1);
   // A bare word (--set position.scheme=alibi) is a string, as a shell user means it; anything
   // else must be a TOML value. The schema still checks the type afterwards.
@@ -279,8 +280,8 @@ void apply_override(toml::table& root, const std::string& spec, OverrideMap& app
   try {
     parsed = toml::parse("value = " + (bare_word ? "\"" + value + "\"" : value), std::string_view("--set " + key));
   } catch (const toml::parse_error& e) {
-    throw Error("--set " + printable(spec) + ": the value is not TOML (" + printable(e.description()) +
-                "); quote strings with spaces: --set " + printable(key) + "='\"some text\"'");
+    throw Error(from + ": the value is not TOML (" + printable(e.description()) + "); quote strings with spaces: " +
+                printable(key) + "='\"some text\"'");
   }
   std::vector<std::string> parts;
   std::stringstream ss(key);
@@ -289,11 +290,11 @@ void apply_override(toml::table& root, const std::string& spec, OverrideMap& app
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
     if (!t->contains(parts[i])) t->insert(parts[i], toml::table{});
     toml::node* n = t->get(parts[i]);
-    if (!n->is_table()) throw Error("--set " + printable(spec) + ": " + printable(parts[i]) + " is not a table");
+    if (!n->is_table()) throw Error(from + ": " + printable(parts[i]) + " is not a table");
     t = n->as_table();
   }
   t->insert_or_assign(parts.back(), *parsed.get("value"));
-  applied[t->get(parts.back())] = spec;
+  applied[t->get(parts.back())] = from;
 }
 
 }  // namespace toml_config

@@ -15,6 +15,7 @@ namespace rpb {
 namespace toml_config {
 
 /// Nodes inserted by --set, with the override's text: copies lose their source region, so errors name the --set.
+/// The nodes set from outside the file, with where each came from ("--set model.d_model=256").
 using OverrideMap = std::map<const toml::node*, std::string>;
 
 /// "file:line:column" of a region (`fallback` names the source when the region has no path).
@@ -96,8 +97,11 @@ std::string value_text(const toml::node& n);
 /// documents holding the same keys and values give the same text, whatever their order, spacing or comments.
 std::string document_text(const toml::table& root);
 
-/// Applies "a.b.c=value" to `root` (the value is TOML; a bare word is a string) and records the node in `applied`.
-void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied);
+/// Applies "a.b.c=value" to `root` (the value is TOML; a bare word is a string) and records the node in `applied`
+/// with where it came from: "<origin> <spec>" ("--set model.d_model=256"), or `origin` alone when it says more
+/// ("sweep method \"t5@max_distance=64\"").
+void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied,
+                    const std::string& origin = "--set");
 
 }  // namespace toml_config
 }  // namespace rpb

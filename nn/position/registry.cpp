@@ -4,6 +4,7 @@
 // of its own, scheme_files::validate_<name>), their names in the declarations below, one row of the table, and its
 // tests (golden values and a gradient check: tests/test_position.cpp fails for a registered scheme without them).
 #include <algorithm>
+#include <cmath>
 
 #include "core/checked.h"
 #include "core/text.h"
@@ -31,6 +32,7 @@ int64_t per_head(const PositionOptions& o, int64_t rows) { return checked_mul(ro
 int64_t unbounded(const PositionOptions&) { return 0; }
 
 using K = PositionKind;
+using R = EmbeddingRecipe;
 using namespace scheme_files;
 
 // The registry. Its order is the order of every list of names (config choices, sweep defaults, help).
@@ -39,20 +41,20 @@ using namespace scheme_files;
 const std::vector<SchemeInfo>& rows() {
   static const std::vector<SchemeInfo> table = {
     // name, dims, kind, label, description, per_layer, parameters, max_length, length_option, validate, make,
-    // window_bias
+    // window_bias, embedding (default gpt2), row_table (default false)
     {"learned", 1, K::absolute, "Learned PE", "a learned table of absolute positions added to the tokens", false,
      [](const PositionOptions& o) { return checked_mul(o.max_positions, o.d_model, "position", "learned table"); },
      [](const PositionOptions& o) { return o.max_positions; }, "max_positions", validate_learned, make_learned, nullptr},
     {"sinusoidal", 1, K::absolute, "Sinusoidal", "Vaswani et al.'s fixed sinusoids added to the tokens", false, none,
-     unbounded, nullptr, validate_sinusoidal, make_sinusoidal, nullptr},
+     unbounded, nullptr, validate_sinusoidal, make_sinusoidal, nullptr, R::scaled},
     {"rope", 1, K::rotary, "RoPE", "rotary embeddings of queries and keys", false, none, unbounded, nullptr,
      validate_rope, make_rope, nullptr},
     {"t5", 1, K::additive_bias, "T5 bias", "T5's learned bias per log-spaced bucket of key - query", true,
      [](const PositionOptions& o) { return per_head(o, o.num_buckets); },
-     unbounded, nullptr, validate_t5, make_t5, nullptr},
+     unbounded, nullptr, validate_t5, make_t5, nullptr, R::gpt2, true},
     {"shaw", 1, K::additive_bias, "Shaw (clipped)", "a learned bias per key - query clipped to [-K, K]", true,
      [](const PositionOptions& o) { return per_head(o, 2 * o.max_relative_position + 1); },
-     unbounded, nullptr, validate_shaw, make_shaw, nullptr},
+     unbounded, nullptr, validate_shaw, make_shaw, nullptr, R::gpt2, true},
     {"log_decay", 1, K::additive_bias, "Log-decay", "-lambda * log(1 + |i - j|), lambda fixed or learned per head",
      true, [](const PositionOptions& o) { return o.learnable_lambda ? o.heads : int64_t{0}; }, unbounded, nullptr, validate_log_decay,
      make_log_decay, nullptr},
@@ -69,14 +71,14 @@ const std::vector<SchemeInfo>& rows() {
      }, [](const PositionOptions& o) { return o.max_side; }, "max_side", validate_learned2d, make_learned2d,
      nullptr},
     {"sinusoidal2d", 2, K::absolute, "Sinusoidal 2-D (global)", "sinusoids of the row and the column", false, none,
-     unbounded, nullptr, validate_sinusoidal2d, make_sinusoidal2d, nullptr},
+     unbounded, nullptr, validate_sinusoidal2d, make_sinusoidal2d, nullptr, R::scaled},
     {"alibi2d", 2, K::additive_bias, "ALiBi 2-D (global)", "-slope_h * the Euclidean distance between cells", false,
      none, unbounded, nullptr, no_options, make_alibi2d, nullptr},
     {"clipped2d", 2, K::additive_bias, "Clipped 2-D table (global)", "a learned bias per 2-D offset clipped to [-K, K]",
      false, [](const PositionOptions& o) {
        const int64_t side = 2 * o.max_relative_position + 1;
        return per_head(o, checked_mul(side, side, "position", "clipped2d table"));
-     }, unbounded, nullptr, validate_clipped2d, make_clipped2d, nullptr},
+     }, unbounded, nullptr, validate_clipped2d, make_clipped2d, nullptr, R::gpt2, true},
     {"none", 0, K::none, "NoPE (none)", "no position information", false, none, unbounded, nullptr, no_options,
      make_none, nullptr},
   };
@@ -96,6 +98,23 @@ const char* kind_name(PositionKind k) {
     case PositionKind::window: return "window";
   }
   return "?";
+}
+
+const char* recipe_name(EmbeddingRecipe r) {
+  switch (r) {
+    case EmbeddingRecipe::scheme: return "scheme";
+    case EmbeddingRecipe::gpt2: return "gpt2";
+    case EmbeddingRecipe::scaled: return "scaled";
+  }
+  return "?";
+}
+
+EmbeddingRecipe resolve_recipe(EmbeddingRecipe choice, const std::string& scheme, int64_t dims) {
+  if (choice != EmbeddingRecipe::scheme) return choice;
+  PositionOptions o;
+  o.scheme = scheme;
+  o.dims = dims;
+  return scheme_info(o).embedding;
 }
 
 const std::vector<SchemeInfo>& schemes() { return rows(); }
@@ -133,6 +152,14 @@ void validate(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.heads >= 1, s.name, "heads", "heads ", o.heads, " must be at least 1");
   position_detail::check_at_most(s.name, "heads", o.heads, limits::heads.hi);
   RPB_CHECK_OPTION(o.dtype != DType::i64, s.name, "dtype", "dtype must be float32 or float64");
+  if (o.untrained != Untrained::keep && !s.row_table) {
+    std::string tables;
+    for (const SchemeInfo& t : rows())
+      if (t.row_table) tables += (tables.empty() ? "" : ", ") + std::string(t.name);
+    RPB_CHECK_OPTION(false, s.name, "untrained", "untrained = \"", untrained_name(o.untrained),
+                     "\" applies to the schemes with a table row per relative position (", tables, "); ", s.name,
+                     " has none");
+  }
   s.validate(o);
 }
 
@@ -153,6 +180,10 @@ PositionOptions PositionOptions::for_model(const TransformerOptions& model, int6
   p.d_model = model.d_model;
   p.head_dim = model.heads > 0 ? model.d_model / model.heads : 0;
   p.causal = dims == 1 && model.causal;
+  const SchemeInfo* s = find_scheme(p.scheme, dims);
+  if (s && s->kind == PositionKind::absolute && s->learned(p) &&
+      resolve_recipe(model.embedding, p.scheme, dims) == EmbeddingRecipe::scaled && model.d_model > 0)
+    p.init_std = 1.0 / std::sqrt(static_cast<double>(model.d_model));  // fairseq's learned positions
   return p;
 }
 

@@ -18,10 +18,28 @@
 #include "core/ops.h"
 #include "core/rng.h"
 #include "nn/module.h"
+#include "nn/position/untrained.h"
 
 namespace rpb::nn {
 
 struct TransformerOptions;  // nn/transformer.h
+
+/// How a model makes its token embeddings (model.embedding). Each scheme trains with its published recipe unless
+/// the config chooses one for every scheme.
+enum class EmbeddingRecipe {
+  scheme,  // the scheme's own: its registry row's `embedding`
+  gpt2,    // tokens ~ N(0, model.init_std), added as they are (GPT-2: learned positions, the bias and rotary schemes)
+  scaled   // tokens ~ N(0, d_model^-1/2) times sqrt(d_model), learned positions ~ N(0, d_model^-1/2), and an
+           // output projection of its own ~ N(0, d_model^-1/2): token and position signals of the same size
+           // (Vaswani et al. 2017, section 3.4; fairseq's transformer_lm, which the ALiBi paper's sinusoidal
+           // baseline used; see ties_head in nn/transformer.h)
+};
+
+/// Every recipe, in the order of recipe_name's choices.
+inline constexpr EmbeddingRecipe kEmbeddingRecipes[] = {EmbeddingRecipe::scheme, EmbeddingRecipe::gpt2,
+                                                        EmbeddingRecipe::scaled};
+/// "scheme", "gpt2", "scaled": the value of model.embedding.
+const char* recipe_name(EmbeddingRecipe recipe);
 
 /// How a scheme enters a model.
 enum class PositionKind {
@@ -51,11 +69,16 @@ struct PositionOptions {
   int64_t max_positions = 512;          // learned
   double rope_base = 10000.0;           // rope
   int64_t max_side = 16;                // learned2d: the largest grid side
-  double init_std = 0.02;               // learned tables (t5, shaw, learned: normal; learned2d, clipped2d: trunc_normal)
+  Untrained untrained = Untrained::keep;  // the table schemes (SchemeInfo::row_table): what evaluation reads at a
+                                          // row no training forward read
+  double init_std = 0.02;               // learned tables (t5, shaw, learned: normal; learned2d, clipped2d:
+                                        // trunc_normal); under the scaled embedding recipe, learned and learned2d
+                                        // start at d_model^-1/2 instead (for_model sets it)
   DType dtype = DType::f32;             // of every table and buffer the scheme builds
 
   /// The options of `model`'s scheme: model.position with dims, heads, d_model, head_dim and causal taken from
-  /// the model (a grid model, dims 2, attends bidirectionally).
+  /// the model (a grid model, dims 2, attends bidirectionally), and init_std from the embedding recipe for the
+  /// learned absolute schemes.
   static PositionOptions for_model(const TransformerOptions& model, int64_t dims = 1);
 };
 
@@ -158,6 +181,13 @@ struct SchemeInfo {
   SchemeFactory* make;
   /// Window schemes: WindowAttentionOptions::bias ("table" or "continuous").
   const char* window_bias;
+  /// The token embedding it is published with (never EmbeddingRecipe::scheme): scaled for the sinusoids (Vaswani et
+  /// al.; fairseq), whose +-1 values would swamp tokens at std 0.02; gpt2 for the rest, learned absolute positions
+  /// included (GPT-2 and ViT, their references; measured against the scaled recipe in README.md).
+  EmbeddingRecipe embedding = EmbeddingRecipe::gpt2;
+  /// True for the schemes that read a learned table at one row per relative position (t5, shaw, clipped2d), so that
+  /// rows can go untrained: they record the rows training read, and position.untrained applies to them.
+  bool row_table = false;
 
   /// True when the scheme built from `o` has trained parameters (window schemes: their bias table or MLP).
   bool learned(const PositionOptions& o) const { return kind == PositionKind::window || parameters(o) > 0; }
@@ -179,6 +209,10 @@ void validate(const PositionOptions& options);
 /// Validates `options` and builds the scheme, drawing its tables from `gen`. Window schemes throw (they live in
 /// the window attention).
 std::shared_ptr<PositionScheme> make_position_scheme(const PositionOptions& options, Generator& gen);
+
+/// The recipe a model with `choice` (model.embedding) and a scheme of `dims` uses: `choice`, or with
+/// EmbeddingRecipe::scheme the scheme's own; throws rpb::OptionError for an unknown scheme.
+EmbeddingRecipe resolve_recipe(EmbeddingRecipe choice, const std::string& scheme, int64_t dims);
 
 /// The trained values that encode position in the module tree below `root` (each Positional module's count).
 int64_t position_parameter_count(const Module& root);

@@ -1,6 +1,10 @@
 // rpb/nn/position/table_scheme.h: the schemes that read a learned (rows, heads) table at a row chosen by the
 // relative position (t5, shaw, clipped2d): the table's gradient is the per-row sum of the score gradients
 // (index_select's scatter-add).
+//
+// Each training forward (training mode, gradients on) marks in the buffer `trained` the rows that an unmasked
+// score read, so a checkpoint records which rows were ever trained; with position.untrained = "nearest",
+// evaluation reads each never-trained row's nearest trained row instead (nn/position/untrained.h).
 #pragma once
 
 #include <string>
@@ -25,6 +29,11 @@ class TableScheme : public PositionScheme {
 
   /// 1-D: for each row, the relative positions key - query that read it.
   virtual std::vector<report::RowSpan> row_spans() const;
+  /// For each row, the row evaluation reads with position.untrained = "nearest": nn/position/untrained.h's nearest
+  /// trained row by row_spans() (1-D) or in (dy, dx) (2-D), given which rows `trained` marks.
+  std::vector<int64_t> nearest_rows(const std::vector<bool>& trained) const;
+  /// The rows `trained` marks, as flags.
+  std::vector<bool> trained_rows() const;
 
  protected:
   /// Registers "table" (rows, heads), drawn normal(0, init_std), or truncated normal (Swin's init) when `truncated`.
@@ -40,10 +49,17 @@ class TableScheme : public PositionScheme {
   PositionOptions o_;
 
  private:
+  /// In a training forward, marks the rows the unmasked scores at `p` read (on a causal line, key - query <= 0).
+  void note_trained(const Positions& p) const;
+  /// The table this forward reads: `table`, or in evaluation with untrained = "nearest" its rows as nearest_rows()
+  /// picks them.
+  Tensor read_table() const;
+
   LastValueCache cache_, rel_cache_;
 
  public:
-  Tensor table;  // (rows, heads)
+  Tensor table;    // (rows, heads)
+  Tensor trained;  // (rows) 1 where a training forward read the row, else 0
 };
 
 }  // namespace rpb::nn

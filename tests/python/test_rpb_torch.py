@@ -48,6 +48,7 @@ tie_head = {tie_head}
 share_position = {share_position}
 attn_scale = {attn_scale}
 gelu = "{gelu}"
+embedding = "{embedding}"
 
 [position]
 scheme = "{scheme}"
@@ -58,6 +59,7 @@ lambda = 1.0
 learnable_lambda = {learnable_lambda}
 max_positions = 64
 rope_base = 10000.0
+untrained = "{untrained}"
 
 [task]
 kind = "markov"
@@ -76,15 +78,17 @@ schedule = "constant"
 # that each of them is exercised: a head of its own, erf GELU, an explicit scale, per-layer tables, 3 heads (ALiBi's
 # interleaved slopes).
 DEFAULTS = dict(heads=2, tie_head="true", share_position="true", attn_scale="0.0", gelu="tanh",
-                learnable_lambda="false")
+                learnable_lambda="false", embedding="scheme", untrained="keep")
 RUNS = {
     "t5": dict(),
     "t5_per_layer": dict(scheme="t5", share_position="false", tie_head="false"),
+    "t5_nearest": dict(scheme="t5", untrained="nearest"),  # rows past distance 16 read the nearest trained one
     "shaw": dict(share_position="false", gelu="erf"),
     "log_decay": dict(learnable_lambda="true", share_position="false"),
     "log_decay_fixed": dict(scheme="log_decay", attn_scale="0.25"),
     "alibi": dict(heads=4),
-    "sinusoidal": dict(gelu="erf"),
+    "sinusoidal": dict(gelu="erf"),  # the scaled recipe: sqrt(d) x tokens, a head of its own
+    "sinusoidal_gpt2": dict(scheme="sinusoidal", embedding="gpt2"),
     "learned": dict(tie_head="false"),
     "rope": dict(),
     "none": dict(),
