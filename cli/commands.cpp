@@ -175,7 +175,7 @@ CommandRunner add_eval(CLI::App& cmd) {
   cmd.add_option("--untrained", a->eval.untrained,
                  "t5, shaw, clipped2d: what evaluation reads at a table row training never read: keep (the row) or "
                  "nearest (its nearest trained row); default: the stored config's position.untrained")
-      ->check(CLI::IsMember({nn::untrained_name(nn::Untrained::keep), nn::untrained_name(nn::Untrained::nearest)}));
+      ->check(CLI::IsMember(nn::untrained_names()));
   cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
   cmd.add_flag("--no-record", a->eval.no_record, "do not write the record into the run folder's eval/");
   cmd.add_option("--out", a->eval.out, "also write the JSON record to this file (any checkpoint, in a run folder or not)");

@@ -35,9 +35,8 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
     }
   }
   if (!o.untrained.empty()) {
-    cfg.model.position.untrained =
-        o.untrained == nn::untrained_name(nn::Untrained::keep) ? nn::Untrained::keep : nn::Untrained::nearest;
     try {
+      cfg.model.position.untrained = nn::untrained_from_name(o.untrained);
       nn::validate(cfg.position());
     } catch (const OptionError& e) {
       throw Error("eval --untrained " + o.untrained + ": " + e.detail());

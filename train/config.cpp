@@ -154,8 +154,8 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
   pos.get("rope_base", p.rope_base, 1.0, 1e12, true);
   pos.get("init_std", p.init_std, 0.0, 10.0, true);
   std::string untrained = nn::untrained_name(p.untrained);
-  pos.get("untrained", untrained, {nn::untrained_name(nn::Untrained::keep), nn::untrained_name(nn::Untrained::nearest)});
-  p.untrained = untrained == nn::untrained_name(nn::Untrained::keep) ? nn::Untrained::keep : nn::Untrained::nearest;
+  pos.get("untrained", untrained, nn::untrained_names());
+  p.untrained = nn::untrained_from_name(untrained);
   const nn::PositionOptions po = c.position();
   const nn::SchemeInfo& info = nn::scheme_info(po);
   // The option that bounds the scheme's length lives in [grid] (max_side) or [position].

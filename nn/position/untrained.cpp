@@ -5,10 +5,20 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace rpb::nn {
 
 const char* untrained_name(Untrained u) { return u == Untrained::keep ? "keep" : "nearest"; }
+
+std::vector<std::string> untrained_names() { return {untrained_name(Untrained::keep), untrained_name(Untrained::nearest)}; }
+
+Untrained untrained_from_name(const std::string& name) {
+  const Untrained u = name == untrained_name(Untrained::keep) ? Untrained::keep : Untrained::nearest;
+  RPB_CHECK_OPTION(name == untrained_name(u), "position", "untrained", "untrained '", printable(name),
+                   "': expected keep or nearest");
+  return u;
+}
 
 namespace {
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "nn/position/report.h"
@@ -22,6 +23,10 @@ enum class Untrained {
 
 /// "keep", "nearest": the values of position.untrained.
 const char* untrained_name(Untrained u);
+/// Every value's name, in the enum's order.
+std::vector<std::string> untrained_names();
+/// The value named `name` (one of untrained_names()); throws rpb::OptionError (field "untrained") otherwise.
+Untrained untrained_from_name(const std::string& name);
 
 /// For each row of a 1-D table whose row r covers the relative positions (key - query) spans[r], the row evaluation
 /// reads under Untrained::nearest: r itself when trained[r] or when no position maps to r; otherwise the trained row
