@@ -177,6 +177,9 @@ CommandRunner add_eval(CLI::App& cmd) {
                  "nearest (its nearest trained row); default: the stored config's position.untrained")
       ->check(CLI::IsMember(nn::untrained_names()));
   cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
+  cmd.add_flag("--diagnostics", a->eval.diagnostics,
+               "after the perplexity table, print each length's attention per layer and head: mean distance and "
+               "entropy (measured even when the stored run.eval_diagnostics is false)");
   cmd.add_flag("--no-record", a->eval.no_record, "do not write the record into the run folder's eval/");
   cmd.add_option("--out", a->eval.out, "also write the JSON record to this file (any checkpoint, in a run folder or not)");
   add_memory_option(cmd, a->max_memory);

@@ -96,6 +96,24 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
   out.unsetf(std::ios::fixed);
 }
 
+void print_attention_tables(const EvalRecord& r, std::ostream& out) {
+  for (const LengthResult& l : r.lengths) {
+    out << "\nAttention at length " << l.length << " (" << l.multiplier << "x): ";
+    if (l.attention.empty()) {
+      out << (!l.nll ? "n/a (the model cannot run at this length)\n"
+                     : "not measured (window attention records no diagnostics)\n");
+      continue;
+    }
+    out << "mean distance (positions; on a grid, cells) and entropy (nats) per head, over the evaluation's sample\n\n"
+        << "| layer | head | mean distance | entropy |\n|---|---|---|---|\n";
+    for (std::size_t a = 0; a < l.attention.mean_distance.size(); ++a)
+      for (std::size_t h = 0; h < l.attention.mean_distance[a].size(); ++h)
+        out << "| " << a << " | " << h << " | " << std::fixed << std::setprecision(3)
+            << l.attention.mean_distance[a][h] << " | " << l.attention.entropy[a][h] << " |\n";
+  }
+  out.unsetf(std::ios::fixed);
+}
+
 std::string record_evaluation(const std::string& run_dir, const EvalRecord& record) {
   const std::string path = write_eval_record(run_dir, record);
   std::ostringstream line;
@@ -116,6 +134,7 @@ int cmd_eval(const EvalOptions& o) {
   cfg.task.kjv_path = o.kjv_path;
   cfg.task.generate_missing = false;
   apply_eval_options(cfg, o);
+  if (o.diagnostics) cfg.eval_diagnostics = true;
   check_stored_model(c, cfg, checkpoint_vocab(c, cfg, ref.file), ref.file);
   std::unique_ptr<Run> built;
   try {
@@ -129,8 +148,12 @@ int cmd_eval(const EvalOptions& o) {
   // Grids score run.eval_tokens cells (set above), not an exact token count.
   EvalRecord record = make_eval_record(run, run.evaluate({}, cfg.dims() == 1 ? o.tokens : 0), ref.file, c.step);
   record.default_lengths = o.lengths.empty();
-  if (o.json) std::cout << eval_record_json(record);
-  else print_eval_table(record, std::cout);
+  if (o.json) {
+    std::cout << eval_record_json(record);
+  } else {
+    print_eval_table(record, std::cout);
+    if (o.diagnostics) print_attention_tables(record, std::cout);
+  }
   std::cout.flush();
   if (!ref.run_dir.empty() && !o.no_record) record_evaluation(ref.run_dir, record);
   if (!o.out.empty()) {

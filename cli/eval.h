@@ -20,6 +20,7 @@ struct EvalOptions {
   int64_t tokens = 0;            // > 0: target tokens scored at every length, instead of run.eval_tokens
   std::string untrained;         // "keep" or "nearest": position.untrained ("": the stored config's)
   bool json = false;             // print the JSON record instead of the table
+  bool diagnostics = false;      // measure the attention diagnostics and print their table per length
   bool no_record = false;        // do not write the record into the run folder
   std::string out;               // also write the record to this file ("": not)
 };
@@ -36,6 +37,10 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
 
 /// The perplexity table of `record` (markdown), as `rpb train` and `rpb eval` print it.
 void print_eval_table(const EvalRecord& record, std::ostream& out);
+
+/// The attention diagnostics of `record`, a markdown table per length (layer, head, mean distance, entropy), as
+/// `rpb eval --diagnostics` prints them after the perplexity table; a line saying why where a length has none.
+void print_attention_tables(const EvalRecord& record, std::ostream& out);
 
 /// Writes `record` into `run_dir`/eval/ and says where on stderr; returns the file.
 std::string record_evaluation(const std::string& run_dir, const EvalRecord& record);

@@ -27,6 +27,13 @@ std::vector<std::optional<double>> MethodResult::column(std::size_t j) const {
   return c;
 }
 
+std::vector<std::optional<double>> MethodResult::distance_column(std::size_t j) const {
+  std::vector<std::optional<double>> c;
+  for (const auto& seed : attention)
+    c.push_back(j < seed.size() ? seed[j].mean_distance_overall() : std::nullopt);
+  return c;
+}
+
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v) {
   std::vector<double> x;
   for (const auto& e : v)
@@ -108,16 +115,19 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
         ++done;
         std::vector<std::optional<double>> ppl, nll;
         std::vector<int64_t> tokens;
+        std::vector<AttentionDiagnostics> attention;
         row.lengths.clear();
         for (const LengthResult& r : run.evaluate()) {
           ppl.push_back(r.perplexity());
           nll.push_back(r.nll);
           tokens.push_back(r.tokens);
+          attention.push_back(r.attention);
           row.lengths.push_back(r.length);
         }
         row.ppl.push_back(ppl);
         row.nll.push_back(nll);
         row.tokens.push_back(tokens);
+        row.attention.push_back(attention);
         row.optimal_ppl = run.optimal_perplexity();
         row.position_params = nn::position_parameter_count(run.model());
       }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "train/config.h"
+#include "train/workload.h"
 
 namespace rpb {
 
@@ -18,10 +19,13 @@ struct MethodResult {
   std::vector<std::vector<std::optional<double>>> ppl;     // [seed][length]; nullopt: cannot run at that length
   std::vector<std::vector<std::optional<double>>> nll;     // [seed][length]: mean NLL in nats, as ppl
   std::vector<std::vector<int64_t>> tokens;                // [seed][length]: target tokens scored (0 where nullopt)
+  std::vector<std::vector<AttentionDiagnostics>> attention;  // [seed][length]: empty where not measured
   std::optional<double> optimal_ppl;                       // exp(entropy rate) for synthetic tasks
   double train_seconds = 0;                                // summed over seeds (0 when reused)
   /// The perplexities at length j over the seeds.
   std::vector<std::optional<double>> column(std::size_t j) const;
+  /// The mean attention distance (over layers and heads) at length j over the seeds; nullopt where not measured.
+  std::vector<std::optional<double>> distance_column(std::size_t j) const;
 };
 
 struct SweepResult {

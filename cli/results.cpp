@@ -55,9 +55,16 @@ std::string format_table(const SweepResult& r) {
 
 namespace {
 
+// The diagnostics of seed s at length j (empty where none were recorded).
+const AttentionDiagnostics& attention_of(const MethodResult& m, std::size_t s, std::size_t j) {
+  static const AttentionDiagnostics none;
+  return s < m.attention.size() && j < m.attention[s].size() ? m.attention[s][j] : none;
+}
+
 std::string csv(const SweepResult& r) {
   std::ostringstream os;
-  os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens\n";
+  os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
+        "mean_attention_distance\n";
   for (const MethodResult& m : r.rows)
     for (std::size_t s = 0; s < m.ppl.size(); ++s)
       for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
@@ -69,6 +76,8 @@ std::string csv(const SweepResult& r) {
         os << ",";
         if (m.ppl[s][j]) os << std::setprecision(10) << *m.nll[s][j] << "," << m.tokens[s][j];
         else os << ",";
+        os << ",";
+        if (const auto d = attention_of(m, s, j).mean_distance_overall()) os << std::setprecision(10) << *d;
         os << "\n";
       }
   return os.str();
@@ -79,6 +88,36 @@ std::string json_number(const std::optional<double>& v) {
   std::ostringstream os;
   os << std::setprecision(10) << *v;
   return os.str();
+}
+
+// [[layer 0's heads], [layer 1's heads], ...].
+std::string per_layer_json(const std::vector<std::vector<double>>& v) {
+  std::string out = "[";
+  for (std::size_t l = 0; l < v.size(); ++l) {
+    out += l ? ", [" : "[";
+    for (std::size_t h = 0; h < v[l].size(); ++h) out += (h ? ", " : "") + json_number(v[l][h]);
+    out += "]";
+  }
+  return out + "]";
+}
+
+// {"mean_distance": [[...]], "entropy": [[...]], "mean_distance_overall": x, "entropy_overall": y}, or null.
+std::string attention_json(const AttentionDiagnostics& a) {
+  if (a.empty()) return "null";
+  return "{\"mean_distance\": " + per_layer_json(a.mean_distance) + ", \"entropy\": " + per_layer_json(a.entropy) +
+         ", \"mean_distance_overall\": " + json_number(a.mean_distance_overall()) +
+         ", \"entropy_overall\": " + json_number(a.entropy_overall()) + "}";
+}
+
+// "[x0, x1, ...]": the mean (or the std) over the seeds of column(j) at each length j.
+template <typename Column>
+std::string over_seeds(const SweepResult& r, Column column, bool std_dev) {
+  std::string out = "[";
+  for (std::size_t j = 0; j < r.multipliers.size(); ++j) {
+    const auto ms = mean_std(column(j));
+    out += (j ? ", " : "") + json_number(ms ? std::optional<double>(std_dev ? ms->second : ms->first) : std::nullopt);
+  }
+  return out + "]";
 }
 
 // "[[a, b], [c, d]]": cell(seed, length) for each seed of the row and each length.
@@ -110,17 +149,13 @@ std::string json(const SweepResult& r) {
        << per_seed(m, [&](std::size_t s, std::size_t j) {
             return m.nll[s][j] ? std::to_string(m.tokens[s][j]) : std::string("null");
           });
-    os << ",\n     \"mean\": [";
-    for (std::size_t j = 0; j < r.multipliers.size(); ++j) {
-      const auto ms = mean_std(m.column(j));
-      os << (j ? ", " : "") << json_number(ms ? std::optional<double>(ms->first) : std::nullopt);
-    }
-    os << "],\n     \"std\": [";
-    for (std::size_t j = 0; j < r.multipliers.size(); ++j) {
-      const auto ms = mean_std(m.column(j));
-      os << (j ? ", " : "") << json_number(ms ? std::optional<double>(ms->second) : std::nullopt);
-    }
-    os << "]}" << (i + 1 < r.rows.size() ? "," : "") << "\n";
+    const auto ppl = [&](std::size_t j) { return m.column(j); };
+    const auto distance = [&](std::size_t j) { return m.distance_column(j); };
+    os << ",\n     \"mean\": " << over_seeds(r, ppl, false) << ",\n     \"std\": " << over_seeds(r, ppl, true)
+       << ",\n     \"attention\": "
+       << per_seed(m, [&](std::size_t s, std::size_t j) { return attention_json(attention_of(m, s, j)); })
+       << ",\n     \"mean_attention_distance\": {\"mean\": " << over_seeds(r, distance, false)
+       << ", \"std\": " << over_seeds(r, distance, true) << "}}" << (i + 1 < r.rows.size() ? "," : "") << "\n";
   }
   os << "  ]\n}\n";
   return os.str();
@@ -133,6 +168,7 @@ void write_results(const SweepResult& r, const std::string& dir) {
   write_file_atomically((fs::path(dir) / "results.csv").string(), csv(r));
   write_file_atomically((fs::path(dir) / "results.json").string(), json(r));
   write_file_atomically((fs::path(dir) / "results.svg").string(), results_svg(r));
+  write_file_atomically((fs::path(dir) / "attention.svg").string(), attention_svg(r));
 }
 
 }  // namespace rpb

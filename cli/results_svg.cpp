@@ -21,6 +21,21 @@ struct Panel {
   double top;
 };
 
+// What a picture plots against the evaluation length: the values of a row at length j over the seeds.
+struct Measure {
+  std::vector<std::optional<double>> (MethodResult::*column)(std::size_t) const;
+  const char* title;  // "Perplexity"
+  const char* axis;   // "perplexity"
+  const char* na;     // the legend entry of a hollow marker
+  bool optimum;       // draw the row's optimal perplexity
+};
+
+const Measure kPerplexity{&MethodResult::column, "Perplexity", "perplexity", "n/a: longer than the scheme's positions",
+                          true};
+const Measure kDistance{&MethodResult::distance_column, "Mean attention distance",
+                        "mean attention distance (mean over layers and heads)",
+                        "n/a: cannot run there, or not measured (window attention)", false};
+
 std::string fixed(double v, int digits) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(digits) << v;
@@ -28,16 +43,16 @@ std::string fixed(double v, int digits) {
 }
 
 // The y range of a task: every mean ± std and the optimum, with a little room.
-std::pair<double, double> y_range(const SweepResult& r, const std::string& task) {
+std::pair<double, double> y_range(const SweepResult& r, const std::string& task, const Measure& measure) {
   double lo = INFINITY, hi = -INFINITY;
   for (const MethodResult& m : r.rows) {
     if (m.task != task) continue;
     for (std::size_t j = 0; j < r.multipliers.size(); ++j)
-      if (const auto ms = mean_std(m.column(j))) {
+      if (const auto ms = mean_std((m.*measure.column)(j))) {
         const double low = ms->first - ms->second > 0 ? ms->first - ms->second : ms->first;
         lo = std::min(lo, low), hi = std::max(hi, ms->first + ms->second);
       }
-    if (m.optimal_ppl) lo = std::min(lo, *m.optimal_ppl), hi = std::max(hi, *m.optimal_ppl);
+    if (measure.optimum && m.optimal_ppl) lo = std::min(lo, *m.optimal_ppl), hi = std::max(hi, *m.optimal_ppl);
   }
   if (!std::isfinite(lo) || !(lo > 0)) return {1, 10};
   return {lo / 1.04, std::max(hi * 1.04, lo * 1.25)};
@@ -45,7 +60,7 @@ std::pair<double, double> y_range(const SweepResult& r, const std::string& task)
 
 // The band, line and markers of one method; returns its n/a multipliers.
 std::vector<int64_t> draw_method(svg::Document& d, const SweepResult& r, const MethodResult& m, const Panel& p,
-                                 const char* c) {
+                                 const Measure& measure, const char* c) {
   std::vector<int64_t> na;
   std::vector<double> xs, ys, lo, hi;
   auto flush = [&] {
@@ -64,7 +79,7 @@ std::vector<int64_t> draw_method(svg::Document& d, const SweepResult& r, const M
     xs.clear(), ys.clear(), lo.clear(), hi.clear();
   };
   for (std::size_t j = 0; j < r.multipliers.size(); ++j) {
-    const auto ms = mean_std(m.column(j));
+    const auto ms = mean_std((m.*measure.column)(j));
     const double x = p.x(static_cast<double>(r.multipliers[j]));
     if (!ms) {
       flush();
@@ -93,18 +108,18 @@ void x_axis(svg::Document& d, const SweepResult& r, const Panel& p, bool grid) {
          grid ? "evaluation grid side (cells; log2 scale)" : "evaluation length (tokens; log2 scale)", "middle", 13);
 }
 
-void draw_task(svg::Document& d, const SweepResult& r, const std::string& task, double top) {
-  const auto [ylo, yhi] = y_range(r, task);
+void draw_task(svg::Document& d, const SweepResult& r, const std::string& task, double top, const Measure& measure) {
+  const auto [ylo, yhi] = y_range(r, task, measure);
   const double xlo = static_cast<double>(r.multipliers.front()), xhi = static_cast<double>(r.multipliers.back());
   const double pad = xhi > xlo ? 0.04 * (std::log2(xhi) - std::log2(xlo)) : 1;
   const Panel p{{std::exp2(std::log2(xlo) - pad), std::exp2(std::log2(xhi) + pad), kLeft, kLeft + kPlotW, true},
                 {ylo, yhi, top + kPlotH, top, true}, top};
   const bool grid = data::task_dims(task) == 2;
   std::ostringstream title;
-  title << "Perplexity vs evaluation " << (grid ? "grid side" : "length") << ", task " << task << " (trained at "
+  title << measure.title << " vs evaluation " << (grid ? "grid side" : "length") << ", task " << task << " (trained at "
         << r.train_length << (r.seeds.size() > 1 ? "; mean ± std over " + std::to_string(r.seeds.size()) + " seeds)" : ")");
   d.text(kLeft, top - 18, title.str(), "start", 15);
-  d.y_axis(p.y, kLeft, svg::log_ticks(ylo, yhi), kPlotW, "perplexity");
+  d.y_axis(p.y, kLeft, svg::log_ticks(ylo, yhi), kPlotW, measure.axis);
   x_axis(d, r, p, grid);
   d.rect(kLeft, top, kPlotW, kPlotH, "none", "stroke=\"#333\"");
 
@@ -115,9 +130,9 @@ void draw_task(svg::Document& d, const SweepResult& r, const std::string& task, 
   std::size_t ci = 0;
   for (const MethodResult& m : r.rows) {
     if (m.task != task) continue;
-    if (m.optimal_ppl) optimal = m.optimal_ppl;
+    if (measure.optimum && m.optimal_ppl) optimal = m.optimal_ppl;
     const char* c = svg::color(ci++);
-    const std::vector<int64_t> na = draw_method(d, r, m, p, c);
+    const std::vector<int64_t> na = draw_method(d, r, m, p, measure, c);
     std::string label = m.method.label();
     if (!na.empty()) {
       any_na = true;
@@ -139,7 +154,7 @@ void draw_task(svg::Document& d, const SweepResult& r, const std::string& task, 
   }
   if (any_na) {
     d.circle(lx + 12, ly, 4.5, "white", "#555");
-    d.text(lx + 32, ly + 4, "n/a: longer than the scheme's positions");
+    d.text(lx + 32, ly + 4, measure.na);
     ly += 20;
   }
   if (r.seeds.size() > 1) {
@@ -148,17 +163,22 @@ void draw_task(svg::Document& d, const SweepResult& r, const std::string& task, 
   }
 }
 
-}  // namespace
-
-std::string results_svg(const SweepResult& r) {
+// One panel per task of `measure` against the evaluation length.
+std::string picture(const SweepResult& r, const Measure& measure) {
   std::vector<std::string> tasks;
   for (const MethodResult& m : r.rows)
     if (std::find(tasks.begin(), tasks.end(), m.task) == tasks.end()) tasks.push_back(m.task);
   const double panel = kTop + kPlotH + kBottom;
   svg::Document d(kLeft + kPlotW + kLegendW, std::max<double>(1.0, static_cast<double>(tasks.size())) * panel);
   for (std::size_t t = 0; t < tasks.size(); ++t)
-    if (!r.multipliers.empty()) draw_task(d, r, tasks[t], static_cast<double>(t) * panel + kTop);
+    if (!r.multipliers.empty()) draw_task(d, r, tasks[t], static_cast<double>(t) * panel + kTop, measure);
   return d.str();
 }
+
+}  // namespace
+
+std::string results_svg(const SweepResult& r) { return picture(r, kPerplexity); }
+
+std::string attention_svg(const SweepResult& r) { return picture(r, kDistance); }
 
 }  // namespace rpb

@@ -1,4 +1,5 @@
-// rpb/cli/results_svg.h: the sweep's picture, results.svg (written by write_results, cli/results.h).
+// rpb/cli/results_svg.h: the sweep's pictures, results.svg and attention.svg (written by write_results,
+// cli/results.h).
 #pragma once
 
 #include <string>
@@ -13,5 +14,11 @@ namespace rpb {
 /// method cannot run (n/a, also named in its legend entry), and the optimal perplexity as a dashed line with
 /// its own legend entry.
 std::string results_svg(const SweepResult& r);
+
+/// The mean attention distance (over layers and heads) against evaluation length, drawn as results_svg draws
+/// perplexity (log axes, one panel per task, a line per method with a band of mean ± std over the seeds, a hollow
+/// marker where a method has no value: it cannot run there, or its window attention records no diagnostics); no
+/// optimum line.
+std::string attention_svg(const SweepResult& r);
 
 }  // namespace rpb

@@ -82,7 +82,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   auto project_out = [&](const Tensor& h) {  // (B, T, H, dh) -> (B, T, d), then the output projection
     return resid_drop->forward(out->forward(reshape(h, {B, T, d})));
   };
-  if (!cache && !rotary && uses_fused() && !bias.full.defined()) {
+  if (!cache && !rotary && uses_fused() && !bias.full.defined() && !stats_) {
     // The kernel reads q, k and v where the projection wrote them and writes what the output projection reads.
     AttentionSpec spec{scale_, causal_, 0};
     spec.packed_qkv = true;
@@ -105,6 +105,8 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
     cache->v = v;
   }
   const int64_t Tk = k.size(2);
+  if (stats_)
+    accumulate_attention_stats({q, k, scale_, bias.full, bias.relative, causal_, offset, key_padding_mask}, *stats_);
   auto merge_heads = [&](const Tensor& h) { return project_out(permute(h, {0, 2, 1, 3})); };  // (B, H, T, dh) in
   if (uses_fused() && !bias.full.defined()) {
     const AttentionSpec spec{scale_, causal_, offset};

@@ -2,6 +2,7 @@
 // multi-head self-attention with a fused QKV projection and a KV cache.
 #pragma once
 
+#include "nn/attention_stats.h"
 #include "nn/layers.h"
 #include "nn/position.h"
 
@@ -79,6 +80,12 @@ class MultiHeadAttention : public Module {
   int64_t head_dim() const { return head_dim_; }
   double scale() const { return scale_; }
 
+  /// Diagnostics: while `sink` is set, every forward also adds the distance and entropy of each query's attention
+  /// to it (accumulate_attention_stats over its q, k, bias and masks); null detaches. The forward's output is
+  /// the same up to rounding (the fused kernel reads q, k and v unpacked). AttentionStatsRecorder sets it.
+  void set_stats_sink(AttentionStats* sink) { stats_ = sink; }
+  AttentionStats* stats_sink() const { return stats_; }
+
   std::shared_ptr<Linear> qkv;   // (3d, d)
   std::shared_ptr<Linear> out;   // (d, d)
   std::shared_ptr<Dropout> attn_drop;
@@ -89,6 +96,7 @@ class MultiHeadAttention : public Module {
   bool causal_;
   bool fused_;
   double scale_;
+  AttentionStats* stats_ = nullptr;  // diagnostics sink, or null
 };
 
 }  // namespace rpb::nn

@@ -137,6 +137,13 @@ void GridModel::set_window(int64_t side) {
   }
 }
 
+std::vector<MultiHeadAttention*> GridModel::attention_layers() const {
+  std::vector<MultiHeadAttention*> out;
+  for (std::size_t i = 0; i < blocks->size(); ++i)
+    if (const auto& attn = blocks->at<GridBlock>(i).attn) out.push_back(attn.get());
+  return out;
+}
+
 int64_t GridModel::max_side() const {
   const PositionOptions po = PositionOptions::for_model(o_, 2);
   return scheme_->max_length(po);

@@ -101,6 +101,12 @@ int64_t TransformerStack::max_length() const {
   return scheme_info(po).max_length(po);
 }
 
+std::vector<MultiHeadAttention*> TransformerStack::attention_layers() const {
+  std::vector<MultiHeadAttention*> out;
+  for (std::size_t i = 0; i < blocks->size(); ++i) out.push_back(blocks->at<TransformerBlock>(i).attn.get());
+  return out;
+}
+
 Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_mask, KVCache* cache) const {
   RPB_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::i64, "transformer", "tokens must be (B, T) int64, got ",
             dtype_name(tokens.dtype()), " ", tokens.shape());

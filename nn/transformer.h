@@ -88,6 +88,8 @@ class TransformerStack : public Module {
   const PositionScheme* position() const { return position_.get(); }
   /// The longest sequence the position scheme can run at (learned positions); 0 when unbounded.
   int64_t max_length() const;
+  /// Each block's attention, in order (what an AttentionStatsRecorder watches).
+  std::vector<MultiHeadAttention*> attention_layers() const;
 
   std::shared_ptr<Embedding> tok;
   std::shared_ptr<ModuleList> blocks;

@@ -127,6 +127,25 @@ TEST_CASE("train and eval record the evaluation in <run>/eval/, with the numbers
   CHECK(as_json.out == json);
   const CommandResult both = run_rpb("eval " + run.string());
   CHECK(contains(both.out, "evaluation recorded in " + record.string()));
+
+  // The record carries the attention per length, layer (1) and head (2); --diagnostics prints the same numbers
+  // after the perplexity table.
+  const std::vector<double> distance = json_values(json, "mean_distance"), entropy = json_values(json, "entropy");
+  REQUIRE(distance.size() == 6);
+  REQUIRE(entropy.size() == 6);
+  for (std::size_t i = 0; i < 6; ++i) {
+    CHECK(distance[i] >= 0);
+    CHECK(distance[i] <= lengths[i / 2] - 1);  // causal: never past the first token
+    CHECK(entropy[i] <= std::log(lengths[i / 2]) + 1e-9);
+  }
+  const CommandResult diag = rpb_stdout("eval " + run.string() + " --diagnostics --no-record");
+  CHECK(diag.code == 0);
+  CHECK(diag.out.rfind(train.out, 0) == 0);  // the perplexity table as without the flag, then the tables
+  CHECK(contains(diag.out, "\nAttention at length 64 (4x): mean distance"));
+  CHECK(contains(diag.out, "| layer | head | mean distance | entropy |"));
+  char row[96];
+  std::snprintf(row, sizeof row, "| 0 | 1 | %.3f | %.3f |", distance[5], entropy[5]);
+  CHECK(contains(diag.out.substr(diag.out.find("length 64")), row));
 }
 
 TEST_CASE("eval --tokens goes past run.eval_tokens and the markov test stream, scoring exactly N tokens") {

@@ -29,7 +29,7 @@ TEST_CASE("eval record: its name says the checkpoint, the tokens and chosen leng
   EvalRecord r;
   r.checkpoint = "step_00000600.h5";
   r.train_length = 64;
-  LengthResult a{64, 1, 1.5, 8192}, b{1024, 16, std::nullopt, 0};
+  LengthResult a{64, 1, 1.5, 8192, {}}, b{1024, 16, std::nullopt, 0, {}};
   r.lengths = {a, b};
   CHECK(r.tokens() == 8192);
   CHECK(eval_record_name(r) == "step_00000600-8192.json");
@@ -40,4 +40,21 @@ TEST_CASE("eval record: its name says the checkpoint, the tokens and chosen leng
         std::string::npos);
   CHECK(json.find("\"nll\": 1.5, \"perplexity\": 4.4816890703380645, \"tokens\": 8192") != std::string::npos);
   CHECK(json.find("\"optimal_perplexity\": null,\n  \"entropy_rate\": null") != std::string::npos);
+}
+
+TEST_CASE("eval record: each length carries its attention per layer and head, null where not measured") {
+  EvalRecord r;
+  r.checkpoint = "step_00000010.h5";
+  LengthResult a{16, 1, 1.5, 64, {}}, b{32, 2, 1.6, 64, {}};
+  a.attention.mean_distance = {{3.25, 1.5}, {0.5, 2.0}};
+  a.attention.entropy = {{1.125, 0.25}, {0.75, 2.5}};
+  r.lengths = {a, b};
+  CHECK(a.attention.mean_distance_overall() == doctest::Approx(1.8125));
+  CHECK(a.attention.entropy_overall() == doctest::Approx(1.15625));
+  CHECK(!b.attention.mean_distance_overall());
+  const std::string json = eval_record_json(r);
+  CHECK(json.find("\"attention\": [\n      {\"layer\": 0, \"head\": 0, \"mean_distance\": 3.25, \"entropy\": 1.125},"
+                  "\n      {\"layer\": 0, \"head\": 1, \"mean_distance\": 1.5, \"entropy\": 0.25},") != std::string::npos);
+  CHECK(json.find("{\"layer\": 1, \"head\": 1, \"mean_distance\": 2, \"entropy\": 2.5}]}") != std::string::npos);
+  CHECK(json.find("\"optimal_perplexity\": null,\n     \"attention\": null}") != std::string::npos);  // length 32
 }

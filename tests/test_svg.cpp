@@ -97,6 +97,29 @@ TEST_CASE("svg: results.svg has a y label, readable log ticks, bands, the optimu
   check_renders(dir.file("results.svg"));
 }
 
+TEST_CASE("svg: attention.svg draws the mean attention distance per method with bands and n/a, no optimum") {
+  rpb::SweepResult r = sweep();
+  auto diag = [](double d) {  // one layer of two heads whose mean is d
+    rpb::AttentionDiagnostics a;
+    a.mean_distance = {{d - 1, d + 1}};
+    a.entropy = {{1.0, 2.0}};
+    return a;
+  };
+  r.rows[0].attention = {{diag(3), diag(6), diag(12), diag(24)}, {diag(4), diag(7), diag(14), diag(30)}};
+  r.rows[1].attention = {{diag(3), {}, {}, {}}, {diag(3.5), {}, {}, {}}};
+  const std::string svg = rpb::attention_svg(r);
+  CHECK(contains(svg, ">mean attention distance (mean over layers and heads)</text>"));
+  CHECK(contains(svg, "Mean attention distance vs evaluation length, task markov"));
+  CHECK(contains(svg, ">5</text>"));  // 1-2-5 ticks of a log axis over 2.9 .. 31
+  CHECK(contains(svg, "<polygon"));
+  CHECK(contains(svg, ">Learned PE (n/a: 2x 4x 8x)</text>"));
+  CHECK(!contains(svg, "optimal perplexity"));
+  CHECK(svg != rpb::results_svg(r));
+  TempDir dir("attention_svg");
+  std::ofstream(dir.file("attention.svg")) << svg;
+  check_renders(dir.file("attention.svg"));
+}
+
 TEST_CASE("svg: rpb inspect --svg draws each head's bias; a scheme without one gets a message and no file") {
   TempDir dir("inspect_svg");
   const std::string common = " --set run.out_dir=" + dir.path.string() +

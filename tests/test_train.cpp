@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "test_util.h"
 #include "cli/extrapolate.h"
@@ -138,7 +139,19 @@ TEST_CASE("train: rpb train, eval, inspect and extrapolate from the command line
   CHECK(contains(r.out, "| T5 bias | 16 |"));
   CHECK(contains(r.out, "| Learned PE | 256 |"));
   CHECK(contains(r.out, "n/a"));
-  for (const char* f : {"results.csv", "results.json", "results.svg"}) CHECK(fs::exists(tmp.path / "sweep" / f));
+  for (const char* f : {"results.csv", "results.json", "results.svg", "attention.svg"})
+    CHECK(fs::exists(tmp.path / "sweep" / f));
+  // Attention diagnostics: per seed and length in results.json, their mean over layers and heads in results.csv
+  // (empty where learned positions cannot run).
+  const std::string csv = rpb::testing::file_text(tmp.path / "sweep" / "results.csv");
+  CHECK(contains(csv, ",nll,tokens,mean_attention_distance\n"));
+  CHECK(std::regex_search(csv, std::regex("\nmarkov,t5,16,[0-9]+,4,64,[0-9.]+,[0-9.]*,[0-9.]+,[0-9]+,[0-9.]+\n")));
+  CHECK(std::regex_search(csv, std::regex("\nmarkov,learned,256,[0-9]+,4,64,,[0-9.]*,,,\n")));
+  const std::string json = rpb::testing::file_text(tmp.path / "sweep" / "results.json");
+  CHECK(contains(json, "\"attention\": [[{\"mean_distance\": [["));
+  CHECK(contains(json, "\"mean_distance_overall\": "));
+  CHECK(contains(json, "\"mean_attention_distance\": {\"mean\": ["));
+  CHECK(contains(json, "}, null, null]],\n     \"mean_attention_distance\""));  // learned: 1x only
   // A second call reuses the finished runs.
   r = run_rpb("extrapolate " + cfg.string() + " --set run.name=\"sweep\" --set run.steps=10");
   CHECK(r.code == 0);

@@ -211,3 +211,33 @@ TEST_CASE("train loop: the validation keys are checked, naming the key, what was
                  "the markov valid stream has task.eval_tokens = 2048"));
   CHECK(err("valid_tokens = 10\n").empty());  // no validation: nothing to check
 }
+
+TEST_CASE("evaluate: attention diagnostics per layer and head on the test split, perplexities unchanged by them") {
+  TempDir tmp("diag");
+  Run on(loop_run(tmp.path, "", "on"));
+  Run off(loop_run(tmp.path, "eval_diagnostics = false\n", "off"));
+  const std::vector<LengthResult> a = on.evaluate(), b = off.evaluate();
+  REQUIRE(a.size() == 2);
+  REQUIRE(b.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    CHECK(std::bit_cast<uint64_t>(*a[i].nll) == std::bit_cast<uint64_t>(*b[i].nll));  // the scored forwards are today's
+    CHECK(b[i].attention.empty());
+    REQUIRE(a[i].attention.mean_distance.size() == 1);  // one layer
+    REQUIRE(a[i].attention.mean_distance[0].size() == 2);  // two heads
+    CHECK(a[i].attention.entropy[0][1] > 0);
+    CHECK(*a[i].attention.mean_distance_overall() < a[i].length);
+  }
+  CHECK(std::bit_cast<uint64_t>(*on.evaluate()[1].attention.entropy_overall()) ==
+        std::bit_cast<uint64_t>(*a[1].attention.entropy_overall()));  // the same sample every time
+  // Grids: global attention measures over cells, window attention (swin) reports none.
+  for (const char* scheme : {"alibi2d", "swin"}) {
+    CAPTURE(scheme);
+    Run grid(parse_config(loop_config(tmp.path, "", "grid2d"), "g.toml",
+                          {std::string("run.name=") + scheme, std::string("position.scheme=") + scheme}));
+    const std::vector<LengthResult> g = grid.evaluate();
+    REQUIRE(g.size() == 2);
+    CHECK(g[1].attention.empty() == (std::string(scheme) == "swin"));
+    if (!g[1].attention.empty()) CHECK(*g[1].attention.mean_distance_overall() > 1.0);  // 8 x 8 grid, bidirectional
+  }
+}

@@ -83,6 +83,7 @@ void read_run(Table& run, RunConfig& c) {
   run.get("eval_tokens", c.eval_tokens, 1, kMaxTokens);
   run.get("eval_batch", c.eval_batch, 1, kMaxBatch);
   run.get("eval_every", c.eval_every, 0, kMaxSteps);
+  run.get("eval_diagnostics", c.eval_diagnostics);
   run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier);
   run.get("valid_tokens", c.valid_tokens, 1, kMaxTokens);
   run.get("on_nonfinite", c.on_nonfinite, {"stop", "skip"});

@@ -91,6 +91,7 @@ struct RunConfig {
   int64_t eval_tokens = 16384;       // held-out target tokens scored at every length
   int64_t eval_batch = 8;            // segments per evaluation forward
   int64_t eval_every = 0;            // validation every this many steps and at the last one; 0: none
+  bool eval_diagnostics = true;      // test evaluations also measure attention distance and entropy per head
   std::vector<int64_t> valid_multipliers = {1};  // validation lengths, as multiples of run.length
   int64_t valid_tokens = 4096;       // valid-split target tokens scored at every validation length
   std::string on_nonfinite = "stop"; // stop | skip: a non-finite loss or gradient stops the run or skips the step

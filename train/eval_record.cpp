@@ -19,11 +19,27 @@ namespace {
 
 std::string json_count(int64_t n) { return n > 0 ? std::to_string(n) : "null"; }
 
+// [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...], or null when not measured.
+std::string attention_json(const AttentionDiagnostics& a) {
+  if (a.empty()) return "null";
+  std::ostringstream os;
+  os << "[";
+  const char* sep = "";
+  for (std::size_t l = 0; l < a.mean_distance.size(); ++l)
+    for (std::size_t h = 0; h < a.mean_distance[l].size(); ++h, sep = ",")
+      os << sep << "\n      {\"layer\": " << l << ", \"head\": " << h
+         << ", \"mean_distance\": " << json_number(a.mean_distance[l][h])
+         << ", \"entropy\": " << json_number(a.entropy[l][h]) << "}";
+  os << "]";
+  return os.str();
+}
+
 std::string length_json(const LengthResult& r, const std::optional<double>& optimum) {
   std::ostringstream os;
   os << "{\"length\": " << r.length << ", \"multiplier\": " << r.multiplier << ", \"nll\": " << json_number(r.nll)
      << ", \"perplexity\": " << json_number(r.perplexity()) << ", \"tokens\": " << json_count(r.nll ? r.tokens : 0)
-     << ", \"optimal_perplexity\": " << json_number(optimum) << "}";
+     << ", \"optimal_perplexity\": " << json_number(optimum) << ",\n     \"attention\": " << attention_json(r.attention)
+     << "}";
   return os.str();
 }
 

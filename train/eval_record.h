@@ -36,9 +36,13 @@ struct EvalRecord {
 ///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null, "task": "...", "train_length": 64, "max_length": null | N, "tokens": 8192,
 ///    "optimal_perplexity": 3.21 | null, "entropy_rate": 1.17 | null,
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
-///                 "optimal_perplexity": 3.21 | null}, ...]}
+///                 "optimal_perplexity": 3.21 | null,
+///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
 /// nll is the mean NLL in nats, perplexity exp(nll); a length the scheme cannot run at has null nll, perplexity and
-/// tokens. Numbers carry 17 significant digits (they read back as the same doubles).
+/// tokens. "attention" holds the attention diagnostics per layer and head (LengthResult::attention, train/workload.h:
+/// mean attention distance in positions, or cells on a grid, and entropy in nats, over the evaluation's sample);
+/// null when not measured (run.eval_diagnostics off, a length the scheme cannot run at, window attention).
+/// Numbers carry 17 significant digits (they read back as the same doubles).
 std::string eval_record_json(const EvalRecord& record);
 
 /// The record's file name: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), with "-L<l1>_<l2>..."

@@ -23,6 +23,34 @@ std::unique_ptr<nn::Module> make_model(const RunConfig& config, int64_t vocab) {
   return std::make_unique<nn::LanguageModel>(model_options(config, vocab), init_gen);
 }
 
+namespace {
+
+std::optional<double> overall(const std::vector<std::vector<double>>& v) {
+  double sum = 0;
+  int64_t n = 0;
+  for (const auto& layer : v)
+    for (const double x : layer) sum += x, ++n;
+  return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
+}
+
+}  // namespace
+
+std::optional<double> AttentionDiagnostics::mean_distance_overall() const { return overall(mean_distance); }
+std::optional<double> AttentionDiagnostics::entropy_overall() const { return overall(entropy); }
+
+AttentionDiagnostics attention_diagnostics(const std::vector<nn::AttentionStats>& layers) {
+  AttentionDiagnostics d;
+  for (const nn::AttentionStats& s : layers) {
+    d.mean_distance.emplace_back();
+    d.entropy.emplace_back();
+    for (int64_t h = 0; h < s.heads(); ++h) {
+      d.mean_distance.back().push_back(s.mean_distance(h));
+      d.entropy.back().push_back(s.entropy(h));
+    }
+  }
+  return d;
+}
+
 std::unique_ptr<Workload> make_workload(const RunConfig& config) {
   return config.dims() == 2 ? make_grid_workload(config) : make_lm_workload(config);
 }

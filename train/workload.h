@@ -7,11 +7,25 @@
 #include <string>
 #include <vector>
 
+#include "nn/attention_stats.h"
 #include "nn/module.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 
 namespace rpb {
+
+/// Attention diagnostics at one evaluation size (nn/attention_stats.h), measured on the evaluation's sample: the
+/// first held-out segments (grids) holding as many target tokens (cells) as one segment (grid) of the longest
+/// size, so every size sees the same tokens where the task allows it. Empty when not measured
+/// (run.eval_diagnostics off, a size the model cannot run at, or window attention, which records none).
+struct AttentionDiagnostics {
+  std::vector<std::vector<double>> mean_distance;  // [layer][head]: positions (grids: cells, Euclidean)
+  std::vector<std::vector<double>> entropy;        // [layer][head]: nats
+  bool empty() const { return mean_distance.empty(); }
+  /// The mean over layers and heads; nullopt when empty.
+  std::optional<double> mean_distance_overall() const;
+  std::optional<double> entropy_overall() const;
+};
 
 /// Perplexity at one evaluation size (a length, or a grid side).
 struct LengthResult {
@@ -19,6 +33,7 @@ struct LengthResult {
   int64_t multiplier = 0;
   std::optional<double> nll;  // mean NLL in nats; nullopt where the model cannot run (learned positions past its table)
   int64_t tokens = 0;         // target tokens (grids: cells) the mean is over; 0 where nll is nullopt
+  AttentionDiagnostics attention;  // test split with run.eval_diagnostics; else empty
   std::optional<double> perplexity() const;
 };
 
@@ -42,8 +57,9 @@ class Workload {
   /// run.eval_tokens, the valid split run.valid_tokens, the same tokens (or grids) at every call. `tokens` > 0 asks
   /// for that many target tokens at every length instead (rounded down to a multiple of the longest length), and
   /// throws rpb::Error naming the held-out stream's size when it holds fewer (grids: refused, they score
-  /// run.eval_tokens cells). In eval mode (no dropout), recording no tape, drawing from no generator of the
-  /// training; train mode again after.
+  /// run.eval_tokens cells). On the test split with run.eval_diagnostics, each size also gets its attention
+  /// diagnostics from one more forward over its sample (the scored forwards are unchanged). In eval mode (no
+  /// dropout), recording no tape, drawing from no generator of the training; train mode again after.
   virtual std::vector<LengthResult> evaluate(const std::vector<int64_t>& multipliers, data::Split split,
                                              int64_t tokens) = 0;
 };
@@ -59,6 +75,9 @@ int64_t model_parameter_count(const RunConfig& config, int64_t vocab);
 /// `config`'s model alone, initialised from run.seed as a Run's is, without its task's data: what
 /// `rpb inspect` loads a checkpoint into.
 std::unique_ptr<nn::Module> make_model(const RunConfig& config, int64_t vocab);
+
+/// The diagnostics an AttentionStatsRecorder holds, [layer][head].
+AttentionDiagnostics attention_diagnostics(const std::vector<nn::AttentionStats>& layers);
 
 /// The workload `config.task.kind` calls for.
 std::unique_ptr<Workload> make_workload(const RunConfig& config);

@@ -1,5 +1,7 @@
 // The 2-D workload: a grid model on the neighbour task, trained at side x side grids and
 // evaluated on larger ones.
+#include <algorithm>
+
 #include "nn/grid_model.h"
 #include "train/grid2d.h"
 #include "train/workload.h"
@@ -50,11 +52,18 @@ class GridWorkload final : public Workload {
     const bool rewindow = config_.grid.eval_window > 0;
     if (rewindow) model_->set_window(config_.grid.eval_window);
     std::vector<LengthResult> out;
+    const int64_t longest = *std::max_element(mult.begin(), mult.end()) * config_.length;
     for (int64_t m : mult) {
       LengthResult r;
       r.multiplier = m;
       r.length = m * config_.length;  // the grid side
-      if (model_->max_side() == 0 || r.length <= model_->max_side()) r.nll = mean_nll(r.length, split, r.tokens);
+      if (model_->max_side() == 0 || r.length <= model_->max_side()) {
+        Tensor x, y;
+        task_.eval_grids(r.length, x, y, split, split == data::Split::valid ? config_.valid_tokens : 0);
+        r.nll = mean_nll(x, y);
+        r.tokens = y.numel();
+        if (config_.eval_diagnostics && split == data::Split::test) r.attention = diagnostics(x, longest * longest);
+      }
       out.push_back(r);
     }
     if (rewindow) model_->set_window(config_.grid.window);
@@ -72,12 +81,9 @@ class GridWorkload final : public Workload {
     return o;
   }
 
-  // The mean NLL over the evaluation grids of `side` of `split`; `cells` gets the number of cells it is over.
-  double mean_nll(int64_t side, data::Split split, int64_t& cells) const {
+  // The mean NLL over the evaluation grids x (N, side, side) against y.
+  double mean_nll(const Tensor& x, const Tensor& y) const {
     NoGradGuard no_grad;
-    Tensor x, y;
-    task_.eval_grids(side, x, y, split, split == data::Split::valid ? config_.valid_tokens : 0);
-    cells = y.numel();
     const int64_t n = x.size(0);
     double total = 0;
     for (int64_t b = 0; b < n; b += config_.eval_batch) {
@@ -85,6 +91,19 @@ class GridWorkload final : public Workload {
       total += model_->loss(slice(x, 0, b, e), slice(y, 0, b, e)).item() * static_cast<double>(e - b);
     }
     return total / static_cast<double>(n);
+  }
+
+  // One forward over the first grids of x holding `sample_cells` cells (at least one grid), recorded; empty for
+  // window attention, which records no diagnostics.
+  AttentionDiagnostics diagnostics(const Tensor& x, int64_t sample_cells) const {
+    const std::vector<nn::MultiHeadAttention*> layers = model_->attention_layers();
+    if (layers.empty()) return {};
+    NoGradGuard no_grad;
+    const int64_t side = x.size(1);
+    const int64_t grids = std::clamp<int64_t>(sample_cells / (side * side), 1, x.size(0));
+    nn::AttentionStatsRecorder recorder(layers, side);
+    model_->forward(slice(x, 0, 0, grids));
+    return attention_diagnostics(recorder.layers());
   }
 
   RunConfig config_;

@@ -1,4 +1,5 @@
 // The 1-D workload: a decoder-only language model on a token stream.
+#include <algorithm>
 #include <cmath>
 
 #include "nn/transformer.h"
@@ -73,6 +74,8 @@ class LmWorkload final : public Workload {
     model_->eval();
     std::vector<LengthResult> out;
     const int64_t limit = model_->max_length();  // learned positions end at their table
+    int64_t longest = 0;  // the diagnostics' sample: as many target tokens as one segment of the longest length
+    for (const data::EvalSegments& seg : segments) longest = std::max(longest, seg.length);
     for (std::size_t i = 0; i < segments.size(); ++i) {
       LengthResult r;
       r.length = segments[i].length;
@@ -80,6 +83,7 @@ class LmWorkload final : public Workload {
       if (limit == 0 || r.length <= limit) {
         r.nll = mean_nll(segments[i]);
         r.tokens = segments[i].targets.numel();
+        if (config_.eval_diagnostics && !valid) r.attention = diagnostics(segments[i], longest);
       }
       out.push_back(r);
     }
@@ -98,6 +102,15 @@ class LmWorkload final : public Workload {
       total += cross_entropy(model_->forward(in), tg).item() * static_cast<double>(e - b);
     }
     return total / static_cast<double>(n);
+  }
+
+  // One forward over the first segments holding `sample_tokens` target tokens (at least one segment), recorded.
+  AttentionDiagnostics diagnostics(const data::EvalSegments& s, int64_t sample_tokens) const {
+    NoGradGuard no_grad;
+    const int64_t rows = std::clamp<int64_t>(sample_tokens / s.length, 1, s.inputs.size(0));
+    nn::AttentionStatsRecorder recorder(model_->attention_layers());
+    model_->forward(slice(s.inputs, 0, 0, rows));
+    return attention_diagnostics(recorder.layers());
   }
 
   RunConfig config_;
