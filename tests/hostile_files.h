@@ -29,6 +29,9 @@ extern "C" uint32_t H5_checksum_metadata(const void* data, std::size_t len, uint
 
 namespace rpb::testing {
 
+/// Open HDF5 objects of any file in this process (0 when every handle was closed).
+inline ssize_t open_hdf5_objects() { return H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL); }
+
 /// A small valid checkpoint: /params/w [2, 3] and /params/b [3] (float32), a buffer, AdamW moments in
 /// /optim/exp_avg and /optim/exp_avg_sq, one rng state, a counter and three metrics rows (steps 1 to 3).
 inline Checkpoint small_checkpoint() {

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 
+#include "hostile_files.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/crc32.h"
@@ -30,6 +31,8 @@ using rpb::Tensor;
 using rpb::testing::TempDir;
 using rpb::testing::contains;
 using rpb::testing::error_of;
+
+using rpb::testing::open_hdf5_objects;
 
 namespace {
 
@@ -63,8 +66,6 @@ std::string stderr_of(const std::function<void()>& f) {
   return text.str();
 }
 
-/// Open HDF5 objects of any file in this process (0 when every handle was closed).
-ssize_t open_hdf5_objects() { return H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL); }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;

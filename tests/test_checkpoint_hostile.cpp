@@ -26,10 +26,10 @@ using rpb::testing::replace_dataset;
 using rpb::testing::saved_checkpoint;
 using rpb::testing::TempDir;
 
+using rpb::testing::open_hdf5_objects;
+
 namespace {
 
-/// Open HDF5 objects of any file in this process (0 when every handle was closed).
-ssize_t open_hdf5_objects() { return H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL); }
 
 /// The error load_checkpoint(path) throws; every handle it opened is closed again.
 std::string load_error(const std::string& path) {
