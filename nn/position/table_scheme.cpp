@@ -56,8 +56,11 @@ Tensor TableScheme::read_table() const {
   RPB_CHECK(std::find(flags.begin(), flags.end(), true) != flags.end(), name().c_str(),
             "position.untrained = \"nearest\" needs the rows training read, and this model records none (a checkpoint "
             "written before rpb recorded them, or an untrained model); evaluate it with position.untrained = \"keep\"");
-  const std::vector<int64_t> rows = nearest_rows(flags);
-  return index_select(table, Tensor::indices({static_cast<int64_t>(rows.size())}, rows));  // (rows, heads)
+  const Tensor rows = nearest_cache_.get(std::vector<int64_t>(flags.begin(), flags.end()), [&] {
+    const std::vector<int64_t> v = nearest_rows(flags);
+    return Tensor::indices({static_cast<int64_t>(v.size())}, v);
+  });                                   // (rows) i64, rebuilt only when the trained rows change
+  return index_select(table, rows);     // (rows, heads)
 }
 
 Tensor TableScheme::bias(const Positions& p) const {

@@ -55,7 +55,7 @@ class TableScheme : public PositionScheme {
   /// picks them.
   Tensor read_table() const;
 
-  LastValueCache cache_, rel_cache_;
+  LastValueCache cache_, rel_cache_, nearest_cache_;  // nearest_cache_: keyed by the trained flags
 
  public:
   Tensor table;    // (rows, heads)
