@@ -101,7 +101,7 @@ void print_attention_tables(const EvalRecord& r, std::ostream& out) {
     out << "\nAttention at length " << l.length << " (" << l.multiplier << "x): ";
     if (l.attention.empty()) {
       out << (!l.nll ? "n/a (the model cannot run at this length)\n"
-                     : "not measured (window attention records no diagnostics)\n");
+                     : "not measured\n");
       continue;
     }
     out << "mean distance (positions; on a grid, cells) and entropy (nats) per head, over the evaluation's sample\n\n"

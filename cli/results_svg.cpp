@@ -34,7 +34,7 @@ const Measure kPerplexity{&MethodResult::column, "Perplexity", "perplexity", "n/
                           true};
 const Measure kDistance{&MethodResult::distance_column, "Mean attention distance",
                         "mean attention distance (mean over layers and heads)",
-                        "n/a: cannot run there, or not measured (window attention)", false};
+                        "n/a: cannot run there, or not measured", false};
 
 std::string fixed(double v, int digits) {
   std::ostringstream os;

@@ -17,7 +17,7 @@ std::string results_svg(const SweepResult& r);
 
 /// The mean attention distance (over layers and heads) against evaluation length, drawn as results_svg draws
 /// perplexity (log axes, one panel per task, a line per method with a band of mean ± std over the seeds, a hollow
-/// marker where a method has no value: it cannot run there, or its window attention records no diagnostics); no
+/// marker where a method has no value: it cannot run there, or run.eval_diagnostics was off); no
 /// optimum line.
 std::string attention_svg(const SweepResult& r);
 

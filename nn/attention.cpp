@@ -105,8 +105,12 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
     cache->v = v;
   }
   const int64_t Tk = k.size(2);
-  if (stats_)
-    accumulate_attention_stats({q, k, scale_, bias.full, bias.relative, causal_, offset, key_padding_mask}, *stats_);
+  if (stats_) {
+    AttentionInputs in;
+    in.q = q, in.k = k, in.scale = scale_, in.full_bias = bias.full, in.relative = bias.relative;
+    in.causal = causal_, in.q_offset = offset, in.key_padding = key_padding_mask;
+    accumulate_attention_stats(in, *stats_);
+  }
   auto merge_heads = [&](const Tensor& h) { return project_out(permute(h, {0, 2, 1, 3})); };  // (B, H, T, dh) in
   if (uses_fused() && !bias.full.defined()) {
     const AttentionSpec spec{scale_, causal_, offset};

@@ -59,7 +59,7 @@ struct AttentionOptions {
 };
 
 /// Multi-head self-attention: qkv = Linear(d, 3d) fused, out = Linear(d, d).
-class MultiHeadAttention : public Module {
+class MultiHeadAttention : public Module, public AttentionStatsSource {
  public:
   MultiHeadAttention(const AttentionOptions& options, Generator& init_gen, Generator& dropout_gen);
   /// The parameters of a MultiHeadAttention(options), counted without building it.
@@ -76,15 +76,12 @@ class MultiHeadAttention : public Module {
   /// True when forward runs the fused kernel (fused and no active attention dropout).
   bool uses_fused() const;
 
-  int64_t heads() const { return heads_; }
+  int64_t heads() const override { return heads_; }
   int64_t head_dim() const { return head_dim_; }
   double scale() const { return scale_; }
 
-  /// Diagnostics: while `sink` is set, every forward also adds the distance and entropy of each query's attention
-  /// to it (accumulate_attention_stats over its q, k, bias and masks); null detaches. The forward's output is
-  /// the same up to rounding (the fused kernel reads q, k and v unpacked). AttentionStatsRecorder sets it.
-  void set_stats_sink(AttentionStats* sink) { stats_ = sink; }
-  AttentionStats* stats_sink() const { return stats_; }
+  // Diagnostics (AttentionStatsSource): accumulate_attention_stats over this forward's q, k, bias and masks; the
+  // output is the same up to rounding (the fused kernel then reads q, k and v unpacked).
 
   std::shared_ptr<Linear> qkv;   // (3d, d)
   std::shared_ptr<Linear> out;   // (d, d)
@@ -96,7 +93,6 @@ class MultiHeadAttention : public Module {
   bool causal_;
   bool fused_;
   double scale_;
-  AttentionStats* stats_ = nullptr;  // diagnostics sink, or null
 };
 
 }  // namespace rpb::nn

@@ -10,8 +10,6 @@
 
 namespace rpb::nn {
 
-class MultiHeadAttention;
-
 /// Per-head sums of one attention layer's diagnostics over the queries it saw. For query i with attention
 /// probabilities p_ij over the keys j:
 ///   distance: sum_j p_ij dist(i, j), dist = |i - j| in positions on a line, the Euclidean distance between the
@@ -41,7 +39,7 @@ class AttentionStats {
   std::vector<int64_t> queries_;      // (H)
 };
 
-/// What one attention call reads, for its diagnostics: softmax(scale q k^T + bias + masks) row by row.
+/// What one attention call reads, for its diagnostics: softmax(scale q k^T + bias + score_bias + masks) row by row.
 struct AttentionInputs {
   Tensor q;               // (B, H, Tq, dh), already rotated when the scheme is rotary
   Tensor k;               // (B, H, Tk, dh)
@@ -51,16 +49,39 @@ struct AttentionInputs {
   bool causal = false;    // key j is masked for query i when j > q_offset + i
   int64_t q_offset = 0;   // the position of the first query (keys start at 0)
   Tensor key_padding;     // (B, Tk) non-zero at masked keys, or undefined
+  Tensor score_bias;      // (G, Tq, Tk) added to the scores of batch entry b from group b % G (Swin's region
+                          // mask per window), or undefined
+  Tensor query_padding;   // (B, Tq) non-zero at queries left out (padded cells), or undefined
+  /// (G, T, 2) i64 with Tq = Tk = T: the grid cell (row, column) of token t of batch entry b, from group b % G,
+  /// for the Euclidean distance (window attention: a window's tokens where they sit on the unrolled grid); or
+  /// undefined, when the stats' geometry places the tokens.
+  Tensor cells;
 };
 
 /// Adds the distance and entropy of every query of `in` (each batch entry and head) to `stats`, whose heads must
-/// be q's and whose grid_width is the geometry of the positions. The probabilities are computed in double, a row
+/// be q's and whose grid_width is the geometry of the positions unless `in.cells` places them. The probabilities are computed in double, a row
 /// at a time: memory O(Tk) per thread, never (Tq, Tk).
 void accumulate_attention_stats(const AttentionInputs& in, AttentionStats& stats);
 
+/// An attention layer that can report its diagnostics: while a sink is set, each forward also adds the distance
+/// and entropy of every query's attention to it (accumulate_attention_stats), and its output is what it would be
+/// without. MultiHeadAttention and WindowAttention are ones; AttentionStatsRecorder sets and clears the sink.
+class AttentionStatsSource {
+ public:
+  virtual ~AttentionStatsSource() = default;
+  /// The heads a sink for this layer must have.
+  virtual int64_t heads() const = 0;
+  /// Null detaches.
+  void set_stats_sink(AttentionStats* sink) { stats_ = sink; }
+  AttentionStats* stats_sink() const { return stats_; }
+
+ protected:
+  AttentionStats* stats_ = nullptr;  // diagnostics sink, or null
+};
+
 /// Records the diagnostics of attention layers for its lifetime: attaches one AttentionStats per layer on
-/// construction and detaches them on destruction (RAII). While attached, each layer's forward also computes its
-/// statistics (MultiHeadAttention::set_stats_sink). Not for layers that run forwards on several threads at once.
+/// construction and detaches them on destruction (RAII). Not for layers that run forwards on several threads at
+/// once.
 ///
 /// @code
 /// rpb::Generator gen(0);
@@ -78,8 +99,13 @@ void accumulate_attention_stats(const AttentionInputs& in, AttentionStats& stats
 /// @endcode
 class AttentionStatsRecorder {
  public:
-  /// `grid_width` > 0: the layers attend over the cells of grids with that many columns (raster order).
-  explicit AttentionStatsRecorder(std::vector<MultiHeadAttention*> layers, int64_t grid_width = 0);
+  /// `grid_width` > 0: the layers attend over the cells of grids with that many columns (raster order); a layer
+  /// that places its tokens itself (AttentionInputs::cells) ignores it.
+  explicit AttentionStatsRecorder(std::vector<AttentionStatsSource*> layers, int64_t grid_width = 0);
+  /// The same for layers of one derived type (LanguageModel::attention_layers()).
+  template <typename Layer>
+  explicit AttentionStatsRecorder(const std::vector<Layer*>& layers, int64_t grid_width = 0)
+      : AttentionStatsRecorder(std::vector<AttentionStatsSource*>(layers.begin(), layers.end()), grid_width) {}
   ~AttentionStatsRecorder();
   AttentionStatsRecorder(const AttentionStatsRecorder&) = delete;
   AttentionStatsRecorder& operator=(const AttentionStatsRecorder&) = delete;
@@ -88,7 +114,7 @@ class AttentionStatsRecorder {
   const std::vector<AttentionStats>& layers() const { return stats_; }
 
  private:
-  std::vector<MultiHeadAttention*> layers_;
+  std::vector<AttentionStatsSource*> layers_;
   std::vector<AttentionStats> stats_;  // one per layer; never resized while attached
 };
 

@@ -137,10 +137,13 @@ void GridModel::set_window(int64_t side) {
   }
 }
 
-std::vector<MultiHeadAttention*> GridModel::attention_layers() const {
-  std::vector<MultiHeadAttention*> out;
-  for (std::size_t i = 0; i < blocks->size(); ++i)
-    if (const auto& attn = blocks->at<GridBlock>(i).attn) out.push_back(attn.get());
+std::vector<AttentionStatsSource*> GridModel::attention_layers() const {
+  std::vector<AttentionStatsSource*> out;
+  for (std::size_t i = 0; i < blocks->size(); ++i) {
+    const GridBlock& b = blocks->at<GridBlock>(i);
+    if (b.attn) out.push_back(b.attn.get());
+    else out.push_back(b.window_attn.get());
+  }
   return out;
 }
 

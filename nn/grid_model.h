@@ -53,10 +53,9 @@ class GridModel : public Module {
   void set_window(int64_t side);
   /// The largest grid side the model can run (learned2d: max_side); 0 when unbounded.
   int64_t max_side() const;
-  /// Each block's global attention, in order (what an AttentionStatsRecorder watches, with the grid's width);
-  /// empty for the window schemes: their attention runs per rolled, padded window (nn/window_attention.h), where a
-  /// cell's distance needs its unrolled grid coordinates and padded queries must be left out; not measured.
-  std::vector<MultiHeadAttention*> attention_layers() const;
+  /// Each block's attention, global or windowed, in order: what an AttentionStatsRecorder watches, with the grid's
+  /// width (window attention places its cells itself, on the unrolled grid).
+  std::vector<AttentionStatsSource*> attention_layers() const;
   const TransformerOptions& options() const { return o_; }
   Generator& dropout_generator() const { return *dropout_gen_; }
 

@@ -225,11 +225,8 @@ std::string WindowAttention::report(const std::string& prefix) const {
 Tensor WindowAttention::window_bias(const WindowGeometry& g, DType dtype) const {
   const int64_t n = g.wh * g.ww, nW = (g.Hp / g.wh) * (g.Wp / g.ww), h = o_.heads;
   const Tensor pos = relative_position_bias(g.wh, g.ww);  // (heads, N, N) or undefined
-  Tensor shift;                                           // (nW, 1, N, N) or undefined
-  if (g.shift_h > 0 || g.shift_w > 0)
-    shift = cached({3, g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w, static_cast<int64_t>(dtype)}, [&] {
-      return reshape(swin_shift_mask(g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w, dtype), {nW, 1, n, n});
-    });
+  Tensor shift = region_mask(g, dtype);                   // (nW, 1, N, N) or undefined
+  if (shift.defined()) shift = reshape(shift, {nW, 1, n, n});
   if (!pos.defined() && !shift.defined()) return Tensor();
   if (nW == 1 && !shift.defined()) return reshape(pos, {1, h, n, n});
   Tensor b;
@@ -295,6 +292,58 @@ Tensor WindowAttention::attend_windows(const Tensor& padded, int64_t H, int64_t 
   return attend(padded, H, W, g);
 }
 
+// (B * nW, N) i64: padded_keys for every batch entry (windows are the batch); undefined without padding.
+Tensor WindowAttention::window_padding(int64_t B, int64_t H, int64_t W, const WindowGeometry& g) const {
+  if (g.Hp == H && g.Wp == W) return Tensor();
+  return cached({6, B, H, W, g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w}, [&] {
+    const int64_t n = g.wh * g.ww, nW = (g.Hp / g.wh) * (g.Wp / g.ww);
+    const std::vector<int64_t> keys = padded_keys(H, W, g);
+    std::vector<int64_t> v;
+    for (int64_t b = 0; b < B; ++b) v.insert(v.end(), keys.begin(), keys.end());
+    return Tensor::indices({B * nW, n}, v);
+  });
+}
+
+// (nW, N, N): Swin's region mask of a shifted window; undefined without a shift.
+Tensor WindowAttention::region_mask(const WindowGeometry& g, DType dtype) const {
+  if (g.shift_h == 0 && g.shift_w == 0) return Tensor();
+  return cached({7, g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w, static_cast<int64_t>(dtype)},
+                [&] { return swin_shift_mask(g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w, dtype); });
+}
+
+// (nW, N, 2) i64: the cell (row, column) of the padded grid that token t of window w holds, undoing the roll:
+// rolled[r, c] = padded[(r + shift_h) mod Hp, (c + shift_w) mod Wp].
+Tensor WindowAttention::window_cells(const WindowGeometry& g) const {
+  return cached({8, g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w}, [&] {
+    const int64_t n = g.wh * g.ww, nw = g.Wp / g.ww, nW = (g.Hp / g.wh) * nw;
+    std::vector<int64_t> v;
+    v.reserve(static_cast<std::size_t>(nW * n * 2));
+    for (int64_t w = 0; w < nW; ++w)
+      for (int64_t t = 0; t < n; ++t) {
+        v.push_back(mod((w / nw) * g.wh + t / g.ww + g.shift_h, g.Hp));
+        v.push_back(mod((w % nw) * g.ww + t % g.ww + g.shift_w, g.Wp));
+      }
+    return Tensor::indices({nW, n, 2}, v);
+  });
+}
+
+// The diagnostics of one forward: q and k of packed (B * nW, N, 3, heads, dh) per window, with the window's bias,
+// region mask and padding, the padded cells left out as queries.
+void WindowAttention::record_stats(const Tensor& packed, int64_t H, int64_t W, const WindowGeometry& g,
+                                   double scale) const {
+  const int64_t BnW = packed.size(0), n = packed.size(1), h = o_.heads, dh = head_dim();
+  const Tensor qkv5 = permute(packed, {2, 0, 3, 1, 4});  // (3, B * nW, heads, N, dh)
+  auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {BnW, h, n, dh}); };
+  const int64_t B = BnW / ((g.Hp / g.wh) * (g.Wp / g.ww));
+  const Tensor padding = window_padding(B, H, W, g);
+  AttentionInputs in;
+  in.q = part(0), in.k = part(1), in.scale = scale, in.relative = relative_position_bias_offsets(g.wh, g.ww);
+  in.key_padding = in.query_padding = padding;
+  in.score_bias = region_mask(g, packed.dtype());
+  in.cells = window_cells(g);
+  accumulate_attention_stats(in, *stats_);
+}
+
 // SwinTransformerBlock.forward (roll, partition, attn, reverse, roll back) with WindowAttention.forward inside.
 Tensor WindowAttention::attend(const Tensor& xp, int64_t H, int64_t W, const WindowGeometry& g) const {
   RPB_CHECK(xp.dtype() == qkv->weight.dtype(), "window_attention", "grid is ", dtype_name(xp.dtype()),
@@ -308,18 +357,9 @@ Tensor WindowAttention::attend(const Tensor& xp, int64_t H, int64_t W, const Win
   // V1: q = q * head_dim^-0.5; attn = q @ k^T + bias (+ mask). Scaling the product instead of q is the same value.
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   Tensor merged;  // (attn @ v).transpose(1, 2).reshape(B_, N, C)
+  if (stats_) record_stats(packed, H, W, g, scale);
   if (o_.fused) {
-    Tensor shift, padding;
-    if (g.shift_h > 0 || g.shift_w > 0)
-      shift = cached({7, g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w, static_cast<int64_t>(xp.dtype())},
-                     [&] { return swin_shift_mask(g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w, xp.dtype()); });
-    if (g.Hp != H || g.Wp != W)
-      padding = cached({6, B, H, W, g.Hp, g.Wp, g.wh, g.ww, g.shift_h, g.shift_w}, [&] {
-        const std::vector<int64_t> keys = padded_keys(H, W, g);
-        std::vector<int64_t> v;
-        for (int64_t b = 0; b < B; ++b) v.insert(v.end(), keys.begin(), keys.end());
-        return Tensor::indices({B * nW, n}, v);
-      });
+    const Tensor shift = region_mask(g, xp.dtype()), padding = window_padding(B, H, W, g);
     // Windows are the batch, window b % nW as the shift mask's G = nW rows expect; the kernel reads q, k and v
     // where the projection wrote them and writes (B * nW, N, heads, dh), the layout proj reads.
     AttentionSpec spec{scale, false, 0};

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "nn/attention_stats.h"
 #include "nn/layers.h"
 #include "nn/module.h"
 #include "nn/position/scheme.h"
@@ -117,7 +118,11 @@ class ContinuousPositionBiasMLP : public Module {
 ///   "none"       no position bias.
 /// Shifted windows add Swin's -100 region mask; padded keys are masked. Attention and projection dropout are not
 /// implemented (Swin's defaults are 0).
-class WindowAttention : public Module, public Positional {
+///
+/// Diagnostics (AttentionStatsSource): each real cell's attention over the keys of its window, the distance
+/// between cells measured on the unrolled grid (a pair across the roll's wrap is in two regions and weighs
+/// e^-100 against its own region); padded cells are neither keys nor counted queries.
+class WindowAttention : public Module, public Positional, public AttentionStatsSource {
  public:
   /// Throws an rpb::Error naming the offending option (heads not dividing dim, bad bias name, shift >= window, ...).
   WindowAttention(const WindowAttentionOptions& options, Generator& gen);
@@ -161,6 +166,7 @@ class WindowAttention : public Module, public Positional {
   void set_window(int64_t wh, int64_t ww, int64_t shift_h, int64_t shift_w);
 
   const WindowAttentionOptions& options() const { return o_; }
+  int64_t heads() const override { return o_.heads; }
   int64_t head_dim() const { return o_.dim / o_.heads; }
 
  private:
@@ -187,6 +193,10 @@ class WindowAttention : public Module, public Positional {
   Tensor window_bias(const WindowGeometry& g, DType dtype) const;
   Tensor key_padding_mask(int64_t H, int64_t W, const WindowGeometry& g) const;
   std::vector<int64_t> padded_keys(int64_t H, int64_t W, const WindowGeometry& g) const;
+  Tensor window_padding(int64_t B, int64_t H, int64_t W, const WindowGeometry& g) const;
+  Tensor region_mask(const WindowGeometry& g, DType dtype) const;
+  Tensor window_cells(const WindowGeometry& g) const;
+  void record_stats(const Tensor& packed, int64_t H, int64_t W, const WindowGeometry& g, double scale) const;
   void rebuild_buffers();
 
   // Derived constant tensors keyed by their arguments (window, shift, grid, dtype); cleared by set_window.

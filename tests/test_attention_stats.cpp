@@ -26,6 +26,13 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
+// The inputs of an attention call over q and k with scale 1 and nothing else.
+AttentionInputs stats_inputs(const Tensor& q, const Tensor& k) {
+  AttentionInputs in;
+  in.q = q, in.k = k;
+  return in;
+}
+
 struct HeadMeans {
   std::vector<double> distance, entropy;  // (H)
 };
@@ -106,8 +113,9 @@ TEST_CASE("attention stats: uniform attention over keys 0..i has mean distance i
   const int64_t H = 2, T = 6, dh = 4;
   for (int64_t i = 0; i < T; ++i) {  // one query at position i over keys 0..i: q = k = 0, no bias
     AttentionStats s(H);
-    accumulate_attention_stats({Tensor::zeros({1, H, 1, dh}), Tensor::zeros({1, H, i + 1, dh}), 1.0, {}, {}, true, i, {}},
-                               s);
+    AttentionInputs in = stats_inputs(Tensor::zeros({1, H, 1, dh}), Tensor::zeros({1, H, i + 1, dh}));
+    in.causal = true, in.q_offset = i;
+    accumulate_attention_stats(in, s);
     CAPTURE(i);
     CHECK(s.queries(1) == 1);
     CHECK(s.mean_distance(1) == doctest::Approx(i / 2.0));
@@ -158,7 +166,7 @@ TEST_CASE("attention stats: a language model's equal explicit probabilities, fus
     CHECK(max_abs_diff(fused.forward(tokens), plain) == 0);  // and detached, the forward is today's
 
     // Layer 0 from its input, with the probabilities written out.
-    const MultiHeadAttention& attn = *fused.attention_layers()[0];
+    const MultiHeadAttention& attn = *fused.blocks->at<TransformerBlock>(0).attn;
     const Positions p = Positions::line(12, 12, 0);
     Tensor x = fused.tok->forward(tokens);
     if (std::string(scheme) == "sinusoidal") x = add(x, fused.position()->embed(p));
@@ -192,28 +200,142 @@ TEST_CASE("attention stats: a grid model's global attention, Euclidean distance 
     Generator none(0);
     const auto pos = make_position_scheme(PositionOptions::for_model(small_options(scheme, true, false), 2), none);
     const Tensor h = reshape(fused.blocks->at<GridBlock>(0).ln1->forward(fused.tok->forward(tokens)), {2, 15, 16});
-    const auto [q, k] = project_qk(*fused.attention_layers()[0], h);
-    const Tensor probs = explicit_probs(q, k, fused.attention_layers()[0]->scale(), pos->bias(Positions::grid(3, 5)), false);
+    const MultiHeadAttention& attn = *fused.blocks->at<GridBlock>(0).attn;
+    const auto [q, k] = project_qk(attn, h);
+    const Tensor probs = explicit_probs(q, k, attn.scale(), pos->bias(Positions::grid(3, 5)), false);
     check_close(a[0], explicit_stats(probs, 5), 1e-5);
     CHECK(a[0].mean_distance(0) > 1.0);  // bidirectional over 15 cells: not a line's distance of a causal model
   }
-  Generator g(0);
-  TransformerOptions swin = small_options("swin", true, false);
-  CHECK(GridModel(swin, WindowOptions{}, g).attention_layers().empty());  // window attention records nothing
+}
+
+namespace {
+
+// Swin's region of a rolled coordinate r on an axis of extent n with window w and shift s (img_mask's slices
+// (0, -w), (-w, -s), (-s, None)); one region without a shift.
+int region(int64_t r, int64_t n, int64_t w, int64_t s) {
+  if (s == 0) return 0;
+  return r < n - w ? 0 : r < n - s ? 1 : 2;
+}
+
+// Window attention's diagnostics written out cell by cell on the grid x (B, H, W, C): a real cell (y, x) sits at
+// (y - shift, x - shift) mod the padded extents after the roll and attends to the real cells of its window there,
+// with the window bias at their rolled offset and -100 between regions; distances between the original cells.
+HeadMeans explicit_window_stats(const WindowAttention& wa, const Tensor& x) {
+  const int64_t B = x.size(0), H = x.size(1), W = x.size(2), C = x.size(3), nh = wa.heads(), dh = wa.head_dim();
+  const WindowGeometry g = wa.geometry(H, W);
+  const std::vector<double> qkv = wa.qkv->forward(x).to_vector();  // (B, H, W, 3, heads, dh)
+  const Tensor bias_t = wa.relative_position_bias(g.wh, g.ww);       // (heads, N, N) or undefined
+  const std::vector<double> bias = bias_t.defined() ? bias_t.to_vector() : std::vector<double>();
+  const int64_t n = g.wh * g.ww;
+  auto at = [&](int64_t b, int64_t y, int64_t xx, int64_t which, int64_t h, int64_t c) {
+    return qkv[static_cast<std::size_t>((((b * H + y) * W + xx) * 3 + which) * C + h * dh + c)];
+  };
+  HeadMeans m{std::vector<double>(nh, 0.0), std::vector<double>(nh, 0.0)};
+  const double count = static_cast<double>(B * H * W);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t qy = 0; qy < H; ++qy)
+        for (int64_t qx = 0; qx < W; ++qx) {
+          const int64_t qr = ((qy - g.shift_h) % g.Hp + g.Hp) % g.Hp, qc = ((qx - g.shift_w) % g.Wp + g.Wp) % g.Wp;
+          std::vector<double> score, dist;
+          for (int64_t ky = 0; ky < H; ++ky)
+            for (int64_t kx = 0; kx < W; ++kx) {
+              const int64_t kr = ((ky - g.shift_h) % g.Hp + g.Hp) % g.Hp, kc = ((kx - g.shift_w) % g.Wp + g.Wp) % g.Wp;
+              if (kr / g.wh != qr / g.wh || kc / g.ww != qc / g.ww) continue;  // another window
+              double s = 0;
+              for (int64_t c = 0; c < dh; ++c) s += at(b, qy, qx, 0, h, c) * at(b, ky, kx, 1, h, c);
+              s /= std::sqrt(static_cast<double>(dh));
+              const int64_t qi = (qr % g.wh) * g.ww + qc % g.ww, ki = (kr % g.wh) * g.ww + kc % g.ww;
+              if (!bias.empty()) s += bias[static_cast<std::size_t>((h * n + qi) * n + ki)];
+              if (region(qr, g.Hp, g.wh, g.shift_h) != region(kr, g.Hp, g.wh, g.shift_h) ||
+                  region(qc, g.Wp, g.ww, g.shift_w) != region(kc, g.Wp, g.ww, g.shift_w))
+                s -= 100.0;
+              score.push_back(s);
+              dist.push_back(std::hypot(double(qy - ky), double(qx - kx)));
+            }
+          const double mx = *std::max_element(score.begin(), score.end());
+          double z = 0;
+          for (const double s : score) z += std::exp(s - mx);
+          for (std::size_t j = 0; j < score.size(); ++j) {
+            const double p = std::exp(score[j] - mx) / z;
+            m.distance[h] += p * dist[j] / count;
+            if (p > 0) m.entropy[h] -= p * std::log(p) / count;
+          }
+        }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("attention stats: Swin window attention, cell by cell on the unrolled grid, padded cells left out") {
+  struct Case {
+    const char* bias;
+    int64_t H, W, shift;
+  };
+  // 6 x 7 pads to 8 x 8 (and rolls by 2 when shifted); 8 x 8 has no padding.
+  for (const Case& c : {Case{"table", 6, 7, 2}, Case{"continuous", 6, 7, 2}, Case{"table", 8, 8, 2},
+                        Case{"none", 6, 7, 0}, Case{"table", 5, 5, 0}}) {
+    for (const bool fused : {true, false}) {
+      CAPTURE(c.bias);
+      CAPTURE(c.H);
+      CAPTURE(c.W);
+      CAPTURE(c.shift);
+      CAPTURE(fused);
+      WindowAttentionOptions o;
+      o.dim = 16, o.heads = 2, o.window_h = o.window_w = 4, o.shift_h = o.shift_w = c.shift, o.bias = c.bias;
+      o.cpb_hidden = 8, o.fused = fused, o.init_std = 0.5;  // large weights: peaked, unequal attention
+      Generator gen(11), xg(12);
+      WindowAttention wa(o, gen);
+      const Tensor x = randn({2, c.H, c.W, 16}, xg);
+      NoGradGuard no_grad;
+      const Tensor plain = wa.forward(x);
+      std::vector<AttentionStats> a;
+      {
+        AttentionStatsRecorder recorder({&wa});
+        CHECK(max_abs_diff(wa.forward(x), plain) == 0);  // recording leaves the output as it was
+        a = recorder.layers();
+      }
+      CHECK(wa.stats_sink() == nullptr);
+      CHECK(a[0].queries(1) == 2 * c.H * c.W);  // real cells only
+      check_close(a[0], explicit_window_stats(wa, x), 1e-6);
+      CHECK(a[0].mean_distance(0) > 0.5);
+      CHECK(a[0].mean_distance(0) < std::hypot(3.0, 3.0));  // inside a 4 x 4 window
+    }
+  }
+  // A model's two blocks (the second shifted) are both recorded.
+  Generator g(0), tg(1);
+  GridModel swin(small_options("swin", true, false), WindowOptions{}, g);
+  swin.eval();
+  NoGradGuard no_grad;
+  AttentionStatsRecorder recorder(swin.attention_layers(), 6);
+  swin.forward(randint({2, 6, 6}, 7, tg));
+  REQUIRE(recorder.layers().size() == 2);
+  CHECK(recorder.layers()[1].queries(0) == 2 * 36);
+  CHECK(recorder.layers()[1].mean_distance(1) > 0);
 }
 
 TEST_CASE("attention stats: errors name the op and the shapes") {
   AttentionStats s(2);
   CHECK(contains(error_of([&] {
-          accumulate_attention_stats({Tensor::zeros({1, 3, 4, 2}), Tensor::zeros({1, 3, 4, 2}), 1.0, {}, {}, false, 0, {}}, s);
+          accumulate_attention_stats(stats_inputs(Tensor::zeros({1, 3, 4, 2}), Tensor::zeros({1, 3, 4, 2})), s);
         }),
         "attention stats: q [1, 3, 4, 2] has not the stats' 2 heads"));
   AttentionStats grid(2, 3);
   CHECK(contains(error_of([&] {
-          accumulate_attention_stats({Tensor::zeros({1, 2, 4, 2}), Tensor::zeros({1, 2, 4, 2}), 1.0, {}, {}, false, 0, {}},
-                                     grid);
+          accumulate_attention_stats(stats_inputs(Tensor::zeros({1, 2, 4, 2}), Tensor::zeros({1, 2, 4, 2})), grid);
         }),
         "are not the cells of a grid of width 3"));
+  const Tensor q = Tensor::zeros({2, 2, 4, 2});
+  AttentionInputs bad = stats_inputs(q, q);
+  bad.score_bias = Tensor::zeros({3, 4, 4});
+  CHECK(contains(error_of([&] { accumulate_attention_stats(bad, s); }),
+                 "score bias [3, 4, 4] is not (G, 4, 4) with G dividing the batch 2"));
+  bad = stats_inputs(q, q);
+  bad.cells = Tensor::zeros({1, 4, 2});
+  CHECK(contains(error_of([&] { accumulate_attention_stats(bad, s); }), "(or the cells are not i64)"));
+  bad = stats_inputs(q, q);
+  bad.query_padding = Tensor::zeros({2, 3});
+  CHECK(contains(error_of([&] { accumulate_attention_stats(bad, s); }), "query padding [2, 3] is not (B, Tq)"));
   CHECK(contains(error_of([&] { s.add(2, 0, 0); }), "head 2 is not in [0, 2)"));
   CHECK(s.mean_distance(0) == 0);  // no query counted
 }

@@ -41,7 +41,7 @@ struct EvalRecord {
 /// nll is the mean NLL in nats, perplexity exp(nll); a length the scheme cannot run at has null nll, perplexity and
 /// tokens. "attention" holds the attention diagnostics per layer and head (LengthResult::attention, train/workload.h:
 /// mean attention distance in positions, or cells on a grid, and entropy in nats, over the evaluation's sample);
-/// null when not measured (run.eval_diagnostics off, a length the scheme cannot run at, window attention).
+/// null when not measured (run.eval_diagnostics off, a length the scheme cannot run at).
 /// Numbers carry 17 significant digits (they read back as the same doubles).
 std::string eval_record_json(const EvalRecord& record);
 

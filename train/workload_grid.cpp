@@ -93,15 +93,12 @@ class GridWorkload final : public Workload {
     return total / static_cast<double>(n);
   }
 
-  // One forward over the first grids of x holding `sample_cells` cells (at least one grid), recorded; empty for
-  // window attention, which records no diagnostics.
+  // One forward over the first grids of x holding `sample_cells` cells (at least one grid), recorded.
   AttentionDiagnostics diagnostics(const Tensor& x, int64_t sample_cells) const {
-    const std::vector<nn::MultiHeadAttention*> layers = model_->attention_layers();
-    if (layers.empty()) return {};
     NoGradGuard no_grad;
     const int64_t side = x.size(1);
     const int64_t grids = std::clamp<int64_t>(sample_cells / (side * side), 1, x.size(0));
-    nn::AttentionStatsRecorder recorder(layers, side);
+    nn::AttentionStatsRecorder recorder(model_->attention_layers(), side);
     model_->forward(slice(x, 0, 0, grids));
     return attention_diagnostics(recorder.layers());
   }
