@@ -175,6 +175,11 @@ TEST_CASE("untrained rows: options, a missing record, checkpoints, rpb eval --un
   alibi.untrained = Untrained::nearest;
   CHECK(contains(error_of([&] { validate(alibi); }), "untrained = \"nearest\" applies to the schemes with a table row "
                                                      "per relative position (t5, shaw, clipped2d); alibi has none"));
+  PositionOptions swin = alibi;
+  swin.scheme = "swin";
+  swin.dims = 2;
+  CHECK(contains(error_of([&] { validate(swin); }),
+                 "swin reads its bias only inside a window, where every training window reads every offset"));
   const std::string cfg_error = error_of([] { parse_config("[position]\nscheme = \"rope\"\nuntrained = \"nearest\"\n", "u.toml"); });
   CHECK(contains(cfg_error, "u.toml:3:13"));
   CHECK(contains(cfg_error, "position.untrained"));

@@ -156,9 +156,13 @@ void validate(const PositionOptions& o) {
     std::string tables;
     for (const SchemeInfo& t : rows())
       if (t.row_table) tables += (tables.empty() ? "" : ", ") + std::string(t.name);
+    // Swin's V1 table is one, but holds only the offsets inside a window, and every training window reads them all.
+    const std::string why = s.kind == PositionKind::window
+                                ? " reads its bias only inside a window, where every training window reads every offset"
+                                : " has none";
     RPB_CHECK_OPTION(false, s.name, "untrained", "untrained = \"", untrained_name(o.untrained),
                      "\" applies to the schemes with a table row per relative position (", tables, "); ", s.name,
-                     " has none");
+                     why);
   }
   s.validate(o);
 }
