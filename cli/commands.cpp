@@ -59,6 +59,7 @@ int cmd_train(const std::string& config_path, bool resume, const std::string& re
   context.resume_command = resume_command("train", config_path, overrides);
   run.set_context(context);
   const TrainSummary s = run.train(resume, resume_from, {.extend = extend, .overwrite = overwrite});
+  if (run.shard().index != 0) return 0;  // data-parallel: rank 0 reports, evaluates, prints and records
   if (s.stopped_non_finite) {
     spdlog::error("training stopped at step {}: a non-finite loss or gradient (see {}/train.log)", s.step, run.dir());
     return 1;

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "train/distributed.h"
 #include "train/interrupt.h"
 #include "train/version.h"
 
@@ -33,13 +34,32 @@ bool first_argument_known(int argc, char** argv) {
   return false;
 }
 
+// "rpb 0.1.0 (MPI: Open MPI v4.1.4)" or "rpb 0.1.0 (built without MPI: one process)".
+std::string version_line() {
+  const std::string mpi = rpb::dist::built_with_mpi() ? "MPI: " + rpb::dist::library_version()
+                                                       : "built without MPI: one process";
+  return std::string("rpb ") + rpb::version() + " (" + mpi + ")";
+}
+
+// Under MPI, a rank whose command failed ends the whole job (the others may be waiting for it in a collective);
+// its message names the rank. Alone, it returns `code`.
+int finish(int code) {
+  if (code != 0 && code != 130 && code != 143 && rpb::dist::size() > 1) rpb::dist::abort(code);
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Errors and progress go to stderr; stdout carries only results (tables, reports, JSON).
+  const rpb::dist::Session mpi(argc, argv);  // MPI only when an MPI launcher started this process
+  // Errors and progress go to stderr; stdout carries only results (tables, reports, JSON). Under MPI with more
+  // than one rank, each line names its rank.
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
+  if (rpb::dist::size() > 1)
+    spdlog::set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S.%e] [rank {}/{}] [%^%l%$] %v", rpb::dist::rank(),
+                                    rpb::dist::size()));
   CLI::App app{"rpb: train and study relative-position-bias attention"};
-  app.set_version_flag("--version", std::string("rpb ") + rpb::version());
+  app.set_version_flag("--version", version_line());
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages, and where in rpb's sources an error was raised");
   app.footer(
@@ -73,17 +93,17 @@ int main(int argc, char** argv) {
   if (verbose) spdlog::set_level(spdlog::level::debug);
   try {
     for (const auto& [sub, run] : runners)
-      if (*sub) return run();
+      if (*sub) return finish(run());
   } catch (const rpb::Interrupted& e) {
     return e.exit_code();  // the run has logged where it stopped and how to resume
   } catch (const rpb::Error& e) {
     // The last line of defence: whatever user text a message quotes, no control byte reaches the terminal.
     spdlog::error("{}", rpb::terminal_text(e.message()));
     if (!e.location().empty()) spdlog::debug("raised at {}", e.location());
-    return 1;
+    return finish(1);
   } catch (const std::exception& e) {
     spdlog::error("unexpected error: {}", rpb::terminal_text(e.what()));
-    return 1;
+    return finish(1);
   }
   return 0;
 }

@@ -7,12 +7,15 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
+#include "core/parallel.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "train/atomic_file.h"
+#include "train/distributed.h"
 #include "train/interrupt.h"
 #include "train/latest.h"
 #include "train/log_file_sink.h"
@@ -49,6 +52,15 @@ std::shared_ptr<spdlog::logger> run_logger(const std::string& dir) {
   return logger;
 }
 
+// The logger of a data-parallel rank other than 0: errors only, to the terminal, naming the rank.
+std::shared_ptr<spdlog::logger> quiet_logger() {
+  auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("run", console);
+  logger->set_level(spdlog::level::err);
+  logger->set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S] [rank {}/{}] [%l] %v", dist::rank(), dist::size()));
+  return logger;
+}
+
 // The first parameter (in order) holding a NaN or an Inf: the likely cause of a non-finite loss.
 std::optional<std::string> first_non_finite_param(const std::vector<optim::NamedParam>& params) {
   for (const auto& p : params)
@@ -63,7 +75,15 @@ constexpr const char* kIntervalSteps = "interval_loss_steps";
 
 }  // namespace
 
-Run::Run(const RunConfig& config) : config_(config), memory_(estimate_memory(config_, vocab_bound(config_))) {
+Run::Run(const RunConfig& config, Parallel parallel)
+    : config_(config), memory_(estimate_memory(config_, vocab_bound(config_))) {
+  if (parallel == Parallel::ranks && dist::size() > 1) {
+    shard_ = {dist::rank(), dist::size()};
+    lead_ = dist::rank() == 0;
+    RPB_CHECK(config_.batch % dist::size() == 0, "train", config_.source.empty() ? "" : config_.source + ": ",
+              "run.batch = ", config_.batch, " is the global batch, split evenly over the ", dist::size(),
+              " MPI ranks, and ", dist::size(), " does not divide it (use a multiple of ", dist::size(), ")");
+  }
   dir_ = config_.run_dir();
   check_memory(memory_, memory_budget(), "run " + config_.name);
   workload_ = make_workload(config_);
@@ -137,17 +157,47 @@ int64_t Run::start(bool resume, const std::string& resume_from, const StartOptio
   if (match.extended) extend_note_ = extend_note(config_, match.stored_steps);
   check_checkpoint_step(c, config_, from->file);
   restore(c, from->file);
+  resumed_file_ = from->file;
   if (!resume_from.empty()) write_latest(dir_, fs::path(from->file).filename().string());
   summary.resumed = true;
   summary.step = c.step;  // a run resumed at config.steps takes no step
   return c.step;
 }
 
+int64_t Run::follow_lead(int64_t start, const StartOptions& options) {
+  std::string file = resumed_file_;
+  dist::broadcast(&start, sizeof start);
+  dist::broadcast(file);
+  if (!lead_ && !file.empty()) {
+    const Checkpoint c = load_checkpoint(file);
+    const RunMatch match = match_run(c.config_text, file, config_, options.extend);
+    RPB_CHECK(match.changes.empty(), "train", "rank ", dist::rank(), " reads a different config than rank 0 in ", file);
+    config_ = match.config;
+    restore(c, file);
+  }
+  broadcast_tensors(workload_->model().named_parameters());
+  broadcast_tensors(workload_->model().named_buffers());
+  return start;
+}
+
 Run::StepResult Run::take_step(int64_t step, double lr) {
   StepResult r;
   optimizer_->zero_grad();
-  Tensor loss = workload_->next_loss();
+  Tensor loss = workload_->next_loss(shard_, step);
   r.loss = loss.item();
+  r.signal = pending_interrupt();
+  if (shard_.count > 1) {
+    // The ranks agree on the mean loss and on a stop: a non-finite loss on one rank makes the sum non-finite.
+    if (std::isfinite(r.loss)) backward(loss);
+    else tape().clear();
+    double sum = r.loss;
+    int64_t signal = r.signal;
+    dist::allreduce_sum(&sum, 1);
+    dist::allreduce_max(&signal, 1);
+    r.loss = sum / static_cast<double>(shard_.count);
+    r.signal = static_cast<int>(signal);
+    if (std::isfinite(r.loss)) averager_.average(optimizer_->params());
+  }
   if (!std::isfinite(r.loss)) {
     r.bad = "the loss";
     if (auto name = first_non_finite_param(optimizer_->params()))
@@ -155,7 +205,7 @@ Run::StepResult Run::take_step(int64_t step, double lr) {
     tape().clear();
     return r;
   }
-  backward(loss);
+  if (shard_.count == 1) backward(loss);
   if (gradient_hook_) gradient_hook_(step + 1, optimizer_->params());
   if (auto name = optim::first_non_finite_grad(optimizer_->params())) {
     r.bad = "the gradient of " + *name;
@@ -210,12 +260,19 @@ void Run::interrupted(int signal, int64_t done, spdlog::logger& log) {
 
 TrainSummary Run::train(bool resume, const std::string& resume_from, const StartOptions& options) {
   TrainSummary summary;
-  fs::create_directories(dir_);
   const DeferInterrupts defer;  // a SIGINT or SIGTERM waits for the end of a step (train/interrupt.h)
-  auto lock = std::make_unique<RunLock>(dir_);  // held until the final save is done
-  const std::vector<std::string> stale = remove_stale_temp_files(dir_);
-  const int64_t start = this->start(resume, resume_from, options, summary);
-  if (!summary.moved_aside.empty()) lock = std::make_unique<RunLock>(dir_);  // the new folder's
+  std::unique_ptr<RunLock> lock;  // held until the final save is done
+  std::vector<std::string> stale;
+  int64_t start = 0;
+  if (lead_) {
+    fs::create_directories(dir_);
+    lock = std::make_unique<RunLock>(dir_);
+    stale = remove_stale_temp_files(dir_);
+    start = this->start(resume, resume_from, options, summary);
+    if (!summary.moved_aside.empty()) lock = std::make_unique<RunLock>(dir_);  // the new folder's
+  }
+  if (shard_.count > 1) start = follow_lead(start, options);
+  if (!lead_) return train_steps(start, summary, *quiet_logger(), nullptr);
   auto log = run_logger(dir_);
   write_file_atomically((fs::path(dir_) / "config.toml").string(), digest_line(config_.text) + config_.text);
   if (!summary.moved_aside.empty()) log->info("--overwrite: moved the previous run folder aside to {}", summary.moved_aside);
@@ -230,11 +287,21 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
             workload_->describe(), workload_->model().parameter_count(), start, config_.steps);
   log->info("memory: {} estimated, limit {}", memory_.describe(),
             memory_budget().bytes ? format_bytes(memory_budget().bytes) + " (" + memory_budget().source + ")" : "none");
+  if (shard_.count > 1)
+    log->info("data-parallel over {} ranks: {} rows each of the batch of {}, {} thread{} per rank ({} hardware "
+              "threads, {} ranks on this node)",
+              shard_.count, config_.batch / shard_.count, config_.batch, num_threads(), num_threads() == 1 ? "" : "s",
+              std::thread::hardware_concurrency(), dist::local_size());
+  return train_steps(start, summary, *log, &csv);
+}
+
+TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logger& log, MetricsCsv* csv) {
   workload_->model().train();
   double last_loss = metrics_.empty() ? 0.0 : metrics_.back().loss;
   bool saved = false;  // a periodic save wrote the checkpoint of summary.step
+  int signal = 0;      // the SIGINT or SIGTERM that ends the run (data-parallel: seen by some rank)
   {
-    Progress progress(*log, start, config_.steps, metrics_.empty() ? 0.0 : metrics_.back().elapsed_s, context_);
+    Progress progress(log, start, config_.steps, metrics_.empty() ? 0.0 : metrics_.back().elapsed_s, context_);
     for (int64_t step = start; step < config_.steps; ++step) {
       const double lr = optim::learning_rate(config_.optim.schedule, step);
       const StepResult r = take_step(step, lr);
@@ -245,8 +312,8 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
       if (r.bad.empty()) {
         last_loss = r.loss;
       } else {
-        log->warn("step {}: non-finite value in {} ({})", step + 1, r.bad,
-                  config_.on_nonfinite == "skip" ? "step skipped" : "run stopped");
+        log.warn("step {}: non-finite value in {} ({})", step + 1, r.bad,
+                 config_.on_nonfinite == "skip" ? "step skipped" : "run stopped");
         if (config_.on_nonfinite == "stop") {
           summary.stopped_non_finite = true;
           summary.step = step;
@@ -256,25 +323,33 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
       progress.add_tokens(workload_->batch_tokens());
       const int64_t done = step + 1;
       const bool validating = config_.eval_every > 0 && done % config_.eval_every == 0;
-      if (validating || done % config_.log_every == 0 || done == config_.steps)
-        log_row(done, lr, r.grad_norm, progress, csv, *log);
-      else
+      if (csv == nullptr) {  // a data-parallel rank other than 0: no rows, no files
+        interval_loss_ = 0;
+        interval_steps_ = 0;
+      } else if (validating || done % config_.log_every == 0 || done == config_.steps) {
+        log_row(done, lr, r.grad_norm, progress, *csv, log);
+      } else {
         progress.tick(done);
+      }
       saved = config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 && done != config_.steps;
-      if (saved) save(done);
+      if (saved && lead_) save(done);
       summary.step = done;
-      if (pending_interrupt()) break;  // a SIGINT or SIGTERM: the step is saved below, then Interrupted
+      // A SIGINT or SIGTERM: the step is saved below, then Interrupted. Data-parallel, every rank stops after the
+      // step in which some rank saw it (take_step reduced it), so all stop together.
+      signal = shard_.count > 1 ? r.signal : pending_interrupt();
+      if (signal) break;
     }
   }
   // A resumed run that took no step (it had already reached config.steps) keeps its checkpoint
   // and `latest` as they are: saving again would rewrite them for nothing.
-  if (!summary.stopped_non_finite && !saved && !(summary.resumed && summary.step == start)) save(summary.step);
-  if (const int sig = pending_interrupt(); sig && !summary.stopped_non_finite) interrupted(sig, summary.step, *log);
+  if (lead_ && !summary.stopped_non_finite && !saved && !(summary.resumed && summary.step == start)) save(summary.step);
+  if (signal == 0) signal = pending_interrupt();  // during the last step or the save (data-parallel: this rank's)
+  if (signal && !summary.stopped_non_finite) interrupted(signal, summary.step, log);
   summary.last_loss = last_loss;
-  summary.checkpoint = read_latest(dir_);
-  log->info("run {}: finished at step {} (loss {:.4f}); checkpoint {}", config_.name, summary.step, last_loss,
-            summary.checkpoint);
-  log->flush();
+  if (lead_) summary.checkpoint = read_latest(dir_);
+  log.info("run {}: finished at step {} (loss {:.4f}); checkpoint {}", config_.name, summary.step, last_loss,
+           summary.checkpoint);
+  log.flush();
   return summary;
 }
 

@@ -12,6 +12,7 @@
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/data_parallel.h"
 #include "train/memory.h"
 #include "train/progress.h"
 #include "train/workload.h"
@@ -39,11 +40,22 @@ struct StartOptions {
   bool overwrite = false;
 };
 
+/// Who takes a Run's steps.
+enum class Parallel {
+  /// Every rank of the MPI job (train/distributed.h), data-parallel: each computes its shard of the global batch
+  /// run.batch, the gradients are averaged, every rank takes the same optimizer step; rank 0 alone writes the run
+  /// folder (checkpoints, config, log, metrics). One process when MPI is not running.
+  ranks,
+  /// This process alone, whatever the job (a distributed sweep gives whole runs to ranks).
+  this_process,
+};
+
 /// A run folder <out_dir>/<name>: config, log, checkpoints (step_<k>.h5) and a `latest` pointer.
 class Run {
  public:
-  /// Builds the workload (task and model) and the optimizer from `config`.
-  explicit Run(const RunConfig& config);
+  /// Builds the workload (task and model) and the optimizer from `config`. With Parallel::ranks under an MPI job
+  /// of N > 1 ranks, run.batch must be a multiple of N (else rpb::Error says so).
+  explicit Run(const RunConfig& config, Parallel parallel = Parallel::ranks);
   ~Run();
 
   /// Trains to config.steps, holding the run folder's RunLock throughout (a second process training in
@@ -55,6 +67,11 @@ class Run {
   /// overwritten). A resumed checkpoint's step must lie in [0, config.steps], and its stored config must have the
   /// identity of this one (train/run_identity.h; run.steps may differ with options.extend): else rpb::Error lists
   /// the differing keys (changed_config_message), unless options.overwrite moves the folder aside.
+  ///
+  /// Data-parallel (Parallel::ranks, N > 1 ranks): rank 0 does all of the above that touches the run folder and
+  /// the terminal; the others read the checkpoint rank 0 resumed from (the folder must be on a filesystem every
+  /// rank sees), start from rank 0's parameters, and stay quiet but for errors. The loss, the non-finite checks,
+  /// clipping and the stop on a signal all see values reduced over the ranks, so every rank decides alike.
   ///
   /// Every run.log_every steps (and at every validation and the last step) it logs a row: the mean training loss
   /// of the steps since the previous row (steps whose loss is not finite left out; NaN when none is left), appended
@@ -84,10 +101,13 @@ class Run {
   /// A sweep's position and time for the progress lines, and the command an interrupted run is resumed with.
   void set_context(ProgressContext context) { context_ = std::move(context); }
 
+  /// The shard of each batch this process computes ({0, 1} unless data-parallel).
+  const Shard& shard() const { return shard_; }
+
   /// What on_gradients() calls: the step being taken (1-based) and the parameters, their gradients set.
   using GradientHook = std::function<void(int64_t step, const std::vector<optim::NamedParam>& params)>;
-  /// Calls `hook` after each step's backward, before the gradients are checked for NaN and Inf, clipped and
-  /// applied: to log, inspect or change them (the fault tests inject a NaN this way). One hook; an empty
+  /// Calls `hook` after each step's backward (data-parallel: on every rank, after the gradients are averaged),
+  /// before the gradients are checked for NaN and Inf, clipped and applied: to log, inspect or change them (the fault tests inject a NaN this way). One hook; an empty
   /// function removes it.
   void on_gradients(GradientHook hook) { gradient_hook_ = std::move(hook); }
 
@@ -97,6 +117,7 @@ class Run {
   struct StepResult {
     double loss = 0, grad_norm = 0;
     std::string bad;
+    int signal = 0;  // a SIGINT or SIGTERM pending on this process (data-parallel: on any rank) before the step
   };
   /// Resumes (from `resume_from`, or from `latest` with `resume`) or checks the folder holds no
   /// checkpoint; returns the first step to take.
@@ -104,6 +125,12 @@ class Run {
   /// --overwrite: moves the run folder aside and recreates it empty; returns the first step, 0.
   int64_t start_afresh(TrainSummary& summary);
   StepResult take_step(int64_t step, double lr);
+  /// The steps from `start` to config.steps and the final save; `csv` null on data-parallel ranks other than 0
+  /// (which log only errors and write nothing).
+  TrainSummary train_steps(int64_t start, TrainSummary& summary, spdlog::logger& log, MetricsCsv* csv);
+  /// Data-parallel, ranks other than 0: resumes from the checkpoint rank 0 resumed from (or starts fresh with
+  /// it), then every rank takes rank 0's parameters. Returns rank 0's first step.
+  int64_t follow_lead(int64_t start, const StartOptions& options);
   /// Scores the valid split at run.valid_multipliers: (length, mean NLL) of each length the model can run at.
   std::vector<std::pair<int64_t, double>> validate();
   /// Logs the row of step `done` (after a validation when one is due) to the log, metrics.csv and metrics_.
@@ -114,6 +141,10 @@ class Run {
   void save(int64_t step);
 
   RunConfig config_;
+  Shard shard_;       // this rank's part of every batch
+  bool lead_ = true;  // writes the run folder: rank 0, or this process alone
+  GradientAverager averager_;
+  std::string resumed_file_;  // the checkpoint start() resumed from ("" for a fresh run)
   MemoryEstimate memory_;  // of config_, checked against memory_budget() before anything is built
   std::string dir_;
   std::unique_ptr<Workload> workload_;

@@ -37,6 +37,13 @@ struct LengthResult {
   std::optional<double> perplexity() const;
 };
 
+/// The part of each global training batch this process computes under data parallelism (train/distributed.h):
+/// rows [index * B / count, (index + 1) * B / count) of the batch of run.batch rows every rank draws alike.
+struct Shard {
+  int64_t index = 0;  // this rank
+  int64_t count = 1;  // ranks; 1: the whole batch
+};
+
 class Workload {
  public:
   virtual ~Workload() = default;
@@ -47,8 +54,11 @@ class Workload {
   virtual std::optional<double> optimal_perplexity() const = 0;
   /// Tokens (or cells) in one training batch, for the tokens/s figure.
   virtual int64_t batch_tokens() const = 0;
-  /// The loss of the next training batch, drawn from the workload's sampler.
-  virtual Tensor next_loss() = 0;
+  /// The loss of `shard` of the next training batch (the mean over its rows), the batch drawn from the
+  /// workload's sampler as a single process draws it, so the shards of all ranks make up that batch. `step` is
+  /// the step being taken: with several shards, dropout draws its masks from a stream of (run.seed, step, shard
+  /// index) (Workload::shard_dropout), so a run is the same for the same rank count and resumes anywhere.
+  virtual Tensor next_loss(const Shard& shard = {}, int64_t step = 0) = 0;
   /// The generator states and counters that fix the following batches and dropout masks.
   virtual void save_state(Checkpoint& c) const = 0;
   /// Restores what save_state wrote; errors name `file` and what is missing.
@@ -75,6 +85,14 @@ int64_t model_parameter_count(const RunConfig& config, int64_t vocab);
 /// `config`'s model alone, initialised from run.seed as a Run's is, without its task's data: what
 /// `rpb inspect` loads a checkpoint into.
 std::unique_ptr<nn::Module> make_model(const RunConfig& config, int64_t vocab);
+
+/// Rows [index * B / count, (index + 1) * B / count) of a batch (B, ...) for `shard`; the batch itself when count
+/// is 1. Throws when the shards do not divide B.
+Tensor shard_rows(const Tensor& batch, const Shard& shard);
+
+/// With several shards, points `dropout` at the stream of (seed, step, shard.index); one shard keeps the
+/// generator's own stream (a one-process run draws as it always has).
+void shard_dropout(Generator& dropout, uint64_t seed, int64_t step, const Shard& shard);
 
 /// The diagnostics an AttentionStatsRecorder holds, [layer][head].
 AttentionDiagnostics attention_diagnostics(const std::vector<nn::AttentionStats>& layers);

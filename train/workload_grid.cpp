@@ -25,10 +25,11 @@ class GridWorkload final : public Workload {
   std::optional<double> optimal_perplexity() const override { return task_.optimal_perplexity(); }
   int64_t batch_tokens() const override { return config_.batch * config_.length * config_.length; }
 
-  Tensor next_loss() override {
+  Tensor next_loss(const Shard& shard, int64_t step) override {
     Tensor x, y;
     task_.sample(config_.batch, config_.length, config_.length, sampler_, x, y);
-    return model_->loss(x, y);
+    shard_dropout(model_->dropout_generator(), config_.seed, step, shard);
+    return model_->loss(shard_rows(x, shard), shard_rows(y, shard));
   }
 
   void save_state(Checkpoint& c) const override {

@@ -37,10 +37,11 @@ class LmWorkload final : public Workload {
   std::optional<double> optimal_perplexity() const override { return task_->optimal_perplexity(); }
   int64_t batch_tokens() const override { return config_.batch * config_.length; }
 
-  Tensor next_loss() override {
+  Tensor next_loss(const Shard& shard, int64_t step) override {
     Tensor inputs, targets;
     sampler_->next(inputs, targets);
-    return model_->loss(inputs, targets);
+    shard_dropout(model_->dropout_generator(), config_.seed, step, shard);
+    return model_->loss(shard_rows(inputs, shard), shard_rows(targets, shard));
   }
 
   void save_state(Checkpoint& c) const override {

@@ -1,0 +1,243 @@
+"""Data-parallel training under MPI (train/distributed.h, Run with Parallel::ranks), run through mpirun with up to
+4 ranks on this machine (oversubscribed):
+
+- 2 and 4 ranks follow the one-process loss curve for 200 steps within 1e-5 relative at every step, and two runs
+  with the same rank count end with bit-identical checkpoints;
+- a checkpoint written by 2 ranks resumes under 2 ranks bit-identically and under 4 ranks as 4 ranks would run;
+- kill -9 of one rank ends the job non-zero naming the rank, leaves `latest` and its checkpoint intact, and a
+  resumed run ends bit-identical to an uninterrupted one;
+- an error seen by the ranks ends every rank within seconds;
+- each rank runs cores / ranks-on-the-node threads by default.
+
+    /usr/bin/python3 tests/mpi/test_data_parallel.py --rpb build/rpb --mpirun /usr/bin/mpirun
+
+ctest runs it when rpb was built with MPI (CMakeLists.txt, test mpi.data_parallel). Running as root (as CI does),
+it sets OMPI_ALLOW_RUN_AS_ROOT for mpirun.
+"""
+import argparse
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ARGS = None
+TOLERANCE = 1e-5
+
+CONFIG = """
+[run]
+name = "dp"
+out_dir = "{out_dir}"
+seed = 3
+steps = {steps}
+batch = 8
+length = 32
+log_every = 1
+checkpoint_every = {every}
+eval_multipliers = [1, 2]
+eval_tokens = 1024
+
+[model]
+d_model = 32
+heads = 4
+layers = 2
+d_ff = 64
+
+[position]
+scheme = "t5"
+num_buckets = 16
+max_distance = 64
+
+[task]
+kind = "markov"
+vocab = 16
+order = 2
+
+[optim]
+lr = 3e-3
+schedule = "cosine"
+warmup_steps = 10
+grad_clip = 1.0
+"""
+
+
+def mpi_env():
+    env = dict(os.environ)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_rmaps_base_oversubscribe": "1"})
+    env.pop("RPB_NUM_THREADS", None)  # the ranks pick their threads (tested below)
+    return env
+
+
+def command(ranks, *args):
+    base = [ARGS.rpb, *args]
+    if ranks == 0:  # no mpirun at all: the plain one-process command
+        return base
+    return [ARGS.mpirun, "-np", str(ranks), *base]
+
+
+def run(ranks, *args, timeout=300):
+    return subprocess.run(command(ranks, *args), env=mpi_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def losses(folder):
+    with open(os.path.join(folder, "metrics.csv"), newline="") as f:
+        return [(int(r["step"]), float(r["train_loss"])) for r in csv.DictReader(f)]
+
+
+def datasets(path):
+    import h5py  # python3-h5py (scripts/deps.sh)
+    out = {}
+    with h5py.File(path, "r") as f:
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset) and not name.startswith("metrics/"):  # timings differ run to run
+                out[name] = obj[()].tobytes()
+        f.visititems(visit)
+    return out
+
+
+class DataParallel(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="rpb-mpi-")
+        cls.root = cls.tmp.name
+        cls.config = cls.write_config("dp.toml", steps=200, every=50)
+        cls.folders = {}
+        for name, ranks in [("np1", 0), ("np2", 2), ("np4", 4), ("np2_again", 2)]:
+            r = run(ranks, "train", cls.config, "--set", "run.name=" + name)
+            if r.returncode != 0:
+                raise AssertionError(f"{name}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+            cls.folders[name] = os.path.join(cls.root, "runs", name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    @classmethod
+    def write_config(cls, name, steps, every):
+        path = os.path.join(cls.root, name)
+        with open(path, "w") as f:
+            f.write(CONFIG.format(out_dir=os.path.join(cls.root, "runs"), steps=steps, every=every))
+        return path
+
+    def assert_close_curves(self, a, b, first_step=1):
+        a = [x for x in a if x[0] >= first_step]
+        b = [x for x in b if x[0] >= first_step]
+        self.assertEqual([s for s, _ in a], [s for s, _ in b])
+        for (step, x), (_, y) in zip(a, b):
+            self.assertLessEqual(abs(x - y) / abs(x), TOLERANCE, f"step {step}: {x} against {y}")
+
+    def test_ranks_follow_the_one_process_curve(self):
+        one = losses(self.folders["np1"])
+        self.assertEqual(len(one), 200)
+        for name in ["np2", "np4"]:
+            with self.subTest(ranks=name):
+                self.assert_close_curves(one, losses(self.folders[name]))
+        # Not the same bits: the shards' sums are added in another order (else this test would prove nothing).
+        self.assertNotEqual(one, losses(self.folders["np2"]))
+
+    def test_same_rank_count_is_bit_identical(self):
+        self.assertEqual(losses(self.folders["np2"]), losses(self.folders["np2_again"]))
+        final = "step_00000200.h5"
+        self.assertEqual(datasets(os.path.join(self.folders["np2"], final)),
+                         datasets(os.path.join(self.folders["np2_again"], final)))
+
+    def test_only_rank_0_writes(self):
+        with open(os.path.join(self.folders["np2"], "train.log")) as f:
+            log = f.read()
+        self.assertIn("data-parallel over 2 ranks", log)
+        self.assertIn("4 rows each", log)
+        self.assertEqual(log.count("finished at step 200"), 1)
+
+    def test_threads_per_rank(self):
+        with open(os.path.join(self.folders["np2"], "train.log")) as f:
+            log = f.read()
+        threads = max(1, (os.cpu_count() or 1) // 2)  # 2 ranks on this node
+        self.assertIn(f"{threads} thread{'' if threads == 1 else 's'} per rank", log)
+
+    def test_resume_under_another_rank_count(self):
+        for name, ranks, reference in [("from2to2", 2, "np2"), ("from2to4", 4, "np4")]:
+            with self.subTest(name=name):
+                folder = os.path.join(self.root, "runs", name)
+                shutil.copytree(self.folders["np2"], folder)
+                r = run(ranks, "train", self.config, "--set", "run.name=" + name,
+                        "--resume-from", os.path.join(folder, "step_00000100.h5"))
+                self.assertEqual(r.returncode, 0, r.stderr)
+                if ranks == 2:  # the same rank count: the same bits as the uninterrupted run
+                    self.assertEqual(losses(folder), losses(self.folders["np2"]))
+                    self.assertEqual(datasets(os.path.join(folder, "step_00000200.h5")),
+                                     datasets(os.path.join(self.folders["np2"], "step_00000200.h5")))
+                else:
+                    self.assert_close_curves(losses(self.folders[reference]), losses(folder), first_step=101)
+
+    def test_kill_one_rank(self):
+        config = self.write_config("kill.toml", steps=600, every=20)
+        folder = os.path.join(self.root, "runs", "killed")
+        job = subprocess.Popen(command(2, "train", config, "--set", "run.name=killed"), env=mpi_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        latest = os.path.join(folder, "latest")
+        deadline = time.time() + 120
+        while not os.path.exists(latest) and time.time() < deadline and job.poll() is None:
+            time.sleep(0.02)
+        victim = rank_pid(1, "run.name=killed")
+        self.assertIsNotNone(victim, "rank 1's process was not found")
+        os.kill(victim, signal.SIGKILL)
+        t0 = time.time()
+        out, _ = job.communicate(timeout=60)
+        self.assertLess(time.time() - t0, 30, "the job outlived its killed rank")
+        self.assertNotEqual(job.returncode, 0, out)
+        self.assertRegex(out, r"rank 1\b", out)
+        # `latest` names a whole checkpoint, which a process reads back.
+        r = run(0, "inspect", latest)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # Resumed, the run ends as an uninterrupted one with the same rank count.
+        r = run(2, "train", config, "--set", "run.name=killed", "--resume")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run(2, "train", config, "--set", "run.name=whole")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        whole = os.path.join(self.root, "runs", "whole")
+        self.assertEqual(datasets(os.path.join(folder, "step_00000600.h5")),
+                         datasets(os.path.join(whole, "step_00000600.h5")))
+
+    def test_an_error_ends_every_rank(self):
+        t0 = time.time()
+        r = run(2, "train", self.config, "--set", "run.name=bad", "--set", "run.batch=7", timeout=60)
+        self.assertLess(time.time() - t0, 30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("run.batch = 7 is the global batch, split evenly over the 2 MPI ranks", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "runs", "bad", "latest")))
+
+
+def rank_pid(rank, marker):
+    """The pid of the rpb process of MPI rank `rank` whose command line holds `marker`."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if cmd and os.path.basename(cmd[0].decode()) == "rpb" and marker.encode() in cmd and \
+                f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+            return int(pid)
+    return None
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rpb", required=True)
+    parser.add_argument("--mpirun", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

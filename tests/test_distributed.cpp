@@ -1,0 +1,77 @@
+// train/distributed.h and train/data_parallel.h in one process (tests/mpi/test_data_parallel.py runs them under
+// mpirun): a plain process is rank 0 of 1 whatever the build, the shards of a batch, the dropout streams of the
+// shards, and `rpb --version` saying whether MPI is built in.
+#include <doctest/doctest.h>
+
+#include "core/core.h"
+#include "train/data_parallel.h"
+#include "train/distributed.h"
+#include "train/workload.h"
+#include "test_util.h"
+
+using namespace rpb;
+using rpb::testing::contains;
+using rpb::testing::error_of;
+
+TEST_CASE("distributed: a process not started by mpirun is rank 0 of 1, and the collectives leave values alone") {
+  CHECK_FALSE(dist::initialized());
+  CHECK(dist::rank() == 0);
+  CHECK(dist::size() == 1);
+  CHECK(dist::local_size() == 1);
+  CHECK(dist::default_threads() >= 1);
+  std::vector<float> f{1.5f, -2.0f};
+  std::vector<double> d{3.25};
+  int64_t i = 7;
+  std::string s = "kept";
+  dist::allreduce_sum(f.data(), f.size());
+  dist::allreduce_sum(d.data(), d.size());
+  dist::allreduce_max(&i, 1);
+  dist::broadcast(s);
+  dist::barrier();
+  CHECK(f == std::vector<float>{1.5f, -2.0f});
+  CHECK(d == std::vector<double>{3.25});
+  CHECK(i == 7);
+  CHECK(s == "kept");
+
+  // One rank: averaging changes no gradient.
+  Tensor w = Tensor::from_vector({2}, std::vector<float>{1, 2}).requires_grad_();
+  backward(sum(mul_scalar(w, 3.0)));
+  GradientAverager avg;
+  avg.average({{"w", w}});
+  CHECK(w.grad().to_vector() == std::vector<double>{3, 3});
+}
+
+TEST_CASE("distributed: rpb --version says whether MPI is built in") {
+  const auto r = rpb::testing::run_rpb("--version");
+  CHECK(r.code == 0);
+  if (dist::built_with_mpi()) {
+    CHECK(contains(r.out, "(MPI: "));
+    CHECK(contains(r.out, dist::library_version()));
+  } else {
+    CHECK(contains(r.out, "(built without MPI: one process)"));
+    CHECK(dist::library_version().empty());
+  }
+}
+
+TEST_CASE("data parallel: the shards of a batch are its rows in rank order, and must divide it") {
+  const Tensor batch = Tensor::indices({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(shard_rows(batch, {}).to_vector() == batch.to_vector());
+  CHECK(shard_rows(batch, {1, 2}).to_vector() == std::vector<double>{4, 5, 6, 7});
+  CHECK(shard_rows(batch, {3, 4}).to_vector() == std::vector<double>{6, 7});
+  CHECK(contains(error_of([&] { shard_rows(batch, {0, 3}); }), "a batch of 4 rows does not split into 3 equal shards"));
+}
+
+TEST_CASE("data parallel: one shard keeps the dropout stream, several draw from (seed, step, shard)") {
+  Generator g(5);
+  const Generator::State before = g.state();
+  shard_dropout(g, 1, 10, {});
+  CHECK(g.state() == before);  // a one-process run draws as it always has
+  Generator a(0), b(0), c(0), d(99);
+  shard_dropout(a, 1, 10, {0, 2});
+  shard_dropout(b, 1, 10, {1, 2});
+  shard_dropout(c, 1, 11, {0, 2});
+  shard_dropout(d, 1, 10, {0, 2});
+  CHECK(a.state() != b.state());  // each shard its own masks
+  CHECK(a.state() != c.state());  // each step
+  CHECK(a.state() == d.state());  // and nothing else: a resumed run draws the same
+}
