@@ -19,6 +19,7 @@
 #include "core/text.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_path.h"
+#include "train/distributed.h"
 #include "train/interrupt.h"
 #include "train/memory.h"
 #include "train/stored_model.h"
@@ -83,6 +84,7 @@ int cmd_extrapolate(const std::string& config_path, const std::vector<std::strin
   const RunConfig cfg = load_config(config_path, overrides);
   const InterruptHandlers handlers;
   const SweepResult r = run_sweep(cfg, overwrite, resume_command("extrapolate", config_path, overrides));
+  if (dist::rank() != 0) return 0;  // a distributed sweep: rank 0 writes the results
   const std::string dir = cfg.run_dir();
   {
     const DeferInterrupts defer;  // the result files are written whole

@@ -9,10 +9,13 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "cli/work_queue.h"
 #include "nn/position.h"
 #include "train/atomic_file.h"
+#include "train/distributed.h"
 #include "train/memory.h"
 #include "train/run_identity.h"
 #include "train/trainer.h"
@@ -79,6 +82,38 @@ std::string method_folder(const SweepMethod& m) {
   return m.scheme;
 }
 
+// Each run folder the sweep trains, once (an evaluation-only method shares its scheme's runs), in sweep order.
+std::vector<SweepRun> runs_to_train(const RunConfig& base, const std::vector<std::string>& tasks) {
+  std::vector<SweepRun> out;
+  std::set<std::string> folders;
+  for (const std::string& task : tasks)
+    for (const SweepMethod& method : base.sweep.methods)
+      for (uint64_t seed : base.sweep.seeds) {
+        SweepRun sr{task, method, seed, (fs::path(base.run_dir()) / task / method_folder(method)).string(),
+                    "seed" + std::to_string(seed)};
+        if (folders.insert((fs::path(sr.out_dir) / sr.name).string()).second) out.push_back(std::move(sr));
+      }
+  return out;
+}
+
+// The ranks of an MPI job train the sweep's runs, each whole on one rank, handed out as ranks free up
+// (cli/work_queue.h); every run is one process, so it is the run a single process trains.
+void train_distributed(const RunConfig& base, const std::vector<std::string>& tasks, bool overwrite,
+                       const std::string& resume_command) {
+  const std::vector<SweepRun> runs = runs_to_train(base, tasks);
+  const auto t0 = std::chrono::steady_clock::now();
+  run_work_queue(static_cast<int64_t>(runs.size()), [&](int64_t i, const ServeRequests& serve) {
+    const SweepRun& sr = runs[static_cast<std::size_t>(i)];
+    Run run(run_config(base, sr), Parallel::this_process);
+    run.on_step([&serve](int64_t) { serve(); });
+    MethodResult unused;
+    const std::string prefix = fmt::format("[rank {}: run {}/{}]", dist::rank(), i + 1, runs.size());
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    train_or_reuse(run, unused, fmt::format("{} {} / {} / seed {}", prefix, sr.task, sr.method.name(), sr.seed),
+                   overwrite, {prefix, 0, 0, secs, resume_command});
+  });
+}
+
 }  // namespace
 
 SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& resume_command) {
@@ -97,6 +132,10 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
       const RunConfig cfg = run_config(base, {task, method, 0, root, "check"});
       check_memory(estimate_memory(cfg, vocab_bound(cfg)), memory_budget(), "sweep run " + task + " / " + method.name());
     }
+  if (dist::size() > 1) {
+    train_distributed(base, tasks, overwrite, resume_command);
+    if (dist::rank() != 0) return result;  // rank 0 gathers: it evaluates the finished runs below
+  }
   std::size_t done = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (const std::string& task : tasks)

@@ -42,6 +42,10 @@ struct SweepResult {
 /// their stored config has the run's identity (train/run_identity.h; a sweep never extends a run): else rpb::Error
 /// lists the differing keys, unless `overwrite` moves the run folder aside and trains the run afresh.
 /// `resume_command` is what a run interrupted by a signal tells to run (Run::set_context).
+///
+/// Under MPI with N > 1 ranks (train/distributed.h), the ranks first train the runs, each whole on one rank and
+/// handed out as ranks free up (cli/work_queue.h); then rank 0 alone evaluates them all as one process does and
+/// returns the table, which is bit-identical to a one-process sweep's. The other ranks return an empty result.
 SweepResult run_sweep(const RunConfig& config, bool overwrite = false, const std::string& resume_command = {});
 
 /// mean and sample standard deviation of the defined values (nullopt when none is defined).

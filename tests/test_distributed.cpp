@@ -3,6 +3,7 @@
 // shards, and `rpb --version` saying whether MPI is built in.
 #include <doctest/doctest.h>
 
+#include "cli/work_queue.h"
 #include "core/core.h"
 #include "train/data_parallel.h"
 #include "train/distributed.h"
@@ -74,4 +75,14 @@ TEST_CASE("data parallel: one shard keeps the dropout stream, several draw from 
   CHECK(a.state() != b.state());  // each shard its own masks
   CHECK(a.state() != c.state());  // each step
   CHECK(a.state() == d.state());  // and nothing else: a resumed run draws the same
+}
+
+TEST_CASE("work queue: one process runs every job in order, and serving requests is a no-op") {
+  std::vector<int64_t> done;
+  run_work_queue(3, [&](int64_t job, const ServeRequests& serve) {
+    serve();
+    done.push_back(job);
+  });
+  CHECK(done == std::vector<int64_t>{0, 1, 2});
+  run_work_queue(0, [&](int64_t, const ServeRequests&) { FAIL("no job to run"); });
 }

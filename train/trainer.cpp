@@ -334,6 +334,7 @@ TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logg
       saved = config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 && done != config_.steps;
       if (saved && lead_) save(done);
       summary.step = done;
+      if (step_hook_) step_hook_(done);
       // A SIGINT or SIGTERM: the step is saved below, then Interrupted. Data-parallel, every rank stops after the
       // step in which some rank saw it (take_step reduced it), so all stop together.
       signal = shard_.count > 1 ? r.signal : pending_interrupt();

@@ -110,6 +110,11 @@ class Run {
   /// before the gradients are checked for NaN and Inf, clipped and applied: to log, inspect or change them (the fault tests inject a NaN this way). One hook; an empty
   /// function removes it.
   void on_gradients(GradientHook hook) { gradient_hook_ = std::move(hook); }
+  /// What on_step() calls: the number of steps done.
+  using StepHook = std::function<void(int64_t done)>;
+  /// Calls `hook` after every step (a distributed sweep's rank 0 answers the other ranks there while it trains a
+  /// run itself, cli/work_queue.h). One hook; an empty function removes it.
+  void on_step(StepHook hook) { step_hook_ = std::move(hook); }
 
  private:
   /// What one optimizer step did: the loss, the gradient norm before clipping, and what was not finite ("" when
@@ -153,6 +158,7 @@ class Run {
   double interval_loss_ = 0;     // the finite losses of the steps since the last logged row: their sum
   int64_t interval_steps_ = 0;   // and their count (both saved in checkpoints, so that a resumed mean is the same)
   GradientHook gradient_hook_;
+  StepHook step_hook_;
   std::string extend_note_;  // what start() did with --extend, logged once the run's log is open
   ProgressContext context_;
 };

@@ -25,7 +25,9 @@ import tempfile
 import time
 import unittest
 
-ARGS = None
+import mpi_common
+from mpi_common import command, mpi_env, run
+
 TOLERANCE = 1e-5
 
 CONFIG = """
@@ -63,25 +65,6 @@ schedule = "cosine"
 warmup_steps = 10
 grad_clip = 1.0
 """
-
-
-def mpi_env():
-    env = dict(os.environ)
-    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-                "OMPI_MCA_rmaps_base_oversubscribe": "1"})
-    env.pop("RPB_NUM_THREADS", None)  # the ranks pick their threads (tested below)
-    return env
-
-
-def command(ranks, *args):
-    base = [ARGS.rpb, *args]
-    if ranks == 0:  # no mpirun at all: the plain one-process command
-        return base
-    return [ARGS.mpirun, "-np", str(ranks), *base]
-
-
-def run(ranks, *args, timeout=300):
-    return subprocess.run(command(ranks, *args), env=mpi_env(), capture_output=True, text=True, timeout=timeout)
 
 
 def losses(folder):
@@ -230,14 +213,5 @@ def rank_pid(rank, marker):
     return None
 
 
-def main():
-    global ARGS
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rpb", required=True)
-    parser.add_argument("--mpirun", required=True)
-    ARGS, rest = parser.parse_known_args()
-    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
-
-
 if __name__ == "__main__":
-    main()
+    mpi_common.main(__doc__)
