@@ -42,7 +42,8 @@ std::string shell_word(const std::string& arg) {
 // The command that goes on with an interrupted `rpb <verb> <config> [--set ...]` (printed, escaped).
 std::string resume_command(const std::string& verb, const std::string& config,
                            const std::vector<std::string>& overrides) {
-  std::string c = "build/rpb " + verb + " " + shell_word(config) + (verb == "train" ? " --resume" : "");
+  std::string c = (dist::size() > 1 ? "mpirun -np " + std::to_string(dist::size()) + " " : std::string()) +
+                  "build/rpb " + verb + " " + shell_word(config) + (verb == "train" ? " --resume" : "");
   for (const std::string& o : overrides) c += " --set " + shell_word(o);
   return printable(c, 1000);
 }

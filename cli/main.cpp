@@ -44,7 +44,7 @@ std::string version_line() {
 // Under MPI, a rank whose command failed ends the whole job (the others may be waiting for it in a collective);
 // its message names the rank. Alone, it returns `code`.
 int finish(int code) {
-  if (code != 0 && code != 130 && code != 143 && rpb::dist::size() > 1) rpb::dist::abort(code);
+  if (code != 0 && code != 130 && code != 138 && code != 143 && rpb::dist::size() > 1) rpb::dist::abort(code);
   return code;
 }
 
@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "log debug messages, and where in rpb's sources an error was raised");
   app.footer(
       "Exit status: 0 done; 1 the run failed (a bad config, file or checkpoint, a run error); 2 usage error (the "
-      "command line); 130 / 143 interrupted by SIGINT / SIGTERM (the run saved a checkpoint: resume it).");
+      "command line); 130 / 143 interrupted by SIGINT / SIGTERM, 138 by SIGUSR1 (the run saved a checkpoint: resume "
+      "it; under mpirun send SIGUSR1, which mpirun forwards to every rank).");
   app.require_subcommand(1);
   // CLI11 quotes the arguments it rejects: escaped like every message that reaches the terminal.
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {

@@ -1,4 +1,4 @@
-// SIGINT and SIGTERM sent to a running `rpb train`: a checkpoint of the step, a resume command that works, the
+// SIGINT, SIGTERM and SIGUSR1 sent to a running `rpb train`: a checkpoint of the step, a resume command that works, the
 // exit codes 130 and 143; a second signal, or one during the final evaluation, ends the process at once.
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -81,7 +81,8 @@ std::string regex_escape(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("interrupt: SIGINT and SIGTERM at random steps save that step, exit 130/143, and resume bit-identically") {
+TEST_CASE("interrupt: SIGINT, SIGTERM and SIGUSR1 at random steps save that step, exit 128 + the signal, and resume "
+          "bit-identically") {
   TempDir tmp("signal");
   const fs::path cfg = tmp.path / "signal.toml";
   std::ofstream(cfg) << signal_config(tmp.path);
@@ -92,8 +93,8 @@ TEST_CASE("interrupt: SIGINT and SIGTERM at random steps save that step, exit 13
 
   std::mt19937 gen(20261123);
   std::uniform_int_distribution<int64_t> at(5, 250);
-  for (const int sig : {SIGINT, SIGTERM}) {
-    const std::string name = sig == SIGINT ? "sigint" : "sigterm";
+  for (const int sig : {SIGINT, SIGTERM, SIGUSR1}) {  // SIGUSR1: what mpirun forwards to the ranks
+    const std::string name = sig == SIGINT ? "sigint" : sig == SIGTERM ? "sigterm" : "sigusr1";
     CAPTURE(name);
     const fs::path dir = tmp.path / name, out = tmp.path / (name + ".txt");
     const int64_t target = at(gen);

@@ -35,6 +35,18 @@ void unpack(const std::vector<optim::NamedParam>& params, DType dtype, const std
     }
 }
 
+// Sums `buf` over the ranks in pieces of at most kBucketBytes. bench_allreduce (Open MPI 4.1, 2 ranks, shared
+// memory) measured one call at 101 ms for 40 MB against 8.3 ms in 4 MiB buckets, and the same time either way up
+// to 13 MB (model B's gradients).
+constexpr std::size_t kBucketBytes = std::size_t{4} << 20;
+
+template <typename T>
+void allreduce_in_buckets(std::vector<T>& buf) {
+  const std::size_t bucket = kBucketBytes / sizeof(T);
+  for (std::size_t at = 0; at < buf.size(); at += bucket)
+    dist::allreduce_sum(buf.data() + at, std::min(bucket, buf.size() - at));
+}
+
 }  // namespace
 
 void GradientAverager::average(const std::vector<optim::NamedParam>& params) {
@@ -54,8 +66,8 @@ void GradientAverager::average(const std::vector<optim::NamedParam>& params) {
               " ranks: every rank must run the same forward");
   pack(params, DType::f32, f32_);
   pack(params, DType::f64, f64_);
-  dist::allreduce_sum(f32_.data(), f32_.size());
-  dist::allreduce_sum(f64_.data(), f64_.size());
+  allreduce_in_buckets(f32_);
+  allreduce_in_buckets(f64_);
   unpack(params, DType::f32, f32_, 1.0f / static_cast<float>(ranks));
   unpack(params, DType::f64, f64_, 1.0 / static_cast<double>(ranks));
   bytes_ = static_cast<int64_t>(f32_.size() * sizeof(float) + f64_.size() * sizeof(double));

@@ -15,7 +15,7 @@ namespace {
 
 volatile sig_atomic_t g_pending = 0;    // the first signal, or 0
 volatile sig_atomic_t g_deferring = 0;  // DeferInterrupts spans open
-struct sigaction g_old_int, g_old_term;
+struct sigaction g_old_int, g_old_term, g_old_usr1;
 bool g_installed = false;
 
 void on_signal(int sig) {
@@ -32,14 +32,16 @@ InterruptHandlers::InterruptHandlers() {
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;  // a read or write the signal lands in goes on; the loop checks the flag after it
-  RPB_CHECK(sigaction(SIGINT, &sa, &g_old_int) == 0 && sigaction(SIGTERM, &sa, &g_old_term) == 0, "signals",
-            "cannot install the SIGINT and SIGTERM handlers: ", std::strerror(errno));
+  RPB_CHECK(sigaction(SIGINT, &sa, &g_old_int) == 0 && sigaction(SIGTERM, &sa, &g_old_term) == 0 &&
+                sigaction(SIGUSR1, &sa, &g_old_usr1) == 0,
+            "signals", "cannot install the SIGINT, SIGTERM and SIGUSR1 handlers: ", std::strerror(errno));
   g_installed = true;
 }
 
 InterruptHandlers::~InterruptHandlers() {
   sigaction(SIGINT, &g_old_int, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
+  sigaction(SIGUSR1, &g_old_usr1, nullptr);
   g_installed = false;
   g_pending = 0;
 }
@@ -50,8 +52,8 @@ DeferInterrupts::~DeferInterrupts() { g_deferring = g_deferring - 1; }
 int pending_interrupt() { return g_pending; }
 
 Interrupted::Interrupted(int signal) : signal_(signal) {
-  const std::string name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : std::to_string(signal);
-  what_ = "interrupted by " + (signal == SIGTERM || signal == SIGINT ? name : "signal " + name);
+  const char* name = signal == SIGTERM ? "SIGTERM" : signal == SIGINT ? "SIGINT" : signal == SIGUSR1 ? "SIGUSR1" : nullptr;
+  what_ = "interrupted by " + (name ? std::string(name) : "signal " + std::to_string(signal));
 }
 
 }  // namespace rpb

@@ -1,6 +1,9 @@
-// rpb/train/interrupt.h: SIGINT and SIGTERM end a run cleanly at the next safe point.
+// rpb/train/interrupt.h: SIGINT, SIGTERM and SIGUSR1 end a run cleanly at the next safe point.
 //
-// While InterruptHandlers lives (rpb train, rpb extrapolate), a first SIGINT or SIGTERM that arrives inside a
+// SIGUSR1 is for runs under mpirun, which forwards it to every rank (Open MPI), while on SIGINT and SIGTERM it
+// kills the job within a second; batch schedulers send it before pre-empting a job (`scancel --signal=USR1`).
+//
+// While InterruptHandlers lives (rpb train, rpb extrapolate), a first SIGINT, SIGTERM or SIGUSR1 that arrives inside a
 // DeferInterrupts scope (Run::train's steps and saves) only records the signal: the training loop checks it after
 // each step, saves a checkpoint, logs how to resume and throws Interrupted, which cli/main.cpp turns into the exit
 // code 128 + signal (130, 143). A signal outside such a scope (an evaluation, start-up), or a second signal,
@@ -13,7 +16,7 @@
 
 namespace rpb {
 
-/// Installs the handlers (sigaction) of SIGINT and SIGTERM for its lifetime; the previous ones come back after,
+/// Installs the handlers (sigaction) of SIGINT, SIGTERM and SIGUSR1 for its lifetime; the previous ones come back after,
 /// and the signal it recorded is forgotten. One at a time.
 class InterruptHandlers {
  public:
@@ -33,7 +36,7 @@ class DeferInterrupts {
   DeferInterrupts& operator=(const DeferInterrupts&) = delete;
 };
 
-/// The signal recorded inside a DeferInterrupts span (SIGINT, SIGTERM), or 0.
+/// The signal recorded inside a DeferInterrupts span (SIGINT, SIGTERM, SIGUSR1), or 0.
 int pending_interrupt();
 
 /// What a run interrupted by a signal throws once its checkpoint is saved and the message logged: the process
@@ -42,7 +45,8 @@ class Interrupted : public std::exception {
  public:
   explicit Interrupted(int signal);
   int signal() const { return signal_; }
-  /// 128 + the signal: 130 for SIGINT, 143 for SIGTERM (what shells report for a process a signal ended).
+  /// 128 + the signal: 130 for SIGINT, 143 for SIGTERM, 138 for SIGUSR1 (what shells report for a process a
+  /// signal ended).
   int exit_code() const { return 128 + signal_; }
   const char* what() const noexcept override { return what_.c_str(); }
 

@@ -190,6 +190,7 @@ Run::StepResult Run::take_step(int64_t step, double lr) {
     // The ranks agree on the mean loss and on a stop: a non-finite loss on one rank makes the sum non-finite.
     if (std::isfinite(r.loss)) backward(loss);
     else tape().clear();
+    const auto t0 = std::chrono::steady_clock::now();
     double sum = r.loss;
     int64_t signal = r.signal;
     dist::allreduce_sum(&sum, 1);
@@ -197,6 +198,7 @@ Run::StepResult Run::take_step(int64_t step, double lr) {
     r.loss = sum / static_cast<double>(shard_.count);
     r.signal = static_cast<int>(signal);
     if (std::isfinite(r.loss)) averager_.average(optimizer_->params());
+    communication_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   if (!std::isfinite(r.loss)) {
     r.bad = "the loss";
@@ -300,6 +302,8 @@ TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logg
   double last_loss = metrics_.empty() ? 0.0 : metrics_.back().loss;
   bool saved = false;  // a periodic save wrote the checkpoint of summary.step
   int signal = 0;      // the SIGINT or SIGTERM that ends the run (data-parallel: seen by some rank)
+  const auto t0 = std::chrono::steady_clock::now();
+  communication_s_ = 0;
   {
     Progress progress(log, start, config_.steps, metrics_.empty() ? 0.0 : metrics_.back().elapsed_s, context_);
     for (int64_t step = start; step < config_.steps; ++step) {
@@ -346,6 +350,13 @@ TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logg
   if (lead_ && !summary.stopped_non_finite && !saved && !(summary.resumed && summary.step == start)) save(summary.step);
   if (signal == 0) signal = pending_interrupt();  // during the last step or the save (data-parallel: this rank's)
   if (signal && !summary.stopped_non_finite) interrupted(signal, summary.step, log);
+  if (shard_.count > 1 && summary.step > start) {
+    const double steps = static_cast<double>(summary.step - start);
+    const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    log.info("data-parallel: {:.3f} ms per step in MPI_Allreduce (the loss, a stop, {} bytes of gradients), {:.1f}% "
+             "of the {:.3f} ms per step on rank 0",
+             1e3 * communication_s_ / steps, averager_.bytes(), 100 * communication_s_ / total, 1e3 * total / steps);
+  }
   summary.last_loss = last_loss;
   if (lead_) summary.checkpoint = read_latest(dir_);
   log.info("run {}: finished at step {} (loss {:.4f}); checkpoint {}", config_.name, summary.step, last_loss,

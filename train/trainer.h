@@ -149,6 +149,7 @@ class Run {
   Shard shard_;       // this rank's part of every batch
   bool lead_ = true;  // writes the run folder: rank 0, or this process alone
   GradientAverager averager_;
+  double communication_s_ = 0;  // data-parallel: this session's seconds in the step's allreduces
   std::string resumed_file_;  // the checkpoint start() resumed from ("" for a fresh run)
   MemoryEstimate memory_;  // of config_, checked against memory_budget() before anything is built
   std::string dir_;

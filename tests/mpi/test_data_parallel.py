@@ -6,6 +6,7 @@
 - a checkpoint written by 2 ranks resumes under 2 ranks bit-identically and under 4 ranks as 4 ranks would run;
 - kill -9 of one rank ends the job non-zero naming the rank, leaves `latest` and its checkpoint intact, and a
   resumed run ends bit-identical to an uninterrupted one;
+- SIGUSR1 to mpirun stops every rank after the same step, rank 0 saves it, and the run resumes bit-identically;
 - an error seen by the ranks ends every rank within seconds;
 - each rank runs cores / ranks-on-the-node threads by default.
 
@@ -157,15 +158,30 @@ class DataParallel(unittest.TestCase):
                 else:
                     self.assert_close_curves(losses(self.folders[reference]), losses(folder), first_step=101)
 
+    def start_job(self, name, config, ready):
+        """`mpirun -np 2 rpb train config` as run `name`, in the background, once ready(folder) holds (or 120 s)."""
+        folder = os.path.join(self.root, "runs", name)
+        job = subprocess.Popen(command(2, "train", config, "--set", "run.name=" + name), env=mpi_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 120
+        while time.time() < deadline and job.poll() is None and not ready(folder):
+            time.sleep(0.02)
+        return job, folder
+
+    def assert_resumes_as_uninterrupted(self, config, name):
+        """`--resume` finishes run `name`, and it ends with the bits of the same config run in one go."""
+        r = run(2, "train", config, "--set", "run.name=" + name, "--resume")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = run(2, "train", config, "--set", f"run.name={name}_whole")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        folder, whole = (os.path.join(self.root, "runs", n) for n in (name, name + "_whole"))
+        self.assertEqual(losses(folder), losses(whole))
+        self.assertEqual(datasets(os.path.join(folder, "step_00000600.h5")),
+                         datasets(os.path.join(whole, "step_00000600.h5")))
+
     def test_kill_one_rank(self):
         config = self.write_config("kill.toml", steps=600, every=20)
-        folder = os.path.join(self.root, "runs", "killed")
-        job = subprocess.Popen(command(2, "train", config, "--set", "run.name=killed"), env=mpi_env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        latest = os.path.join(folder, "latest")
-        deadline = time.time() + 120
-        while not os.path.exists(latest) and time.time() < deadline and job.poll() is None:
-            time.sleep(0.02)
+        job, folder = self.start_job("killed", config, lambda f: os.path.exists(os.path.join(f, "latest")))
         victim = rank_pid(1, "run.name=killed")
         self.assertIsNotNone(victim, "rank 1's process was not found")
         os.kill(victim, signal.SIGKILL)
@@ -175,16 +191,23 @@ class DataParallel(unittest.TestCase):
         self.assertNotEqual(job.returncode, 0, out)
         self.assertRegex(out, r"rank 1\b", out)
         # `latest` names a whole checkpoint, which a process reads back.
-        r = run(0, "inspect", latest)
+        r = run(0, "inspect", os.path.join(folder, "latest"))
         self.assertEqual(r.returncode, 0, r.stderr)
-        # Resumed, the run ends as an uninterrupted one with the same rank count.
-        r = run(2, "train", config, "--set", "run.name=killed", "--resume")
-        self.assertEqual(r.returncode, 0, r.stderr)
-        r = run(2, "train", config, "--set", "run.name=whole")
-        self.assertEqual(r.returncode, 0, r.stderr)
-        whole = os.path.join(self.root, "runs", "whole")
-        self.assertEqual(datasets(os.path.join(folder, "step_00000600.h5")),
-                         datasets(os.path.join(whole, "step_00000600.h5")))
+        self.assert_resumes_as_uninterrupted(config, "killed")
+
+    def test_sigusr1_to_mpirun_stops_every_rank_after_one_step(self):
+        # mpirun forwards SIGUSR1 to the ranks (SIGINT and SIGTERM make it kill the job): they agree on the step,
+        # rank 0 saves it, every rank exits 138, and the resumed run ends as an uninterrupted one.
+        config = self.write_config("usr1.toml", steps=600, every=0)
+        job, folder = self.start_job("usr1", config, lambda f: line_count(os.path.join(f, "metrics.csv")) >= 20)
+        job.send_signal(signal.SIGUSR1)
+        out, _ = job.communicate(timeout=60)
+        self.assertEqual(job.returncode, 138, out)
+        self.assertIn("interrupted by SIGUSR1", out)
+        self.assertIn("resume with: mpirun -np 2 build/rpb train", out)
+        with open(os.path.join(folder, "latest")) as f:
+            self.assertNotEqual(f.read().strip(), "step_00000600.h5")
+        self.assert_resumes_as_uninterrupted(config, "usr1")
 
     def test_an_error_ends_every_rank(self):
         t0 = time.time()
@@ -193,6 +216,14 @@ class DataParallel(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("run.batch = 7 is the global batch, split evenly over the 2 MPI ranks", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.root, "runs", "bad", "latest")))
+
+
+def line_count(path):
+    try:
+        with open(path) as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return 0
 
 
 def rank_pid(rank, marker):
