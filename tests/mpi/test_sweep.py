@@ -1,6 +1,7 @@
 """Distributed sweeps (`mpirun -np N build/rpb extrapolate CFG`, cli/work_queue.h): the ranks train whole runs,
 each on one rank, handed out as ranks free up; rank 0 evaluates and writes results.{csv,json,svg}, bit-identical
-to a one-process sweep's; a second sweep reuses every finished run; evaluation-only methods train nothing.
+to a one-process sweep's; a second sweep reuses every finished run; evaluation-only methods train nothing; a sweep
+stopped with SIGUSR1 saves each rank's run and, resumed, gives the one-process table.
 
     /usr/bin/python3 tests/mpi/test_sweep.py --rpb build/rpb --mpirun /usr/bin/mpirun
 
@@ -9,11 +10,14 @@ ctest runs it when rpb was built with MPI (CMakeLists.txt, test mpi.sweep).
 import json
 import os
 import re
+import signal
+import subprocess
 import tempfile
+import time
 import unittest
 
 import mpi_common
-from mpi_common import run
+from mpi_common import command, mpi_env, run
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUICK = os.path.join(SOURCE, "configs", "extrapolation_quick.toml")
@@ -22,8 +26,8 @@ SETTINGS = ["--set", "run.steps=40", "--set", "optim.warmup_steps=10", "--set", 
             "--set", 'sweep.methods=["t5", "alibi", "t5@untrained=nearest", "rope"]', "--set", "sweep.seeds=[0, 1]"]
 
 
-def sweep(ranks, out_dir):
-    return run(ranks, "extrapolate", QUICK, *SETTINGS, "--set", "run.out_dir=" + out_dir)
+def sweep(ranks, out_dir, *more):
+    return run(ranks, "extrapolate", QUICK, *SETTINGS, "--set", "run.out_dir=" + out_dir, *more)
 
 
 def results(out_dir):
@@ -70,6 +74,40 @@ class DistributedSweep(unittest.TestCase):
         self.assertNotIn(": training in", again.stderr)
         self.assertEqual(again.stderr.count("finished earlier, reusing"), 6 + 8)  # the ranks' pass, then rank 0's
         self.assertEqual(results(self.two), results(self.one))
+
+
+class StoppedSweep(unittest.TestCase):
+    def test_sigusr1_saves_every_rank_s_run_and_the_resumed_table_is_the_one_process_table(self):
+        longer = ["--set", "run.steps=160", "--set", 'sweep.methods=["t5", "alibi"]']  # 4 runs
+        with tempfile.TemporaryDirectory(prefix="rpb-mpi-stop-") as tmp:
+            stopped, whole = os.path.join(tmp, "stopped"), os.path.join(tmp, "whole")
+            job = subprocess.Popen(command(2, "extrapolate", QUICK, *SETTINGS, "--set", "run.out_dir=" + stopped,
+                                           *longer), env=mpi_env(), stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+            deadline = time.time() + 120
+            while time.time() < deadline and job.poll() is None and "step 60/160" not in read_logs(stopped):
+                time.sleep(0.05)
+            job.send_signal(signal.SIGUSR1)  # mpirun forwards it to both ranks, each mid-run
+            out, _ = job.communicate(timeout=60)
+            self.assertEqual(job.returncode, 138, out)
+            self.assertIn("resume with: mpirun -np 2 build/rpb extrapolate", out)
+            resumed = sweep(2, stopped, *longer)
+            self.assertEqual(resumed.returncode, 0, resumed.stderr)
+            # The stopped runs went on from their saved steps ("steps 64..160" in their train.log).
+            self.assertGreaterEqual(len(re.findall(r"steps [1-9][0-9]*\.\.160", read_logs(stopped))), 2)
+            one = sweep(0, whole, *longer)
+            self.assertEqual(one.returncode, 0, one.stderr)
+            self.assertEqual(results(stopped), results(whole))
+
+
+def read_logs(out_dir):
+    """Every train.log under out_dir, concatenated."""
+    text = ""
+    for folder, _, files in os.walk(out_dir):
+        if "train.log" in files:
+            with open(os.path.join(folder, "train.log")) as f:
+                text += f.read()
+    return text
 
 
 if __name__ == "__main__":
