@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "core/parallel.h"
+#include "core/text.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
@@ -164,6 +166,24 @@ int64_t Run::start(bool resume, const std::string& resume_from, const StartOptio
   return c.step;
 }
 
+void Run::check_same_config() const {
+  std::string lead = config_.text;
+  dist::broadcast(lead);
+  if (lead == config_.text) return;
+  std::istringstream a(lead), b(config_.text);
+  std::string la, lb;
+  int line = 0;
+  while (true) {
+    ++line;
+    const bool more_a = static_cast<bool>(std::getline(a, la)), more_b = static_cast<bool>(std::getline(b, lb));
+    if (la != lb || more_a != more_b) break;
+  }
+  throw Error(fmt::format("train: rank {} runs another config than rank 0 (line {} of the effective config: rank 0 "
+                          "has \"{}\", rank {} \"{}\"); every rank of a data-parallel run must run the same "
+                          "command",
+                          dist::rank(), line, printable(la, 120), dist::rank(), printable(lb, 120)));
+}
+
 int64_t Run::follow_lead(int64_t start, const StartOptions& options) {
   std::string file = resumed_file_;
   dist::broadcast(&start, sizeof start);
@@ -266,6 +286,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   std::unique_ptr<RunLock> lock;  // held until the final save is done
   std::vector<std::string> stale;
   int64_t start = 0;
+  if (shard_.count > 1) check_same_config();
   if (lead_) {
     fs::create_directories(dir_);
     lock = std::make_unique<RunLock>(dir_);

@@ -7,7 +7,7 @@
 - kill -9 of one rank ends the job non-zero naming the rank, leaves `latest` and its checkpoint intact, and a
   resumed run ends bit-identical to an uninterrupted one;
 - SIGUSR1 to mpirun stops every rank after the same step, rank 0 saves it, and the run resumes bit-identically;
-- an error seen by the ranks ends every rank within seconds;
+- an error seen by every rank, or by one rank alone (another config), ends every rank within seconds;
 - each rank runs cores / ranks-on-the-node threads by default.
 
     /usr/bin/python3 tests/mpi/test_data_parallel.py --rpb build/rpb --mpirun /usr/bin/mpirun
@@ -208,6 +208,24 @@ class DataParallel(unittest.TestCase):
         with open(os.path.join(folder, "latest")) as f:
             self.assertNotEqual(f.read().strip(), "step_00000600.h5")
         self.assert_resumes_as_uninterrupted(config, "usr1")
+
+    def test_an_error_on_one_rank_ends_every_rank(self):
+        # mpirun's MPMD form gives rank 1 another command line: a config that differs from rank 0's, or one it
+        # refuses (rank 1 fails before its first collective, while rank 0 waits in it). Rank 1 names itself and
+        # calls MPI_Abort (mpirun's own notice of it is not always printed).
+        for name, rank1_args, message in [
+                ("other_seed", ["--set", "run.seed=4"], 'rank 0 has "seed = 3", rank 1 "seed = 4"'),
+                ("bad_key", ["--set", "run.no_such_key=1"], "unknown key run.no_such_key")]:
+            with self.subTest(name):
+                rank0 = [mpi_common.ARGS.rpb, "train", self.config, "--set", "run.name=" + name]
+                cmd = [mpi_common.ARGS.mpirun, "-np", "1", *rank0, ":", "-np", "1", *rank0, *rank1_args]
+                t0 = time.time()
+                r = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=60)
+                self.assertLess(time.time() - t0, 30)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn("[rank 1/2] [error]", r.stderr)
+                self.assertIn(message, r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.root, "runs", name, "latest")))
 
     def test_an_error_ends_every_rank(self):
         t0 = time.time()
