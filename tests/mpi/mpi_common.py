@@ -12,7 +12,10 @@ ARGS = None
 def mpi_env():
     env = dict(os.environ)
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-                "OMPI_MCA_rmaps_base_oversubscribe": "1"})
+                "OMPI_MCA_rmaps_base_oversubscribe": "1",
+                # Containers often forbid the cross-process reads (CMA) of Open MPI's shared-memory transport,
+                # which then fails its large messages: copy through the shared segment instead.
+                "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
     env.pop("RPB_NUM_THREADS", None)  # the ranks pick their threads
     return env
 
