@@ -82,6 +82,12 @@ std::string method_folder(const SweepMethod& m) {
   return m.scheme;
 }
 
+// The run of `method` on `task` with `seed`: <out_dir>/<name>/<task>/<method folder>/seed<k>.
+SweepRun sweep_run(const RunConfig& base, const std::string& task, const SweepMethod& method, uint64_t seed) {
+  return {task, method, seed, (fs::path(base.run_dir()) / task / method_folder(method)).string(),
+          "seed" + std::to_string(seed)};
+}
+
 // Each run folder the sweep trains, once (an evaluation-only method shares its scheme's runs), in sweep order.
 std::vector<SweepRun> runs_to_train(const RunConfig& base, const std::vector<std::string>& tasks) {
   std::vector<SweepRun> out;
@@ -89,8 +95,7 @@ std::vector<SweepRun> runs_to_train(const RunConfig& base, const std::vector<std
   for (const std::string& task : tasks)
     for (const SweepMethod& method : base.sweep.methods)
       for (uint64_t seed : base.sweep.seeds) {
-        SweepRun sr{task, method, seed, (fs::path(base.run_dir()) / task / method_folder(method)).string(),
-                    "seed" + std::to_string(seed)};
+        SweepRun sr = sweep_run(base, task, method, seed);
         if (folders.insert((fs::path(sr.out_dir) / sr.name).string()).second) out.push_back(std::move(sr));
       }
   return out;
@@ -144,8 +149,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
       row.task = task;
       row.method = method;
       for (uint64_t seed : base.sweep.seeds) {
-        const SweepRun sr{task, method, seed, (fs::path(root) / task / method_folder(method)).string(),
-                          "seed" + std::to_string(seed)};
+        const SweepRun sr = sweep_run(base, task, method, seed);
         Run run(run_config(base, sr));
         const std::string prefix = fmt::format("[{}/{}]", done + 1, total);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

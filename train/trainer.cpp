@@ -282,7 +282,7 @@ void Run::interrupted(int signal, int64_t done, spdlog::logger& log) {
 
 TrainSummary Run::train(bool resume, const std::string& resume_from, const StartOptions& options) {
   TrainSummary summary;
-  const DeferInterrupts defer;  // a SIGINT or SIGTERM waits for the end of a step (train/interrupt.h)
+  const DeferInterrupts defer;  // a SIGINT, SIGTERM or SIGUSR1 waits for the end of a step (train/interrupt.h)
   std::unique_ptr<RunLock> lock;  // held until the final save is done
   std::vector<std::string> stale;
   int64_t start = 0;
@@ -322,7 +322,7 @@ TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logg
   workload_->model().train();
   double last_loss = metrics_.empty() ? 0.0 : metrics_.back().loss;
   bool saved = false;  // a periodic save wrote the checkpoint of summary.step
-  int signal = 0;      // the SIGINT or SIGTERM that ends the run (data-parallel: seen by some rank)
+  int signal = 0;      // the signal that ends the run (data-parallel: seen by some rank)
   const auto t0 = std::chrono::steady_clock::now();
   communication_s_ = 0;
   {
@@ -360,8 +360,8 @@ TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logg
       if (saved && lead_) save(done);
       summary.step = done;
       if (step_hook_) step_hook_(done);
-      // A SIGINT or SIGTERM: the step is saved below, then Interrupted. Data-parallel, every rank stops after the
-      // step in which some rank saw it (take_step reduced it), so all stop together.
+      // A SIGINT, SIGTERM or SIGUSR1: the step is saved below, then Interrupted. Data-parallel, every rank stops
+      // after the step in which some rank saw it (take_step reduced it), so all stop together.
       signal = shard_.count > 1 ? r.signal : pending_interrupt();
       if (signal) break;
     }
