@@ -55,7 +55,7 @@ namespace {
 
 // The run of one method, task and seed: trained, or resumed, or reused when it has finished; a folder trained with
 // another config is refused, or with `overwrite` moved aside (by Run::train) and the run trained afresh.
-void train_or_reuse(Run& run, MethodResult& row, const std::string& what, bool overwrite, ProgressContext context) {
+void train_or_reuse(Run& run, const std::string& what, bool overwrite, ProgressContext context) {
   const auto latest = run.latest();
   std::vector<ConfigChange> changes;
   if (latest) changes = match_run(latest->second.config_text, latest->first, run.config(), /*extend=*/false).changes;
@@ -67,10 +67,8 @@ void train_or_reuse(Run& run, MethodResult& row, const std::string& what, bool o
     return;
   }
   spdlog::info("{}: training in {}", what, run.dir());
-  const auto t0 = std::chrono::steady_clock::now();
   run.set_context(std::move(context));
   run.train(/*resume=*/true, {}, {.extend = false, .overwrite = overwrite});
-  row.train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // The folder of a method's runs: its scheme's when the method sets only evaluation keys (it evaluates that scheme's
@@ -111,10 +109,9 @@ void train_distributed(const RunConfig& base, const std::vector<std::string>& ta
     const SweepRun& sr = runs[static_cast<std::size_t>(i)];
     Run run(run_config(base, sr), Parallel::this_process);
     run.on_step([&serve](int64_t) { serve(); });
-    MethodResult unused;
     const std::string prefix = fmt::format("[rank {}: run {}/{}]", dist::rank(), i + 1, runs.size());
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    train_or_reuse(run, unused, fmt::format("{} {} / {} / seed {}", prefix, sr.task, sr.method.name(), sr.seed),
+    train_or_reuse(run, fmt::format("{} {} / {} / seed {}", prefix, sr.task, sr.method.name(), sr.seed),
                    overwrite, {prefix, 0, 0, secs, resume_command});
   });
 }
@@ -153,7 +150,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
         Run run(run_config(base, sr));
         const std::string prefix = fmt::format("[{}/{}]", done + 1, total);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        train_or_reuse(run, row, fmt::format("{} {} / {} / seed {}", prefix, task, method.name(), seed), overwrite,
+        train_or_reuse(run, fmt::format("{} {} / {} / seed {}", prefix, task, method.name(), seed), overwrite,
                        {prefix, static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command});
         ++done;
         std::vector<std::optional<double>> ppl, nll;

@@ -21,7 +21,6 @@ struct MethodResult {
   std::vector<std::vector<int64_t>> tokens;                // [seed][length]: target tokens scored (0 where nullopt)
   std::vector<std::vector<AttentionDiagnostics>> attention;  // [seed][length]: empty where not measured
   std::optional<double> optimal_ppl;                       // exp(entropy rate) for synthetic tasks
-  double train_seconds = 0;                                // summed over seeds (0 when reused)
   /// The perplexities at length j over the seeds.
   std::vector<std::optional<double>> column(std::size_t j) const;
   /// The mean attention distance (over layers and heads) at length j over the seeds; nullopt where not measured.

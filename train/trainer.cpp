@@ -190,9 +190,8 @@ int64_t Run::follow_lead(int64_t start, const StartOptions& options) {
   dist::broadcast(file);
   if (!lead_ && !file.empty()) {
     const Checkpoint c = load_checkpoint(file);
-    const RunMatch match = match_run(c.config_text, file, config_, options.extend);
-    RPB_CHECK(match.changes.empty(), "train", "rank ", dist::rank(), " reads a different config than rank 0 in ", file);
-    config_ = match.config;
+    // The same config as rank 0's (check_same_config) and the same file: the match rank 0 made, extension included.
+    config_ = match_run(c.config_text, file, config_, options.extend).config;
     restore(c, file);
   }
   broadcast_tensors(workload_->model().named_parameters());

@@ -58,7 +58,7 @@ class Workload {
   /// workload's sampler as a single process draws it, so the shards of all ranks make up that batch. `step` is
   /// the step being taken: with several shards, dropout draws its masks from a stream of (run.seed, step, shard
   /// index) (Workload::shard_dropout), so a run is the same for the same rank count and resumes anywhere.
-  virtual Tensor next_loss(const Shard& shard = {}, int64_t step = 0) = 0;
+  virtual Tensor next_loss(const Shard& shard, int64_t step) = 0;
   /// The generator states and counters that fix the following batches and dropout masks.
   virtual void save_state(Checkpoint& c) const = 0;
   /// Restores what save_state wrote; errors name `file` and what is missing.
