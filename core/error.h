@@ -42,6 +42,14 @@ class OptionError : public Error {
   std::string field_, detail_;
 };
 
+/// A mistake on the command line that rpb detects only when it runs (an output flag naming a file rpb must not
+/// replace, a data file that is not the one a checkpoint was trained on): the CLI prints message() and exits 2,
+/// like a usage error CLI11 finds while parsing.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <typename... Args>
 std::string concat(const Args&... args) {

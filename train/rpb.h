@@ -15,4 +15,5 @@
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "optim/sgd.h"
+#include "train/input_file.h"
 #include "train/version.h"
