@@ -155,7 +155,8 @@ TEST_CASE("run folder: a planted symbolic link is never written through") {
       fs::create_directories(dir);
       fs::create_symlink(own_target, dir / name);
       const std::string err = error_of([&] { Run(tiny_config(tmp.path, dir.filename().string(), 2)).train(true); });
-      CHECK(contains(err, (dir / name).string() + " is a symbolic link, which rpb does not follow"));
+      CHECK(contains(err, (dir / name).string()));
+      CHECK(contains(err, "is a symbolic link, which rpb does not follow"));
       CHECK(file_text(own_target) == "precious\n");
       CHECK_FALSE(fs::exists(dir / "step_00000002.h5"));
     }
@@ -237,7 +238,7 @@ TEST_CASE("latest: read_latest refuses a name that leads out of the run folder")
   }
   fs::remove(tmp.path / "latest");
   fs::create_directory(tmp.path / "latest");
-  CHECK(contains(error_of([&] { read_latest(tmp.path.string()); }), "latest is not a regular file"));
+  CHECK(contains(error_of([&] { read_latest(tmp.path.string()); }), "latest: is a folder, not a regular file"));
 }
 
 TEST_CASE("run folder: a run removes the temp files interrupted saves left, and nothing else") {

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "train/latest.h"
+#include "train/no_follow.h"
 
 namespace fs = std::filesystem;
 
@@ -38,12 +39,15 @@ CheckpointRef resolve_checkpoint(const std::string& arg) {
   else if (p.filename() == "latest") dir = folder_of(p).string();
   if (dir.empty()) {
     const std::string parent = folder_of(p).string();
-    return {arg, is_run_folder(parent) ? parent : ""};
+    if (!is_run_folder(parent)) return {arg, ""};  // a file elsewhere (a shared one): the user's to link
+    check_own_file(arg, "checkpoint");
+    return {arg, parent};
   }
   const std::string file = read_latest(dir);
   RPB_CHECK(!file.empty(), "checkpoint", printable(arg), ": ", printable(dir),
             " has no `latest` checkpoint pointer (or an empty one): expected a run folder with a checkpoint, or a "
             "checkpoint file");
+  check_own_file(file, "checkpoint");
   return {file, is_run_folder(dir) ? dir : ""};
 }
 

@@ -18,7 +18,9 @@ bool is_run_folder(const std::string& dir);
 /// Resolves `arg`: a folder is read through its `latest` (read_latest: never followed out of the folder); a file
 /// named `latest` is read as that pointer; anything else is the checkpoint file itself. Throws rpb::Error naming
 /// `arg` for a folder without a `latest` (or an empty one) and for a pointer that is a link, a folder or names a
-/// non-bare file. Reads only: nothing is written, and the checkpoint itself is not opened.
+/// non-bare file; and naming the checkpoint when it is a file of a run folder (named by `latest`, or by `arg` in a
+/// run folder) that is a symbolic link or has another hard link (check_own_file: a link to another run's
+/// checkpoint is not this run's). Reads only: nothing is written, and the checkpoint itself is not opened.
 CheckpointRef resolve_checkpoint(const std::string& arg);
 
 }  // namespace rpb

@@ -53,8 +53,8 @@ InputFile read_input_file(const std::string& path, const InputOptions& o) {
   RPB_CHECK(::fstat(fd.get(), &st) == 0, op.c_str(), "cannot stat the file: ", std::strerror(errno));
   if (const std::string kind = kind_of(st.st_mode); !kind.empty())
     RPB_FAIL(op.c_str(), "is ", kind, ", not a regular file; rpb reads only regular files");
-  RPB_CHECK(!o.in_run_folder || st.st_nlink == 1, op.c_str(), "has ", st.st_nlink,
-            " hard links; a file of a run folder is rpb's own and has one (another name shares its data)");
+  if (o.in_run_folder)
+    if (const std::string problem = foreign_file_problem(st); !problem.empty()) RPB_FAIL(op.c_str(), problem);
   InputFile in;
   in.device = static_cast<uint64_t>(st.st_dev);
   in.inode = static_cast<uint64_t>(st.st_ino);

@@ -1,25 +1,25 @@
 // rpb/train/latest.cpp: the run folder's `latest` pointer (see latest.h).
 #include "train/latest.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/text.h"
 #include "train/atomic_file.h"
-#include "train/no_follow.h"
+#include "train/input_file.h"
 
 namespace rpb {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// The most bytes a `latest` is read to: a name and a newline, with room to spare.
+constexpr std::size_t kMaxPointerBytes = 4096;
 
 // A file name that stays inside its folder: not empty, not "." or "..", no "/" and no control byte.
 bool is_bare_file_name(const std::string& name) {
@@ -42,12 +42,12 @@ std::string read_latest(const std::string& run_dir) {
   struct stat st{};
   if (::lstat(latest.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) return "";
   const std::string op = "checkpoint pointer " + latest.string();
-  FileDescriptor fd = open_no_follow(latest.string(), O_RDONLY, op);
-  char buf[4096];
-  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
-  RPB_CHECK(n >= 0, op.c_str(), "cannot read the file: ", std::strerror(errno));
-  std::string name(buf, static_cast<std::size_t>(n));
-  name = name.substr(0, name.find('\n'));
+  InputOptions pointer;
+  pointer.what = "checkpoint pointer";
+  pointer.max_bytes = kMaxPointerBytes;
+  pointer.in_run_folder = true;
+  const std::string bytes = read_input_file(latest.string(), pointer).bytes;
+  std::string name(bytes.begin(), std::find(bytes.begin(), bytes.end(), '\n'));
   while (!name.empty() && (name.back() == '\r' || name.back() == ' ' || name.back() == '\t')) name.pop_back();
   if (name.empty()) return "";
   RPB_CHECK(is_bare_file_name(name), op.c_str(), "names \"", printable(name), "\", which is not a bare file name in ",

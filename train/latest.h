@@ -12,9 +12,10 @@ void write_latest(const std::string& run_dir, const std::string& file_name);
 
 /// The full path run_dir/<name> that `latest` names, or "" when run_dir holds no `latest` file
 /// (or an empty one). Does not check that the named checkpoint exists; load_checkpoint will.
-/// Throws rpb::Error naming the pointer when `latest` is a symbolic link (it is never followed), a
-/// folder or another non-regular file, cannot be read, or names anything but a bare file name in
-/// run_dir ("/", ".", ".." or a control byte in it): the pointer never leads out of its folder.
+/// Reads `latest` with read_input_file (train/input_file.h, in_run_folder: at most 4096 bytes). Throws
+/// rpb::Error naming the pointer when `latest` is a symbolic link (it is never followed), a file with
+/// another hard link, a folder or another non-regular file, cannot be read, or names anything but a bare
+/// file name in run_dir ("/", ".", ".." or a control byte in it): the pointer never leads out of its folder.
 std::string read_latest(const std::string& run_dir);
 
 }  // namespace rpb

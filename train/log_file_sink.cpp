@@ -8,7 +8,7 @@
 namespace rpb {
 
 LogFileSink::LogFileSink(const std::string& path)
-    : path_(path), fd_(open_no_follow(path, O_WRONLY | O_APPEND | O_CREAT, "train log " + path)) {}
+    : path_(path), fd_(open_own_file(path, O_WRONLY | O_APPEND | O_CREAT, "train log " + path)) {}
 
 void LogFileSink::sink_it_(const spdlog::details::log_msg& msg) {
   spdlog::memory_buf_t line;

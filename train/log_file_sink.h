@@ -13,8 +13,9 @@ namespace rpb {
 
 /// A spdlog sink that appends each formatted message to a file with one write(2) as it is logged: nothing
 /// waits in a buffer, so a process killed with SIGKILL loses no line it has logged (the kernel holds it).
-/// The file is opened O_WRONLY|O_APPEND|O_CREAT|O_NOFOLLOW|O_CLOEXEC (open_no_follow): a symbolic link under
-/// its name is refused, never appended through. A failed write throws rpb::Error naming the file (spdlog
+/// The file is opened O_WRONLY|O_APPEND|O_CREAT|O_NOFOLLOW|O_CLOEXEC (open_own_file): a symbolic link under
+/// its name, or a file with another hard link (a name outside the folder sharing its data), is refused, never
+/// appended through. A failed write throws rpb::Error naming the file (spdlog
 /// reports errors of its sinks on stderr and carries on).
 class LogFileSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:

@@ -44,7 +44,7 @@ MetricsCsv::MetricsCsv(const std::string& path, const std::vector<int64_t>& vali
   std::string text = metrics_csv_header(lengths_);
   for (const MetricsRow& r : rows) text += metrics_csv_line(r, lengths_);
   write_file_atomically(path_, text, "write metrics " + path_);
-  fd_ = open_no_follow(path_, O_WRONLY | O_APPEND, "metrics " + path_);
+  fd_ = open_own_file(path_, O_WRONLY | O_APPEND, "metrics " + path_);
 }
 
 void MetricsCsv::append(const MetricsRow& row) {

@@ -48,6 +48,30 @@ FileDescriptor open_no_follow(const std::string& path, int flags, const std::str
   return fd;
 }
 
+std::string foreign_file_problem(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return "is a symbolic link, which rpb does not follow in a run folder";
+  if (S_ISREG(st.st_mode) && st.st_nlink != 1)
+    return "has " + std::to_string(st.st_nlink) +
+           " hard links; a file of a run folder is rpb's own and has one (another name shares its data)";
+  return "";
+}
+
+void check_own_file(const std::string& path, const std::string& what) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) return;
+  const std::string problem = foreign_file_problem(st);
+  RPB_CHECK(problem.empty(), what.c_str(), path, " ", problem);
+}
+
+FileDescriptor open_own_file(const std::string& path, int flags, const std::string& op, mode_t mode) {
+  FileDescriptor fd = open_no_follow(path, flags, op, mode);
+  struct stat st{};
+  RPB_CHECK(::fstat(fd.get(), &st) == 0, op.c_str(), "cannot stat ", path, ": ", std::strerror(errno));
+  const std::string problem = foreign_file_problem(st);
+  RPB_CHECK(problem.empty(), op.c_str(), path, " ", problem);
+  return fd;
+}
+
 void write_all(int fd, std::string_view bytes, const std::string& path, const std::string& op) {
   std::size_t done = 0;
   while (done < bytes.size()) {

@@ -5,6 +5,7 @@
 // temp file) is refused instead of being written, truncated or read through.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
@@ -44,6 +45,22 @@ class FileDescriptor {
 /// regular file" for a folder, a FIFO or a device (a FIFO is never waited on), or the system's reason.
 /// With O_CREAT|O_EXCL in `flags` an existing file (a link included) fails with EEXIST.
 FileDescriptor open_no_follow(const std::string& path, int flags, const std::string& op, mode_t mode = 0644);
+
+/// Why a file of a run folder whose status is `st` (lstat(2) of its name, or fstat(2) of a descriptor opened with
+/// O_NOFOLLOW) is not one rpb made: "is a symbolic link, which rpb does not follow in a run folder", "has 2 hard
+/// links; a file of a run folder is rpb's own and has one (another name shares its data)"; "" when it is one (or
+/// is no link and not a regular file: the readers refuse those themselves, naming what they are).
+std::string foreign_file_problem(const struct stat& st);
+
+/// Throws rpb::Error "<what>: <path> <foreign_file_problem>" when `path` (in a run folder, a link not followed) is
+/// a symbolic link or a file with another hard link; returns when it is rpb's own, or missing (the reader that
+/// comes next says so). For a file read by path afterwards (a checkpoint `latest` names): a file swapped between
+/// this check and the read is not seen.
+void check_own_file(const std::string& path, const std::string& what);
+
+/// open_no_follow for a file rpb writes or appends to in a run folder (train.log, `lock`): also refuses, naming
+/// `path`, a file with another hard link, whose other name (outside the folder, maybe) would be written through.
+FileDescriptor open_own_file(const std::string& path, int flags, const std::string& op, mode_t mode = 0644);
 
 /// Writes all of `bytes` to `fd` (retrying short writes and EINTR); throws rpb::Error naming `op` and `path`
 /// with the system's reason ("No space left on device") when a write fails.

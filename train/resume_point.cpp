@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "train/latest.h"
+#include "train/no_follow.h"
 #include "train/run_folder.h"
 
 namespace fs = std::filesystem;
@@ -44,7 +45,7 @@ std::string describe_checkpoints(const std::vector<CheckpointFile>& files) {
 std::string advice(const std::string& run_dir, const std::vector<CheckpointFile>& files) {
   for (const CheckpointFile& f : files) {
     try {
-      load_checkpoint(f.path);
+      load_own_checkpoint(f.path, "train");
     } catch (const Error&) {
       continue;
     }
@@ -59,6 +60,11 @@ std::string advice(const std::string& run_dir, const std::vector<CheckpointFile>
 }
 
 }  // namespace
+
+Checkpoint load_own_checkpoint(const std::string& file, const std::string& op) {
+  check_own_file(file, op);
+  return load_checkpoint(file);
+}
 
 std::string run_folder_checkpoints(const std::string& run_dir) {
   std::string what = describe_checkpoints(checkpoint_files(run_dir));
@@ -92,7 +98,7 @@ std::optional<ResumePoint> resume_point(const std::string& run_dir) {
               printable(fs::path(latest).filename().string()) + "\", which is not a checkpoint file (step_<step>.h5)";
   } else if (problem.empty()) {
     try {
-      return ResumePoint{latest, load_checkpoint(latest)};
+      return ResumePoint{latest, load_own_checkpoint(latest, "train")};
     } catch (const Error& e) {
       problem = e.message() + " (the checkpoint `latest` names)";
     }
@@ -107,7 +113,7 @@ ResumePoint explicit_resume_point(const std::string& run_dir, const std::string&
   RPB_CHECK(is_checkpoint_name(p.filename().string()) && fs::equivalent(dir, run_dir, ec), "train", "--resume-from ",
             file, " is not a checkpoint file (step_<step>.h5) of the run folder ", run_dir);
   const std::string path = (fs::path(run_dir) / p.filename()).string();
-  return {path, load_checkpoint(path)};
+  return {path, load_own_checkpoint(path, "train")};
 }
 
 }  // namespace rpb

@@ -132,7 +132,7 @@ void Run::save(int64_t step) {
 std::optional<std::pair<std::string, Checkpoint>> Run::latest() const {
   std::string file = read_latest(dir_);
   if (file.empty()) return std::nullopt;
-  Checkpoint c = load_checkpoint(file);
+  Checkpoint c = load_own_checkpoint(file, "checkpoint");
   return std::make_pair(std::move(file), std::move(c));
 }
 
