@@ -1,5 +1,7 @@
 #include "cli/inspect.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -94,6 +96,28 @@ void print_parameters(const Checkpoint& c, std::ostream& out) {
   out << "  total " << total << " parameters\n";
 }
 
+// The digest of the stored config's identity, recomputed, beside the one the checkpoint recorded when it was
+// written (root attribute config_digest): they differ when the stored config was edited since.
+void print_digests(const Checkpoint& c, const RunConfig& cfg, const std::string& file, std::ostream& out) {
+  const std::string digest = config_digest(cfg.text);
+  out << "  config digest " << digest << " (recomputed from the stored config; train/run_identity.h)";
+  if (c.config_digest.empty()) {
+    out << "\n  stored config_digest: none (a checkpoint of before digests)\n";
+    return;
+  }
+  if (c.config_digest == digest) {
+    out << ", equal to the stored config_digest\n";
+    return;
+  }
+  const std::string stored = printable(c.config_digest, 100);
+  out << "\n  stored config_digest " << stored
+      << "\n  MISMATCH: the stored config_digest differs from the digest of the stored config: the config was "
+         "edited after the checkpoint was written (eval, generate and train --resume read the edited config)\n";
+  spdlog::warn("inspect: {}: the stored config_digest {} differs from the digest of the stored config {}: the config "
+               "was edited after the checkpoint was written",
+               printable(file), stored, digest);
+}
+
 }  // namespace
 
 void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& svg_path) {
@@ -114,7 +138,8 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
       << nn::recipe_name(nn::resolve_recipe(cfg.model.embedding, p.scheme, cfg.dims()))
       << (cfg.model.embedding == nn::EmbeddingRecipe::scheme ? " (the scheme's recipe)" : "") << "\n  task: " << cfg.task.kind
       << ", train length " << cfg.length << "; optimizer " << cfg.optim.kind << " at step " << c.optim.step
-      << "\n  config digest " << config_digest(cfg.text) << " (train/run_identity.h)\n";
+      << "\n";
+  print_digests(c, cfg, file, out);
 
   print_config(c.config_text, out);
   print_metrics(c, out);
