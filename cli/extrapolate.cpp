@@ -61,13 +61,13 @@ void train_or_reuse(Run& run, const std::string& what, bool overwrite, ProgressC
   if (latest) changes = match_run(latest->second.config_text, latest->first, run.config(), /*extend=*/false).changes;
   if (!changes.empty() && !overwrite)
     throw Error(changed_config_message("extrapolate", run.dir(), latest->first, changes));
+  run.set_context(std::move(context));  // its prefix shows in the training's progress and the evaluation's
   if (latest && changes.empty() && latest->second.step >= run.config().steps) {
     spdlog::info("{}: finished earlier, reusing {}", what, run.dir());
     run.restore(latest->second, latest->first);
     return;
   }
   spdlog::info("{}: training in {}", what, run.dir());
-  run.set_context(std::move(context));
   run.train(/*resume=*/true, {}, {.extend = false, .overwrite = overwrite});
 }
 

@@ -14,14 +14,15 @@
 
 namespace rpb {
 
-/// What a caller tells Run::train about the run's place (Run::set_context): a sweep's position and time, shown
-/// in the progress lines, and the command that resumes it, shown when a signal interrupts it.
+/// What a caller tells Run::train and Run::evaluate about the run's place (Run::set_context): a sweep's position
+/// and time, shown in the progress lines, and the command that resumes it, shown when a signal interrupts it.
 struct ProgressContext {
   std::string prefix;          // before every progress line, e.g. "[3/72]"; empty: none
   int64_t runs_done = 0;       // a sweep's runs finished before this one
   int64_t runs_total = 0;      // a sweep's runs in all; 0: not a sweep (no sweep ETA)
   double elapsed_s = 0;        // the sweep's time before this run
   std::string resume_command;  // empty: "build/rpb train <config file> --resume"
+  double eval_log_every_s = 10;  // seconds between Run::evaluate's log lines (train/eval_progress.h); 0: every batch
 };
 
 /// Seconds as h:mm:ss ("0:04:05", "27:00:00"); "?" when not finite or negative.

@@ -18,6 +18,7 @@
 #include "optim/sgd.h"
 #include "train/atomic_file.h"
 #include "train/distributed.h"
+#include "train/eval_progress.h"
 #include "train/interrupt.h"
 #include "train/latest.h"
 #include "train/log_file_sink.h"
@@ -240,7 +241,7 @@ Run::StepResult Run::take_step(int64_t step, double lr) {
 
 std::vector<std::pair<int64_t, double>> Run::validate() {
   std::vector<std::pair<int64_t, double>> out;
-  for (const LengthResult& r : workload_->evaluate(config_.valid_multipliers, data::Split::valid, 0))
+  for (const LengthResult& r : workload_->evaluate(config_.valid_multipliers, data::Split::valid, 0, nullptr))
     if (r.nll && !std::isnan(*r.nll)) out.emplace_back(r.length, *r.nll);
   return out;
 }
@@ -394,7 +395,9 @@ std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths, int
                 config_.length);
       mult.push_back(l / config_.length);
     }
-  return workload_->evaluate(mult, data::Split::test, tokens);
+  EvalProgress progress(*spdlog::default_logger(), context_.prefix, static_cast<int64_t>(mult.size()),
+                        config_.dims() == 2, context_.eval_log_every_s);
+  return workload_->evaluate(mult, data::Split::test, tokens, &progress);
 }
 
 }  // namespace rpb

@@ -89,7 +89,9 @@ class Run {
 
   /// Perplexity on the held-out test stream at every length of config.eval_multipliers
   /// (or at `lengths` when given), scoring the same tokens at each length: run.eval_tokens at most, or exactly
-  /// `tokens` (> 0; rounded down to a multiple of the longest length, see Workload::evaluate).
+  /// `tokens` (> 0; rounded down to a multiple of the longest length, see Workload::evaluate). Shows its progress
+  /// as training does (train/eval_progress.h, on stderr: a terminal line, else a log line every
+  /// ProgressContext::eval_log_every_s seconds), prefixed with the context's prefix; the numbers do not depend on it.
   std::vector<LengthResult> evaluate(const std::vector<int64_t>& lengths = {}, int64_t tokens = 0);
 
   const RunConfig& config() const { return config_; }

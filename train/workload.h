@@ -14,6 +14,8 @@
 
 namespace rpb {
 
+class EvalProgress;
+
 /// Attention diagnostics at one evaluation size (nn/attention_stats.h), measured on the evaluation's sample: the
 /// first held-out segments (grids) holding as many target tokens (cells) as one segment (grid) of the longest
 /// size, so every size sees the same tokens where the task allows it. Empty when not measured
@@ -69,9 +71,10 @@ class Workload {
   /// throws rpb::Error naming the held-out stream's size when it holds fewer (grids: refused, they score
   /// run.eval_tokens cells). On the test split with run.eval_diagnostics, each size also gets its attention
   /// diagnostics from one more forward over its sample (the scored forwards are unchanged). In eval mode (no
-  /// dropout), recording no tape, drawing from no generator of the training; train mode again after.
+  /// dropout), recording no tape, drawing from no generator of the training; train mode again after. `progress`
+  /// (null: none) hears of each size begun and each batch scored (train/eval_progress.h).
   virtual std::vector<LengthResult> evaluate(const std::vector<int64_t>& multipliers, data::Split split,
-                                             int64_t tokens) = 0;
+                                             int64_t tokens, EvalProgress* progress) = 0;
 };
 
 /// The options of `config`'s model for a task of `vocab` token ids: [model] and [position], with the vocabulary

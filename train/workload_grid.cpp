@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "nn/grid_model.h"
+#include "train/eval_progress.h"
 #include "train/grid2d.h"
 #include "train/workload.h"
 
@@ -46,7 +47,8 @@ class GridWorkload final : public Workload {
     RPB_CHECK(have_dropout && have_sampler, "checkpoint", file, ": missing /rng/dropout or /rng/sampler");
   }
 
-  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens) override {
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens,
+                                     EvalProgress* progress) override {
     RPB_CHECK(tokens == 0, "eval", "a token count (", tokens, ") applies to the 1-D tasks; grid2d scores run.eval_tokens = ",
               config_.eval_tokens, " cells at every side");
     model_->eval();
@@ -54,16 +56,21 @@ class GridWorkload final : public Workload {
     if (rewindow) model_->set_window(config_.grid.eval_window);
     std::vector<LengthResult> out;
     const int64_t longest = *std::max_element(mult.begin(), mult.end()) * config_.length;
-    for (int64_t m : mult) {
+    for (std::size_t i = 0; i < mult.size(); ++i) {
+      const int64_t m = mult[i];
       LengthResult r;
       r.multiplier = m;
       r.length = m * config_.length;  // the grid side
       if (model_->max_side() == 0 || r.length <= model_->max_side()) {
         Tensor x, y;
         task_.eval_grids(r.length, x, y, split, split == data::Split::valid ? config_.valid_tokens : 0);
-        r.nll = mean_nll(x, y);
+        if (progress) progress->begin(static_cast<int64_t>(i), r.length, y.numel());
+        r.nll = mean_nll(x, y, progress);
         r.tokens = y.numel();
-        if (config_.eval_diagnostics && split == data::Split::test) r.attention = diagnostics(x, longest * longest);
+        if (config_.eval_diagnostics && split == data::Split::test) {
+          if (progress) progress->measuring_attention();
+          r.attention = diagnostics(x, longest * longest);
+        }
       }
       out.push_back(r);
     }
@@ -83,13 +90,15 @@ class GridWorkload final : public Workload {
   }
 
   // The mean NLL over the evaluation grids x (N, side, side) against y.
-  double mean_nll(const Tensor& x, const Tensor& y) const {
+  double mean_nll(const Tensor& x, const Tensor& y, EvalProgress* progress) const {
     NoGradGuard no_grad;
     const int64_t n = x.size(0);
     double total = 0;
     for (int64_t b = 0; b < n; b += config_.eval_batch) {
       const int64_t e = std::min(n, b + config_.eval_batch);
-      total += model_->loss(slice(x, 0, b, e), slice(y, 0, b, e)).item() * static_cast<double>(e - b);
+      const Tensor targets = slice(y, 0, b, e);
+      total += model_->loss(slice(x, 0, b, e), targets).item() * static_cast<double>(e - b);
+      if (progress) progress->advance(targets.numel());
     }
     return total / static_cast<double>(n);
   }

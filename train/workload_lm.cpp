@@ -4,6 +4,7 @@
 
 #include "nn/transformer.h"
 #include "train/data.h"
+#include "train/eval_progress.h"
 #include "train/workload.h"
 
 namespace rpb {
@@ -63,7 +64,8 @@ class LmWorkload final : public Workload {
     sampler_->set_state(ss);
   }
 
-  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens) override {
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens,
+                                     EvalProgress* progress) override {
     const bool valid = split == data::Split::valid;
     const auto& stream = valid ? task_->valid_stream() : task_->test_stream();
     const int64_t held_out = static_cast<int64_t>(stream.size()) - 1;  // its target tokens
@@ -82,9 +84,13 @@ class LmWorkload final : public Workload {
       r.length = segments[i].length;
       r.multiplier = mult[i];
       if (limit == 0 || r.length <= limit) {
-        r.nll = mean_nll(segments[i]);
+        if (progress) progress->begin(static_cast<int64_t>(i), r.length, segments[i].targets.numel());
+        r.nll = mean_nll(segments[i], progress);
         r.tokens = segments[i].targets.numel();
-        if (config_.eval_diagnostics && !valid) r.attention = diagnostics(segments[i], longest);
+        if (config_.eval_diagnostics && !valid) {
+          if (progress) progress->measuring_attention();
+          r.attention = diagnostics(segments[i], longest);
+        }
       }
       out.push_back(r);
     }
@@ -93,7 +99,7 @@ class LmWorkload final : public Workload {
   }
 
  private:
-  double mean_nll(const data::EvalSegments& s) const {
+  double mean_nll(const data::EvalSegments& s, EvalProgress* progress) const {
     NoGradGuard no_grad;
     const int64_t n = s.inputs.size(0);
     double total = 0;
@@ -101,6 +107,7 @@ class LmWorkload final : public Workload {
       const int64_t e = std::min(n, b + config_.eval_batch);
       const Tensor in = slice(s.inputs, 0, b, e), tg = slice(s.targets, 0, b, e);
       total += cross_entropy(model_->forward(in), tg).item() * static_cast<double>(e - b);
+      if (progress) progress->advance(tg.numel());
     }
     return total / static_cast<double>(n);
   }
