@@ -236,7 +236,7 @@ const std::vector<Command>& commands() {
       {"demo", "Train a small MLP on two spirals with rpb's autograd engine", add_demo_command},
       {"bias", "Print a position scheme's bucket/index matrix, or its bias if it is fixed", add_bias_command},
       {"train", "Train a model from a TOML config (checkpoints in its run folder)", add_train},
-      {"eval", "Perplexity of a checkpoint at several lengths (recorded in its run folder's eval/)", add_eval},
+      {"eval", "Perplexity of a checkpoint at several lengths (recorded in its run folder's eval/; a long one shows its progress on stderr)", add_eval},
       {"generate", "Generate tokens from a checkpoint (KV-cache decoding)", add_generate_command},
       {"extrapolate", "Train every position scheme and print perplexity against length", add_extrapolate},
       {"inspect", "Report a checkpoint: config, metrics, parameters, bias tables", add_inspect},

@@ -24,6 +24,7 @@ std::string describe_latest(const std::string& run_dir) {
   if (S_ISLNK(st.st_mode)) return "`latest` (a symbolic link)";
   if (S_ISDIR(st.st_mode)) return "`latest` (a folder)";
   if (!S_ISREG(st.st_mode)) return "`latest` (not a regular file)";
+  if (st.st_nlink != 1) return "`latest` (a file with another hard link)";
   try {
     const std::string file = read_latest(run_dir);
     return file.empty() ? "" : "`latest` naming " + fs::path(file).filename().string();
