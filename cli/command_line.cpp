@@ -41,7 +41,7 @@ std::string resume_command(const std::vector<std::string>& argv, bool train, int
     c += (c.empty() ? "" : " ") + shell_word(a);
   }
   if (train) c += " --resume";
-  return printable(c, 1000);
+  return terminal_text(c, 1000);  // control bytes escaped; a backslash stays one, as the shell reads it
 }
 
 }  // namespace rpb

@@ -82,7 +82,11 @@ std::string name_character_problem(std::string_view name) {
   while (i < name.size()) {
     const auto b = static_cast<unsigned char>(name[i]);
     const std::size_t n = b < 0x80 ? 1 : utf8_sequence(name, i);
-    if (n == 0) return "invalid UTF-8 (byte 0x" + hex(b, 2) + " at byte " + std::to_string(i) + ")";
+    if (n == 0) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02x", b);
+      return "invalid UTF-8 (byte " + std::string(byte) + " at byte " + std::to_string(i) + ")";
+    }
     const char32_t c = decode_utf8(name, i, n);
     if (const char* category = invisible_category(c)) {
       const std::string code = "U+" + hex(static_cast<unsigned>(c), 4);
