@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/bias.h"
+#include "cli/command_line.h"
 #include "cli/demo.h"
 #include "cli/eval.h"
 #include "cli/generate.h"
@@ -29,23 +30,16 @@ namespace rpb {
 
 namespace {
 
-// `arg` as one shell word: as it is when it is plain, else in single quotes.
-std::string shell_word(const std::string& arg) {
-  const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                           "0123456789_./=,:@+-") == std::string::npos;
-  if (plain) return arg;
-  std::string q = "'";
-  for (const char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
-}
-
-// The command that goes on with an interrupted `rpb <verb> <config> [--set ...]` (printed, escaped).
-std::string resume_command(const std::string& verb, const std::string& config,
-                           const std::vector<std::string>& overrides) {
-  std::string c = (dist::size() > 1 ? "mpirun -np " + std::to_string(dist::size()) + " " : std::string()) +
-                  "build/rpb " + verb + " " + shell_word(config) + (verb == "train" ? " --resume" : "");
-  for (const std::string& o : overrides) c += " --set " + shell_word(o);
-  return printable(c, 1000);
+// The command that goes on with an interrupted `rpb <verb> <config> [--set ...]`: the command line as it was run
+// (cli/command_line.h), or, when rpb runs as a library, one made of the arguments.
+std::string resume_hint(const std::string& verb, const std::string& config,
+                        const std::vector<std::string>& overrides) {
+  std::vector<std::string> argv = command_line();
+  if (argv.empty()) {
+    argv = {"rpb", verb, config};
+    for (const std::string& o : overrides) argv.insert(argv.end(), {"--set", o});
+  }
+  return resume_command(argv, verb == "train", dist::size());
 }
 
 }  // namespace
@@ -58,7 +52,7 @@ int cmd_train(const std::string& config_path, bool resume, const std::string& re
   const InterruptHandlers handlers;  // SIGINT, SIGTERM: a checkpoint, then exit 130 / 143 (train/interrupt.h)
   Run run(cfg);
   ProgressContext context;
-  context.resume_command = resume_command("train", config_path, overrides);
+  context.resume_command = resume_hint("train", config_path, overrides);
   run.set_context(context);
   const TrainSummary s = run.train(resume, resume_from, {.extend = extend, .overwrite = overwrite});
   if (run.shard().index != 0) return 0;  // data-parallel: rank 0 reports, evaluates, prints and records
@@ -84,7 +78,7 @@ int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths,
 int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides, bool overwrite) {
   const RunConfig cfg = load_config(config_path, overrides);
   const InterruptHandlers handlers;
-  const SweepResult r = run_sweep(cfg, overwrite, resume_command("extrapolate", config_path, overrides));
+  const SweepResult r = run_sweep(cfg, overwrite, resume_hint("extrapolate", config_path, overrides));
   if (dist::rank() != 0) return 0;  // a distributed sweep: rank 0 writes the results
   const std::string dir = cfg.run_dir();
   {
@@ -166,7 +160,8 @@ CommandRunner add_eval(CLI::App& cmd) {
   cmd.add_option("checkpoint", a->eval.checkpoint,
                  "a checkpoint .h5 file, a run folder (its latest checkpoint) or a run folder's `latest` file")
       ->required();
-  cmd.add_option("--lengths", a->eval.lengths, "comma-separated lengths (multiples of the train length)")
+  cmd.add_option("--lengths", a->eval.lengths,
+                 "comma-separated lengths (multiples of the train length), each once, at most 64")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, nn::limits::kMaxSequence));
   cmd.add_option("--kjv-path", a->eval.kjv_path,
@@ -185,7 +180,9 @@ CommandRunner add_eval(CLI::App& cmd) {
                "after the perplexity table, print each length's attention per layer and head: mean distance and "
                "entropy (measured even when the stored run.eval_diagnostics is false)");
   cmd.add_flag("--no-record", a->eval.no_record, "do not write the record into the run folder's eval/");
-  cmd.add_option("--out", a->eval.out, "also write the JSON record to this file (any checkpoint, in a run folder or not)");
+  cmd.add_option("--out", a->eval.out,
+                 "also write the JSON record to this file (any checkpoint, in a run folder or not): a new or replaced "
+                 "regular file, never a link, a device, an input file or a file rpb manages in a run folder");
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
@@ -221,7 +218,9 @@ CommandRunner add_inspect(CLI::App& cmd) {
   cmd.add_option("checkpoint", a->checkpoint,
                  "a checkpoint .h5 file, a run folder (its latest checkpoint) or a run folder's `latest` file")
       ->required();
-  cmd.add_option("--svg", a->svg, "also draw each head's position bias against distance into this SVG file");
+  cmd.add_option("--svg", a->svg,
+                 "also draw each head's position bias against distance into this SVG file: a new or replaced regular "
+                 "file, never a link, a device, the checkpoint or a file rpb manages in a run folder");
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);

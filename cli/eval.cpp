@@ -3,15 +3,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 
+#include "core/text.h"
 #include "nn/position.h"
-#include "train/atomic_file.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_path.h"
+#include "train/data.h"
 #include "train/log_file_sink.h"
+#include "train/output_file.h"
 #include "train/run_identity.h"
 #include "train/sha256.h"
 #include "train/stored_model.h"
@@ -50,6 +53,17 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
   cfg.eval_tokens = o.tokens;
   if ((cfg.task.kind == "markov" || cfg.task.kind == "lag") && cfg.task.eval_tokens < o.tokens + 1)
     cfg.task.eval_tokens = o.tokens + 1;  // the stream is generated: a longer one starts with the same tokens
+}
+
+// --lengths as given: each length once (a repeated one would be scored and recorded twice), at most
+// run_limits::kMaxLengths of them.
+void check_lengths_option(const std::vector<int64_t>& lengths) {
+  if (lengths.size() > run_limits::kMaxLengths)
+    throw UsageError("eval --lengths: expected at most " + std::to_string(run_limits::kMaxLengths) + " lengths, found " +
+                     std::to_string(lengths.size()));
+  for (std::size_t i = 1; i < lengths.size(); ++i)
+    if (std::find(lengths.begin(), lengths.begin() + static_cast<std::ptrdiff_t>(i), lengths[i]) != lengths.begin() + static_cast<std::ptrdiff_t>(i))
+      throw UsageError("eval --lengths: " + std::to_string(lengths[i]) + " is listed twice; expected each length once");
 }
 
 // A line of the evaluation in the run's train.log (appended with one write, like the run's own lines).
@@ -127,9 +141,15 @@ std::string record_evaluation(const std::string& run_dir, const EvalRecord& reco
 }
 
 int cmd_eval(const EvalOptions& o) {
+  check_lengths_option(o.lengths);
   const CheckpointRef ref = resolve_checkpoint(o.checkpoint);
+  // --out is checked before the checkpoint is read, and again with the text once the stored config says it is read.
+  OutputOptions out{"--out", {{"checkpoint", ref.file}}};
+  if (!o.out.empty()) check_output_file(o.out, out);
   const Checkpoint c = load_checkpoint(ref.file);
   RunConfig cfg = parse_stored_config(c.config_text, ref.file + " (stored config)");
+  if (cfg.task.kind == "kjv") out.inputs.push_back({"kjv text", data::kjv_text_path(o.kjv_path)});
+  if (!o.out.empty()) check_output_file(o.out, out);
   // The task's data is the user's, never the file's: a stored kjv_path is not read, and no data file is written.
   cfg.task.kjv_path = o.kjv_path;
   cfg.task.generate_missing = false;
@@ -141,7 +161,7 @@ int cmd_eval(const EvalOptions& o) {
     built = std::make_unique<Run>(cfg);
   } catch (const Error& e) {
     if (o.tokens == 0) throw;
-    throw Error("eval --tokens " + std::to_string(o.tokens) + " (run.eval_tokens below): " + e.what());
+    throw Error("eval --tokens " + std::to_string(o.tokens) + " (run.eval_tokens below): " + e.message());
   }
   Run& run = *built;
   run.restore(c, ref.file);
@@ -155,11 +175,11 @@ int cmd_eval(const EvalOptions& o) {
     if (o.diagnostics) print_attention_tables(record, std::cout);
   }
   std::cout.flush();
-  if (!ref.run_dir.empty() && !o.no_record) record_evaluation(ref.run_dir, record);
-  if (!o.out.empty()) {
-    write_file_atomically(o.out, eval_record_json(record), "--out " + o.out);
-    spdlog::info("evaluation record written to {}", o.out);
+  if (!o.out.empty()) {  // before the run folder's record: a failed --out leaves the folder as it was
+    write_output_file(o.out, eval_record_json(record), out);
+    spdlog::info("evaluation record written to {}", printable(o.out));
   }
+  if (!ref.run_dir.empty() && !o.no_record) record_evaluation(ref.run_dir, record);
   return 0;
 }
 

@@ -27,8 +27,10 @@ struct EvalOptions {
 
 /// Evaluates the checkpoint `options` names. The table (or the JSON record) goes to stdout. The record is written to
 /// <run>/eval/ when the checkpoint lies in a run folder of ours (is_run_folder) and no_record is off, and to `out`
-/// when given; a checkpoint elsewhere (a shared file) gets nothing written unless `out` is given. Where a record
-/// went is said on stderr.
+/// when given (first: train/output_file.h; an `out` it refuses, such as the checkpoint itself or a file of a run
+/// folder, is refused with rpb::UsageError before the checkpoint is read, and nothing is written); a checkpoint
+/// elsewhere (a shared file) gets nothing written unless `out` is given. Where a record went is said on stderr.
+/// `lengths` holding a length twice, or more than run_limits::kMaxLengths, is refused (rpb::UsageError) first.
 int cmd_eval(const EvalOptions& options);
 
 /// The record of `results`, evaluated by `run` from the checkpoint `file` at `step`.

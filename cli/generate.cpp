@@ -88,8 +88,7 @@ int cmd_generate(const GenerateRequest& r) {
   try {
     prompt = kjv ? encode_kjv_prompt(*kjv, r.prompt) : parse_token_prompt(r.prompt, model.options().vocab);
   } catch (const Error& e) {
-    spdlog::error("{}", terminal_text(e.what()));
-    return 2;
+    throw UsageError(e.message(), e.location());  // the command line's prompt: exit 2, no source path unless -v
   }
   nn::GenerateOptions o;
   o.tokens = r.tokens;

@@ -121,6 +121,8 @@ void print_digests(const Checkpoint& c, const RunConfig& cfg, const std::string&
 }  // namespace
 
 void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& svg_path) {
+  const OutputOptions svg{"--svg", {{"checkpoint", file}}};
+  if (!svg_path.empty()) check_output_file(svg_path, svg);  // before the checkpoint is read: a refusal costs nothing
   const Checkpoint c = load_checkpoint(file);
   const RunConfig cfg = parse_stored_config(c.config_text, file + " (stored config)");
   // The parameters must be the ones the stored config's model has (names, shapes, dtypes), as `rpb eval`
@@ -128,7 +130,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
   // model is built, never the task's data, and only once the file holds as many parameters as it has.
   const std::unique_ptr<nn::Module> stored = load_stored_model(c, cfg, file);
   const nn::Module& model = *stored;
-  if (!svg_path.empty()) write_bias_svg(model, cfg, svg_path);  // before the report: a refusal prints nothing else
+  if (!svg_path.empty()) write_bias_svg(model, cfg, svg_path, svg);  // before the report: a refusal prints nothing else
   const nn::PositionOptions& p = cfg.model.position;
   out << "checkpoint " << printable(file) << "\n  step " << c.step << " of " << cfg.steps << ", rpb "
       << printable(c.library_version)

@@ -7,7 +7,6 @@
 #include "cli/svg.h"
 #include "core/error.h"
 #include "nn/position.h"
-#include "train/atomic_file.h"
 
 namespace rpb {
 
@@ -108,7 +107,8 @@ void draw_grid_panel(svg::Document& d, const BiasModule& m, int64_t side, double
 
 }  // namespace
 
-void write_bias_svg(const nn::Module& model, const RunConfig& config, const std::string& path) {
+void write_bias_svg(const nn::Module& model, const RunConfig& config, const std::string& path,
+                    const OutputOptions& output) {
   const std::vector<BiasModule> modules = bias_modules(model);
   const nn::PositionOptions po = config.position();
   if (modules.empty())
@@ -127,7 +127,7 @@ void write_bias_svg(const nn::Module& model, const RunConfig& config, const std:
     if (grid) draw_grid_panel(d, modules[i], side, top);
     else draw_line_panel(d, modules[i], config.length, distances, top);
   }
-  write_file_atomically(path, d.str());
+  write_output_file(path, d.str(), output);
 }
 
 }  // namespace rpb

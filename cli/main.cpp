@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -51,6 +52,7 @@ int finish(int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rpb::set_command_line(argc, argv);         // before MPI_Init may take its own arguments out
   const rpb::dist::Session mpi(argc, argv);  // MPI only when an MPI launcher started this process
   // Errors and progress go to stderr; stdout carries only results (tables, reports, JSON). Under MPI with more
   // than one rank, each line names its rank.

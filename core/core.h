@@ -10,3 +10,4 @@
 #include "core/shape.h"
 #include "core/tensor.h"
 #include "core/text.h"
+#include "core/unicode.h"

@@ -3,35 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/unicode.h"
+
 namespace rpb {
 
 namespace {
-
-// The length of the valid UTF-8 sequence starting at s[i] (2 to 4 bytes, no overlong forms, no surrogates,
-// nothing past U+10FFFF), or 0 when s[i] does not start one.
-std::size_t utf8_sequence(std::string_view s, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  std::size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
-  if (c >= 0xc2 && c <= 0xdf) n = 2;
-  else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    if (c == 0xe0) lo = 0xa0;
-    if (c == 0xed) hi = 0x9f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    if (c == 0xf0) lo = 0x90;
-    if (c == 0xf4) hi = 0x8f;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k)
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
-  return n;
-}
 
 // The text of one byte that is written as an escape.
 void append_escape(std::string& out, unsigned char c) {
@@ -45,12 +21,9 @@ void append_escape(std::string& out, unsigned char c) {
   }
 }
 
-// True for the two-byte UTF-8 forms of U+0080..U+009F, the C1 controls (U+009B is a terminal's CSI).
-bool c1_control(std::string_view s, std::size_t i, std::size_t n) {
-  return n == 2 && static_cast<unsigned char>(s[i]) == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0;
-}
-
-// The first `end` bytes of `text`, escaped: control bytes, DEL, C1 controls and bytes outside valid UTF-8
+// The first `end` bytes of `text`, escaped: control bytes, DEL, the characters of invisible_category (the C1
+// controls, U+009B being a terminal's CSI; format characters such as U+202E, which reorders what follows it; line
+// and paragraph separators) and bytes outside valid UTF-8
 // always; backslashes when `backslash`; newlines and tabs unless `keep_lines`.
 std::string escape(std::string_view text, std::size_t end, bool backslash, bool keep_lines) {
   std::string out;
@@ -66,7 +39,7 @@ std::string escape(std::string_view text, std::size_t end, bool backslash, bool 
       out += static_cast<char>(c);
       ++i;
     } else if (const std::size_t n = c >= 0x80 ? utf8_sequence(text, i) : 0;
-               n > 0 && i + n <= end && !c1_control(text, i, n)) {
+               n > 0 && i + n <= end && !invisible_category(decode_utf8(text, i, n))) {
       out.append(text.substr(i, n));
       i += n;
     } else {

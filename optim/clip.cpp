@@ -7,9 +7,7 @@
 
 namespace rpb::optim {
 
-double clip_grad_norm(const std::vector<NamedParam>& params, double max_norm) {
-  RPB_CHECK(std::isfinite(max_norm) && max_norm > 0, "clip_grad_norm", "max_norm must be finite and > 0, got ",
-            max_norm);
+double global_grad_norm(const std::vector<NamedParam>& params) {
   double sq = 0.0;
   for (const NamedParam& np : params) {
     const Tensor g = np.param.grad();
@@ -19,7 +17,13 @@ double clip_grad_norm(const std::vector<NamedParam>& params, double max_norm) {
       sq += camap<T>(g).template cast<double>().square().sum();
     });
   }
-  const double norm = std::sqrt(sq);
+  return std::sqrt(sq);
+}
+
+double clip_grad_norm(const std::vector<NamedParam>& params, double max_norm) {
+  RPB_CHECK(std::isfinite(max_norm) && max_norm > 0, "clip_grad_norm", "max_norm must be finite and > 0, got ",
+            max_norm);
+  const double norm = global_grad_norm(params);
   if (!std::isfinite(norm) || norm <= max_norm) return norm;
   const double coef = max_norm / (norm + 1e-6);
   // scale_grad_ gives a gradient two parameters share (an add's backward) a scaled copy for each.

@@ -9,6 +9,10 @@
 
 namespace rpb::optim {
 
+/// The global L2 norm over every parameter's gradient (summed in double; parameters without a gradient are
+/// skipped): what clip_grad_norm measures, without clipping (a run with optim.grad_clip = 0 logs it).
+double global_grad_norm(const std::vector<NamedParam>& params);
+
 /// torch.nn.utils.clip_grad_norm_: the global L2 norm over every parameter's gradient
 /// (summed in double; parameters without a gradient are skipped). When norm > max_norm
 /// (> 0) the gradients are scaled by max_norm / (norm + 1e-6). Returns the norm before

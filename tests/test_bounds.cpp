@@ -114,12 +114,12 @@ TEST_CASE("config: the evaluation lengths are checked against the held-out strea
 }
 
 TEST_CASE("config: run.name is one folder name and run.out_dir a path, without control characters") {
-  const std::string folder = "expected a folder name (one path component: not '.' or '..', no '/', no NUL or control "
-                             "characters, at most 100 bytes), found ";
+  const std::string folder = "expected a folder name (one path component: not '.' or '..', no '/', no control, format "
+                             "or separator characters, at most 100 bytes), found ";
   CHECK(config_error("[run]\nname = \"a\\u0000b\"\n") == "F:2:8: run.name = \"a\\x00b\": " + folder +
-                                                              "a control character (\\x00)");
+                                                              "a control character (U+0000)");
   CHECK(config_error("[run]\nname = \"\\u001b[2J\"\n") == "F:2:8: run.name = \"\\x1b[2J\": " + folder +
-                                                               "a control character (\\x1b)");
+                                                               "a control character (U+001B)");
   CHECK(contains(config_error("[run]\nname = \"" + std::string(300, 'x') + "\"\n"),
                  "run.name = \"" + std::string(200, 'x') + "... (300 bytes)\": " + folder + "300 bytes"));
   CHECK(contains(config_error("[run]\nname = \"a/b\"\n"), folder + "a '/'"));
@@ -128,12 +128,12 @@ TEST_CASE("config: run.name is one folder name and run.out_dir a path, without c
   CHECK(config_error("[run]\nname = \"" + std::string(100, 'x') + "\"\n").empty());
   CHECK(config_error("[run]\nname = \"r\xc3\xa9sum\xc3\xa9\"\n").empty());  // UTF-8 letters are fine
 
-  const std::string path = "expected a path (no NUL or control characters, at most 4096 bytes), found ";
+  const std::string path = "expected a path (no control, format or separator characters, at most 4096 bytes), found ";
   CHECK(contains(config_error("[run]\nout_dir = \"" + std::string(5000, 'd') + "\"\n"), path + "5000 bytes"));
   CHECK(contains(config_error("[run]\nout_dir = \"a\\nb\"\n"), "run.out_dir = \"a\\nb\": " + path +
-                                                                    "a control character (\\n)"));
+                                                                    "a control character (U+000A)"));
   CHECK(contains(config_error("[task]\nkind = \"kjv\"\nkjv_path = \"k\\u001bjv.txt\"\n"),
-                 "task.kjv_path = \"k\\x1bjv.txt\": " + path + "a control character (\\x1b)"));
+                 "task.kjv_path = \"k\\x1bjv.txt\": " + path + "a control character (U+001B)"));
 }
 
 TEST_CASE("config errors quote user text escaped and cut") {

@@ -103,8 +103,8 @@ TEST_CASE("interrupt: SIGINT and SIGTERM at random steps save that step, exit 13
     CHECK(exit_code(pid) == 128 + sig);
     const std::string text = file_text(out);
     std::smatch m;
-    const std::regex line_re("interrupted at step ([0-9]+); resume with: build/rpb (train " +
-                             regex_escape(cfg.string()) + " --resume --set run.name=" + name + ")\n");
+    const std::regex line_re("interrupted at step ([0-9]+); resume with: " + regex_escape(RPB_BINARY) + " (train " +
+                             regex_escape(cfg.string()) + " --set run.name=" + name + " --resume)\n");
     REQUIRE_MESSAGE(std::regex_search(text, m, line_re), text);
     const int64_t step = std::stoll(m[1].str());
     MESSAGE(name, " sent once step ", target, " was logged; interrupted at step ", step);
@@ -185,7 +185,7 @@ TEST_CASE("interrupt: SIGINT during a sweep's second run saves it, exits 130, an
   const std::string text = file_text(out);
   CHECK(contains(text, "[2/2] step 5/200 "));  // the sweep's prefix and ETA on the progress lines
   CHECK(contains(text, ", sweep elapsed "));
-  const std::string resume = "resume with: build/rpb extrapolate " + cfg.string() + " --set run.steps=200\n";
+  const std::string resume = "resume with: " RPB_BINARY " extrapolate " + cfg.string() + " --set run.steps=200\n";
   REQUIRE_MESSAGE(contains(text, resume), text);
   CHECK(load_checkpoint(read_latest(second.string())).step < 200);
   const auto r = run_rpb("extrapolate " + cfg.string() + " --set run.steps=200");

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/text.h"
+#include "core/unicode.h"
 #include "nn/limits.h"
 #include "nn/position.h"
 #include "train/toml_table.h"
@@ -39,19 +40,18 @@ struct Reader {
   const OverrideMap& applied;
   toml::table& effective;
   Table table(const char* name) const {
-    Table t(toml_config::subtable(root, name, source), std::string(name) + ".", source, applied);
+    Table t(toml_config::subtable(root, name, source, applied), std::string(name) + ".", source, applied);
     t.write_to(table_in(effective, name));
     return t;
   }
 };
 
-// What makes `v` unfit for a path in the run's file system ("a control character (\x1b)", "300 bytes"), or "":
-// a `component` (run.name) is one folder name; any value is free of NUL and control bytes and at most
+// What makes `v` unfit for a path in the run's file system ("a control character (U+001B)", "a format character
+// (U+202E, category Cf)", "300 bytes"), or "": a `component` (run.name) is one folder name; any value is valid
+// UTF-8 free of controls (NUL included) and of format and separator characters (core/unicode.h), and at most
 // `max_bytes` long.
 std::string path_problem(const std::string& v, std::size_t max_bytes, bool component) {
-  for (const char ch : v)
-    if (const auto b = static_cast<unsigned char>(ch); b < 0x20 || b == 0x7f)
-      return "a control character (" + printable(std::string(1, ch)) + ")";
+  if (std::string p = name_character_problem(v); !p.empty()) return p;
   if (v.size() > max_bytes) return std::to_string(v.size()) + " bytes";
   if (!component) return "";
   if (v.empty()) return "an empty name";
@@ -67,7 +67,7 @@ void get_path(Table& t, const char* key, std::string& out, bool component) {
   if (const std::string p = path_problem(out, max_bytes, component); !p.empty())
     t.fail_at(key, std::string(component ? "expected a folder name (one path component: not '.' or '..', no '/', "
                                          : "expected a path (") +
-                       "no NUL or control characters, at most " + std::to_string(max_bytes) + " bytes), found " + p);
+                       "no control, format or separator characters, at most " + std::to_string(max_bytes) + " bytes), found " + p);
 }
 
 void read_run(Table& run, RunConfig& c) {
@@ -79,12 +79,12 @@ void read_run(Table& run, RunConfig& c) {
   run.get("length", c.length, 1, L::kMaxSequence);
   run.get("log_every", c.log_every, 1, kMaxSteps);
   run.get("checkpoint_every", c.checkpoint_every, 0, kMaxSteps);
-  run.get("eval_multipliers", c.eval_multipliers, 1, kMaxMultiplier);
+  run.get("eval_multipliers", c.eval_multipliers, 1, kMaxMultiplier, kMaxLengths);
   run.get("eval_tokens", c.eval_tokens, 1, kMaxTokens);
   run.get("eval_batch", c.eval_batch, 1, kMaxBatch);
   run.get("eval_every", c.eval_every, 0, kMaxSteps);
   run.get("eval_diagnostics", c.eval_diagnostics);
-  run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier);
+  run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier, kMaxLengths);
   run.get("valid_tokens", c.valid_tokens, 1, kMaxTokens);
   run.get("on_nonfinite", c.on_nonfinite, {"stop", "skip"});
   run.done();
@@ -237,7 +237,7 @@ std::vector<optim::GroupRule> read_groups(const toml::table* ot, const Reader& r
   const toml::node* gn = ot->get("group");
   const toml::array* ga = gn->as_array();
   if (!ga || !ga->is_array_of_tables())
-    throw Error(toml_config::where(gn->source(), r.source) + ": optim.group: expected [[optim.group]] tables");
+    throw Error(toml_config::node_location(*gn, r.source, r.applied) + ": optim.group: expected [[optim.group]] tables");
   for (const toml::node& e : *ga) {
     Table g(e.as_table(), "optim.group.", r.source, r.applied);
     toml::table out;
@@ -260,7 +260,7 @@ std::vector<optim::GroupRule> read_groups(const toml::table* ot, const Reader& r
 
 Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accepted) {
   OptimConfig& o = c.optim;
-  const toml::table* ot = toml_config::subtable(r.root, "optim", r.source);
+  const toml::table* ot = toml_config::subtable(r.root, "optim", r.source, r.applied);
   Table opt(ot, "optim.", r.source, r.applied);
   opt.write_to(table_in(r.effective, "optim"));
   opt.get("kind", o.kind, {"adamw", "adam", "sgd"});
@@ -314,8 +314,8 @@ SweepMethod parse_method(Table& sweep, const std::string& text, int64_t dims) {
   }
   // The method names a run folder: one path component.
   if (const std::string p = path_problem(text, kMaxNameBytes, true); !p.empty())
-    sweep.fail_at("methods", "\"" + printable(text) + "\": a method names a run folder (one path component: no '/' or "
-                             "control characters, at most " + std::to_string(kMaxNameBytes) + " bytes), found " + p);
+    sweep.fail_at("methods", "\"" + printable(text) + "\": a method names a run folder (one path component: no '/', no "
+                             "control, format or separator characters, at most " + std::to_string(kMaxNameBytes) + " bytes), found " + p);
   const std::string window = "window";
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const std::string& s = parts[i];
@@ -343,9 +343,9 @@ SweepMethod parse_method(Table& sweep, const std::string& text, int64_t dims) {
 
 void read_sweep(Table& sweep, RunConfig& c) {
   std::vector<std::string> methods;
-  sweep.get("methods", methods, {});
-  sweep.get("seeds", c.sweep.seeds);
-  sweep.get("tasks", c.sweep.tasks, data::task_kinds());
+  sweep.get("methods", methods, {}, kMaxSweepMethods);
+  sweep.get("seeds", c.sweep.seeds, kMaxSweepSeeds);
+  sweep.get("tasks", c.sweep.tasks, data::task_kinds(), data::task_kinds().size());
   const std::vector<std::string> tasks = c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks;
   const bool grid_sweep = std::any_of(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });
   if (grid_sweep && tasks.size() > 1) sweep.fail_at("tasks", "grid2d needs the 2-D schemes; sweep it on its own");
@@ -353,6 +353,12 @@ void read_sweep(Table& sweep, RunConfig& c) {
   if (!sweep.has("methods")) methods = nn::scheme_names(dims);  // the default sweep: every scheme of the tasks' dims
   c.sweep.methods.clear();
   for (const std::string& m : methods) c.sweep.methods.push_back(parse_method(sweep, m, dims));
+  const std::size_t runs = c.sweep.methods.size() * tasks.size() * c.sweep.seeds.size();  // <= 256 x 4 x 1000
+  if (runs > kMaxSweepRuns)
+    sweep.fail_at("seeds", std::to_string(c.sweep.methods.size()) + " methods x " + std::to_string(tasks.size()) +
+                               " tasks x " + std::to_string(c.sweep.seeds.size()) + " seeds make " +
+                               std::to_string(runs) + " runs; expected at most " + std::to_string(kMaxSweepRuns) +
+                               " runs in one sweep");
   sweep.done();
 }
 
@@ -388,7 +394,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
 
   // The sweep table stays as written: its defaults depend on the tasks, and it is not part of a run's identity.
   effective.erase("sweep");
-  if (const toml::table* st = toml_config::subtable(root, "sweep", source)) effective.insert("sweep", *st);
+  if (const toml::table* st = toml_config::subtable(root, "sweep", source, applied)) effective.insert("sweep", *st);
   c.text = toml_config::document_text(effective);
   if (accepted)
     for (const auto& [prefix, t] : {std::pair<std::string, const Table*>{"run.", &run}, {"model.", &model},

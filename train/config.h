@@ -22,8 +22,8 @@
 
 namespace rpb {
 
-/// The largest values of the run's own sizes ([run], [task], optim.warmup_steps); the model's and the position
-/// scheme's are in nn/limits.h. Like those, they guard against overflow and nonsense, not against running out of
+/// The largest values of the run's own sizes ([run], [task], optim.warmup_steps) and the longest lists ([sweep],
+/// the evaluation lengths; a list holds each value once); the model's and the position scheme's are in nn/limits.h. Like those, they guard against overflow and nonsense, not against running out of
 /// memory: a run inside every limit builds no tensor of more than 2^58 elements.
 namespace run_limits {
 inline constexpr int64_t kMaxSteps = int64_t{1} << 40;   // run.steps, log_every, checkpoint_every, eval_every,
@@ -32,6 +32,11 @@ inline constexpr int64_t kMaxBatch = int64_t{1} << 16;   // run.batch, run.eval_
 inline constexpr int64_t kMaxTokens = int64_t{1} << 32;  // task.train_tokens, task.eval_tokens, run.eval_tokens,
                                                          // run.valid_tokens
 inline constexpr int64_t kMaxMultiplier = 1024;          // each of run.eval_multipliers and run.valid_multipliers
+inline constexpr std::size_t kMaxLengths = 64;           // lengths per evaluation: run.eval_multipliers,
+                                                         // run.valid_multipliers, eval --lengths
+inline constexpr std::size_t kMaxSweepMethods = 256;     // sweep.methods
+inline constexpr std::size_t kMaxSweepSeeds = 1000;      // sweep.seeds
+inline constexpr std::size_t kMaxSweepRuns = 4096;       // methods x tasks x seeds: the runs of one sweep
 inline constexpr int64_t kMaxVocab = int64_t{1} << 16;   // task.vocab
 inline constexpr std::size_t kMaxNameBytes = 100;        // run.name: one path component
 inline constexpr std::size_t kMaxPathBytes = 4096;       // run.out_dir, task.kjv_path

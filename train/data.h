@@ -122,6 +122,10 @@ class LagTask final : public Task {
   double entropy_ = 0;
 };
 
+/// The kjv text a task with `kjv_path` (TaskOptions::kjv_path) reads: the path, or checkpoints/data/kjv.txt when it
+/// is empty.
+std::string kjv_text_path(const std::string& kjv_path);
+
 /// Character-level King James Bible. The cached text (TaskOptions::kjv_path) holds one verse per
 /// line without its reference, books separated by one empty line; when missing it is produced
 /// with `bible` (Debian package bible-kjv, text in bible-kjv-text) and written atomically.

@@ -133,6 +133,8 @@ void generate_kjv_text(const std::string& path) {
   }
 }
 
+std::string kjv_text_path(const std::string& kjv_path) { return kjv_path.empty() ? kDefaultKjvPath : kjv_path; }
+
 KjvTask::KjvTask(const TaskOptions& options) : path_(options.kjv_path.empty() ? kDefaultKjvPath : options.kjv_path) {
   if (!fs::exists(path_)) {
     RPB_CHECK(options.generate_missing, "kjv", "the task's text ", printable(path_), " does not exist (`rpb train` ",

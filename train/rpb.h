@@ -16,4 +16,5 @@
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "train/input_file.h"
+#include "train/output_file.h"
 #include "train/version.h"

@@ -9,6 +9,8 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/text.h"
+#include "train/input_file.h"
 
 namespace fs = std::filesystem;
 
@@ -44,6 +46,26 @@ std::string checkpoint_name(int64_t step) {
 bool is_checkpoint_name(const std::string& name) {
   return name.size() >= 5 + 8 + 3 && name.rfind("step_", 0) == 0 && ends_with(name, ".h5") &&
          all_digits(name.substr(5, name.size() - 8));
+}
+
+void create_run_folder(const std::string& out_dir, const std::string& run_dir) {
+  const fs::path run = fs::path(run_dir).lexically_normal();
+  fs::path part;
+  for (const fs::path& component : run) {
+    part /= component;
+    std::error_code ec;
+    const fs::file_status st = fs::status(part, ec);  // follows links: a link to a folder is a folder
+    if (ec || !fs::exists(st) || fs::is_directory(st)) continue;
+    const std::string what = non_regular_kind(part.string());
+    const std::string is = " is " + (what.empty() ? std::string("a regular file") : what) + ", not a folder";
+    if (part == run) throw Error("run folder " + printable(run_dir) + ":" + is + " (run.name names a folder in run.out_dir)");
+    throw Error("run.out_dir " + printable(out_dir) + ": " + printable(part.string()) + is);
+  }
+  std::error_code ec;
+  fs::create_directories(run, ec);
+  if (ec)
+    throw Error("run.out_dir " + printable(out_dir) + ": cannot create the run folder " + printable(run_dir) + ": " +
+                ec.message());
 }
 
 std::vector<CheckpointFile> checkpoint_files(const std::string& run_dir) {

@@ -14,6 +14,12 @@ std::string checkpoint_name(int64_t step);
 /// Whether `name` is a checkpoint name as checkpoint_name writes it: "step_", 8 or more digits, ".h5".
 bool is_checkpoint_name(const std::string& name);
 
+/// Creates the run folder `run_dir` = `out_dir`/<name> and the folders above it when missing. A part of the path
+/// that exists and is not a folder is refused by name: rpb::Error "run.out_dir <out_dir>: <part> is a regular file,
+/// not a folder" (or "run folder <run_dir>: is ..." when the run folder itself is the file), as is a folder the
+/// system cannot create (its reason).
+void create_run_folder(const std::string& out_dir, const std::string& run_dir);
+
 /// One checkpoint file of a run folder.
 struct CheckpointFile {
   int64_t step;      // the step its name says

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
@@ -54,6 +55,11 @@ std::string where(const toml::source_region& r, const std::string& fallback) {
   os << printable(r.path ? *r.path : fallback);
   if (r.begin.line > 0) os << ":" << r.begin.line << ":" << r.begin.column;
   return os.str();
+}
+
+std::string node_location(const toml::node& n, const std::string& source, const OverrideMap& overrides) {
+  const auto it = overrides.find(&n);
+  return it != overrides.end() ? it->second : where(n.source(), source);
 }
 
 std::string repr(const toml::node& n) {
@@ -136,13 +142,30 @@ void Table::get(const char* key, std::string& out, const std::vector<std::string
   put(key, out);
 }
 
-void Table::get(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t hi) {
+const toml::array& Table::checked_array(const char* key, const toml::node& n, const char* element,
+                                        std::size_t max_size) const {
+  const toml::array* a = n.as_array();
+  if (!a || a->empty()) fail(key, n, std::string("expected a non-empty array of ") + element);
+  if (a->size() > max_size)
+    fail(key, n, "expected at most " + std::to_string(max_size) + " " + element + ", found " + std::to_string(a->size()),
+         false);
+  std::map<std::string, std::size_t> first;  // value_text and type -> its first place (1-based)
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const toml::node& e = (*a)[i];
+    const auto [it, added] = first.emplace(std::string(type_name(e)) + " " + value_text(e), i + 1);
+    if (!added)
+      fail(key, e, "listed twice (elements " + std::to_string(it->second) + " and " + std::to_string(i + 1) +
+                       "); expected each value once", false);
+  }
+  return *a;
+}
+
+void Table::get(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t hi, std::size_t max_size) {
   const toml::node* n = node(key);
   if (n) {
-    const toml::array* a = n->as_array();
-    if (!a || a->empty()) fail(key, *n, "expected a non-empty array of integers");
+    const toml::array& a = checked_array(key, *n, "integers", max_size);
     out.clear();
-    for (const toml::node& e : *a) {
+    for (const toml::node& e : a) {
       if (!e.is_integer()) fail(key, e, "expected an integer array element");
       const int64_t v = *e.value<int64_t>();
       if (v < lo || v > hi) fail(key, e, range_text(lo, hi), false);
@@ -152,19 +175,19 @@ void Table::get(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t 
   put(key, array_of(out));
 }
 
-void Table::get(const char* key, std::vector<uint64_t>& out) {
+void Table::get(const char* key, std::vector<uint64_t>& out, std::size_t max_size) {
   std::vector<int64_t> v(out.begin(), out.end());
-  get(key, v, 0, INT64_MAX);
+  get(key, v, 0, INT64_MAX, max_size);
   out.assign(v.begin(), v.end());
 }
 
-void Table::get(const char* key, std::vector<std::string>& out, const std::vector<std::string>& allowed) {
+void Table::get(const char* key, std::vector<std::string>& out, const std::vector<std::string>& allowed,
+                std::size_t max_size) {
   const toml::node* n = node(key);
   if (n) {
-    const toml::array* a = n->as_array();
-    if (!a || a->empty()) fail(key, *n, "expected a non-empty array of strings");
+    const toml::array& a = checked_array(key, *n, "strings", max_size);
     out.clear();
-    for (const toml::node& e : *a) {
+    for (const toml::node& e : a) {
       if (!e.is_string()) fail(key, e, "expected a string array element");
       const std::string v = *e.value<std::string>();
       if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end())
@@ -178,7 +201,7 @@ void Table::get(const char* key, std::vector<std::string>& out, const std::vecto
 void Table::fail_at(const char* key, const std::string& what) const {
   const toml::node* n = t_ ? t_->get(key) : nullptr;
   if (n) fail(key, *n, what, false);
-  throw Error(where(t_ ? t_->source() : toml::source_region{}, source_) + ": " + prefix_ + key + ": " + what);
+  throw Error((t_ ? location(*t_, t_->source()) : where({}, source_)) + ": " + prefix_ + key + ": " + what);
 }
 
 std::string Table::set_by(const char* key) const {
@@ -255,14 +278,29 @@ std::string document_text(const toml::table& root) {
   return out;
 }
 
-const toml::table* subtable(const toml::table& root, const char* name, const std::string& source) {
+const toml::table* subtable(const toml::table& root, const char* name, const std::string& source,
+                            const OverrideMap& overrides) {
   const toml::node* n = root.get(name);
   if (!n) return nullptr;
   if (!n->is_table())
-    throw Error(where(n->source(), source) + ": " + name + " = " + repr(*n) + ": expected a table [" + name +
+    throw Error(node_location(*n, source, overrides) + ": " + name + " = " + repr(*n) + ": expected a table [" + name +
                 "], found " + type_name(*n));
   return n->as_table();
 }
+
+namespace {
+
+// Records `n` and everything it holds (an array's elements, a table's values) as set by `from`, so that an error
+// about any of them names the --set instead of the file.
+void record_inserted(const toml::node& n, const std::string& from, OverrideMap& applied) {
+  applied[&n] = from;
+  if (const toml::array* a = n.as_array())
+    for (const toml::node& e : *a) record_inserted(e, from, applied);
+  if (const toml::table* t = n.as_table())
+    for (auto&& [k, v] : *t) record_inserted(v, from, applied);
+}
+
+}  // namespace
 
 void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied, const std::string& origin) {
   const std::string from = origin == "--set" ? "--set " + printable(spec) : origin;
@@ -288,13 +326,15 @@ void apply_override(toml::table& root, const std::string& spec, OverrideMap& app
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
   toml::table* t = &root;
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-    if (!t->contains(parts[i])) t->insert(parts[i], toml::table{});
+    const bool created = !t->contains(parts[i]);
+    if (created) t->insert(parts[i], toml::table{});
     toml::node* n = t->get(parts[i]);
     if (!n->is_table()) throw Error(from + ": " + printable(parts[i]) + " is not a table");
     t = n->as_table();
+    if (created) applied[t] = from;
   }
   t->insert_or_assign(parts.back(), *parsed.get("value"));
-  applied[t->get(parts.back())] = from;
+  record_inserted(*t->get(parts.back()), from, applied);
 }
 
 }  // namespace toml_config

@@ -20,6 +20,9 @@ using OverrideMap = std::map<const toml::node*, std::string>;
 
 /// "file:line:column" of a region (`fallback` names the source when the region has no path).
 std::string where(const toml::source_region& r, const std::string& fallback);
+/// Where the node `n` came from: the --set that inserted it (or the array or table holding it: apply_override
+/// records every node it inserts), else its file:line:column in `source`.
+std::string node_location(const toml::node& n, const std::string& source, const OverrideMap& overrides);
 /// A value as TOML shows it ("\"text\"", 0.1, [ 1, 2 ], a table), user text escaped and cut (printable()).
 std::string repr(const toml::node& n);
 /// "a string", "an integer", ...
@@ -41,9 +44,13 @@ class Table {
   void get(const char* key, bool& out);
   /// A string, one of `allowed` when it is not empty.
   void get(const char* key, std::string& out, const std::vector<std::string>& allowed = {});
-  void get(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t hi);
-  void get(const char* key, std::vector<uint64_t>& out);
-  void get(const char* key, std::vector<std::string>& out, const std::vector<std::string>& allowed);
+  /// A non-empty array of at most `max_size` distinct values (a value listed twice is refused at its second place),
+  /// each in [lo, hi].
+  void get(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t hi, std::size_t max_size);
+  void get(const char* key, std::vector<uint64_t>& out, std::size_t max_size);
+  /// The same for strings, each one of `allowed` when it is not empty.
+  void get(const char* key, std::vector<std::string>& out, const std::vector<std::string>& allowed,
+           std::size_t max_size);
 
   /// Fails at `key` (or at the table when the key is absent) with `what`.
   [[noreturn]] void fail_at(const char* key, const std::string& what) const;
@@ -73,6 +80,9 @@ class Table {
   }
   /// A wrong type names what was found; a wrong value only what was expected.
   [[noreturn]] void fail(const char* key, const toml::node& n, const std::string& what, bool wrong_type = true) const;
+  /// The array at `key`: non-empty, at most `max_size` elements (`element` names them: "integers"), none equal to
+  /// an earlier one.
+  const toml::array& checked_array(const char* key, const toml::node& n, const char* element, std::size_t max_size) const;
   /// " (did you mean model.d_model?)" for a key, " (did you mean \"alibi\"?)" for a value; "" when nothing is close.
   std::string suggestion(const std::string& word, const std::vector<std::string>& known, bool is_key) const;
 
@@ -85,8 +95,10 @@ class Table {
   toml::table* effective_ = nullptr;
 };
 
-/// The sub-table `name` of `root`, null when absent; a key of another type is an error.
-const toml::table* subtable(const toml::table& root, const char* name, const std::string& source);
+/// The sub-table `name` of `root`, null when absent; a key of another type is an error, naming the --set that
+/// set it when `overrides` holds it.
+const toml::table* subtable(const toml::table& root, const char* name, const std::string& source,
+                            const OverrideMap& overrides);
 
 /// A value as TOML text that reads back as the same value: floats in their shortest form (3e-4 is "0.0003", not
 /// toml++'s "0.00029999999999999997"), strings quoted and escaped, arrays on one line.
@@ -97,8 +109,8 @@ std::string value_text(const toml::node& n);
 /// documents holding the same keys and values give the same text, whatever their order, spacing or comments.
 std::string document_text(const toml::table& root);
 
-/// Applies "a.b.c=value" to `root` (the value is TOML; a bare word is a string) and records the node in `applied`
-/// with where it came from: "<origin> <spec>" ("--set model.d_model=256"), or `origin` alone when it says more
+/// Applies "a.b.c=value" to `root` (the value is TOML; a bare word is a string) and records the node (with the
+/// elements of an array value and the tables the dotted key creates) in `applied` with where it came from: "<origin> <spec>" ("--set model.d_model=256"), or `origin` alone when it says more
 /// ("sweep method \"t5@max_distance=64\"").
 void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied,
                     const std::string& origin = "--set");

@@ -233,8 +233,9 @@ Run::StepResult Run::take_step(int64_t step, double lr) {
     r.bad = "the gradient of " + *name;
     return r;
   }
-  r.grad_norm = optim::clip_grad_norm(optimizer_->params(),
-                                      config_.optim.grad_clip > 0 ? config_.optim.grad_clip : INFINITY);
+  // optim.grad_clip = 0: no clipping, the norm still logged.
+  r.grad_norm = config_.optim.grad_clip > 0 ? optim::clip_grad_norm(optimizer_->params(), config_.optim.grad_clip)
+                                            : optim::global_grad_norm(optimizer_->params());
   optimizer_->step(lr);
   return r;
 }
@@ -288,7 +289,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   int64_t start = 0;
   if (shard_.count > 1) check_same_config();
   if (lead_) {
-    fs::create_directories(dir_);
+    create_run_folder(config_.out_dir, dir_);
     lock = std::make_unique<RunLock>(dir_);
     stale = remove_stale_temp_files(dir_);
     start = this->start(resume, resume_from, options, summary);

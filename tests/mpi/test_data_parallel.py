@@ -204,7 +204,7 @@ class DataParallel(unittest.TestCase):
         out, _ = job.communicate(timeout=60)
         self.assertEqual(job.returncode, 138, out)
         self.assertIn("interrupted by SIGUSR1", out)
-        self.assertIn("resume with: mpirun -np 2 build/rpb train", out)
+        self.assertIn("resume with: mpirun -np 2 " + mpi_common.ARGS.rpb + " train", out)  # argv[0] as run
         with open(os.path.join(folder, "latest")) as f:
             self.assertNotEqual(f.read().strip(), "step_00000600.h5")
         self.assert_resumes_as_uninterrupted(config, "usr1")

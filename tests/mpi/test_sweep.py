@@ -90,7 +90,7 @@ class StoppedSweep(unittest.TestCase):
             job.send_signal(signal.SIGUSR1)  # mpirun forwards it to both ranks, each mid-run
             out, _ = job.communicate(timeout=60)
             self.assertEqual(job.returncode, 138, out)
-            self.assertIn("resume with: mpirun -np 2 build/rpb extrapolate", out)
+            self.assertIn("resume with: mpirun -np 2 " + mpi_common.ARGS.rpb + " extrapolate", out)  # argv[0] as run
             resumed = sweep(2, stopped, *longer)
             self.assertEqual(resumed.returncode, 0, resumed.stderr)
             # The stopped runs went on from their saved steps ("steps 64..160" in their train.log).
