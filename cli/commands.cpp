@@ -23,6 +23,7 @@
 #include "train/distributed.h"
 #include "train/interrupt.h"
 #include "train/memory.h"
+#include "train/sha256.h"
 #include "train/stored_model.h"
 #include "train/trainer.h"
 
@@ -60,7 +61,8 @@ int cmd_train(const std::string& config_path, bool resume, const std::string& re
     spdlog::error("training stopped at step {}: a non-finite loss or gradient (see {}/train.log)", s.step, run.dir());
     return 1;
   }
-  const EvalRecord record = make_eval_record(run, run.evaluate(), s.checkpoint, s.step);
+  const EvalRecord record =
+      make_eval_record(run, run.evaluate(), s.checkpoint, s.step, sha256_hex(read_checkpoint_bytes(s.checkpoint)));
   print_eval_table(record, std::cout);
   std::cout.flush();
   record_evaluation(run.dir(), record);

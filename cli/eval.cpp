@@ -16,7 +16,6 @@
 #include "train/log_file_sink.h"
 #include "train/output_file.h"
 #include "train/run_identity.h"
-#include "train/sha256.h"
 #include "train/stored_model.h"
 
 namespace fs = std::filesystem;
@@ -77,12 +76,12 @@ void log_in_run(const std::string& run_dir, const std::string& line) {
 }  // namespace
 
 EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& results, const std::string& file,
-                            int64_t step) {
+                            int64_t step, const std::string& sha256) {
   const nn::PositionOptions po = run.config().position();
   EvalRecord r;
   r.checkpoint = fs::path(file).filename().string();
   r.step = step;
-  r.checkpoint_sha256 = sha256_file(file);
+  r.checkpoint_sha256 = sha256;
   r.config_digest = config_digest(run.config().text);
   r.run = run.config().name;
   r.scheme = po.scheme;
@@ -166,7 +165,8 @@ int cmd_eval(const EvalOptions& o) {
   Run& run = *built;
   run.restore(c, ref.file);
   // Grids score run.eval_tokens cells (set above), not an exact token count.
-  EvalRecord record = make_eval_record(run, run.evaluate({}, cfg.dims() == 1 ? o.tokens : 0), ref.file, c.step);
+  EvalRecord record = make_eval_record(run, run.evaluate({}, cfg.dims() == 1 ? o.tokens : 0), ref.file, c.step,
+                                       c.file_sha256);
   record.default_lengths = o.lengths.empty();
   if (o.json) {
     std::cout << eval_record_json(record);

@@ -33,9 +33,10 @@ struct EvalOptions {
 /// `lengths` holding a length twice, or more than run_limits::kMaxLengths, is refused (rpb::UsageError) first.
 int cmd_eval(const EvalOptions& options);
 
-/// The record of `results`, evaluated by `run` from the checkpoint `file` at `step`.
+/// The record of `results`, evaluated by `run` from the checkpoint `file` at `step`; `sha256` is the digest of the
+/// bytes loaded from it (Checkpoint::file_sha256), not of whatever the path holds now.
 EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& results, const std::string& file,
-                            int64_t step);
+                            int64_t step, const std::string& sha256);
 
 /// The perplexity table of `record` (markdown), as `rpb train` and `rpb eval` print it.
 void print_eval_table(const EvalRecord& record, std::ostream& out);

@@ -153,8 +153,8 @@ TEST_CASE("config errors quote user text escaped and cut") {
   CHECK(contains(config_error("[run]\n\"\\u001b]0;owned\\u0007\" = 1\n"), "unknown key run.\\x1b]0;owned\\x07"));
   CHECK(contains(config_error("", {"run.\x1b[2J=1"}), "--set run.\\x1b[2J=1: unknown key run.\\x1b[2J"));
   CHECK(contains(config_error("[sweep]\nmethods = [\"t5\\u001b[2J\"]\n"), "\"t5\\x1b[2J\": expected one of"));
-  CHECK(error_of([] { load_config("/nonexistent/a\x1b[2J.toml"); }) ==
-        "config /nonexistent/a\\x1b[2J.toml: no such file");
+  CHECK(error_of([] { load_config("/nonexistent/a\x1b[2J.toml"); }).rfind(
+            "config /nonexistent/a\\x1b[2J.toml: no such file", 0) == 0);
   for (const std::string& m : {config_error("[run]\nname = \"\\u001b[2J\"\n"), config_error("", {"run.\x1b[2J=1"})})
     CHECK(!has_control_byte(m));
 }

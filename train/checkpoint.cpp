@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdint>
 #include <ctime>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -23,11 +22,13 @@
 #include "train/atomic_file.h"
 #include "train/hdf5_guard.h"
 #include "train/hdf5_util.h"
+#include "train/input_file.h"
+#include "train/memory.h"
+#include "train/sha256.h"
 #include "train/version.h"
 
 namespace rpb {
 
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -373,18 +374,27 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
   write_file_atomically(path, std::string_view(image.data(), image.size()), op);
 }
 
+std::string read_checkpoint_bytes(const std::string& path) {
+  const MemoryBudget& budget = memory_budget();
+  InputOptions o;
+  o.what = "checkpoint";
+  o.max_bytes = budget.bytes ? budget.bytes : kMaxCheckpointBytes;
+  o.limit_source = budget.bytes ? "the memory limit (" + budget.source + ")"
+                                : "the most rpb reads of a checkpoint without a memory limit";
+  return read_input_file(path, o).bytes;
+}
+
 Checkpoint load_checkpoint(const std::string& path) {
   const std::string op = "checkpoint " + path;
-  std::error_code ec;
-  CKPT_CHECK(fs::exists(path, ec), "no such file");
-  CKPT_CHECK(fs::is_regular_file(path, ec), "not a regular file");
+  std::string bytes = read_checkpoint_bytes(path);
   QuietHdf5 quiet;
-  Hid fapl = file_access_plist(op);
-  const hid_t file_id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
-  CKPT_CHECK(file_id >= 0, "cannot open as HDF5 (truncated or not an HDF5 file)", hdf5_reason());
-  Hid file(file_id, H5Fclose);
-  Checkpoint c = read_layout(file.get(), op);
-  must_ok(file.close(), op, "cannot close the file");
+  Checkpoint c;
+  {
+    Hid file = open_file_image(bytes, op);
+    c = read_layout(file.get(), op);
+    must_ok(file.close(), op, "cannot close the file");
+  }
+  c.file_sha256 = sha256_hex(bytes);
   return c;
 }
 

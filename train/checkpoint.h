@@ -72,6 +72,10 @@ struct Checkpoint {
   std::vector<std::pair<std::string, Generator::State>> rng;
   std::vector<std::pair<std::string, int64_t>> counters;
   std::vector<MetricsRow> metrics;
+  /// The SHA-256 (hex) of the file's bytes as load_checkpoint read them, the bytes it decoded: what an evaluation
+  /// record names (no second read of the path, which another file could have replaced). Not saved; empty for a
+  /// checkpoint not read from a file.
+  std::string file_sha256;
 };
 
 /// Writes `c` to `path` atomically: into ".<name>.tmp.<pid>" in the same folder, flushed, fsynced,
@@ -80,9 +84,20 @@ struct Checkpoint {
 /// (the config, ...) over 1 MiB, which load_checkpoint would refuse.
 void save_checkpoint(const std::string& path, const Checkpoint& c);
 
+/// The most bytes read_checkpoint_bytes reads when no memory limit is set (train/memory.h memory_budget).
+inline constexpr std::size_t kMaxCheckpointBytes = std::size_t{16} << 30;
+
+/// The bytes of the checkpoint file `path`, read through train/input_file.h read_input_file: opened once,
+/// non-blocking, refused unless a regular file ("checkpoint <path>: is a FIFO, not a regular file"), the system's
+/// reason when it cannot be opened or read ("cannot open the file: Permission denied"), and read up to the memory
+/// limit (or kMaxCheckpointBytes without one), a larger file refused naming the bound.
+std::string read_checkpoint_bytes(const std::string& path);
+
 /// Reads a checkpoint written by save_checkpoint. Throws rpb::Error naming the file (and the dataset,
-/// where one is at fault) when the file is missing, truncated, not HDF5, of another format version,
-/// fails a CRC check or holds an unsupported dtype. Never prints HDF5's own diagnostics.
+/// where one is at fault) when the file is missing, not a regular file, unreadable, larger than the memory limit,
+/// truncated, not HDF5, of another format version, fails a CRC check or holds an unsupported dtype. Never prints
+/// HDF5's own diagnostics. The file is read once, whole, by read_checkpoint_bytes, and those bytes are decoded
+/// in memory (an HDF5 file image): nothing can swap the file between a check and the read.
 ///
 /// The file is untrusted input (checkpoints are shared): reading it has no side effects and reads
 /// nothing outside it. Refused, by name: soft, external and user-defined links; an object reached by

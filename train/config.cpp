@@ -4,16 +4,15 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "core/text.h"
 #include "core/unicode.h"
 #include "nn/limits.h"
 #include "nn/position.h"
+#include "train/input_file.h"
+#include "train/toml_depth.h"
 #include "train/toml_table.h"
 
 namespace rpb {
@@ -405,6 +404,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
 }
 
 toml::table parse_text(const std::string& text, const std::string& source) {
+  check_toml_depth(text, source);  // the parser recurses once per level: a deep document would overflow the stack
   try {
     return toml::parse(text, std::string_view(source));
   } catch (const toml::parse_error& e) {
@@ -483,14 +483,11 @@ std::vector<std::string> accepted_keys(const std::string& text, const std::strin
 }
 
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw Error("config " + printable(path) + ": no such file");
-  if (fs::is_directory(path, ec)) throw Error("config " + printable(path) + ": is a directory, expected a TOML file");
-  std::ifstream in(path);
-  if (!in) throw Error("config " + printable(path) + ": cannot open the file (" + std::strerror(errno) + ")");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_config(ss.str(), path, overrides);
+  InputOptions o;
+  o.what = "config";
+  o.max_bytes = kMaxConfigBytes;
+  o.limit_source = "the most rpb reads of a config";
+  return parse_config(read_input_file(path, o).bytes, path, overrides);
 }
 
 }  // namespace rpb

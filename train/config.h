@@ -154,8 +154,13 @@ const std::vector<LegacyKey>& legacy_keys();
 /// describes: like parse_config, with each missing legacy_keys() entry set to its old value.
 RunConfig parse_stored_config(const std::string& text, const std::string& source);
 
+/// The largest config file rpb reads (configs are a few KiB).
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{4} << 20;
+
 /// Reads and validates a config file; `overrides` are "key=value" strings (dotted keys,
-/// TOML values: --set model.d_model=256 --set position.scheme="alibi").
+/// TOML values: --set model.d_model=256 --set position.scheme="alibi"). The file is read through
+/// train/input_file.h read_input_file (a FIFO, a device or a folder is refused, and so is a file of more than
+/// kMaxConfigBytes), and its nesting is bounded (train/toml_depth.h) before it is parsed.
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// The same from text; `source` names it in error messages.

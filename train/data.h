@@ -126,6 +126,9 @@ class LagTask final : public Task {
 /// is empty.
 std::string kjv_text_path(const std::string& kjv_path);
 
+/// The largest kjv text rpb reads (the KJV is 4.3 MB); the memory estimate's data part for kjv holds one this large.
+inline constexpr std::size_t kMaxKjvTextBytes = std::size_t{12} << 20;
+
 /// Character-level King James Bible. The cached text (TaskOptions::kjv_path) holds one verse per
 /// line without its reference, books separated by one empty line; when missing it is produced
 /// with `bible` (Debian package bible-kjv, text in bible-kjv-text) and written atomically.
@@ -133,6 +136,8 @@ std::string kjv_text_path(const std::string& kjv_path);
 /// b % 10 == 4, to test when b % 10 == 9, to train otherwise. A split's stream is its books'
 /// verses in canonical order, each followed by '\n'. Vocabulary: the distinct bytes of the
 /// whole text (verses and '\n'), sorted, id = rank.
+/// The text is read through train/input_file.h (a regular file of at most kMaxKjvTextBytes; a FIFO or a device is
+/// refused by name).
 class KjvTask final : public Task {
  public:
   explicit KjvTask(const TaskOptions& options);

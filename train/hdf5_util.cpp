@@ -233,6 +233,42 @@ std::vector<char> memory_file_image(const std::string& file_path, std::size_t da
   return std::move(image.bytes);
 }
 
+namespace {
+
+// A read-only file image that HDF5 uses in place: every "allocation" of the image's size is the caller's buffer,
+// every copy into it a no-op and every free nothing (as H5LTopen_file_image's DONT_COPY and DONT_RELEASE do), so
+// the bytes are held once, however often HDF5 copies the property list that carries them. The user data is the
+// caller's std::string, which outlives the file.
+void* shared_malloc(std::size_t n, H5FD_file_image_op_t, void* u) {
+  auto* s = static_cast<std::string*>(u);
+  return n == s->size() ? s->data() : nullptr;
+}
+void* shared_memcpy(void* dst, const void* src, std::size_t n, H5FD_file_image_op_t, void*) {
+  return dst == src ? dst : std::memcpy(dst, src, n);
+}
+void* shared_realloc(void*, std::size_t, H5FD_file_image_op_t, void*) { return nullptr; }  // read-only
+herr_t shared_free(void*, H5FD_file_image_op_t, void*) { return 0; }
+
+// The name HDF5 gives the in-memory file. The core driver refuses to open an image under the name of a file that
+// exists (and opens that name to find out): this one can never exist (/dev/null is no folder).
+constexpr const char* kImageName = "/dev/null/rpb-file-image";
+
+}  // namespace
+
+Hid open_file_image(std::string& bytes, const std::string& op) {
+  CKPT_CHECK(!bytes.empty(), "cannot open as HDF5 (truncated or not an HDF5 file): the file is empty");
+  Hid fapl = file_access_plist(op);
+  must_ok(H5Pset_fapl_core(fapl.get(), std::size_t{1} << 16, /*backing_store=*/0), op,
+          "cannot set the in-memory file driver");
+  H5FD_file_image_callbacks_t callbacks = {shared_malloc, shared_memcpy, shared_realloc, shared_free,
+                                           image_udata_copy, image_udata_free, &bytes};
+  must_ok(H5Pset_file_image_callbacks(fapl.get(), &callbacks), op, "cannot set the file image callbacks");
+  must_ok(H5Pset_file_image(fapl.get(), bytes.data(), bytes.size()), op, "cannot set the file image");
+  const hid_t file = H5Fopen(kImageName, H5F_ACC_RDONLY, fapl.get());
+  CKPT_CHECK(file >= 0, "cannot open as HDF5 (truncated or not an HDF5 file)", hdf5_reason());
+  return Hid(file, H5Fclose);
+}
+
 // ------------------------------------------------------------- reading ----
 
 H5_index_t order_index(hid_t group) {

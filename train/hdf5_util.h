@@ -155,6 +155,12 @@ Hid ensure_groups(hid_t root, const std::string& root_path, const std::string& p
 std::vector<char> memory_file_image(const std::string& file_path, std::size_t data_bytes,
                                     const std::function<void(hid_t file)>& fill, const std::string& op);
 
+/// Opens `bytes` (a whole HDF5 file, read by the caller) read-only as an in-memory file (the core driver, with
+/// file_access_plist's settings), without copying them: `bytes` must stay alive and unchanged until the file is
+/// closed. No file on disk is opened, so what is read is exactly the bytes the caller read. Throws "<op>: cannot
+/// open as HDF5 (truncated or not an HDF5 file)" with HDF5's reason.
+Hid open_file_image(std::string& bytes, const std::string& op);
+
 // ------------------------------------------------------------- reading ----
 //
 // In messages, `where` and `full` are paths the caller has made printable (rpb::printable() on each

@@ -10,9 +10,11 @@
 #include <fstream>
 #include <iomanip>
 #include <sstream>
+#include <string_view>
 
 #include "core/text.h"
 #include "train/data.h"
+#include "train/input_file.h"
 
 namespace fs = std::filesystem;
 
@@ -141,21 +143,26 @@ KjvTask::KjvTask(const TaskOptions& options) : path_(options.kjv_path.empty() ? 
               "with a kjv config writes it; or pass --kjv-path FILE)");
     generate_kjv_text(path_);
   }
-  std::ifstream f(path_, std::ios::binary);
-  RPB_CHECK(f.good(), "kjv", "cannot read task.kjv_path = \"", path_, "\"");
+  InputOptions in;
+  in.what = "kjv text";
+  in.max_bytes = kMaxKjvTextBytes;
+  in.limit_source = "the most rpb reads of a kjv text (the memory estimate's data part holds one this large)";
+  const std::string text = read_input_file(path_, in).bytes;
 
   // Books are runs of non-empty lines separated by empty lines.
-  std::vector<std::vector<std::string>> books;
-  std::string line;
+  std::vector<std::vector<std::string_view>> books;
   bool new_book = true;
-  while (std::getline(f, line)) {
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
     if (line.empty()) {
       new_book = true;
       continue;
     }
     if (new_book) books.emplace_back();
     new_book = false;
-    books.back().push_back(std::move(line));
+    books.back().push_back(line);
   }
   RPB_CHECK(books.size() >= 10, "kjv", "task.kjv_path = \"", path_, "\" holds ", books.size(),
             " books (separated by empty lines); need at least 10 so that valid and test get one each");

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "core/tensor.h"
 #include "core/text.h"
+#include "train/input_file.h"
 #include "train/workload.h"
 
 namespace rpb {
@@ -121,7 +121,8 @@ MemoryPart data_part(const RunConfig& c) {
   MemoryPart part{"data", "task.train_tokens", 0};
   int64_t bytes = 0;
   if (t.kind == "markov" || t.kind == "lag") bytes = mul(add(t.train_tokens, mul(2, t.eval_tokens)), 4);
-  if (t.kind == "kjv") bytes = int64_t{64} << 20;  // the text (4.3 MB) as lines, ids and splits
+  // The text (at most kMaxKjvTextBytes; the KJV is 4.3 MB) and its splits' ids (int32), and some slack.
+  if (t.kind == "kjv") bytes = static_cast<int64_t>(5 * data::kMaxKjvTextBytes) + (int64_t{4} << 20);
   if (t.kind == "markov") {
     int64_t states = 1;
     for (int64_t i = 0; i < t.order; ++i) states = mul(states, t.vocab);
@@ -178,7 +179,16 @@ MemoryEstimate estimate_memory(const RunConfig& c, int64_t vocab) {
 }
 
 std::size_t available_memory() {
-  std::ifstream in("/proc/meminfo");
+  InputOptions o;
+  o.what = "memory";
+  o.max_bytes = 64 << 10;  // /proc/meminfo is a few KiB
+  std::string text;
+  try {
+    text = read_input_file("/proc/meminfo", o).bytes;
+  } catch (const Error&) {
+    return 0;
+  }
+  std::istringstream in(text);
   std::string key;
   std::size_t kib = 0;
   std::string unit;

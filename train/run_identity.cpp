@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "nn/position.h"
 #include "train/sha256.h"
+#include "train/toml_depth.h"
 #include "train/toml_table.h"
 
 namespace rpb {
@@ -17,6 +18,7 @@ namespace rpb {
 namespace {
 
 toml::table parse_effective(const std::string& text) {
+  check_toml_depth(text, "config identity");
   try {
     return toml::parse(text);
   } catch (const toml::parse_error& e) {
