@@ -17,6 +17,7 @@
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "train/atomic_file.h"
+#include "train/checkpoint_finite.h"
 #include "train/distributed.h"
 #include "train/interrupt.h"
 #include "train/latest.h"
@@ -107,10 +108,12 @@ Checkpoint Run::snapshot(int64_t step) const {
   c.counters.emplace_back(kIntervalSum, std::bit_cast<int64_t>(interval_loss_));
   c.counters.emplace_back(kIntervalSteps, interval_steps_);
   c.metrics = metrics_;
+  c.data = workload_->data_identity();
   return c;
 }
 
 void Run::restore(const Checkpoint& c, const std::string& file) {
+  check_finite(c, file);
   load_parameters(c, workload_->model(), file);
   optimizer_->load_state(c.optim);
   workload_->load_state(c, file);
@@ -394,7 +397,12 @@ std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths, int
                 config_.length);
       mult.push_back(l / config_.length);
     }
-  return workload_->evaluate(mult, data::Split::test, tokens);
+  std::vector<LengthResult> results = workload_->evaluate(mult, data::Split::test, tokens);
+  for (const LengthResult& r : results)
+    RPB_CHECK(!r.nll || std::isfinite(*r.nll), "eval", "the mean NLL at length ", r.length, " is ",
+              std::isnan(*r.nll) ? "nan" : "inf", ": the model's outputs are not finite numbers (a diverged model), so ",
+              "it has no perplexity to report");
+  return results;
 }
 
 }  // namespace rpb
