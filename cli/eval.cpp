@@ -13,6 +13,7 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_path.h"
 #include "train/data.h"
+#include "train/data_identity.h"
 #include "train/log_file_sink.h"
 #include "train/output_file.h"
 #include "train/run_identity.h"
@@ -91,6 +92,8 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
   r.max_length = nn::scheme_info(po).max_length(po);
   r.optimal_perplexity = run.optimal_perplexity();
   r.lengths = results;
+  r.text_sha256 = run.data_identity().text_sha256;
+  r.text = r.text_sha256.empty() ? "generated" : "training";  // `rpb eval` sets what it verified
   return r;
 }
 
@@ -98,6 +101,8 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
   out << "Perplexity on the held-out test split (" << r.task << "), trained at length " << r.train_length
       << ", checkpoint " << r.checkpoint << " (step " << r.step << "), " << r.tokens()
       << " tokens scored at each length:\n\n| length | x train | NLL (nats) | perplexity |\n|---|---|---|---|\n";
+  if (r.text == "other") out << "(on another text than the training text: sha256 " << r.text_sha256 << ")\n";
+  if (r.text == "unverified") out << "(the text could not be verified: the checkpoint records no training text)\n";
   for (const LengthResult& l : r.lengths) {
     out << "| " << l.length << " | " << l.multiplier << "x | ";
     if (l.nll) out << std::fixed << std::setprecision(4) << *l.nll << " | " << *l.perplexity() << " |\n";
@@ -163,11 +168,15 @@ int cmd_eval(const EvalOptions& o) {
     throw Error("eval --tokens " + std::to_string(o.tokens) + " (run.eval_tokens below): " + e.message());
   }
   Run& run = *built;
+  const DataVerdict text = check_data_identity(c.data, run.data_identity(), ref.file, o.other_text, "eval");
+  if (text.match == TextMatch::unverified || text.match == TextMatch::other) spdlog::warn("eval: {}", text.note);
   run.restore(c, ref.file);
   // Grids score run.eval_tokens cells (set above), not an exact token count.
   EvalRecord record = make_eval_record(run, run.evaluate({}, cfg.dims() == 1 ? o.tokens : 0), ref.file, c.step,
                                        c.file_sha256);
   record.default_lengths = o.lengths.empty();
+  record.text_sha256 = text.text_sha256;
+  record.text = text_match_name(text.match);
   if (o.json) {
     std::cout << eval_record_json(record);
   } else {

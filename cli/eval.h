@@ -17,6 +17,7 @@ struct EvalOptions {
   std::string checkpoint;        // a checkpoint file, a run folder (its `latest`) or a run folder's `latest` file
   std::vector<int64_t> lengths;  // multiples of the train length; empty: the config's eval_multipliers
   std::string kjv_path;          // kjv runs: the text ("": the default path), never the one stored in the checkpoint
+  bool other_text = false;       // kjv runs: a text other than the training text is intended (train/data_identity.h)
   int64_t tokens = 0;            // > 0: target tokens scored at every length, instead of run.eval_tokens
   std::string untrained;         // "keep" or "nearest": position.untrained ("": the stored config's)
   bool json = false;             // print the JSON record instead of the table

@@ -9,8 +9,10 @@
 #include "core/text.h"
 #include "nn/generate.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_finite.h"
 #include "train/checkpoint_path.h"
 #include "train/data.h"
+#include "train/data_identity.h"
 #include "train/stored_model.h"
 
 namespace rpb {
@@ -74,11 +76,14 @@ int cmd_generate(const GenerateRequest& r) {
             "kjv)");
   cfg.task.kjv_path = r.kjv_path;  // the user's text, never the path stored in the file; nothing is written
   cfg.task.generate_missing = false;
+  check_finite(c, ref.file);
   std::unique_ptr<nn::Module> module = load_stored_model(c, cfg, ref.file);
   auto& model = dynamic_cast<nn::LanguageModel&>(*module);
   std::unique_ptr<data::Task> task;
   if (cfg.task.kind == "kjv") {
     task = data::make_task(cfg.task);
+    const DataVerdict text = check_data_identity(c.data, data_identity(*task), ref.file, r.other_text, "generate");
+    if (text.match == TextMatch::unverified || text.match == TextMatch::other) spdlog::warn("generate: {}", text.note);
     RPB_CHECK(task->vocab() == model.options().vocab, "generate", "the kjv text ", task->describe(), " has ",
               task->vocab(), " characters, but ", ref.file, " was trained on ", model.options().vocab,
               " (pass the text it was trained on with --kjv-path)");
@@ -126,7 +131,11 @@ CommandRunner add_generate_command(CLI::App& cmd) {
   cmd.add_option("--seed", r.seed, "seed of the sampling draws (the same seed gives the same tokens)");
   cmd.add_flag("--no-cache", r.no_cache, "recompute the whole sequence for every token (slow; to compare)");
   cmd.add_option("--kjv-path", r.kjv_path,
-                 "kjv runs: the text whose characters are the vocabulary (default checkpoints/data/kjv.txt)");
+                 "kjv runs: the text whose characters are the vocabulary (default checkpoints/data/kjv.txt); it must "
+                 "be the training text (its characters and SHA-256 are checked) unless --other-text");
+  cmd.add_flag("--other-text", r.other_text,
+               "kjv runs: read the vocabulary from a text other than the one the checkpoint was trained on (the same "
+               "characters)");
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);

@@ -12,6 +12,7 @@
 #include "core/text.h"
 #include "nn/position.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_finite.h"
 #include "train/config.h"
 #include "train/run_identity.h"
 #include "train/stored_model.h"
@@ -118,6 +119,18 @@ void print_digests(const Checkpoint& c, const RunConfig& cfg, const std::string&
                printable(file), stored, digest);
 }
 
+// The datasets holding NaN or inf (what `eval`, `generate` and `train --resume` refuse), or one line saying none.
+void print_non_finite(const Checkpoint& c, std::ostream& out) {
+  const std::vector<NonFiniteDataset> bad = non_finite_datasets(c);
+  if (bad.empty()) {
+    out << "\nnon-finite values: none\n";
+    return;
+  }
+  out << "\nnon-finite values in " << bad.size() << " dataset" << (bad.size() > 1 ? "s" : "")
+      << " (eval, generate and train --resume refuse this checkpoint):\n";
+  for (const NonFiniteDataset& d : bad) out << "  " << d.line() << "\n";
+}
+
 }  // namespace
 
 void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& svg_path) {
@@ -146,6 +159,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
   print_config(c.config_text, out);
   print_metrics(c, out);
   print_parameters(c, out);
+  print_non_finite(c, out);
   // What each position module (a scheme, Swin's window attention) has learned.
   for (const auto& [path, m] : model.named_modules())
     if (const auto* pos = dynamic_cast<const nn::Positional*>(m)) out << pos->report(path + ".");

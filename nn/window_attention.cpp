@@ -51,6 +51,7 @@ const WindowAttentionOptions& validated(const WindowAttentionOptions& o) {
             o.window_h, ") (Swin: shift_size must in 0-window_size)");
   RPB_CHECK(o.shift_w >= 0 && o.shift_w < o.window_w, op, "shift_w ", o.shift_w, " must lie in [0, window_w ",
             o.window_w, ")");
+  RPB_CHECK(o.scale >= 0 && std::isfinite(o.scale), op, "scale ", o.scale, " must be finite and >= 0 (0: head_dim^-0.5)");
   RPB_CHECK(o.bias == "table" || o.bias == "continuous" || o.bias == "none", op, "bias '", o.bias,
             "' is unknown (expected one of: table, continuous, none)");
   if (o.bias == "continuous") {
@@ -354,8 +355,9 @@ Tensor WindowAttention::attend(const Tensor& xp, int64_t H, int64_t W, const Win
   const Tensor windows = window_partition(shifted, g.wh, g.ww);       // (B * nW, N, C)
   // qkv(x).reshape(B_, N, 3, nH, C // nH)
   const Tensor packed = reshape(qkv->forward(windows), {B * nW, n, 3, h, dh});
-  // V1: q = q * head_dim^-0.5; attn = q @ k^T + bias (+ mask). Scaling the product instead of q is the same value.
-  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  // V1: q = q * scale (qk_scale or head_dim^-0.5); attn = q @ k^T + bias (+ mask). Scaling the product instead of q
+  // is the same value.
+  const double scale = o_.scale > 0 ? o_.scale : 1.0 / std::sqrt(static_cast<double>(dh));
   Tensor merged;  // (attn @ v).transpose(1, 2).reshape(B_, N, C)
   if (stats_) record_stats(packed, H, W, g, scale);
   if (o_.fused) {

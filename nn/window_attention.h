@@ -82,6 +82,9 @@ struct WindowAttentionOptions {
   /// 0 = this window). Set it to the training window to transfer a model to another window.
   int64_t pretrained_window_h = 0, pretrained_window_w = 0;
   int64_t cpb_hidden = 512;  // continuous: hidden width of cpb_mlp
+  /// The factor of the scores q k^T (model.attn_scale); 0: head_dim^-0.5 (Swin's qk_scale = None), as in
+  /// nn::AttentionOptions::scale.
+  double scale = 0;
   double init_std = 0.02;    // trunc_normal std of the Linear weights and of the table
   /// The fused kernel (core/ops.h fused_attention, reading the bias per (dy, dx) offset) or the reference path
   /// (the (B, nW * heads, N, N) bias and scores materialized).
@@ -111,7 +114,8 @@ class ContinuousPositionBiasMLP : public Module {
 };
 
 /// Swin's (shifted) window multi-head self-attention over (B, H, W, C) grids: qkv = Linear(dim, 3dim),
-/// proj = Linear(dim, dim), scores q k^T * head_dim^-0.5 plus a relative position bias per window:
+/// proj = Linear(dim, dim), scores q k^T * scale (options.scale; head_dim^-0.5 by default) plus a relative position
+/// bias per window:
 ///   "table"      Swin V1: a learned ((2Wh - 1)(2Ww - 1), heads) table read at relative_position_index;
 ///   "continuous" Swin V2: 16 * sigmoid(cpb_mlp(relative_coords_table))[relative_position_index]; V1's scaled
 ///                dot product is kept (not V2's cosine attention with a learned logit scale), to isolate the bias;

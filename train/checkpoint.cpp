@@ -151,6 +151,17 @@ void write_metrics(hid_t root, const std::vector<MetricsRow>& rows, const std::s
   }
 }
 
+/// /data (DataIdentity) when there is one: the text's digest and the byte of each id.
+void write_data_identity(hid_t root, const DataIdentity& d, const std::string& op) {
+  if (d.empty()) return;
+  Hid data = create_group(root, "data", "/data", op);
+  write_string_attr(data.get(), "text_sha256", d.text_sha256, "/data", op);
+  std::vector<int64_t> bytes;
+  for (const char ch : d.vocab) bytes.push_back(static_cast<unsigned char>(ch));
+  write_dataset(data.get(), "vocab", "/data/vocab", H5T_NATIVE_INT64, Shape{static_cast<int64_t>(bytes.size())},
+                bytes.data(), bytes.size() * sizeof(int64_t), op);
+}
+
 // Builds the checkpoint as an HDF5 file in memory and returns the bytes of the closed file;
 // save_checkpoint writes them itself (memory_file_image says why HDF5 never writes to disk).
 std::vector<char> hdf5_image(const std::string& file_path, const Checkpoint& c, const std::string& op) {
@@ -166,6 +177,7 @@ std::vector<char> hdf5_image(const std::string& file_path, const Checkpoint& c, 
     write_rng(root.get(), c.rng, op);
     write_counters(root.get(), c.counters, op);
     write_metrics(root.get(), c.metrics, op);
+    write_data_identity(root.get(), c.data, op);
   };
   return memory_file_image(file_path, bytes, fill, op);
 }
@@ -348,6 +360,35 @@ std::vector<MetricsRow> read_metrics(SafeReader& r, hid_t root) {
   return rows;
 }
 
+/// /data, when the file has it: a vocabulary of 1 to 256 distinct bytes (its size checked before it is read) and a
+/// digest of 64 hex digits.
+DataIdentity read_data_identity(SafeReader& r, hid_t root) {
+  const std::string& op = r.op();
+  DataIdentity d;
+  if (H5Lexists(root, "data", H5P_DEFAULT) <= 0) return d;
+  Hid data = r.open_group(root, "data", "/data");
+  d.text_sha256 = read_string_attr(data.get(), "text_sha256", "/data", op);
+  CKPT_CHECK(d.text_sha256.size() == 64 && d.text_sha256.find_first_not_of("0123456789abcdef") == std::string::npos,
+             "attribute text_sha256 of /data: expected 64 lowercase hex digits, found \"", printable(d.text_sha256, 80),
+             "\"");
+  CKPT_CHECK(H5Lexists(data.get(), "vocab", H5P_DEFAULT) > 0, "dataset /data/vocab is missing");
+  Hid dset = r.open_dataset(data.get(), "vocab", "/data/vocab");
+  Hid type = must(H5Dget_type(dset.get()), H5Tclose, op, "cannot read the type of /data/vocab");
+  const DatasetExtent e = r.extent(dset.get(), sizeof(int64_t), "/data/vocab");
+  CKPT_CHECK(H5Tget_class(type.get()) == H5T_INTEGER && H5Tget_size(type.get()) == 8 && e.shape.size() == 1 &&
+                 e.numel >= 1 && e.numel <= 256,
+             "dataset /data/vocab: expected 1 to 256 int64 values (a byte per id), found ", e.shape, " ",
+             type_name(type.get()));
+  std::vector<int64_t> bytes(e.numel);
+  read_dataset(dset.get(), "/data/vocab", H5T_NATIVE_INT64, bytes.data(), e.numel * sizeof(int64_t), op);
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    CKPT_CHECK(bytes[i] >= 0 && bytes[i] <= 255 && (i == 0 || bytes[i] > bytes[i - 1]), "dataset /data/vocab: entry ",
+               i, " is ", bytes[i], "; expected increasing bytes in [0, 255]");
+    d.vocab.push_back(static_cast<char>(bytes[i]));
+  }
+  return d;
+}
+
 /// Everything under the root group, in the order the layout lists it.
 Checkpoint read_layout(hid_t file, const std::string& op) {
   Checkpoint c;
@@ -360,6 +401,7 @@ Checkpoint read_layout(hid_t file, const std::string& op) {
   c.rng = read_rng(r, root.get());
   c.counters = read_counters(r, root.get());
   c.metrics = read_metrics(r, root.get());
+  c.data = read_data_identity(r, root.get());
   return c;
 }
 

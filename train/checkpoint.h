@@ -31,6 +31,16 @@ struct MetricsRow {
   std::vector<std::pair<int64_t, double>> valid_loss = {};
 };
 
+/// What identifies the data a run trained on beyond its config (train/data_identity.h): the kjv task's text. The
+/// generated tasks (markov, lag, grid2d) need none: their config and seed fix every token. Empty fields: not recorded
+/// (a generated task, or a checkpoint written before rpb recorded them).
+struct DataIdentity {
+  std::string vocab;        // kjv: the characters (bytes) in id order; id i is vocab[i]
+  std::string text_sha256;  // kjv: data::KjvTask::text_sha256 of the text the splits came from (64 hex digits)
+  std::string path;         // where the text was read, for messages; not stored
+  bool empty() const { return vocab.empty() && text_sha256.empty(); }
+};
+
 /// Everything needed to resume a run, and what `rpb inspect`, h5dump and h5py show.
 ///
 /// File layout (HDF5):
@@ -45,6 +55,8 @@ struct MetricsRow {
 ///   /metrics/{step,loss,lr,grad_norm,tokens_per_sec,elapsed_s}  1-D datasets, one entry per MetricsRow
 ///   /metrics/valid_loss@<length>  1-D float64, one per validation length, NaN where a row has none
 ///                                 (elapsed_s and these are optional on load: older files lack them)
+///   /data            kjv runs only (optional on load: older files and generated tasks lack it): attribute
+///                    text_sha256 (string) and dataset vocab, int64 [V], the byte of each id (DataIdentity)
 /// Tensors keep their dtype (float32, float64, int64) and shape (0-D tensors are scalar dataspaces).
 /// Every dataset carries a uint32 attribute "crc32" (CRC-32/IEEE of its raw bytes, train/crc32.h) checked on load.
 /// Datasets are contiguous (compact ones load too), unfiltered and stored inside the file; every link is a
@@ -76,6 +88,8 @@ struct Checkpoint {
   /// record names (no second read of the path, which another file could have replaced). Not saved; empty for a
   /// checkpoint not read from a file.
   std::string file_sha256;
+  /// The identity of the run's data (/data); empty when the file records none.
+  DataIdentity data;
 };
 
 /// Writes `c` to `path` atomically: into ".<name>.tmp.<pid>" in the same folder, flushed, fsynced,

@@ -154,11 +154,15 @@ class KjvTask final : public Task {
   const std::vector<int>& book_splits() const { return book_split_; }
   /// Where the cached text lives.
   const std::string& path() const { return path_; }
+  /// The SHA-256 (64 hex digits) of the text as the splits read it: the books' verses, each followed by '\n', one
+  /// empty line between books. For a text rpb wrote (generate_kjv_text) it is the file's own digest (sha256sum); a
+  /// checkpoint records it to tell its training text from another (train/data_identity.h).
+  const std::string& text_sha256() const { return text_sha256_; }
   /// The split of book index b under the rule above.
   static int split_of_book(int64_t b) { return b % 10 == 4 ? 1 : b % 10 == 9 ? 2 : 0; }
 
  private:
-  std::string path_, chars_;
+  std::string path_, chars_, text_sha256_;
   std::vector<int> book_split_;
   int32_t id_of_[256];
 };

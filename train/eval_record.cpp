@@ -63,7 +63,10 @@ std::string eval_record_json(const EvalRecord& r) {
      << ",\n  \"task\": " << json_string(r.task)
      << ",\n  \"train_length\": " << r.train_length << ",\n  \"max_length\": " << json_count(r.max_length)
      << ",\n  \"tokens\": " << json_count(r.tokens()) << ",\n  \"optimal_perplexity\": "
-     << json_number(r.optimal_perplexity) << ",\n  \"entropy_rate\": " << json_number(entropy) << ",\n  \"lengths\": [";
+     << json_number(r.optimal_perplexity) << ",\n  \"entropy_rate\": " << json_number(entropy)
+     << ",\n  \"text\": " << json_string(r.text)
+     << ",\n  \"text_sha256\": " << (r.text_sha256.empty() ? std::string("null") : json_string(r.text_sha256))
+     << ",\n  \"lengths\": [";
   for (std::size_t i = 0; i < r.lengths.size(); ++i)
     os << (i ? ",\n    " : "\n    ") << length_json(r.lengths[i], r.optimal_perplexity);
   os << "\n  ]\n}\n";
@@ -78,6 +81,7 @@ std::string eval_record_name(const EvalRecord& r) {
     for (std::size_t i = 0; i < r.lengths.size(); ++i) name << (i ? "_" : "") << r.lengths[i].length;
   }
   if (r.untrained == nn::untrained_name(nn::Untrained::nearest)) name << "-nearest";
+  if (r.text == "other") name << "-text" << r.text_sha256.substr(0, 12);
   name << ".json";
   return name.str();
 }

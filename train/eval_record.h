@@ -26,6 +26,11 @@ struct EvalRecord {
   std::optional<double> optimal_perplexity;  // exp(entropy rate) where the task knows it
   std::vector<LengthResult> lengths;
   bool default_lengths = true;    // the config's eval_multipliers (false: lengths chosen on the command line)
+  /// The data scored (train/data_identity.h text_match_name): "generated" (markov, lag, grid2d: the config fixes
+  /// it), "training" (kjv: the training text), "other" (kjv: another text, eval --other-text) or "unverified" (kjv:
+  /// a checkpoint written before rpb recorded its text).
+  std::string text = "generated";
+  std::string text_sha256;        // kjv: the SHA-256 of the text scored (data::KjvTask::text_sha256); "" otherwise
 
   /// The target tokens scored at every length (0 when no length ran).
   int64_t tokens() const;
@@ -35,6 +40,7 @@ struct EvalRecord {
 ///   {"format": "rpb-eval-1", "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
 ///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null, "task": "...", "train_length": 64, "max_length": null | N, "tokens": 8192,
 ///    "optimal_perplexity": 3.21 | null, "entropy_rate": 1.17 | null,
+///    "text": "generated" | "training" | "other" | "unverified", "text_sha256": "<64 hex>" | null,
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null,
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
@@ -47,8 +53,8 @@ std::string eval_record_json(const EvalRecord& record);
 
 /// The record's file name: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), with "-L<l1>_<l2>..."
 /// before ".json" when the lengths were chosen on the command line ("step_00000600-8192-L64_1024.json") and
-/// "-nearest" when untrained rows read their nearest trained row. The same checkpoint evaluated the same way again
-/// replaces its record.
+/// "-nearest" when untrained rows read their nearest trained row, and "-text<first 12 hex digits of its sha256>" for
+/// another text than the training text. The same checkpoint evaluated the same way again replaces its record.
 std::string eval_record_name(const EvalRecord& record);
 
 /// Writes the record into `run_dir`/eval/ (created when missing) atomically (write_file_atomically) and returns the

@@ -15,6 +15,7 @@
 #include "core/text.h"
 #include "train/data.h"
 #include "train/input_file.h"
+#include "train/sha256.h"
 
 namespace fs = std::filesystem;
 
@@ -52,6 +53,16 @@ std::string find_program(const std::string& name) {
     if (fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0) return p.string();
   }
   return "";
+}
+
+// The SHA-256 of the books as KjvTask::text_sha256 documents: the text they were read from, in rpb's layout.
+std::string books_sha256(const std::vector<std::vector<std::string>>& books) {
+  std::string text;
+  for (std::size_t b = 0; b < books.size(); ++b) {
+    if (b > 0) text += '\n';
+    for (const std::string& verse : books[b]) (text += verse) += '\n';
+  }
+  return sha256_hex(text);
 }
 
 const char* kDefaultKjvPath = "checkpoints/data/kjv.txt";
@@ -166,6 +177,8 @@ KjvTask::KjvTask(const TaskOptions& options) : path_(options.kjv_path.empty() ? 
   }
   RPB_CHECK(books.size() >= 10, "kjv", "task.kjv_path = \"", path_, "\" holds ", books.size(),
             " books (separated by empty lines); need at least 10 so that valid and test get one each");
+
+  text_sha256_ = books_sha256(books);
 
   bool seen[256] = {};
   seen[static_cast<unsigned char>('\n')] = true;

@@ -59,6 +59,7 @@ std::unique_ptr<nn::Module> load_stored_model(const Checkpoint& c, const RunConf
   check_stored_model(c, config, vocab, file);
   std::unique_ptr<nn::Module> model = make_model(config, vocab);
   load_parameters(c, *model, file);
+  model->eval();  // reading a checkpoint never changes it: no forward marks table rows as trained, no dropout
   return model;
 }
 

@@ -31,7 +31,8 @@ void check_checkpoint_step(const Checkpoint& c, const RunConfig& config, const s
 void check_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vocab, const std::string& file);
 
 /// The stored config's model with the checkpoint's parameters and buffers loaded, after the checks above and
-/// check_params. Reads and writes no file.
+/// check_params, in evaluation mode (its forwards change no buffer: a table scheme marks no row as trained). Reads
+/// and writes no file.
 std::unique_ptr<nn::Module> load_stored_model(const Checkpoint& c, const RunConfig& config, const std::string& file);
 
 }  // namespace rpb

@@ -17,6 +17,7 @@
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "train/atomic_file.h"
+#include "train/checkpoint_finite.h"
 #include "train/distributed.h"
 #include "train/eval_progress.h"
 #include "train/interrupt.h"
@@ -108,10 +109,12 @@ Checkpoint Run::snapshot(int64_t step) const {
   c.counters.emplace_back(kIntervalSum, std::bit_cast<int64_t>(interval_loss_));
   c.counters.emplace_back(kIntervalSteps, interval_steps_);
   c.metrics = metrics_;
+  c.data = workload_->data_identity();
   return c;
 }
 
 void Run::restore(const Checkpoint& c, const std::string& file) {
+  check_finite(c, file);
   load_parameters(c, workload_->model(), file);
   optimizer_->load_state(c.optim);
   workload_->load_state(c, file);
@@ -398,7 +401,12 @@ std::vector<LengthResult> Run::evaluate(const std::vector<int64_t>& lengths, int
     }
   EvalProgress progress(*spdlog::default_logger(), context_.prefix, static_cast<int64_t>(mult.size()),
                         config_.dims() == 2, context_.eval_log_every_s);
-  return workload_->evaluate(mult, data::Split::test, tokens, &progress);
+  std::vector<LengthResult> results = workload_->evaluate(mult, data::Split::test, tokens, &progress);
+  for (const LengthResult& r : results)
+    RPB_CHECK(!r.nll || std::isfinite(*r.nll), "eval", "the mean NLL at length ", r.length, " is ",
+              std::isnan(*r.nll) ? "nan" : "inf", ": the model's outputs are not finite numbers (a diverged model), so ",
+              "it has no perplexity to report");
+  return results;
 }
 
 }  // namespace rpb

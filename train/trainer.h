@@ -85,6 +85,7 @@ class Run {
   /// The checkpoint the run folder's `latest` names, read, with its file; nullopt when there is none.
   std::optional<std::pair<std::string, Checkpoint>> latest() const;
   /// Puts checkpoint `c` (read from `file`, of this run's architecture) into the model, optimizer and samplers.
+  /// Refuses (check_finite, train/checkpoint_finite.h) parameters, buffers or optimizer state that are not finite.
   void restore(const Checkpoint& c, const std::string& file);
 
   /// Perplexity on the held-out test stream at every length of config.eval_multipliers
@@ -92,12 +93,15 @@ class Run {
   /// `tokens` (> 0; rounded down to a multiple of the longest length, see Workload::evaluate). Shows its progress
   /// as training does (train/eval_progress.h, on stderr: a terminal line, else a log line every
   /// ProgressContext::eval_log_every_s seconds), prefixed with the context's prefix; the numbers do not depend on it.
+  /// Throws rpb::Error naming the length when a mean NLL is not finite (a diverged model has no perplexity).
   std::vector<LengthResult> evaluate(const std::vector<int64_t>& lengths = {}, int64_t tokens = 0);
 
   const RunConfig& config() const { return config_; }
   /// The task, one line.
   std::string describe() const { return workload_->describe(); }
   std::optional<double> optimal_perplexity() const { return workload_->optimal_perplexity(); }
+  /// The identity of the run's data beyond its config (kjv's text; train/data_identity.h), recorded in checkpoints.
+  DataIdentity data_identity() const { return workload_->data_identity(); }
   nn::Module& model() { return workload_->model(); }
   const std::string& dir() const { return dir_; }
   /// A sweep's position and time for the progress lines, and the command an interrupted run is resumed with.

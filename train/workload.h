@@ -54,6 +54,8 @@ class Workload {
   virtual std::string describe() const = 0;
   /// exp(entropy rate) where the task knows it.
   virtual std::optional<double> optimal_perplexity() const = 0;
+  /// The identity of the data beyond the config (kjv's text, train/data_identity.h); empty for generated data.
+  virtual DataIdentity data_identity() const { return {}; }
   /// Tokens (or cells) in one training batch, for the tokens/s figure.
   virtual int64_t batch_tokens() const = 0;
   /// The loss of `shard` of the next training batch (the mean over its rows), the batch drawn from the

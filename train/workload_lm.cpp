@@ -5,6 +5,7 @@
 #include "nn/transformer.h"
 #include "train/data.h"
 #include "train/eval_progress.h"
+#include "train/data_identity.h"
 #include "train/workload.h"
 
 namespace rpb {
@@ -36,6 +37,7 @@ class LmWorkload final : public Workload {
   nn::Module& model() override { return *model_; }
   std::string describe() const override { return task_->describe(); }
   std::optional<double> optimal_perplexity() const override { return task_->optimal_perplexity(); }
+  DataIdentity data_identity() const override { return rpb::data_identity(*task_); }
   int64_t batch_tokens() const override { return config_.batch * config_.length; }
 
   Tensor next_loss(const Shard& shard, int64_t step) override {

@@ -35,7 +35,12 @@ class LogDecayScheme final : public PositionScheme {
   }
 
   std::string title() const override { return "log_decay bias -lambda * log(1 + |i - j|)"; }
-  std::string head_note(int64_t) const override { return "lambda " + position_detail::shortest(o_.lambda); }
+  // The lambda the bias uses (a learned one as trained, not the configured start), to 4 significant digits.
+  std::string head_note(int64_t head) const override {
+    std::ostringstream os;
+    os << "lambda " << std::setprecision(4) << lambda.at({head});
+    return os.str();
+  }
 
   // The learned decay per head, and the bias it gives at a few distances.
   std::string report(const std::string& prefix) const override {

@@ -7,6 +7,9 @@
 //         external and hard links, contiguous / compact / chunked / external / virtual datasets with
 //         declared sizes, string and step attributes), made with the HDF5 C API (checkpoint_edits.h);
 //   'C'   the stored config: a valid checkpoint whose `config` attribute is the rest of the input;
+//   'N'   numbers: a valid checkpoint (CRCs right, as anyone editing a file would leave them) whose parameter
+//         number data[1] (mod their count) has its first values replaced by the rest of the input's bytes
+//         (float32 NaN, inf, huge values): `inspect` must list the non-finite ones, not fail;
 //   other raw bytes: the whole input is the file (the committed HDF5 seeds start with "\x89HDF").
 // The reader takes a path, so each file is written on tmpfs (/dev/shm, else /tmp) and loaded from
 // there. The only acceptable outcome besides success is rpb::Error; any other exception, a crash, a
@@ -25,6 +28,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -115,6 +120,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char mode = size > 0 ? static_cast<char>(data[0]) : 0;
   if (mode == 'L') {
     write_edited(data + 1, size - 1);
+  } else if (mode == 'N' && size > 1) {
+    rpb::Checkpoint c = template_checkpoint;
+    rpb::Tensor& t = c.params[data[1] % c.params.size()].second;
+    t = t.clone();  // the template's own tensor stays as it is
+    const std::size_t room = static_cast<std::size_t>(t.numel()) * rpb::dtype_size(t.dtype());
+    std::memcpy(t.raw_mutable_data(), data + 2, std::min(room, size - 2));
+    rpb::save_checkpoint(input_path(), c);
   } else if (mode == 'C') {
     rpb::Checkpoint c = template_checkpoint;
     c.config_text.assign(reinterpret_cast<const char*>(data + 1), size - 1);

@@ -92,6 +92,9 @@ seed L_virtual 'L\x0d\x07\x00\x02\x02\x02\x00\x00\x0d'
 seed L_config_1mib 'L\x00\x08\x80\x00\x05hello'
 seed L_step_negative 'L\x00\x09\x00\xff\xff\xff\xff\xff\xff\xff\xff'
 seed L_counter_escape 'L\x00\x09\x02\x00\x00\x00\x00\x00\x00\x00\x07'
+# 'N': a NaN (float32 0x7fc00000) as the first value of parameter 0, and +inf as that of parameter 1.
+seed N_nan_param 'N\x00\x00\x00\xc0\x7f'
+seed N_inf_param 'N\x01\x00\x00\x80\x7f'
 printf 'C%s[optim]\nkind = "adamw"\n' "$tiny" > "$out/checkpoint/C_tiny.toml"
 printf 'C%s[optim]\nkind = "sgd"\n' "${tiny/d_model = 2/d_model = 4}" > "$out/checkpoint/C_other_model.toml"
 printf 'C[model\nd_model = ' > "$out/checkpoint/C_bad_syntax.toml"
