@@ -16,9 +16,9 @@ const std::vector<std::string>& command_line();
 std::string shell_word(const std::string& arg);
 
 /// The command that goes on with an interrupted run: `argv` as typed (argv[0] included), each word shell-quoted,
-/// without --overwrite (the folder it moved aside is gone; the run now in it is the one to continue), and for
-/// `train` without --resume-from and its value and with --resume appended (once); prefixed with
-/// "mpirun -np <ranks>" when `ranks` > 1. Control bytes escaped for the terminal (terminal_text()). {"./rpb", "train", "my run.toml",
+/// without --overwrite (the folder it moved aside is gone; the run now in it is the one to continue), and for `train`
+/// without --resume-from and its value and with --resume appended (once); prefixed with "mpirun -np <ranks>" when
+/// `ranks` > 1. Control bytes escaped for the terminal (terminal_text()). {"./rpb", "train", "my run.toml",
 /// "--max-memory", "2G"} gives "./rpb train 'my run.toml' --max-memory 2G --resume".
 std::string resume_command(const std::vector<std::string>& argv, bool train, int ranks);
 

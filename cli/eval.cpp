@@ -3,10 +3,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <set>
 
 #include "core/text.h"
 #include "nn/position.h"
@@ -59,11 +59,12 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
 // run_limits::kMaxLengths of them.
 void check_lengths_option(const std::vector<int64_t>& lengths) {
   if (lengths.size() > run_limits::kMaxLengths)
-    throw UsageError("eval --lengths: expected at most " + std::to_string(run_limits::kMaxLengths) + " lengths, found " +
-                     std::to_string(lengths.size()));
-  for (std::size_t i = 1; i < lengths.size(); ++i)
-    if (std::find(lengths.begin(), lengths.begin() + static_cast<std::ptrdiff_t>(i), lengths[i]) != lengths.begin() + static_cast<std::ptrdiff_t>(i))
-      throw UsageError("eval --lengths: " + std::to_string(lengths[i]) + " is listed twice; expected each length once");
+    throw UsageError("eval --lengths: expected at most " + std::to_string(run_limits::kMaxLengths) +
+                     " lengths, found " + std::to_string(lengths.size()));
+  std::set<int64_t> seen;
+  for (const int64_t l : lengths)
+    if (!seen.insert(l).second)
+      throw UsageError("eval --lengths: " + std::to_string(l) + " is listed twice; expected each length once");
 }
 
 // A line of the evaluation in the run's train.log (appended with one write, like the run's own lines).

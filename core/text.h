@@ -12,10 +12,10 @@
 
 namespace rpb {
 
-/// `text` with every byte a terminal would act on written as an escape (\n, \t, \r, \\, \xNN for the other
-/// control bytes, DEL, the C1 controls U+0080..U+009F, the format and separator characters of
-/// invisible_category (core/unicode.h: U+202E RIGHT-TO-LEFT OVERRIDE, U+200B, U+2028, ...) and bytes that are not part of valid UTF-8), cut after
-/// `max_bytes` input bytes with "... (N bytes)" appended. Valid UTF-8 letters pass unchanged.
+/// `text` with every byte a terminal would act on written as an escape (\n, \t, \r, \\, \xNN for the other control
+/// bytes, DEL, the C1 controls U+0080..U+009F, the format and separator characters of invisible_category
+/// (core/unicode.h: U+202E RIGHT-TO-LEFT OVERRIDE, U+200B, U+2028, ...) and bytes that are not part of valid UTF-8),
+/// cut after `max_bytes` input bytes with "... (N bytes)" appended. Valid UTF-8 letters pass unchanged.
 ///
 /// @code
 /// CHECK(rpb::printable("step\x1b[2J") == "step\\x1b[2J");

@@ -92,7 +92,9 @@ std::string name_character_problem(std::string_view name) {
       const std::string code = "U+" + hex(static_cast<unsigned>(c), 4);
       const std::string cat(category);
       if (cat == "Cc") return "a control character (" + code + ")";
-      const char* what = cat == "Cf" ? "a format character" : cat == "Zl" ? "a line separator" : "a paragraph separator";
+      const char* what = cat == "Cf"   ? "a format character"
+                         : cat == "Zl" ? "a line separator"
+                                       : "a paragraph separator";
       return std::string(what) + " (" + code + ", category " + cat + ")";
     }
     i += n;

@@ -150,7 +150,8 @@ TEST_CASE("output file: the files of a run folder, before and after its first ch
 TEST_CASE("rpb inspect --svg and eval --out refuse the checkpoint, the run's files and a device: exit 2, files intact") {
   TempDir tmp("out_cli");
   const fs::path run = tiny_run(tmp);
-  const std::string ck = tmp.file("ck.h5"), dev = tmp.file("full");
+  const std::string ck = tmp.file("ck.h5"), dev = tmp.file("full"), junk = tmp.file("junk.h5");
+  std::ofstream(junk) << "not a checkpoint";
   REQUIRE(::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
   const std::map<std::string, std::string> before = snapshot(tmp.path);
   struct Case {
@@ -164,6 +165,9 @@ TEST_CASE("rpb inspect --svg and eval --out refuse the checkpoint, the run's fil
       {"eval " + run.string() + " --out " + (run / "eval" / "x.json").string(), "the evaluation records of a run folder"},
       {"inspect " + run.string() + " --svg " + dev, "--svg " + dev + ": is a character device"},
       {"eval " + ck + " --out " + dev, "--out " + dev + ": is a character device"},
+      // Checked before the checkpoint is read: an unreadable one is refused as the output, not reported as damaged.
+      {"inspect " + junk + " --svg " + junk, "--svg " + junk + ": is the checkpoint this command reads"},
+      {"eval " + junk + " --out " + junk, "--out " + junk + ": is the checkpoint this command reads"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);

@@ -66,7 +66,8 @@ void get_path(Table& t, const char* key, std::string& out, bool component) {
   if (const std::string p = path_problem(out, max_bytes, component); !p.empty())
     t.fail_at(key, std::string(component ? "expected a folder name (one path component: not '.' or '..', no '/', "
                                          : "expected a path (") +
-                       "no control, format or separator characters, at most " + std::to_string(max_bytes) + " bytes), found " + p);
+                       "no control, format or separator characters, at most " + std::to_string(max_bytes) +
+                       " bytes), found " + p);
 }
 
 void read_run(Table& run, RunConfig& c) {
@@ -236,7 +237,8 @@ std::vector<optim::GroupRule> read_groups(const toml::table* ot, const Reader& r
   const toml::node* gn = ot->get("group");
   const toml::array* ga = gn->as_array();
   if (!ga || !ga->is_array_of_tables())
-    throw Error(toml_config::node_location(*gn, r.source, r.applied) + ": optim.group: expected [[optim.group]] tables");
+    throw Error(toml_config::node_location(*gn, r.source, r.applied) +
+                ": optim.group: expected [[optim.group]] tables");
   for (const toml::node& e : *ga) {
     Table g(e.as_table(), "optim.group.", r.source, r.applied);
     toml::table out;
@@ -314,7 +316,8 @@ SweepMethod parse_method(Table& sweep, const std::string& text, int64_t dims) {
   // The method names a run folder: one path component.
   if (const std::string p = path_problem(text, kMaxNameBytes, true); !p.empty())
     sweep.fail_at("methods", "\"" + printable(text) + "\": a method names a run folder (one path component: no '/', no "
-                             "control, format or separator characters, at most " + std::to_string(kMaxNameBytes) + " bytes), found " + p);
+                             "control, format or separator characters, at most " + std::to_string(kMaxNameBytes) +
+                             " bytes), found " + p);
   const std::string window = "window";
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const std::string& s = parts[i];

@@ -22,9 +22,10 @@
 
 namespace rpb {
 
-/// The largest values of the run's own sizes ([run], [task], optim.warmup_steps) and the longest lists ([sweep],
-/// the evaluation lengths; a list holds each value once); the model's and the position scheme's are in nn/limits.h. Like those, they guard against overflow and nonsense, not against running out of
-/// memory: a run inside every limit builds no tensor of more than 2^58 elements.
+/// The largest values of the run's own sizes ([run], [task], optim.warmup_steps) and the longest lists ([sweep], the
+/// evaluation lengths; a list holds each value once); the model's and the position scheme's are in nn/limits.h. Like
+/// those, they guard against overflow and nonsense, not against running out of memory: a run inside every limit builds
+/// no tensor of more than 2^58 elements.
 namespace run_limits {
 inline constexpr int64_t kMaxSteps = int64_t{1} << 40;   // run.steps, log_every, checkpoint_every, eval_every,
                                                          // optim.warmup_steps

@@ -29,7 +29,8 @@ bool holds(const fs::path& dir, const std::string& name) {
 }
 
 bool looks_like_run_folder(const fs::path& dir) {
-  return holds(dir, "config.toml") || holds(dir, "latest") || holds(dir, "lock") || !checkpoint_files(dir.string()).empty();
+  return holds(dir, "config.toml") || holds(dir, "latest") || holds(dir, "lock") ||
+         !checkpoint_files(dir.string()).empty();
 }
 
 bool looks_like_sweep_folder(const fs::path& dir) {

@@ -58,7 +58,8 @@ void create_run_folder(const std::string& out_dir, const std::string& run_dir) {
     if (ec || !fs::exists(st) || fs::is_directory(st)) continue;
     const std::string what = non_regular_kind(part.string());
     const std::string is = " is " + (what.empty() ? std::string("a regular file") : what) + ", not a folder";
-    if (part == run) throw Error("run folder " + printable(run_dir) + ":" + is + " (run.name names a folder in run.out_dir)");
+    if (part == run)
+      throw Error("run folder " + printable(run_dir) + ":" + is + " (run.name names a folder in run.out_dir)");
     throw Error("run.out_dir " + printable(out_dir) + ": " + printable(part.string()) + is);
   }
   std::error_code ec;

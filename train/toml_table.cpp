@@ -148,8 +148,8 @@ const toml::array& Table::checked_array(const char* key, const toml::node& n, co
   const toml::array* a = n.as_array();
   if (!a || a->empty()) fail(key, n, std::string("expected a non-empty array of ") + element);
   if (a->size() > max_size)
-    fail(key, n, "expected at most " + std::to_string(max_size) + " " + element + ", found " + std::to_string(a->size()),
-         false);
+    fail(key, n, "expected at most " + std::to_string(max_size) + " " + element + ", found " +
+                     std::to_string(a->size()), false);
   std::map<std::string, std::size_t> first;  // value_text and type -> its first place (1-based)
   for (std::size_t i = 0; i < a->size(); ++i) {
     const toml::node& e = (*a)[i];

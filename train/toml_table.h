@@ -82,7 +82,8 @@ class Table {
   [[noreturn]] void fail(const char* key, const toml::node& n, const std::string& what, bool wrong_type = true) const;
   /// The array at `key`: non-empty, at most `max_size` elements (`element` names them: "integers"), none equal to
   /// an earlier one.
-  const toml::array& checked_array(const char* key, const toml::node& n, const char* element, std::size_t max_size) const;
+  const toml::array& checked_array(const char* key, const toml::node& n, const char* element,
+                                   std::size_t max_size) const;
   /// " (did you mean model.d_model?)" for a key, " (did you mean \"alibi\"?)" for a value; "" when nothing is close.
   std::string suggestion(const std::string& word, const std::vector<std::string>& known, bool is_key) const;
 
@@ -109,9 +110,9 @@ std::string value_text(const toml::node& n);
 /// documents holding the same keys and values give the same text, whatever their order, spacing or comments.
 std::string document_text(const toml::table& root);
 
-/// Applies "a.b.c=value" to `root` (the value is TOML; a bare word is a string) and records the node (with the
-/// elements of an array value and the tables the dotted key creates) in `applied` with where it came from: "<origin> <spec>" ("--set model.d_model=256"), or `origin` alone when it says more
-/// ("sweep method \"t5@max_distance=64\"").
+/// Applies "a.b.c=value" to `root` (the value is TOML; a bare word is a string) and records the node (with the elements
+/// of an array value and the tables the dotted key creates) in `applied` with where it came from: "<origin> <spec>"
+/// ("--set model.d_model=256"), or `origin` alone when it says more ("sweep method \"t5@max_distance=64\"").
 void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied,
                     const std::string& origin = "--set");
 
