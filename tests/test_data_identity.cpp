@@ -91,6 +91,7 @@ TEST_CASE("eval and generate with a kjv text other than the training text: refus
   const rpb::Checkpoint c = rpb::load_checkpoint(run + "/step_00000010.h5");
   CHECK(c.data.text_sha256 == digest);
   CHECK(c.data.vocab.size() == 30);
+  CHECK(contains(run_rpb("inspect " + run).out, "  data: kjv text sha256 " + digest + ", 30 characters \"\\n !"));
 
   std::string text = kjv_text();
   text[text.find("second")] = 'e';  // "eecond": one letter replaced by another of the vocabulary
