@@ -101,9 +101,10 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
 void print_eval_table(const EvalRecord& r, std::ostream& out) {
   out << "Perplexity on the held-out test split (" << r.task << "), trained at length " << r.train_length
       << ", checkpoint " << r.checkpoint << " (step " << r.step << "), " << r.tokens()
-      << " tokens scored at each length:\n\n| length | x train | NLL (nats) | perplexity |\n|---|---|---|---|\n";
-  if (r.text == "other") out << "(on another text than the training text: sha256 " << r.text_sha256 << ")\n";
-  if (r.text == "unverified") out << "(the text could not be verified: the checkpoint records no training text)\n";
+      << " tokens scored at each length";
+  if (r.text == "other") out << ", on another text than the training text (sha256 " << r.text_sha256 << ")";
+  if (r.text == "unverified") out << " (the text could not be verified: the checkpoint records no training text)";
+  out << ":\n\n| length | x train | NLL (nats) | perplexity |\n|---|---|---|---|\n";
   for (const LengthResult& l : r.lengths) {
     out << "| " << l.length << " | " << l.multiplier << "x | ";
     if (l.nll) out << std::fixed << std::setprecision(4) << *l.nll << " | " << *l.perplexity() << " |\n";
@@ -170,7 +171,6 @@ int cmd_eval(const EvalOptions& o) {
   }
   Run& run = *built;
   const DataVerdict text = check_data_identity(c.data, run.data_identity(), ref.file, o.other_text, "eval");
-  if (text.match == TextMatch::unverified || text.match == TextMatch::other) spdlog::warn("eval: {}", text.note);
   run.restore(c, ref.file);
   // Grids score run.eval_tokens cells (set above), not an exact token count.
   EvalRecord record = make_eval_record(run, run.evaluate({}, cfg.dims() == 1 ? o.tokens : 0), ref.file, c.step,

@@ -82,8 +82,7 @@ int cmd_generate(const GenerateRequest& r) {
   std::unique_ptr<data::Task> task;
   if (cfg.task.kind == "kjv") {
     task = data::make_task(cfg.task);
-    const DataVerdict text = check_data_identity(c.data, data_identity(*task), ref.file, r.other_text, "generate");
-    if (text.match == TextMatch::unverified || text.match == TextMatch::other) spdlog::warn("generate: {}", text.note);
+    check_data_identity(c.data, data_identity(*task), ref.file, r.other_text, "generate");
     RPB_CHECK(task->vocab() == model.options().vocab, "generate", "the kjv text ", task->describe(), " has ",
               task->vocab(), " characters, but ", ref.file, " was trained on ", model.options().vocab,
               " (pass the text it was trained on with --kjv-path)");

@@ -131,6 +131,15 @@ void print_non_finite(const Checkpoint& c, std::ostream& out) {
   for (const NonFiniteDataset& d : bad) out << "  " << d.line() << "\n";
 }
 
+// What the run's data was (train/data_identity.h): a kjv text by its digest and characters, or generated.
+std::string data_line(const Checkpoint& c, const RunConfig& cfg) {
+  if (!c.data.empty())
+    return "kjv text sha256 " + printable(c.data.text_sha256) + ", " + std::to_string(c.data.vocab.size()) +
+           " characters \"" + printable(c.data.vocab, 300) + "\"";
+  if (cfg.task.kind == "kjv") return "kjv text not recorded (a checkpoint written before rpb recorded its text)";
+  return "generated from the config ([task] and its seed)";
+}
+
 }  // namespace
 
 void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& svg_path) {
@@ -153,7 +162,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
       << nn::recipe_name(nn::resolve_recipe(cfg.model.embedding, p.scheme, cfg.dims()))
       << (cfg.model.embedding == nn::EmbeddingRecipe::scheme ? " (the scheme's recipe)" : "") << "\n  task: " << cfg.task.kind
       << ", train length " << cfg.length << "; optimizer " << cfg.optim.kind << " at step " << c.optim.step
-      << "\n";
+      << "\n  data: " << data_line(c, cfg) << "\n";
   print_digests(c, cfg, file, out);
 
   print_config(c.config_text, out);

@@ -382,8 +382,9 @@ TEST_CASE("faults: an extrapolate sweep killed during its second run resumes wit
 
 namespace {
 
-// A run trained to step 4, whose checkpoint then gets a NaN in one attention weight.
-std::string poisoned_run(const fs::path& out, const std::string& on_nonfinite, const std::string& param) {
+// A run trained to step 4 whose checkpoint then holds huge finite values (+-3e38) in one attention weight: they pass
+// the check of a resumed checkpoint (a NaN is refused, train/checkpoint_finite.h) and overflow step 5's loss.
+std::string overflowing_run(const fs::path& out, const std::string& on_nonfinite, const std::string& param) {
   const std::string text = fault_config(out, 4, 0, {}, on_nonfinite);
   Run run(parse_config(text, "nan.toml"));
   run.train(false);
@@ -392,7 +393,7 @@ std::string poisoned_run(const fs::path& out, const std::string& on_nonfinite, c
   bool found = false;
   for (auto& [name, t] : c.params)
     if (name == param) {
-      t.mutable_data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+      for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = i % 2 ? -3e38f : 3e38f;
       found = true;
     }
   REQUIRE(found);
@@ -405,22 +406,29 @@ std::string poisoned_run(const fs::path& out, const std::string& on_nonfinite, c
 TEST_CASE("faults: on_nonfinite = skip leaves parameters and optimizer state bitwise unchanged and logs it") {
   TempDir tmp("skip");
   const std::string param = "blocks.0.attn.qkv.weight";
-  const std::string text = poisoned_run(tmp.path, "skip", param);
-  Run run(parse_config(text, "nan.toml", {"run.steps=5"}));
-  const Checkpoint before = load_checkpoint(read_latest(run.dir()));
-  CHECK(std::isnan(param_named(before, param).to_vector()[3]));
-  const TrainSummary s = run.train(true, {}, {.extend = true});
+  // After step 4 (and its checkpoint), a NaN in one attention weight: step 5's loss is NaN.
+  Run run(parse_config(fault_config(tmp.path, 5, 4, {}, "skip"), "nan.toml"));
+  run.on_step([&](int64_t done) {
+    if (done != 4) return;
+    for (const auto& [name, t] : run.model().named_parameters())
+      if (name == param) t.mutable_data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  });
+  const TrainSummary s = run.train(false);
+  Checkpoint before = load_checkpoint((fs::path(run.dir()) / "step_00000004.h5").string());
+  for (auto& [name, t] : before.params)
+    if (name == param) t.mutable_data<float>()[3] = std::numeric_limits<float>::quiet_NaN();  // as the model held it
   CHECK_FALSE(s.stopped_non_finite);
   CHECK(s.step == 5);
   const Checkpoint after = load_checkpoint(read_latest(run.dir()));
   CHECK(after.step == 5);
+  CHECK(std::isnan(param_named(after, param).to_vector()[3]));
   check_same_bits(before.params, after.params, "/params");
   check_same_bits(before.buffers, after.buffers, "/buffers");
   check_same_bits(before.optim.tensors, after.optim.tensors, "/optim");
   CHECK(before.optim.step == after.optim.step);
   REQUIRE(!after.metrics.empty());
   CHECK(after.metrics.back().step == 5);
-  CHECK(std::isnan(after.metrics.back().loss));
+  CHECK(std::isfinite(after.metrics.back().loss));  // the mean of steps 1 to 4: step 5's NaN is left out
   const std::string log = file_text(fs::path(run.dir()) / "train.log");
   CHECK(contains(log, "step 5: non-finite value in the loss (parameter " + param + " holds a NaN or an Inf)"));
   CHECK(contains(log, "step skipped"));
@@ -429,12 +437,12 @@ TEST_CASE("faults: on_nonfinite = skip leaves parameters and optimizer state bit
 TEST_CASE("faults: on_nonfinite = stop makes rpb train exit non-zero, naming the step; the last checkpoint stays") {
   TempDir tmp("stop");
   const std::string param = "blocks.0.attn.qkv.weight";
-  const fs::path cfg = write_text(tmp.path / "nan.toml", poisoned_run(tmp.path, "stop", param));
+  const fs::path cfg = write_text(tmp.path / "nan.toml", overflowing_run(tmp.path, "stop", param));
   const fs::path dir = tmp.path / "run";
   const std::string latest = read_latest(dir.string());
   const auto r = run_rpb("train " + cfg.string() + " --resume --extend --set run.steps=8");
   CHECK(r.code == 1);
-  CHECK(contains(r.out, "step 5: non-finite value in the loss (parameter " + param + " holds a NaN or an Inf)"));
+  CHECK(contains(r.out, "step 5: non-finite value in the loss"));
   CHECK(contains(r.out, "run stopped"));
   CHECK(contains(r.out, "training stopped at step 4"));
   CHECK(read_latest(dir.string()) == latest);

@@ -1,5 +1,7 @@
 #include "train/data_identity.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "core/text.h"
@@ -53,6 +55,7 @@ DataVerdict check_data_identity(const DataIdentity& trained, const DataIdentity&
     v.match = TextMatch::unverified;
     v.note = "the text could not be verified: " + printable(file) +
              " was written before rpb recorded its training text (only the vocabulary size was checked)";
+    spdlog::warn("{}: {}", op, v.note);
     return v;
   }
   const std::string not_it = op + ": the kjv text " + printable(given.path) + " is not the one " + printable(file) +
@@ -73,6 +76,7 @@ DataVerdict check_data_identity(const DataIdentity& trained, const DataIdentity&
   v.match = TextMatch::other;
   v.note = "another text than the training text (sha256 " + given.text_sha256 + ", training text " +
            trained.text_sha256 + "; --other-text)";
+  spdlog::warn("{}: {}", op, v.note);
   return v;
 }
 

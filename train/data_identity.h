@@ -43,7 +43,8 @@ struct DataVerdict {
 /// <file> was trained on" when the characters differ (naming the first id that differs, the checkpoint's character
 /// and the text's), always: ids would mean other characters; and when only the digests differ (naming both) unless
 /// `other_text` (--other-text) says another text is intended. A checkpoint without a record (written before rpb kept
-/// one) passes as TextMatch::unverified: the vocabulary size is checked where the parameters are loaded.
+/// one) passes as TextMatch::unverified: the vocabulary size is checked where the parameters are loaded. Another or
+/// an unverified text is logged as a warning ("<op>: <note>").
 DataVerdict check_data_identity(const DataIdentity& trained, const DataIdentity& given, const std::string& file,
                                 bool other_text, const std::string& op);
 

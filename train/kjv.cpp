@@ -56,11 +56,11 @@ std::string find_program(const std::string& name) {
 }
 
 // The SHA-256 of the books as KjvTask::text_sha256 documents: the text they were read from, in rpb's layout.
-std::string books_sha256(const std::vector<std::vector<std::string>>& books) {
+std::string books_sha256(const std::vector<std::vector<std::string_view>>& books) {
   std::string text;
   for (std::size_t b = 0; b < books.size(); ++b) {
     if (b > 0) text += '\n';
-    for (const std::string& verse : books[b]) (text += verse) += '\n';
+    for (const std::string_view verse : books[b]) (text += verse) += '\n';
   }
   return sha256_hex(text);
 }

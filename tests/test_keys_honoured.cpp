@@ -1,0 +1,263 @@
+// No config key is accepted and silently ignored (issue 24): every key the parser accepts (train/config.h
+// accepted_keys), against every registered scheme (nn/position/registry.cpp) and every task, is refused for it, or
+// honoured: setting it changes what the model and its data compute (the parameters, a forward, the first training
+// loss, a test evaluation, the token streams), or it is one of the keys listed below with the reason it has no such
+// effect. Keys shared by a sweep's schemes and tasks ([position] num_buckets for t5, [task] lag for lag, ...) apply
+// where they mean something: for the others, the walk checks they change nothing, so the list below is exact.
+// Cheap: tiny models, one forward and one loss each, no training.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/autograd.h"
+#include "nn/grid_model.h"
+#include "nn/position.h"
+#include "nn/transformer.h"
+#include "test_util.h"
+#include "train/config.h"
+#include "train/data.h"
+#include "train/workload.h"
+
+namespace rpb_test_keys_honoured {
+
+using rpb::testing::contains;
+using rpb::testing::TempDir;
+
+// One model to walk the keys against: a task and a scheme.
+struct Combo {
+  std::string task, scheme;
+  const rpb::nn::SchemeInfo* info;
+  rpb::RunConfig base;
+};
+
+// Keys read by the trainer or by evaluation alone, for every scheme and task alike (not what a model or its data
+// compute); they are checked where they are used (tests of the trainer, the optimizers and `rpb eval`).
+const std::set<std::string>& trainer_keys() {
+  static const std::set<std::string> keys = {
+      "run.name", "run.out_dir", "run.steps", "run.log_every", "run.checkpoint_every", "run.eval_multipliers",
+      "run.eval_batch", "run.eval_every", "run.eval_diagnostics", "run.valid_multipliers", "run.valid_tokens",
+      "run.on_nonfinite", "optim.kind", "optim.lr", "optim.schedule", "optim.warmup_steps", "optim.min_lr_ratio",
+      "optim.beta1", "optim.beta2", "optim.eps", "optim.weight_decay", "optim.momentum", "optim.grad_clip",
+      "optim.total_steps"};
+  return keys;
+}
+
+// Keys whose effect is not a different number by design, with the reason.
+const std::map<std::string, std::string>& same_numbers_keys() {
+  static const std::map<std::string, std::string> keys = {
+      {"model.fused_attention", "the fused kernel or the reference path: the same numbers (tests/test_attention.cpp)"},
+      {"position.scheme", "the scheme itself: the walk's other axis"},
+      {"task.kind", "the task itself: the walk's other axis"},
+  };
+  return keys;
+}
+
+// Evaluation keys refused where they mean nothing (the parser's own checks), read by evaluation elsewhere.
+const std::map<std::string, std::string>& evaluation_keys() {
+  static const std::map<std::string, std::string> keys = {
+      {"position.untrained", "\"nearest\""},  // the row-table schemes (SchemeInfo::row_table)
+      {"grid.eval_window", "4"},              // the window schemes
+  };
+  return keys;
+}
+
+// Whether the model or the data of `c` reads `key`: the specification the walk checks. Every key of accepted_keys()
+// outside the three lists above must be answered here.
+bool reads(const std::string& key, const Combo& c) {
+  const std::string& s = c.scheme;
+  const bool grid = c.task == "grid2d", window = c.info->kind == rpb::nn::PositionKind::window;
+  const rpb::nn::PositionOptions po = c.base.position();
+  const bool scaled = rpb::nn::resolve_recipe(c.base.model.embedding, s, c.base.dims()) ==
+                      rpb::nn::EmbeddingRecipe::scaled;
+  static const std::set<std::string> every = {
+      "model.d_model", "model.heads", "model.layers", "model.d_ff", "model.dropout", "model.attn_scale",
+      "model.init_std", "model.gelu", "model.embedding", "run.seed", "run.batch", "run.length", "run.eval_tokens"};
+  if (every.count(key)) return true;
+  // Logits read the token embedding under the gpt2 recipe (nn/transformer.h); a grid model has its own head.
+  if (key == "model.tie_head") return !grid && !scaled;
+  if (key == "model.share_position") return !grid && c.info->per_layer && c.info->learned(po);
+  if (key == "position.num_buckets" || key == "position.max_distance") return s == "t5";
+  if (key == "position.max_relative_position") return s == "shaw" || s == "clipped2d";
+  if (key == "position.lambda" || key == "position.learnable_lambda") return s == "log_decay";
+  if (key == "position.max_positions") return s == "learned";
+  if (key == "grid.max_side") return s == "learned2d";
+  if (key == "position.rope_base") return s == "rope";
+  // Learned tables; learned positions under the scaled recipe take fairseq's 1/sqrt(d_model) instead.
+  if (key == "position.init_std")
+    return s == "t5" || s == "shaw" || s == "clipped2d" || s == "learned2d" || (s == "learned" && !scaled);
+  if (key == "grid.window" || key == "grid.shift") return window;
+  if (key == "grid.cpb_hidden") return s == "swin_v2";
+  if (key == "task.vocab" || key == "task.seed") return c.task != "kjv";
+  if (key == "task.order" || key == "task.concentration") return c.task == "markov";
+  if (key == "task.lag") return c.task == "lag";
+  if (key == "task.noise") return c.task == "lag" || c.task == "grid2d";
+  if (key == "task.train_tokens" || key == "task.eval_tokens") return c.task == "markov" || c.task == "lag";
+  if (key == "task.kjv_path") return c.task == "kjv";
+  FAIL("config key " << key << " is accepted but not classified: say in tests/test_keys_honoured.cpp which schemes "
+                        "and tasks read it (and make the others refuse it or ignore it by design)");
+  return false;
+}
+
+// Another valid value of `key` than the base config's, as --set takes it.
+std::string other_value(const std::string& key, const Combo& c, const std::string& other_text) {
+  static const std::map<std::string, std::string> values = {
+      {"model.d_model", "16"}, {"model.heads", "4"}, {"model.layers", "3"}, {"model.d_ff", "8"},
+      {"model.dropout", "0.5"}, {"model.tie_head", "false"}, {"model.share_position", "false"},
+      {"model.attn_scale", "1.0"}, {"model.init_std", "0.05"}, {"model.gelu", "\"erf\""},
+      {"run.seed", "1"}, {"run.batch", "3"}, {"run.eval_tokens", "48"},
+      {"position.num_buckets", "16"}, {"position.max_distance", "64"}, {"position.max_relative_position", "1"},
+      {"position.lambda", "1.0"}, {"position.learnable_lambda", "true"}, {"position.max_positions", "128"},
+      {"position.rope_base", "100.0"}, {"position.init_std", "0.5"}, {"grid.window", "4"}, {"grid.shift", "false"},
+      {"grid.cpb_hidden", "8"}, {"grid.max_side", "16"}, {"task.vocab", "7"}, {"task.seed", "5"},
+      {"task.order", "1"}, {"task.concentration", "2.0"}, {"task.lag", "3"}, {"task.noise", "0.3"},
+      {"task.train_tokens", "2048"}, {"task.eval_tokens", "2048"}};
+  if (key == "model.embedding")
+    return rpb::nn::resolve_recipe(c.base.model.embedding, c.scheme, c.base.dims()) == rpb::nn::EmbeddingRecipe::scaled
+               ? "\"gpt2\""
+               : "\"scaled\"";
+  if (key == "run.length") return c.task == "grid2d" ? "3" : "16";
+  if (key == "task.kjv_path") return "\"" + other_text + "\"";
+  const auto it = values.find(key);
+  REQUIRE_MESSAGE(it != values.end(), "no other value for " << key);
+  return it->second;
+}
+
+// Values to 9 significant digits.
+void print(std::ostream& os, const rpb::Tensor& t) {
+  os << std::setprecision(9);
+  for (const double v : t.to_vector()) os << v << ' ';
+  os << '\n';
+}
+void print(std::ostream& os, const std::vector<int32_t>& stream) {
+  os << stream.size() << ':';
+  for (const int32_t v : stream) os << v << ' ';
+  os << '\n';
+}
+
+// What the model and data of `cfg` compute: parameter names and shapes, a forward in evaluation mode (no dropout),
+// the first training loss (training mode), a test evaluation and, for the token tasks, the streams.
+std::string fingerprint(const rpb::RunConfig& cfg) {
+  std::ostringstream os;
+  const std::unique_ptr<rpb::Workload> w = rpb::make_workload(cfg);
+  rpb::nn::Module& model = w->model();
+  for (const auto& [name, t] : model.named_parameters()) os << name << t.shape() << ' ';
+  rpb::NoGradGuard no_grad;
+  model.eval();
+  if (cfg.dims() == 2) {
+    const int64_t side = cfg.length;
+    std::vector<int64_t> ids(static_cast<std::size_t>(side * side));
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i % 2);
+    print(os, dynamic_cast<rpb::nn::GridModel&>(model).forward(rpb::Tensor::indices({1, side, side}, ids)));
+  } else {
+    std::vector<int64_t> ids(static_cast<std::size_t>(cfg.length));
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i % 2);
+    print(os, dynamic_cast<rpb::nn::LanguageModel&>(model).forward(rpb::Tensor::indices({1, cfg.length}, ids)));
+  }
+  model.train();
+  os << std::setprecision(17) << w->next_loss({}, 1).item() << '\n';
+  for (const rpb::LengthResult& r : w->evaluate({1}, rpb::data::Split::test, 0)) os << *r.nll << ' ' << r.tokens << '\n';
+  if (cfg.dims() == 1) {
+    const auto task = rpb::data::make_task(cfg.task);
+    print(os, task->train_stream());
+    print(os, task->valid_stream());
+    print(os, task->test_stream());
+  }
+  return os.str();
+}
+
+// A text in kjv's layout: 20 books of three verses (the test split, books 9 and 19, holds over 64 characters).
+void write_kjv(const std::string& path, const std::string& word) {
+  std::ofstream f(path);
+  for (int b = 0; b < 20; ++b)
+    f << (b ? "\n" : "") << "Book " << char('A' + b) << " verse one of " << word << ".\nAnd the second verse!\n"
+      << "The third verse, the last.\n";
+}
+
+std::string base_text(const std::string& task, const std::string& scheme, const std::string& kjv_path) {
+  const bool grid = task == "grid2d";
+  std::string text = grid ? "[run]\nlength = 4\nbatch = 2\neval_multipliers = [1]\neval_tokens = 32\n"
+                          : "[run]\nlength = 32\nbatch = 2\neval_multipliers = [1]\neval_tokens = 64\n";
+  text += "[model]\nd_model = 8\nheads = 2\nlayers = 2\nd_ff = 16\n[position]\nscheme = \"" + scheme + "\"\n";
+  text += "[task]\nkind = \"" + task + "\"\nvocab = 5\ntrain_tokens = 1024\neval_tokens = 1024\n";
+  if (task == "kjv") text += "kjv_path = \"" + kjv_path + "\"\n";
+  text += "[grid]\nwindow = 2\nmax_side = 8\ncpb_hidden = 16\n";
+  return text;
+}
+
+}  // namespace rpb_test_keys_honoured
+
+using namespace rpb_test_keys_honoured;
+
+TEST_CASE("every config key is refused for a scheme and task, or honoured: it changes what the model computes") {
+  TempDir dir("keys_honoured");
+  const std::string text = dir.file("kjv.txt"), other_text = dir.file("other.txt");
+  write_kjv(text, "Abel");
+  write_kjv(other_text, "Seth");
+  int honoured = 0, inert = 0, refused = 0;
+  for (const std::string& task : rpb::data::task_kinds()) {
+    for (const std::string& scheme : rpb::nn::scheme_names(rpb::data::task_dims(task))) {
+      const std::string base = base_text(task, scheme, text);
+      Combo c{task, scheme, rpb::nn::find_scheme(scheme, rpb::data::task_dims(task)), rpb::parse_config(base, "base")};
+      const std::string before = fingerprint(c.base);
+      for (const std::string& key : rpb::accepted_keys(base, "base")) {
+        CAPTURE(task);
+        CAPTURE(scheme);
+        CAPTURE(key);
+        if (trainer_keys().count(key) || same_numbers_keys().count(key)) continue;
+        if (const auto e = evaluation_keys().find(key); e != evaluation_keys().end()) {
+          const bool applies = key == "position.untrained" ? c.info->row_table
+                                                           : c.info->kind == rpb::nn::PositionKind::window;
+          if (applies) continue;  // read by evaluation (tests/test_untrained.cpp, the grid evaluations)
+          CHECK_THROWS_AS(rpb::parse_config(base, "base", {key + "=" + e->second}), rpb::Error);
+          ++refused;
+          continue;
+        }
+        const bool read = reads(key, c);
+        const std::string after = fingerprint(rpb::parse_config(base, "base", {key + "=" + other_value(key, c, other_text)}));
+        if (read) {
+          const bool changed = after != before;
+          CHECK_MESSAGE(changed, key << " is accepted for " << scheme << " on " << task
+                                             << " but changes nothing the model or its data compute");
+          ++honoured;
+        } else {
+          const bool same = after == before;
+          CHECK_MESSAGE(same, key << " changes what " << scheme << " on " << task
+                                             << " computes: list it as read in reads()");
+          ++inert;
+        }
+      }
+    }
+  }
+  CHECK(honoured > 500);  // 594 when written, with 522 shared keys that do not apply and 53 refusals
+  CHECK(inert > 400);
+  CHECK(refused > 40);
+}
+
+TEST_CASE("window attention honours model.attn_scale on both paths, as global attention does") {
+  const std::string base = "[task]\nkind = \"grid2d\"\n[run]\nlength = 4\neval_multipliers = [1]\neval_tokens = 32\n"
+                           "[model]\nd_model = 8\nheads = 2\nlayers = 2\nd_ff = 16\n[grid]\nwindow = 2\n"
+                           "cpb_hidden = 16\n[position]\nscheme = ";
+  for (const char* scheme : {"\"swin\"", "\"swin_v2\"", "\"alibi2d\""}) {
+    for (const char* fused : {"true", "false"}) {
+      CAPTURE(scheme);
+      CAPTURE(fused);
+      const std::vector<std::string> path = {std::string("model.fused_attention=") + fused};
+      const rpb::RunConfig plain = rpb::parse_config(base + scheme + "\n", "base", path);
+      std::vector<std::string> explicit_default = path, one = path;
+      explicit_default.push_back("model.attn_scale=0.5");  // head_dim 4: the default 4^-0.5, set explicitly
+      one.push_back("model.attn_scale=1.0");
+      const std::string a = fingerprint(plain);
+      CHECK(fingerprint(rpb::parse_config(base + scheme + "\n", "base", explicit_default)) == a);
+      CHECK(fingerprint(rpb::parse_config(base + scheme + "\n", "base", one)) != a);
+    }
+  }
+}
