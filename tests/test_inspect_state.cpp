@@ -57,7 +57,7 @@ TEST_CASE("the log-decay bias picture labels each head with its learned lambda")
       rpb::NoGradGuard no_grad;
       t.copy_(rpb::Tensor::from_vector<float>({2}, {2.02f, 2.12f}));
     }
-  rpb::write_bias_svg(*model, cfg, dir.file("b.svg"));
+  rpb::write_bias_svg(*model, cfg, dir.file("b.svg"), {"--svg", {}});
   const std::string svg = rpb::testing::file_text(dir.file("b.svg"));
   CHECK(contains(svg, "head 0 (lambda 2.02)"));
   CHECK(contains(svg, "head 1 (lambda 2.12)"));

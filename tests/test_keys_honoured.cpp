@@ -164,7 +164,7 @@ std::string fingerprint(const rpb::RunConfig& cfg) {
   }
   model.train();
   os << std::setprecision(17) << w->next_loss({}, 1).item() << '\n';
-  for (const rpb::LengthResult& r : w->evaluate({1}, rpb::data::Split::test, 0)) os << *r.nll << ' ' << r.tokens << '\n';
+  for (const rpb::LengthResult& r : w->evaluate({1}, rpb::data::Split::test, 0, nullptr)) os << *r.nll << ' ' << r.tokens << '\n';
   if (cfg.dims() == 1) {
     const auto task = rpb::data::make_task(cfg.task);
     print(os, task->train_stream());
