@@ -11,6 +11,7 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_path.h"
 #include "train/data.h"
+#include "train/memory.h"
 #include "train/stored_model.h"
 
 namespace rpb {
@@ -74,6 +75,12 @@ int cmd_generate(const GenerateRequest& r) {
             "kjv)");
   cfg.task.kjv_path = r.kjv_path;  // the user's text, never the path stored in the file; nothing is written
   cfg.task.generate_missing = false;
+  RunConfig sized = cfg;  // the estimate of one forward over the whole generated sequence
+  sized.eval_batch = 1;
+  const int64_t longest = static_cast<int64_t>(r.prompt.size()) + r.tokens;  // at most one token per prompt byte
+  sized.eval_multipliers = {std::max<int64_t>(1, (longest + cfg.length - 1) / cfg.length)};
+  check_memory(estimate_memory(sized, checkpoint_vocab(c, cfg, ref.file), MemoryUse::generate), memory_budget(),
+               "generate");
   std::unique_ptr<nn::Module> module = load_stored_model(c, cfg, ref.file);
   auto& model = dynamic_cast<nn::LanguageModel&>(*module);
   std::unique_ptr<data::Task> task;
