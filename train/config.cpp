@@ -398,7 +398,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
 }
 
 toml::table parse_text(const std::string& text, const std::string& source) {
-  // REVERTED
+  check_toml_depth(text, source);  // the parser recurses once per level: a deep document would overflow the stack
   try {
     return toml::parse(text, std::string_view(source));
   } catch (const toml::parse_error& e) {

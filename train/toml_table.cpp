@@ -277,10 +277,10 @@ void apply_override(toml::table& root, const std::string& spec, OverrideMap& app
     return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.' || ch == '/';
   }) && !std::isdigit(static_cast<unsigned char>(value[0])) && value[0] != '-' && value[0] != '.' &&
                          value != "true" && value != "false" && value != "inf" && value != "nan";
-  if (static_cast<int>(std::count(key.begin(), key.end(), '.')) >= 1000000)
+  if (static_cast<int>(std::count(key.begin(), key.end(), '.')) >= kMaxTomlDepth)
     throw Error(from + ": the key has more than " + std::to_string(kMaxTomlDepth) +
                 " dotted parts; rpb reads no deeper");
-  // REVERTED
+  check_toml_depth("value = " + value, from);
   toml::table parsed;
   try {
     parsed = toml::parse("value = " + (bare_word ? "\"" + value + "\"" : value), std::string_view("--set " + key));
