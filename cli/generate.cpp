@@ -79,8 +79,9 @@ int cmd_generate(const GenerateRequest& r) {
   sized.eval_batch = 1;
   const int64_t longest = static_cast<int64_t>(r.prompt.size()) + r.tokens;  // at most one token per prompt byte
   sized.eval_multipliers = {std::max<int64_t>(1, (longest + cfg.length - 1) / cfg.length)};
-  check_memory(estimate_memory(sized, checkpoint_vocab(c, cfg, ref.file), MemoryUse::generate), memory_budget(),
-               "generate");
+  const int64_t vocab = checkpoint_vocab(c, cfg, ref.file);
+  check_stored_model(c, cfg, vocab, ref.file);  // first: a config that does not fit the file's parameters says so
+  check_memory(estimate_memory(sized, vocab, MemoryUse::generate), memory_budget(), "generate");
   std::unique_ptr<nn::Module> module = load_stored_model(c, cfg, ref.file);
   auto& model = dynamic_cast<nn::LanguageModel&>(*module);
   std::unique_ptr<data::Task> task;
