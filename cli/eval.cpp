@@ -164,7 +164,7 @@ int cmd_eval(const EvalOptions& o) {
   check_stored_model(c, cfg, checkpoint_vocab(c, cfg, ref.file), ref.file);
   std::unique_ptr<Run> built;
   try {
-    built = std::make_unique<Run>(cfg);
+    built = std::make_unique<Run>(cfg, Parallel::ranks, RunPurpose::evaluate);  // the test split and the model only
   } catch (const Error& e) {
     if (o.tokens == 0) throw;
     throw Error("eval --tokens " + std::to_string(o.tokens) + " (run.eval_tokens below): " + e.message());

@@ -13,6 +13,7 @@
 #include "train/checkpoint_path.h"
 #include "train/data.h"
 #include "train/data_identity.h"
+#include "train/memory.h"
 #include "train/stored_model.h"
 
 namespace rpb {
@@ -76,6 +77,13 @@ int cmd_generate(const GenerateRequest& r) {
             "kjv)");
   cfg.task.kjv_path = r.kjv_path;  // the user's text, never the path stored in the file; nothing is written
   cfg.task.generate_missing = false;
+  RunConfig sized = cfg;  // the estimate of one forward over the whole generated sequence
+  sized.eval_batch = 1;
+  const int64_t longest = static_cast<int64_t>(r.prompt.size()) + r.tokens;  // at most one token per prompt byte
+  sized.eval_multipliers = {std::max<int64_t>(1, (longest + cfg.length - 1) / cfg.length)};
+  const int64_t vocab = checkpoint_vocab(c, cfg, ref.file);
+  check_stored_model(c, cfg, vocab, ref.file);  // first: a config that does not fit the file's parameters says so
+  check_memory(estimate_memory(sized, vocab, MemoryUse::generate), memory_budget(), "generate");
   check_finite(c, ref.file);
   std::unique_ptr<nn::Module> module = load_stored_model(c, cfg, ref.file);
   auto& model = dynamic_cast<nn::LanguageModel&>(*module);

@@ -14,6 +14,7 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_finite.h"
 #include "train/config.h"
+#include "train/memory.h"
 #include "train/run_identity.h"
 #include "train/stored_model.h"
 
@@ -150,6 +151,9 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
   // The parameters must be the ones the stored config's model has (names, shapes, dtypes), as `rpb eval`
   // requires: the position modules below report them through the config's num_buckets, K and window. Only the
   // model is built, never the task's data, and only once the file holds as many parameters as it has.
+  const int64_t vocab = checkpoint_vocab(c, cfg, file);
+  check_stored_model(c, cfg, vocab, file);  // first: a config that does not fit the file's parameters says so
+  check_memory(estimate_memory(cfg, vocab, MemoryUse::inspect), memory_budget(), "inspect");
   const std::unique_ptr<nn::Module> stored = load_stored_model(c, cfg, file);
   const nn::Module& model = *stored;
   if (!svg_path.empty()) write_bias_svg(model, cfg, svg_path, svg);  // before the report: a refusal prints nothing else

@@ -5,6 +5,7 @@
 
 #include <iostream>
 #include <map>
+#include <new>
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
@@ -12,6 +13,7 @@
 #include "core/text.h"
 #include "train/distributed.h"
 #include "train/interrupt.h"
+#include "train/memory.h"
 #include "train/version.h"
 
 namespace {
@@ -107,6 +109,11 @@ int main(int argc, char** argv) {
     // The last line of defence: whatever user text a message quotes, no control byte reaches the terminal.
     spdlog::error("{}", rpb::terminal_text(e.message()));
     if (!e.location().empty()) spdlog::debug("raised at {}", e.location());
+    return finish(1);
+  } catch (const std::bad_alloc&) {
+    // An allocation the memory estimate did not foresee (or a limit it cannot see, such as ulimit -v): named by
+    // the estimate's largest part and its key.
+    spdlog::error("{}", rpb::terminal_text(rpb::out_of_memory_message()));
     return finish(1);
   } catch (const std::exception& e) {
     spdlog::error("unexpected error: {}", rpb::terminal_text(e.what()));

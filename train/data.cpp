@@ -235,8 +235,8 @@ void MarkovTask::finish(const TaskOptions& o) {
     }
     return out;
   };
-  train_ = sample(kTrainStream, o.train_tokens);
-  valid_ = sample(kValidStream, o.eval_tokens);
+  if (o.build_train) train_ = sample(kTrainStream, o.train_tokens);
+  if (o.build_valid) valid_ = sample(kValidStream, o.eval_tokens);
   test_ = sample(kTestStream, o.eval_tokens);
 }
 
@@ -245,7 +245,7 @@ std::string MarkovTask::describe() const {
   os << "markov: order-" << order_ << " chain over " << vocab_ << " tokens (" << states_
      << " states), Dirichlet concentration " << opt_.concentration << ", seed " << opt_.seed << "; entropy rate "
      << fmt(entropy_) << " nats/token (optimal perplexity " << fmt(std::exp(entropy_)) << "); train "
-     << train_.size() << ", valid " << valid_.size() << ", test " << test_.size()
+     << opt_.train_tokens << ", valid " << opt_.eval_tokens << ", test " << opt_.eval_tokens
      << " tokens (independent runs from the stationary distribution)";
   return os.str();
 }
@@ -273,8 +273,8 @@ LagTask::LagTask(const TaskOptions& options) : opt_(options) {
     }
     return out;
   };
-  train_ = sample(kTrainStream, options.train_tokens);
-  valid_ = sample(kValidStream, options.eval_tokens);
+  if (options.build_train) train_ = sample(kTrainStream, options.train_tokens);
+  if (options.build_valid) valid_ = sample(kValidStream, options.eval_tokens);
   test_ = sample(kTestStream, options.eval_tokens);
 }
 
@@ -282,8 +282,8 @@ std::string LagTask::describe() const {
   std::ostringstream os;
   os << "lag: x_t = x_{t-" << opt_.lag << "} with probability " << 1 - opt_.noise << ", else uniform over "
      << opt_.vocab << " tokens; seed " << opt_.seed << "; entropy rate " << fmt(entropy_)
-     << " nats/token (optimal perplexity " << fmt(std::exp(entropy_)) << "); train " << train_.size() << ", valid "
-     << valid_.size() << ", test " << test_.size() << " tokens";
+     << " nats/token (optimal perplexity " << fmt(std::exp(entropy_)) << "); train " << opt_.train_tokens << ", valid "
+     << opt_.eval_tokens << ", test " << opt_.eval_tokens << " tokens";
   return os.str();
 }
 

@@ -34,6 +34,11 @@ struct TaskOptions {
   /// kjv: write the text to kjv_path when it is missing. Not a config key: `rpb eval` turns it off, as reading
   /// a checkpoint must not write files.
   bool generate_missing = true;
+  /// markov, lag: build the train and valid streams (the test stream is always built). Not config keys: `rpb eval`
+  /// reads only the test split and turns them off, so a large task.train_tokens costs it nothing; a stream not
+  /// built is empty, and describe() still names its configured size. kjv builds every split (its text is bounded).
+  bool build_train = true;
+  bool build_valid = true;
 };
 
 /// A source of token streams. Train, valid and test are independent (synthetic tasks: separate

@@ -88,7 +88,7 @@ int64_t floats_per_token(const RunConfig& c, int64_t vocab, int64_t keys, bool g
   return add(add(mul(m.layers + 1, layer), head), mul(4, d));
 }
 
-MemoryPart activations_part(const RunConfig& c, int64_t vocab) {
+MemoryPart activations_part(const RunConfig& c, int64_t vocab, MemoryUse use) {
   const int64_t longest = c.length * *std::max_element(c.eval_multipliers.begin(), c.eval_multipliers.end());
   int64_t train_tokens = 0, eval_tokens = 0, train_keys = 0, eval_keys = 0;
   if (c.dims() == 2) {
@@ -105,9 +105,14 @@ MemoryPart activations_part(const RunConfig& c, int64_t vocab) {
     train_keys = c.length;
     eval_keys = longest;
   }
-  const int64_t train = mul(mul(train_tokens, floats_per_token(c, vocab, train_keys, true)), kFloat);
+  if (use == MemoryUse::generate) eval_tokens = longest;  // one sequence
+  const int64_t train =
+      use == MemoryUse::train ? mul(mul(train_tokens, floats_per_token(c, vocab, train_keys, true)), kFloat) : 0;
   const int64_t eval = mul(mul(eval_tokens, floats_per_token(c, vocab, eval_keys, false)), kFloat);
-  if (train >= eval)
+  if (use == MemoryUse::generate)
+    return {"activations of a generation forward (one sequence of the generated length)", "--tokens",
+            static_cast<std::size_t>(eval)};
+  if (use == MemoryUse::train && train >= eval)
     return {"activations of a training step (run.batch x run.length tokens)", "run.batch",
             static_cast<std::size_t>(train)};
   return {
@@ -116,13 +121,20 @@ MemoryPart activations_part(const RunConfig& c, int64_t vocab) {
       "run.eval_multipliers", static_cast<std::size_t>(eval)};
 }
 
-MemoryPart data_part(const RunConfig& c) {
+MemoryPart data_part(const RunConfig& c, MemoryUse use) {
   const data::TaskOptions& t = c.task;
-  MemoryPart part{"data", "task.train_tokens", 0};
+  MemoryPart part{"data", use == MemoryUse::train ? "task.train_tokens" : "task.eval_tokens", 0};
+  if (use == MemoryUse::inspect) return part;
   int64_t bytes = 0;
-  if (t.kind == "markov" || t.kind == "lag") bytes = mul(add(t.train_tokens, mul(2, t.eval_tokens)), 4);
+  // Training builds the train, valid and test streams, an evaluation the test stream alone (TaskOptions::splits).
+  if ((t.kind == "markov" || t.kind == "lag") && use != MemoryUse::generate)
+    bytes = mul(use == MemoryUse::train ? add(t.train_tokens, mul(2, t.eval_tokens)) : t.eval_tokens, 4);
   // The text (at most kMaxKjvTextBytes; the KJV is 4.3 MB) and its splits' ids (int32), and some slack.
   if (t.kind == "kjv") bytes = static_cast<int64_t>(5 * data::kMaxKjvTextBytes) + (int64_t{4} << 20);
+  if (use == MemoryUse::generate) {  // a kjv text, nothing else
+    part.bytes = static_cast<std::size_t>(bytes);
+    return part;
+  }
   if (t.kind == "markov") {
     int64_t states = 1;
     for (int64_t i = 0; i < t.order; ++i) states = mul(states, t.vocab);
@@ -134,7 +146,8 @@ MemoryPart data_part(const RunConfig& c) {
   // Evaluation segments (inputs and targets) at every length, and a training batch of them.
   const int64_t eval = mul(mul(mul(c.eval_tokens, 2), kIndex), static_cast<int64_t>(c.eval_multipliers.size()));
   if (eval > bytes) part.key = "run.eval_tokens";
-  part.bytes = static_cast<std::size_t>(add(add(bytes, eval), mul(mul(c.batch, c.length), 2 * kIndex)));
+  const int64_t batch = use == MemoryUse::train ? mul(mul(c.batch, c.length), 2 * kIndex) : 0;
+  part.bytes = static_cast<std::size_t>(add(add(bytes, eval), batch));
   return part;
 }
 
@@ -168,13 +181,15 @@ std::string MemoryEstimate::describe() const {
 
 int64_t vocab_bound(const RunConfig& c) { return c.task.kind == "kjv" ? 256 : c.task.vocab; }
 
-MemoryEstimate estimate_memory(const RunConfig& c, int64_t vocab) {
+MemoryEstimate estimate_memory(const RunConfig& c, int64_t vocab, MemoryUse use) {
   MemoryEstimate e;
   e.parameters = saturated([&] { return model_parameter_count(c, vocab); });
   e.weights = weights_part(c, e.parameters, vocab);
   e.training = training_part(c, e.parameters);
-  e.activations = activations_part(c, vocab);
-  e.data = data_part(c);
+  if (use != MemoryUse::train) e.training.bytes = 0;
+  e.activations = use == MemoryUse::inspect ? MemoryPart{"activations", "run.eval_batch", 0}
+                                            : activations_part(c, vocab, use);
+  e.data = data_part(c, use);
   return e;
 }
 
@@ -245,12 +260,40 @@ void set_memory_budget(const MemoryBudget& budget) {
 
 const MemoryBudget& memory_budget() { return budget_slot(); }
 
+namespace {
+// The estimate check_memory saw last, and for what: out_of_memory_message() names its largest part.
+struct CheckedEstimate {
+  MemoryEstimate estimate;
+  std::string what;
+  bool set = false;
+};
+CheckedEstimate& checked_slot() {
+  static CheckedEstimate checked;
+  return checked;
+}
+}  // namespace
+
 void check_memory(const MemoryEstimate& e, const MemoryBudget& budget, const std::string& what) {
+  checked_slot() = {e, what, true};
   if (budget.bytes == 0 || e.total() <= budget.bytes) return;
   const MemoryPart& big = e.largest();
   RPB_FAIL(what.c_str(), big.key, ": the run needs ", e.describe(), ", more than the memory limit of ",
            format_bytes(budget.bytes), " (", budget.source, "); reduce ", big.key, " (", big.what,
            " are the largest part) or raise --max-memory");
+}
+
+std::string out_of_memory_message() {
+  const CheckedEstimate& c = checked_slot();
+  const MemoryBudget& budget = memory_budget();
+  const std::string limit =
+      budget.bytes ? "the memory limit of " + format_bytes(budget.bytes) + " (" + budget.source + ")" : "no memory limit";
+  if (!c.set)
+    return "out of memory before rpb estimated what the command needs (" + limit +
+           "); a smaller config or input, or more memory, is needed";
+  const MemoryPart& big = c.estimate.largest();
+  return c.what + ": " + big.key + ": out of memory: an allocation failed although the estimate, " +
+         c.estimate.describe() + ", fit " + limit + " (another limit, such as ulimit -v, may be lower); reduce " +
+         big.key + " (" + big.what + " are the largest part) or give rpb more memory";
 }
 
 }  // namespace rpb

@@ -37,9 +37,24 @@ struct MemoryEstimate {
   std::string describe() const;
 };
 
-/// The estimate for `config`; `vocab` is the task's vocabulary (the model's embedding rows). Throws rpb::Error naming
-/// the key when a size overflows.
-MemoryEstimate estimate_memory(const RunConfig& config, int64_t vocab);
+/// What a command builds from a config, and so what its estimate counts.
+enum class MemoryUse {
+  /// `rpb train`: the model, gradients and optimizer state, a training step's activations (or an evaluation's, the
+  /// larger), every split of the task and the evaluation segments.
+  train,
+  /// `rpb eval`: the model, one evaluation forward (run.eval_batch at the longest length), the task's test split
+  /// and the evaluation segments; no gradients, optimizer state, training activations or training split.
+  evaluate,
+  /// `rpb generate`: the model, one forward of a single sequence at the longest evaluation length (the command sets
+  /// it to the generated length) and a kjv text.
+  generate,
+  /// `rpb inspect`: the model alone.
+  inspect,
+};
+
+/// The estimate for `config` as `use` builds it; `vocab` is the task's vocabulary (the model's embedding rows). The
+/// parts a use does not build are 0 bytes. Throws rpb::Error naming the key when a size overflows.
+MemoryEstimate estimate_memory(const RunConfig& config, int64_t vocab, MemoryUse use = MemoryUse::train);
 
 /// The vocabulary of `config`'s task when the config fixes it (markov, lag, grid2d: task.vocab), else its largest value
 /// (kjv: 256, one id per byte value of the text).
@@ -68,7 +83,14 @@ void set_memory_budget(const MemoryBudget& budget);
 const MemoryBudget& memory_budget();
 
 /// Throws rpb::Error "<what>: <key>: the run needs about X (...), more than the memory limit of Y (<source>); reduce
-/// <key> ... or raise --max-memory" when estimate.total() exceeds the budget.
+/// <key> ... or raise --max-memory" when estimate.total() exceeds the budget. Either way the estimate is kept for
+/// out_of_memory_message().
 void check_memory(const MemoryEstimate& estimate, const MemoryBudget& budget, const std::string& what);
+
+/// What the command line says when an allocation fails (std::bad_alloc) although the estimate fit: the estimate
+/// check_memory last saw, its largest part and that part's key ("<what>: run.batch: out of memory: an allocation
+/// failed although the estimate, about X (...), fit the memory limit of Y ...; reduce run.batch ..."), or, before
+/// any estimate, that memory ran out before rpb estimated it.
+std::string out_of_memory_message();
 
 }  // namespace rpb

@@ -79,8 +79,11 @@ constexpr const char* kIntervalSteps = "interval_loss_steps";
 
 }  // namespace
 
-Run::Run(const RunConfig& config, Parallel parallel)
-    : config_(config), memory_(estimate_memory(config_, vocab_bound(config_))) {
+Run::Run(const RunConfig& config, Parallel parallel, RunPurpose purpose)
+    : config_(config),
+      memory_(estimate_memory(config_, vocab_bound(config_),
+                              purpose == RunPurpose::train ? MemoryUse::train : MemoryUse::evaluate)) {
+  if (purpose == RunPurpose::evaluate) config_.task.build_train = config_.task.build_valid = false;
   if (parallel == Parallel::ranks && dist::size() > 1) {
     shard_ = {dist::rank(), dist::size()};
     lead_ = dist::rank() == 0;
@@ -91,7 +94,7 @@ Run::Run(const RunConfig& config, Parallel parallel)
   dir_ = config_.run_dir();
   check_memory(memory_, memory_budget(), "run " + config_.name);
   workload_ = make_workload(config_);
-  optimizer_ = make_optimizer(config_.optim, workload_->model().named_parameters());
+  if (purpose == RunPurpose::train) optimizer_ = make_optimizer(config_.optim, workload_->model().named_parameters());
 }
 
 Run::~Run() = default;
@@ -116,6 +119,7 @@ Checkpoint Run::snapshot(int64_t step) const {
 void Run::restore(const Checkpoint& c, const std::string& file) {
   check_finite(c, file);
   load_parameters(c, workload_->model(), file);
+  if (!optimizer_) return;  // RunPurpose::evaluate
   optimizer_->load_state(c.optim);
   workload_->load_state(c, file);
   metrics_ = c.metrics;
@@ -285,6 +289,7 @@ void Run::interrupted(int signal, int64_t done, spdlog::logger& log) {
 }
 
 TrainSummary Run::train(bool resume, const std::string& resume_from, const StartOptions& options) {
+  RPB_CHECK(optimizer_ != nullptr, "train", "run ", config_.name, " was built to evaluate a checkpoint, not to train");
   TrainSummary summary;
   const DeferInterrupts defer;  // a SIGINT, SIGTERM or SIGUSR1 waits for the end of a step (train/interrupt.h)
   std::unique_ptr<RunLock> lock;  // held until the final save is done

@@ -50,12 +50,22 @@ enum class Parallel {
   this_process,
 };
 
+/// What a Run is built for.
+enum class RunPurpose {
+  /// Training (and the evaluation after it): the whole task, the model and the optimizer.
+  train,
+  /// Evaluating a checkpoint (`rpb eval`): the model and the task's test split only; no optimizer and no train or
+  /// valid stream (TaskOptions::build_train, build_valid), and the memory estimate counts only those
+  /// (MemoryUse::evaluate). train() refuses; restore() loads the parameters alone.
+  evaluate,
+};
+
 /// A run folder <out_dir>/<name>: config, log, checkpoints (step_<k>.h5) and a `latest` pointer.
 class Run {
  public:
   /// Builds the workload (task and model) and the optimizer from `config`. With Parallel::ranks under an MPI job
   /// of N > 1 ranks, run.batch must be a multiple of N (else rpb::Error says so).
-  explicit Run(const RunConfig& config, Parallel parallel = Parallel::ranks);
+  explicit Run(const RunConfig& config, Parallel parallel = Parallel::ranks, RunPurpose purpose = RunPurpose::train);
   ~Run();
 
   /// Trains to config.steps, holding the run folder's RunLock throughout (a second process training in
@@ -163,7 +173,7 @@ class Run {
   MemoryEstimate memory_;  // of config_, checked against memory_budget() before anything is built
   std::string dir_;
   std::unique_ptr<Workload> workload_;
-  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::Optimizer> optimizer_;  // null for RunPurpose::evaluate
   std::vector<MetricsRow> metrics_;
   double interval_loss_ = 0;     // the finite losses of the steps since the last logged row: their sum
   int64_t interval_steps_ = 0;   // and their count (both saved in checkpoints, so that a resumed mean is the same)

@@ -26,12 +26,14 @@ class LmWorkload final : public Workload {
     // and checked now rather than after training.
     data::make_eval_plan(static_cast<int64_t>(task_->test_stream().size()), c.length, c.eval_multipliers,
                          c.eval_tokens);
-    if (c.eval_every > 0)
+    if (c.eval_every > 0 && c.task.build_valid)
       data::make_eval_plan(static_cast<int64_t>(task_->valid_stream().size()), c.length, c.valid_multipliers,
                            c.valid_tokens);
     Generator init_gen(c.seed);
     model_ = std::make_unique<nn::LanguageModel>(model_options(c, task_->vocab()), init_gen);
-    sampler_ = std::make_unique<data::BatchSampler>(task_->train_stream(), c.batch, c.length, c.seed ^ kSamplerSeedSalt);
+    if (c.task.build_train)  // an evaluation builds no training stream (TaskOptions::build_train)
+      sampler_ =
+          std::make_unique<data::BatchSampler>(task_->train_stream(), c.batch, c.length, c.seed ^ kSamplerSeedSalt);
   }
 
   nn::Module& model() override { return *model_; }
@@ -41,6 +43,7 @@ class LmWorkload final : public Workload {
   int64_t batch_tokens() const override { return config_.batch * config_.length; }
 
   Tensor next_loss(const Shard& shard, int64_t step) override {
+    RPB_CHECK(sampler_ != nullptr, "train", "the workload was built without its training stream");
     Tensor inputs, targets;
     sampler_->next(inputs, targets);
     shard_dropout(model_->dropout_generator(), config_.seed, step, shard);

@@ -31,6 +31,11 @@ printf 'model = 3\n' > "$out/config/not_a_table.toml"
 printf '[model]\nd_model = 65536\nheads = 1\n[position]\nscheme = "learned"\nmax_positions = 16777216\n' > "$out/config/huge_learned.toml"
 printf '[model]\nd_model = 1024\nheads = 1024\n[position]\nscheme = "shaw"\nmax_relative_position = 1048576\n' > "$out/config/huge_shaw.toml"
 
+# Regression: a key or header of 50,000 dotted parts overflowed toml++'s stack (SIGSEGV); 1,000 parts seed it.
+deep=$(printf 'a%.0s.' $(seq 999))a
+printf '[run]\n%s = 1\n' "$deep" > "$out/config/deep_dotted_key.toml"
+printf '[%s]\nx = 1\n' "$deep" > "$out/config/deep_header.toml"
+
 # ---- checkpoint ----
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -98,4 +103,5 @@ seed N_inf_param 'N\x01\x00\x00\x80\x7f'
 printf 'C%s[optim]\nkind = "adamw"\n' "$tiny" > "$out/checkpoint/C_tiny.toml"
 printf 'C%s[optim]\nkind = "sgd"\n' "${tiny/d_model = 2/d_model = 4}" > "$out/checkpoint/C_other_model.toml"
 printf 'C[model\nd_model = ' > "$out/checkpoint/C_bad_syntax.toml"
+printf 'C[%s]\nx = 1\n' "$deep" > "$out/checkpoint/C_deep_header.toml"
 ls -l "$out/config" "$out/checkpoint" | awk 'NR > 1 && $5 { n++; s += $5 } END { print n " files, " s " bytes" }'
