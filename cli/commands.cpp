@@ -62,7 +62,7 @@ int cmd_train(const std::string& config_path, bool resume, const std::string& re
     return 1;
   }
   const EvalRecord record =
-      make_eval_record(run, run.evaluate(), s.checkpoint, s.step, sha256_hex(read_checkpoint_bytes(s.checkpoint)));
+      make_eval_record(run, run.evaluate(), s.checkpoint, s.step, sha256_hex(read_checkpoint_bytes(s.checkpoint, true)));
   print_eval_table(record, std::cout);
   std::cout.flush();
   record_evaluation(run.dir(), record);

@@ -152,7 +152,7 @@ int cmd_eval(const EvalOptions& o) {
   // --out is checked before the checkpoint is read, and again with the text once the stored config says it is read.
   OutputOptions out{"--out", {{"checkpoint", ref.file}}};
   if (!o.out.empty()) check_output_file(o.out, out);
-  const Checkpoint c = load_checkpoint(ref.file);
+  const Checkpoint c = load_checkpoint(ref.file, !ref.run_dir.empty());
   RunConfig cfg = parse_stored_config(c.config_text, ref.file + " (stored config)");
   if (cfg.task.kind == "kjv") out.inputs.push_back({"kjv text", data::kjv_text_path(o.kjv_path)});
   if (!o.out.empty()) check_output_file(o.out, out);

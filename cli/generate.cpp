@@ -70,7 +70,7 @@ struct Printer {
 
 int cmd_generate(const GenerateRequest& r) {
   const CheckpointRef ref = resolve_checkpoint(r.checkpoint);
-  const Checkpoint c = load_checkpoint(ref.file);
+  const Checkpoint c = load_checkpoint(ref.file, !ref.run_dir.empty());
   RunConfig cfg = parse_stored_config(c.config_text, ref.file + " (stored config)");
   RPB_CHECK(cfg.dims() == 1, "generate", ref.file, ": a ", cfg.task.kind,
             " model predicts the cells of a grid, not a sequence; generate runs models of the 1-D tasks (markov, lag, "

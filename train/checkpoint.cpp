@@ -416,19 +416,20 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
   write_file_atomically(path, std::string_view(image.data(), image.size()), op);
 }
 
-std::string read_checkpoint_bytes(const std::string& path) {
+std::string read_checkpoint_bytes(const std::string& path, bool in_run_folder) {
   const MemoryBudget& budget = memory_budget();
   InputOptions o;
   o.what = "checkpoint";
   o.max_bytes = budget.bytes ? budget.bytes : kMaxCheckpointBytes;
   o.limit_source = budget.bytes ? "the memory limit (" + budget.source + ")"
                                 : "the most rpb reads of a checkpoint without a memory limit";
+  o.in_run_folder = in_run_folder;
   return read_input_file(path, o).bytes;
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+Checkpoint load_checkpoint(const std::string& path, bool in_run_folder) {
   const std::string op = "checkpoint " + path;
-  std::string bytes = read_checkpoint_bytes(path);
+  std::string bytes = read_checkpoint_bytes(path, in_run_folder);
   QuietHdf5 quiet;
   Checkpoint c;
   {

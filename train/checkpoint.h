@@ -104,14 +104,17 @@ inline constexpr std::size_t kMaxCheckpointBytes = std::size_t{16} << 30;
 /// The bytes of the checkpoint file `path`, read through train/input_file.h read_input_file: opened once,
 /// non-blocking, refused unless a regular file ("checkpoint <path>: is a FIFO, not a regular file"), the system's
 /// reason when it cannot be opened or read ("cannot open the file: Permission denied"), and read up to the memory
-/// limit (or kMaxCheckpointBytes without one), a larger file refused naming the bound.
-std::string read_checkpoint_bytes(const std::string& path);
+/// limit (or kMaxCheckpointBytes without one), a larger file refused naming the bound. `in_run_folder`: a checkpoint
+/// of a run folder, refused on the same descriptor when it is a symbolic link or has another hard link
+/// (InputOptions::in_run_folder), so no file swapped in after an earlier check is read.
+std::string read_checkpoint_bytes(const std::string& path, bool in_run_folder = false);
 
 /// Reads a checkpoint written by save_checkpoint. Throws rpb::Error naming the file (and the dataset,
 /// where one is at fault) when the file is missing, not a regular file, unreadable, larger than the memory limit,
 /// truncated, not HDF5, of another format version, fails a CRC check or holds an unsupported dtype. Never prints
 /// HDF5's own diagnostics. The file is read once, whole, by read_checkpoint_bytes, and those bytes are decoded
-/// in memory (an HDF5 file image): nothing can swap the file between a check and the read.
+/// in memory (an HDF5 file image): nothing can swap the file between a check and the read. `in_run_folder` as for
+/// read_checkpoint_bytes.
 ///
 /// The file is untrusted input (checkpoints are shared): reading it has no side effects and reads
 /// nothing outside it. Refused, by name: soft, external and user-defined links; an object reached by
@@ -119,7 +122,7 @@ std::string read_checkpoint_bytes(const std::string& path);
 /// filtered datasets; a dataset whose stored bytes are not exactly what its shape declares, or lie past
 /// the end of the file (checked before any buffer is allocated); string attributes over 1 MiB; negative
 /// steps. Names from the file appear in messages through rpb::printable().
-Checkpoint load_checkpoint(const std::string& path);
+Checkpoint load_checkpoint(const std::string& path, bool in_run_folder = false);
 
 /// Checks c.params against what a model expects (`expected`: names, shapes and dtypes; the values are
 /// ignored): every expected name must exist with that shape and dtype, and the file must hold no

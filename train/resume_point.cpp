@@ -63,8 +63,8 @@ std::string advice(const std::string& run_dir, const std::vector<CheckpointFile>
 }  // namespace
 
 Checkpoint load_own_checkpoint(const std::string& file, const std::string& op) {
-  check_own_file(file, op);
-  return load_checkpoint(file);
+  check_own_file(file, op);        // the message names the op
+  return load_checkpoint(file, true);  // and the descriptor read is checked again: no file swapped in since
 }
 
 std::string run_folder_checkpoints(const std::string& run_dir) {
