@@ -33,7 +33,7 @@ TEST_CASE("run errors print no source location; --verbose logs it at debug level
   r = run_rpb("--verbose inspect " + bad);
   CHECK(r.code == 1);
   CHECK(r.out.find("[debug] raised at ") != std::string::npos);
-  CHECK(r.out.find("checkpoint.cpp:") != std::string::npos);
+  CHECK(r.out.find(".cpp:") != std::string::npos);  // where the check that refused the file stands
 }
 
 TEST_CASE("usage errors exit 2 with a message") {

@@ -330,7 +330,7 @@ TEST_CASE("CLI misuse: unknown subcommands, options and arguments exit 2 naming 
       {"inspect " + missing, "[error] checkpoint " + missing + ": no such file", 1},
       {"eval " + missing, "[error] checkpoint " + missing + ": no such file", 1},
       {"extrapolate " + missing_toml, "[error] config " + missing_toml + ": no such file", 1},
-      {"train " + tmp.path.string(), "[error] config " + tmp.path.string() + ": is a directory", 1},
+      {"train " + tmp.path.string(), "[error] config " + tmp.path.string() + ": is a folder, not a regular file", 1},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);
