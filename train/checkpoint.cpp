@@ -424,7 +424,7 @@ std::string read_checkpoint_bytes(const std::string& path, bool in_run_folder) {
   o.limit_source = budget.bytes ? "the memory limit (" + budget.source + ")"
                                 : "the most rpb reads of a checkpoint without a memory limit";
   o.in_run_folder = in_run_folder;
-  return read_input_file(path, o).bytes;
+  return read_input_file(path, o);
 }
 
 Checkpoint load_checkpoint(const std::string& path, bool in_run_folder) {

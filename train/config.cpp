@@ -490,7 +490,7 @@ RunConfig load_config(const std::string& path, const std::vector<std::string>& o
   o.what = "config";
   o.max_bytes = kMaxConfigBytes;
   o.limit_source = "the most rpb reads of a config";
-  return parse_config(read_input_file(path, o).bytes, path, overrides);
+  return parse_config(read_input_file(path, o), path, overrides);
 }
 
 }  // namespace rpb

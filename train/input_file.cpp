@@ -36,7 +36,7 @@ std::string non_regular_kind(const std::string& path) {
   return kind_of(st.st_mode);
 }
 
-InputFile read_input_file(const std::string& path, const InputOptions& o) {
+std::string read_input_file(const std::string& path, const InputOptions& o) {
   std::string op = o.what;  // appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on a + " " + b
   op += ' ';
   op += printable(path);
@@ -55,25 +55,23 @@ InputFile read_input_file(const std::string& path, const InputOptions& o) {
     RPB_FAIL(op.c_str(), "is ", kind, ", not a regular file; rpb reads only regular files");
   if (o.in_run_folder)
     if (const std::string problem = foreign_file_problem(st); !problem.empty()) RPB_FAIL(op.c_str(), problem);
-  InputFile in;
-  in.device = static_cast<uint64_t>(st.st_dev);
-  in.inode = static_cast<uint64_t>(st.st_ino);
+  std::string bytes;
   // The reported size is a hint only (files under /proc report 0): the bound is on the bytes read.
   const std::size_t hint = st.st_size > 0 ? static_cast<std::size_t>(st.st_size) : 0;
-  if (hint <= o.max_bytes) in.bytes.reserve(hint);
+  if (hint <= o.max_bytes) bytes.reserve(hint);
   char buf[1 << 16];
   for (;;) {
     const ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    RPB_CHECK(n >= 0, op.c_str(), "cannot read the file (", in.bytes.size(), " bytes read): ", std::strerror(errno));
+    RPB_CHECK(n >= 0, op.c_str(), "cannot read the file (", bytes.size(), " bytes read): ", std::strerror(errno));
     if (n == 0) break;
-    if (in.bytes.size() + static_cast<std::size_t>(n) > o.max_bytes)
+    if (bytes.size() + static_cast<std::size_t>(n) > o.max_bytes)
       RPB_FAIL(op.c_str(), "is larger than ", o.max_bytes, " bytes",
                o.limit_source.empty() ? std::string() : ", " + o.limit_source,
                "; rpb stopped reading it there");
-    in.bytes.append(buf, static_cast<std::size_t>(n));
+    bytes.append(buf, static_cast<std::size_t>(n));
   }
-  return in;
+  return bytes;
 }
 
 }  // namespace rpb

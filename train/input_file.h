@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <string>
 
 namespace rpb {
@@ -17,7 +16,7 @@ namespace rpb {
 struct InputOptions {
   /// What the file is, starting the message of every error: "config", "checkpoint", "task.kjv_path".
   std::string what;
-  /// The most bytes read; a file holding more is refused, naming the bound (and `limit_key`, when set).
+  /// The most bytes read; a file holding more is refused, naming the bound (and `limit_source`, when set).
   std::size_t max_bytes = 0;
   /// Where `max_bytes` comes from, for the message: "the memory limit (--max-memory 8G)"; "" for a fixed bound.
   std::string limit_source;
@@ -26,13 +25,7 @@ struct InputOptions {
   bool in_run_folder = false;
 };
 
-/// The bytes of one input file and the identity of the file they were read from.
-struct InputFile {
-  std::string bytes;
-  uint64_t device = 0, inode = 0;  // st_dev, st_ino of the descriptor read
-};
-
-/// Reads the regular file `path` whole, as the header describes. Throws rpb::Error starting "<what> <path>: " for a
+/// Reads the regular file `path` whole and returns its bytes, as the header describes. Throws rpb::Error starting "<what> <path>: " for a
 /// missing file ("no such file"), one that cannot be opened (the system's reason), one that is not a regular file
 /// ("is a FIFO, not a regular file"), one larger than `max_bytes`, and, with `in_run_folder`, a symbolic link or a
 /// file with more than one hard link.
@@ -43,14 +36,14 @@ struct InputFile {
 /// rpb::InputOptions config;
 /// config.what = "config";
 /// config.max_bytes = 1 << 20;
-/// CHECK(rpb::read_input_file(path, config).bytes == "[run]\nsteps = 10\n");
+/// CHECK(rpb::read_input_file(path, config) == "[run]\nsteps = 10\n");
 /// config.max_bytes = 4;
 /// CHECK_THROWS_WITH_AS(rpb::read_input_file(path, config), doctest::Contains("larger than 4 bytes"), rpb::Error);
 /// CHECK_THROWS_WITH_AS(rpb::read_input_file("/dev/null", config),
 ///                      doctest::Contains("is a character device, not a regular file"), rpb::Error);
 /// std::filesystem::remove(path);
 /// @endcode
-InputFile read_input_file(const std::string& path, const InputOptions& options);
+std::string read_input_file(const std::string& path, const InputOptions& options);
 
 /// What the file at `path` is when it is not a regular file, as the messages say it: "a FIFO", "a folder",
 /// "a character device", "a block device", "a socket", "a symbolic link"; "" for a regular file or no file (lstat:

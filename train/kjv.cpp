@@ -148,7 +148,7 @@ void generate_kjv_text(const std::string& path) {
 
 std::string kjv_text_path(const std::string& kjv_path) { return kjv_path.empty() ? kDefaultKjvPath : kjv_path; }
 
-KjvTask::KjvTask(const TaskOptions& options) : path_(options.kjv_path.empty() ? kDefaultKjvPath : options.kjv_path) {
+KjvTask::KjvTask(const TaskOptions& options) : path_(kjv_text_path(options.kjv_path)) {
   if (!fs::exists(path_)) {
     RPB_CHECK(options.generate_missing, "kjv", "the task's text ", printable(path_), " does not exist (`rpb train` ",
               "with a kjv config writes it; or pass --kjv-path FILE)");
@@ -158,7 +158,7 @@ KjvTask::KjvTask(const TaskOptions& options) : path_(options.kjv_path.empty() ? 
   in.what = "kjv text";
   in.max_bytes = kMaxKjvTextBytes;
   in.limit_source = "the most rpb reads of a kjv text (the memory estimate's data part holds one this large)";
-  const std::string text = read_input_file(path_, in).bytes;
+  const std::string text = read_input_file(path_, in);
 
   // Books are runs of non-empty lines separated by empty lines.
   std::vector<std::vector<std::string_view>> books;

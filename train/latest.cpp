@@ -46,7 +46,7 @@ std::string read_latest(const std::string& run_dir) {
   pointer.what = "checkpoint pointer";
   pointer.max_bytes = kMaxPointerBytes;
   pointer.in_run_folder = true;
-  const std::string bytes = read_input_file(latest.string(), pointer).bytes;
+  const std::string bytes = read_input_file(latest.string(), pointer);
   std::string name(bytes.begin(), std::find(bytes.begin(), bytes.end(), '\n'));
   while (!name.empty() && (name.back() == '\r' || name.back() == ' ' || name.back() == '\t')) name.pop_back();
   if (name.empty()) return "";

@@ -199,7 +199,7 @@ std::size_t available_memory() {
   o.max_bytes = 64 << 10;  // /proc/meminfo is a few KiB
   std::string text;
   try {
-    text = read_input_file("/proc/meminfo", o).bytes;
+    text = read_input_file("/proc/meminfo", o);
   } catch (const Error&) {
     return 0;
   }

@@ -52,11 +52,7 @@ std::string run_file_role(const std::string& name) {
   if (name == "train.log") return "the training log";
   if (name == "metrics.csv") return "the metrics file";
   if (name == "eval") return "the folder of evaluation records";
-  const std::size_t at = name.rfind(".tmp.");
-  const std::string digits = at == std::string::npos ? "" : name.substr(at + 5);
-  if (name.size() > 1 && name[0] == '.' && !digits.empty() &&
-      digits.find_first_not_of("0123456789") == std::string::npos)
-    return "the temp file of an atomic write";
+  if (atomic_temp_target(name)) return "the temp file of an atomic write";
   return "";
 }
 

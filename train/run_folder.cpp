@@ -29,13 +29,18 @@ bool ends_with(const std::string& name, const std::string& suffix) {
 
 // Whether `name` is ".<target>.tmp.<digits>" for a file rpb writes atomically in a run folder.
 bool is_stale_temp_name(const std::string& name) {
-  const std::size_t at = name.rfind(".tmp.");
-  if (name.size() < 2 || name[0] != '.' || at == std::string::npos || !all_digits(name.substr(at + 5))) return false;
-  const std::string target = name.substr(1, at - 1);
-  return target == "latest" || target == "config.toml" || target == "metrics.csv" || is_checkpoint_name(target);
+  const std::optional<std::string> target = atomic_temp_target(name);
+  return target && (*target == "latest" || *target == "config.toml" || *target == "metrics.csv" ||
+                    is_checkpoint_name(*target));
 }
 
 }  // namespace
+
+std::optional<std::string> atomic_temp_target(const std::string& name) {
+  const std::size_t at = name.rfind(".tmp.");
+  if (name.size() < 2 || name[0] != '.' || at == std::string::npos || !all_digits(name.substr(at + 5))) return {};
+  return name.substr(1, at - 1);
+}
 
 std::string checkpoint_name(int64_t step) {
   char buf[32];

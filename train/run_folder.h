@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ bool is_checkpoint_name(const std::string& name);
 /// not a folder" (or "run folder <run_dir>: is ..." when the run folder itself is the file), as is a folder the
 /// system cannot create (its reason).
 void create_run_folder(const std::string& out_dir, const std::string& run_dir);
+
+/// The name of the file an atomic write is making when `name` is its temp file ".<name>.tmp.<pid digits>"
+/// (train/atomic_file.h), else nullopt.
+std::optional<std::string> atomic_temp_target(const std::string& name);
 
 /// One checkpoint file of a run folder.
 struct CheckpointFile {
