@@ -1,4 +1,4 @@
-// bench_allreduce: the gradient allreduce of data-parallel training (train/distributed.h, one float32 buffer per
+// bench_allreduce: the gradient allreduce of data-parallel training (train/dist/distributed.h, one float32 buffer per
 // step) against its size, and one buffer against buckets of it, on the ranks mpirun starts:
 //   mpirun -np 2 build/bench_allreduce [--quick]
 // Sizes run from 1e3 floats to 32M (model A has 405,120 parameters, model B 3.2M, "10x B" 32M). Each figure is
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "train/distributed.h"
+#include "train/dist/distributed.h"
 
 namespace {
 

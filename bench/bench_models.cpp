@@ -31,7 +31,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
 #include "train/rpb.h"
 
 using namespace rpb;

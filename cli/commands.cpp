@@ -12,19 +12,20 @@
 #include "cli/demo.h"
 #include "cli/eval.h"
 #include "cli/generate.h"
-#include "cli/extrapolate.h"
 #include "cli/inspect.h"
-#include "cli/results.h"
+#include "cli/results_svg.h"
+#include "core/text.h"
 #include "nn/limits.h"
 #include "nn/position.h"
-#include "core/text.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_path.h"
-#include "train/distributed.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/stored_model.h"
+#include "train/config/memory.h"
+#include "train/dist/distributed.h"
 #include "train/interrupt.h"
-#include "train/memory.h"
-#include "train/sha256.h"
-#include "train/stored_model.h"
+#include "train/io/sha256.h"
+#include "train/run/checkpoint_path.h"
+#include "train/sweep/results.h"
+#include "train/sweep/sweep.h"
 #include "train/trainer.h"
 
 namespace rpb {
@@ -86,6 +87,7 @@ int cmd_extrapolate(const std::string& config_path, const std::vector<std::strin
   {
     const DeferInterrupts defer;  // the result files are written whole
     write_results(r, dir);
+    write_result_figures(r, dir);
   }
   if (const int sig = pending_interrupt()) throw Interrupted(sig);
   std::cout << format_table(r) << "\nResults: " << dir << "/results.{csv,json,svg}\n";

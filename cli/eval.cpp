@@ -10,14 +10,14 @@
 
 #include "core/text.h"
 #include "nn/position.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_path.h"
-#include "train/data.h"
-#include "train/data_identity.h"
-#include "train/log_file_sink.h"
-#include "train/output_file.h"
-#include "train/run_identity.h"
-#include "train/stored_model.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/data_identity.h"
+#include "train/checkpoint/stored_model.h"
+#include "train/config/run_identity.h"
+#include "train/data/task.h"
+#include "train/run/checkpoint_path.h"
+#include "train/run/log_file_sink.h"
+#include "train/run/output_file.h"
 
 namespace fs = std::filesystem;
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "train/eval_record.h"
+#include "train/run/eval_record.h"
 #include "train/trainer.h"
 
 namespace rpb {
@@ -17,7 +17,7 @@ struct EvalOptions {
   std::string checkpoint;        // a checkpoint file, a run folder (its `latest`) or a run folder's `latest` file
   std::vector<int64_t> lengths;  // multiples of the train length; empty: the config's eval_multipliers
   std::string kjv_path;          // kjv runs: the text ("": the default path), never the one stored in the checkpoint
-  bool other_text = false;       // kjv runs: a text other than the training text is intended (train/data_identity.h)
+  bool other_text = false;       // kjv runs: a text other than the training text is intended (train/checkpoint/data_identity.h)
   int64_t tokens = 0;            // > 0: target tokens scored at every length, instead of run.eval_tokens
   std::string untrained;         // "keep" or "nearest": position.untrained ("": the stored config's)
   bool json = false;             // print the JSON record instead of the table
@@ -28,7 +28,7 @@ struct EvalOptions {
 
 /// Evaluates the checkpoint `options` names. The table (or the JSON record) goes to stdout. The record is written to
 /// <run>/eval/ when the checkpoint lies in a run folder of ours (is_run_folder) and no_record is off, and to `out`
-/// when given (first: train/output_file.h; an `out` it refuses, such as the checkpoint itself or a file of a run
+/// when given (first: train/run/output_file.h; an `out` it refuses, such as the checkpoint itself or a file of a run
 /// folder, is refused with rpb::UsageError before the checkpoint is read, and nothing is written); a checkpoint
 /// elsewhere (a shared file) gets nothing written unless `out` is given. Where a record went is said on stderr.
 /// `lengths` holding a length twice, or more than run_limits::kMaxLengths, is refused (rpb::UsageError) first.

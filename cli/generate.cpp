@@ -8,13 +8,13 @@
 
 #include "core/text.h"
 #include "nn/generate.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_finite.h"
-#include "train/checkpoint_path.h"
-#include "train/data.h"
-#include "train/data_identity.h"
-#include "train/memory.h"
-#include "train/stored_model.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/checkpoint_finite.h"
+#include "train/checkpoint/data_identity.h"
+#include "train/checkpoint/stored_model.h"
+#include "train/config/memory.h"
+#include "train/data/task.h"
+#include "train/run/checkpoint_path.h"
 
 namespace rpb {
 

@@ -15,7 +15,7 @@ struct GenerateRequest {
   uint64_t seed = 0;
   bool no_cache = false;   // recompute the whole sequence per token (for comparison)
   std::string kjv_path;    // kjv runs: the text whose characters are the vocabulary ("": the default path)
-  bool other_text = false; // kjv runs: a text other than the training text is intended (train/data_identity.h)
+  bool other_text = false; // kjv runs: a text other than the training text is intended (train/checkpoint/data_identity.h)
 };
 
 /// Generates from the checkpoint: kjv prints text (prompt and new characters, control bytes escaped), markov and lag

@@ -11,12 +11,12 @@
 #include "cli/inspect_svg.h"
 #include "core/text.h"
 #include "nn/position.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_finite.h"
-#include "train/config.h"
-#include "train/memory.h"
-#include "train/run_identity.h"
-#include "train/stored_model.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/checkpoint_finite.h"
+#include "train/checkpoint/stored_model.h"
+#include "train/config/config.h"
+#include "train/config/memory.h"
+#include "train/config/run_identity.h"
 
 namespace rpb {
 
@@ -102,7 +102,7 @@ void print_parameters(const Checkpoint& c, std::ostream& out) {
 // written (root attribute config_digest): they differ when the stored config was edited since.
 void print_digests(const Checkpoint& c, const RunConfig& cfg, const std::string& file, std::ostream& out) {
   const std::string digest = config_digest(cfg.text);
-  out << "  config digest " << digest << " (recomputed from the stored config; train/run_identity.h)";
+  out << "  config digest " << digest << " (recomputed from the stored config; train/config/run_identity.h)";
   if (c.config_digest.empty()) {
     out << "\n  stored config_digest: none (a checkpoint of before digests)\n";
     return;
@@ -132,7 +132,7 @@ void print_non_finite(const Checkpoint& c, std::ostream& out) {
   for (const NonFiniteDataset& d : bad) out << "  " << d.line() << "\n";
 }
 
-// What the run's data was (train/data_identity.h): a kjv text by its digest and characters, or generated.
+// What the run's data was (train/checkpoint/data_identity.h): a kjv text by its digest and characters, or generated.
 std::string data_line(const Checkpoint& c, const RunConfig& cfg) {
   if (!c.data.empty())
     return "kjv text sha256 " + printable(c.data.text_sha256) + ", " + std::to_string(c.data.vocab.size()) +

@@ -11,7 +11,7 @@ namespace rpb {
 /// stderr), its config, metrics summary, every parameter's name, shape and statistics, and each learned position
 /// table per head against relative distance (a table and a text bar plot). With `svg_path`, first draws each head's
 /// bias into that file (write_bias_svg, cli/inspect_svg.h) and says so at the end; a `svg_path` that
-/// train/output_file.h refuses (the checkpoint itself, a device, a file of a run folder) is refused before the
+/// train/run/output_file.h refuses (the checkpoint itself, a device, a file of a run folder) is refused before the
 /// checkpoint is read.
 void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& svg_path = "");
 

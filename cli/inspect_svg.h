@@ -4,8 +4,8 @@
 #include <string>
 
 #include "nn/module.h"
-#include "train/config.h"
-#include "train/output_file.h"
+#include "train/config/config.h"
+#include "train/run/output_file.h"
 
 namespace rpb {
 

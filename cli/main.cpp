@@ -11,10 +11,10 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/text.h"
-#include "train/distributed.h"
+#include "train/config/memory.h"
+#include "train/dist/distributed.h"
 #include "train/interrupt.h"
-#include "train/memory.h"
-#include "train/version.h"
+#include "train/io/version.h"
 
 namespace {
 

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 
 #include "cli/svg.h"
-#include "train/data.h"
+#include "train/data/task.h"
+#include "train/io/atomic_file.h"
 
 namespace rpb {
 
@@ -180,5 +182,10 @@ std::string picture(const SweepResult& r, const Measure& measure) {
 std::string results_svg(const SweepResult& r) { return picture(r, kPerplexity); }
 
 std::string attention_svg(const SweepResult& r) { return picture(r, kDistance); }
+
+void write_result_figures(const SweepResult& r, const std::string& dir) {
+  write_file_atomically((std::filesystem::path(dir) / "results.svg").string(), results_svg(r));
+  write_file_atomically((std::filesystem::path(dir) / "attention.svg").string(), attention_svg(r));
+}
 
 }  // namespace rpb

@@ -1,10 +1,10 @@
 // rpb/cli/results_svg.h: the sweep's pictures, results.svg and attention.svg (written by write_results,
-// cli/results.h).
+// train/sweep/results.h).
 #pragma once
 
 #include <string>
 
-#include "cli/extrapolate.h"
+#include "train/sweep/sweep.h"
 
 namespace rpb {
 
@@ -20,5 +20,8 @@ std::string results_svg(const SweepResult& r);
 /// marker where a method has no value: it cannot run there, or run.eval_diagnostics was off); no
 /// optimum line.
 std::string attention_svg(const SweepResult& r);
+
+/// Writes results.svg and attention.svg into `dir` (atomically, each).
+void write_result_figures(const SweepResult& r, const std::string& dir);
 
 }  // namespace rpb

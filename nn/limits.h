@@ -1,5 +1,5 @@
 // rpb/nn/limits.h: the largest sizes a model and its position scheme accept: one source for config validation
-// (train/config.cpp), `rpb bias` (cli/bias.cpp) and nn::validate().
+// (train/config/config.cpp), `rpb bias` (cli/bias.cpp) and nn::validate().
 //
 // The bounds are about overflow and sanity, not memory (a separate estimate refuses what does not fit the
 // machine). With every size inside them, each tensor a run builds counts at most 2^58 elements:

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-FORMAT_VERSION = 1  # train/checkpoint.cpp's kCheckpointFormatVersion
+FORMAT_VERSION = 1  # train/checkpoint/checkpoint.cpp's kCheckpointFormatVersion
 LAYER_NORM_EPS = 1e-5  # nn/layers.h: LayerNorm's default, not a config key
 
 
@@ -215,7 +215,7 @@ SCALED_SCHEMES = ("sinusoidal",)
 
 def embedding_recipe(config):
     """"gpt2" or "scaled": model.embedding resolved for the scheme. A config stored before the key existed reads
-    as "gpt2" (train/config.cpp's legacy_keys)."""
+    as "gpt2" (train/config/config.cpp's legacy_keys)."""
     choice = config["model"].get("embedding", "gpt2")
     if choice == "scheme":
         return "scaled" if key(config, "position", "scheme") in SCALED_SCHEMES else "gpt2"
@@ -350,7 +350,7 @@ def load(path):
 def perplexity(model, tokens, length, batch=16):
     """exp(mean NLL) over the non-overlapping segments of `length` of `tokens` (a 1-D sequence of N + 1
     token ids, N a multiple of `length`): segment s has inputs tokens[s*l : s*l+l] and targets shifted by
-    one, as `rpb eval` cuts its held-out stream (train/data.h, make_eval_segments)."""
+    one, as `rpb eval` cuts its held-out stream (train/data/task.h, make_eval_segments)."""
     tokens = torch.as_tensor(tokens, dtype=torch.long).flatten()
     n = tokens.numel() - 1
     if n < length or n % length != 0:

@@ -8,7 +8,7 @@ PACKAGES=(g++ cmake make pkg-config
   clang-14 libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (scripts/test.sh)
   python3-torch python3-h5py  # python/rpb_torch.py and its test (tests/python), bench/torch_models.py
   librsvg2-bin  # rsvg-convert: the tests render the SVG plots
-  libopenmpi-dev openmpi-bin)  # data-parallel training and distributed sweeps (train/distributed.h, mpirun)
+  libopenmpi-dev openmpi-bin)  # data-parallel training and distributed sweeps (train/dist/distributed.h, mpirun)
 PACKAGES+=("$@")
 
 missing=()

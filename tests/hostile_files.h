@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/crc32.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/crc32.h"
 
 // libhdf5 exports its metadata checksum (Jenkins' lookup3) without declaring it in a public header;
 // rewrite_object_header needs it to re-checksum an object header it edited.

@@ -11,8 +11,8 @@
 
 #include "cli/inspect.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/config.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

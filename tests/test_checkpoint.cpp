@@ -19,10 +19,10 @@
 
 #include "hostile_files.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/crc32.h"
-#include "train/latest.h"
-#include "train/version.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/crc32.h"
+#include "train/io/version.h"
+#include "train/run/latest.h"
 
 namespace fs = std::filesystem;
 using rpb::Checkpoint;

@@ -13,7 +13,7 @@
 #include "core/tensor.h"
 #include "hostile_files.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
 
 namespace fs = std::filesystem;
 using rpb::load_checkpoint;
@@ -371,7 +371,7 @@ TEST_CASE("hostile checkpoint: a config over 1 MiB is refused; a variable-length
   const std::string path = saved_checkpoint(dir, "config.h5");
   const std::string big(2u << 20, '#');
   // A fixed-length attribute over 64 KiB moves the root's attributes to dense storage, where rpb reads only
-  // fixed-length strings (train/hdf5_vlen.h): the other strings as rpb wrote them before they were variable.
+  // fixed-length strings (train/checkpoint/hdf5_vlen.h): the other strings as rpb wrote them before they were variable.
   edit_hdf5(path, [&](hid_t f) {
     put_string_attr(f, "rpb_version", "0.1", false);
     put_string_attr(f, "created", "2026-11-23T00:00:00Z", false);

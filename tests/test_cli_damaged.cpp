@@ -15,8 +15,8 @@
 
 #include "core/ops.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/latest.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/run/latest.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

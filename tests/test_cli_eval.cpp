@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "test_util.h"
-#include "train/data.h"
-#include "train/latest.h"
-#include "train/sha256.h"
+#include "train/data/task.h"
+#include "train/io/sha256.h"
+#include "train/run/latest.h"
 
 namespace fs = std::filesystem;
 using rpb::testing::CommandResult;

@@ -16,8 +16,8 @@
 #include "core/text.h"
 #include "core/unicode.h"
 #include "test_util.h"
-#include "train/config.h"
-#include "train/run_folder.h"
+#include "train/config/config.h"
+#include "train/run/run_folder.h"
 
 namespace rpb::cli_messages_tests {
 

@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "test_util.h"
-#include "train/config.h"
-#include "train/toml_table.h"
+#include "train/config/config.h"
+#include "train/config/toml_table.h"
 
 using namespace rpb;
 using rpb::testing::contains;

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "test_util.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 using namespace rpb;
 using namespace rpb::testing;  // TempDir, error_of

@@ -1,4 +1,4 @@
-// Token sources, training batches and evaluation segments (train/data.h).
+// Token sources, training batches and evaluation segments (train/data/task.h).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "test_util.h"
-#include "train/data.h"
+#include "train/data/task.h"
 
 using namespace rpb;
 using namespace rpb::data;

@@ -9,10 +9,10 @@
 
 #include "hostile_files.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/data.h"
-#include "train/data_identity.h"
-#include "train/sha256.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/data_identity.h"
+#include "train/data/task.h"
+#include "train/io/sha256.h"
 
 namespace fs = std::filesystem;
 

@@ -1,14 +1,14 @@
-// train/distributed.h and train/data_parallel.h in one process (tests/mpi/test_data_parallel.py runs them under
+// train/dist/distributed.h and train/dist/data_parallel.h in one process (tests/mpi/test_data_parallel.py runs them under
 // mpirun): a plain process is rank 0 of 1 whatever the build, the shards of a batch, the dropout streams of the
 // shards, and `rpb --version` saying whether MPI is built in.
 #include <doctest/doctest.h>
 
-#include "cli/work_queue.h"
 #include "core/core.h"
-#include "train/data_parallel.h"
-#include "train/distributed.h"
-#include "train/workload.h"
 #include "test_util.h"
+#include "train/dist/data_parallel.h"
+#include "train/dist/distributed.h"
+#include "train/sweep/work_queue.h"
+#include "train/workload.h"
 
 using namespace rpb;
 using rpb::testing::contains;

@@ -1,11 +1,11 @@
-// train/sha256.h, train/json_text.h and train/eval_record.h: digests, JSON text, the record's name and fields.
+// train/io/sha256.h, train/io/json_text.h and train/run/eval_record.h: digests, JSON text, the record's name and fields.
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "train/eval_record.h"
-#include "train/json_text.h"
-#include "train/sha256.h"
+#include "train/io/json_text.h"
+#include "train/io/sha256.h"
+#include "train/run/eval_record.h"
 
 using namespace rpb;
 

@@ -25,9 +25,9 @@
 
 #include "run_checks.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/latest.h"
-#include "train/run_folder.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/run/latest.h"
+#include "train/run/run_folder.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -383,7 +383,7 @@ TEST_CASE("faults: an extrapolate sweep killed during its second run resumes wit
 namespace {
 
 // A run trained to step 4 whose checkpoint then holds huge finite values (+-3e38) in one attention weight: they pass
-// the check of a resumed checkpoint (a NaN is refused, train/checkpoint_finite.h) and overflow step 5's loss.
+// the check of a resumed checkpoint (a NaN is refused, train/checkpoint/checkpoint_finite.h) and overflow step 5's loss.
 std::string overflowing_run(const fs::path& out, const std::string& on_nonfinite, const std::string& param) {
   const std::string text = fault_config(out, 4, 0, {}, on_nonfinite);
   Run run(parse_config(text, "nan.toml"));

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "test_util.h"
-#include "train/grid2d.h"
+#include "train/data/grid2d.h"
 
 using namespace rpb;
 using namespace rpb::data;

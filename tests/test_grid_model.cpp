@@ -8,7 +8,7 @@
 #include "gradcheck.h"
 #include "nn/grid_model.h"
 #include "test_util.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace fs = std::filesystem;
 using namespace rpb;

@@ -1,4 +1,4 @@
-// Variable-length string attributes from untrusted files (train/hdf5_vlen.h): their length is read from the
+// Variable-length string attributes from untrusted files (train/checkpoint/hdf5_vlen.h): their length is read from the
 // descriptor in the file and checked against the global heap before HDF5 sizes a buffer by it.
 #include <doctest/doctest.h>
 #include <hdf5.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "test_util.h"
-#include "train/hdf5_util.h"
+#include "train/checkpoint/hdf5_util.h"
 
 using rpb::testing::contains;
 using rpb::testing::error_of;

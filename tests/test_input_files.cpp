@@ -18,11 +18,11 @@
 
 #include "hostile_files.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/data.h"
-#include "train/memory.h"
-#include "train/sha256.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/config.h"
+#include "train/config/memory.h"
+#include "train/data/task.h"
+#include "train/io/sha256.h"
 #include "train/trainer.h"
 
 namespace rpb::h2_input_tests {

@@ -8,8 +8,8 @@
 
 #include "cli/inspect.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/run_identity.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/run_identity.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -36,7 +36,7 @@ TEST_CASE("inspect: a stored config edited after the checkpoint was written is f
   REQUIRE(stored == config_digest(cfg.text));
 
   const std::string intact = inspect_digest_test::report_of(file);
-  CHECK(contains(intact, "config digest " + stored + " (recomputed from the stored config; train/run_identity.h), "
+  CHECK(contains(intact, "config digest " + stored + " (recomputed from the stored config; train/config/run_identity.h), "
                          "equal to the stored config_digest\n"));
   CHECK_FALSE(contains(intact, "MISMATCH"));
 

@@ -9,7 +9,7 @@
 #include "cli/inspect_svg.h"
 #include "core/autograd.h"
 #include "test_util.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/workload.h"
 
 namespace rpb_test_inspect_state {

@@ -14,9 +14,9 @@
 
 #include "run_checks.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/latest.h"
-#include "train/run_folder.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/run/latest.h"
+#include "train/run/run_folder.h"
 
 namespace fs = std::filesystem;
 using namespace rpb;

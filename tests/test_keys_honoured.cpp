@@ -1,4 +1,4 @@
-// No config key is accepted and silently ignored (issue 24): every key the parser accepts (train/config.h
+// No config key is accepted and silently ignored (issue 24): every key the parser accepts (train/config/config.h
 // accepted_keys), against every registered scheme (nn/position/registry.cpp) and every task, is refused for it, or
 // honoured: setting it changes what the model and its data compute (the parameters, a forward, the first training
 // loss, a test evaluation, the token streams), or it is one of the keys listed below with the reason it has no such
@@ -23,8 +23,8 @@
 #include "nn/position.h"
 #include "nn/transformer.h"
 #include "test_util.h"
-#include "train/config.h"
-#include "train/data.h"
+#include "train/config/config.h"
+#include "train/data/task.h"
 #include "train/workload.h"
 
 namespace rpb_test_keys_honoured {

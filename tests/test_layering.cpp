@@ -14,32 +14,53 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A top folder of the library and the top folders its files may include headers from. Subfolders
-/// belong to their top folder (nn/position/ is nn). Adding a layer is one row.
+/// A folder of the library and the folders its files may include headers from. A sub-folder that is not a layer of
+/// its own belongs to its parent's layer (nn/position/ is nn); train/'s sub-folders are layers, each with one job,
+/// and the files at train/'s root are the training loop above them. Adding a layer is one row.
 struct Layer {
   std::string folder;
   std::vector<std::string> may_include;
 };
 
+const std::vector<std::string> kEngine = {"core", "nn", "optim"};
+
+std::vector<std::string> engine_and(std::vector<std::string> more) {
+  more.insert(more.begin(), kEngine.begin(), kEngine.end());
+  return more;
+}
+
 const std::vector<Layer> kLayers = {
     {"core", {"core"}},
     {"nn", {"core", "nn"}},
     {"optim", {"core", "nn", "optim"}},
-    {"train", {"core", "nn", "optim", "train"}},
-    {"cli", {"core", "nn", "optim", "train", "cli"}},
+    // train/, bottom up: file primitives; MPI; tasks and batches; configs and estimates; the checkpoint format;
+    // run folders and records; the loop (train/ itself); sweeps of many runs.
+    {"train/io", engine_and({"train/io"})},
+    {"train/dist", engine_and({"train/io", "train/dist"})},
+    {"train/data", engine_and({"train/io", "train/data"})},
+    {"train/config", engine_and({"train/io", "train/data", "train/config"})},
+    {"train/checkpoint", engine_and({"train/io", "train/data", "train/config", "train/checkpoint"})},
+    {"train/run", engine_and({"train/io", "train/data", "train/config", "train/checkpoint", "train/run"})},
+    {"train", engine_and({"train/io", "train/dist", "train/data", "train/config", "train/checkpoint", "train/run",
+                          "train"})},
+    {"train/sweep", engine_and({"train/io", "train/dist", "train/data", "train/config", "train/checkpoint",
+                                "train/run", "train", "train/sweep"})},
+    {"cli", engine_and({"train/io", "train/dist", "train/data", "train/config", "train/checkpoint", "train/run",
+                        "train", "train/sweep", "cli"})},
 };
 
-/// Headers internal to their top folder: files outside it must not include them.
-const std::vector<std::string> kInternalHeaders = {"core/ops/kernels.h",  "nn/position/common.h", "nn/window_common.h",
-                                                   "train/hdf5_util.h",   "train/hdf5_guard.h",   "train/data_detail.h",
-                                                   "train/toml_table.h"};
+/// Headers internal to their layer: files of other layers must not include them.
+const std::vector<std::string> kInternalHeaders = {
+    "core/ops/kernels.h",          "nn/position/common.h",           "nn/window_common.h",
+    "train/checkpoint/hdf5_util.h", "train/checkpoint/hdf5_guard.h", "train/checkpoint/hdf5_vlen.h",
+    "train/data/data_detail.h",    "train/config/toml_table.h"};
 
-std::string top_folder(const std::string& path) { return path.substr(0, path.find('/')); }
-
-const Layer* layer_named(const std::string& folder) {
+/// The layer a path from the source root belongs to: the longest layer folder it lies in ("" for none).
+std::string layer_of(const std::string& path) {
+  std::string best;
   for (const Layer& l : kLayers)
-    if (l.folder == folder) return &l;
-  return nullptr;
+    if (path.compare(0, l.folder.size() + 1, l.folder + "/") == 0 && l.folder.size() > best.size()) best = l.folder;
+  return best;
 }
 
 bool is_source(const fs::path& p) {
@@ -77,7 +98,9 @@ std::vector<std::string> layering_violations(const fs::path& root) {
     }
     std::vector<fs::path> files;
     for (const auto& entry : fs::recursive_directory_iterator(dir))
-      if (entry.is_regular_file() && is_source(entry.path())) files.push_back(entry.path());
+      if (entry.is_regular_file() && is_source(entry.path()) &&
+          layer_of(fs::relative(entry.path(), root).generic_string()) == layer.folder)
+        files.push_back(entry.path());
     std::sort(files.begin(), files.end());
     for (const fs::path& file : files) {
       const std::string rel = fs::relative(file, root).generic_string();
@@ -89,17 +112,17 @@ std::vector<std::string> layering_violations(const fs::path& root) {
                                        line.find("impl_ptr()") != std::string::npos))
           out.push_back(rel + ":" + std::to_string(lineno) + ": touches TensorImpl (core's alone)");
         const std::string header = included_header(line, root, file);
-        const std::string folder = top_folder(header);
+        const std::string folder = layer_of(header);
         const std::string where = rel + ":" + std::to_string(lineno) + ": includes " + header;
-        if (header.empty() || !layer_named(folder)) continue;  // the standard library, Eigen, ...
+        if (header.empty() || folder.empty()) continue;  // the standard library, Eigen, ...
         bool allowed = false;
         for (const std::string& f : layer.may_include) allowed |= f == folder;
         std::string may;
         for (const std::string& f : layer.may_include) may += (may.empty() ? "" : ", ") + f;
         if (!allowed) out.push_back(where + " (" + layer.folder + " may include only " + may + ")");
         for (const std::string& internal : kInternalHeaders)
-          if (header == internal && layer.folder != top_folder(internal))
-            out.push_back(where + " (internal to " + top_folder(internal) + "/)");
+          if (header == internal && layer.folder != layer_of(internal))
+            out.push_back(where + " (internal to " + layer_of(internal) + "/)");
       }
     }
   }
@@ -119,7 +142,7 @@ void write_file(const fs::path& p, const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("layering: core, nn, optim, train and cli include only their own layer and the ones below") {
+TEST_CASE("layering: core, nn, optim, train's sub-folders, train and cli include only their own layer and the ones below") {
   const std::vector<std::string> violations = layering_violations(RPB_SOURCE_DIR);
   CHECK_MESSAGE(violations.empty(), "includes against the layering:\n" << joined(violations));
 }
@@ -134,13 +157,25 @@ TEST_CASE("layering: the check reports upward includes and internal headers with
   write_file(tree.path / "core/tensor.cpp", "#include \"core/tensor.h\"\n  #  include <train/rpb.h>\n");
   write_file(tree.path / "train/uses.cpp", "#include \"../core/ops/kernels.h\"\n");
   write_file(tree.path / "cli/main.cpp", "#include \"train/rpb.h\"\nvoid f(const rpb::Tensor& t) { t.impl().offset = 0; }\n");
+  // Inside train/: a lower room reaching up, a room reaching into another's internal header, and the allowed ways.
+  write_file(tree.path / "train/config/toml_table.h", "#pragma once\n");
+  write_file(tree.path / "train/config/memory.cpp", "#include \"toml_table.h\"\n#include \"train/data/task.h\"\n");
+  write_file(tree.path / "train/checkpoint/stored_model.cpp", "#include \"train/workload.h\"\n");
+  write_file(tree.path / "train/run/record.cpp", "#include \"train/config/toml_table.h\"\n#include \"train/io/sha256.h\"\n");
+  write_file(tree.path / "train/sweep/sweep.cpp", "#include \"train/trainer.h\"\n");
+  write_file(tree.path / "train/trainer.cpp", "#include \"train/sweep/sweep.h\"\n#include \"train/run/latest.h\"\n");
   const std::vector<std::string> v = layering_violations(tree.path);
   INFO(joined(v));
-  REQUIRE(v.size() == 4);
+  REQUIRE(v.size() == 7);
   CHECK(v[0] == "core/tensor.cpp:2: includes train/rpb.h (core may include only core)");
   CHECK(v[1] == "nn/position/sub.cpp:2: includes optim/adam.h (nn may include only core, nn)");
-  CHECK(v[2] == "train/uses.cpp:1: includes core/ops/kernels.h (internal to core/)");
-  CHECK(v[3] == "cli/main.cpp:2: touches TensorImpl (core's alone)");
+  CHECK(v[2] == "train/checkpoint/stored_model.cpp:1: includes train/workload.h (train/checkpoint may include only "
+                "core, nn, optim, train/io, train/data, train/config, train/checkpoint)");
+  CHECK(v[3] == "train/run/record.cpp:1: includes train/config/toml_table.h (internal to train/config/)");
+  CHECK(v[4] == "train/trainer.cpp:1: includes train/sweep/sweep.h (train may include only core, nn, optim, train/io, "
+                "train/dist, train/data, train/config, train/checkpoint, train/run, train)");
+  CHECK(v[5] == "train/uses.cpp:1: includes core/ops/kernels.h (internal to core/)");
+  CHECK(v[6] == "cli/main.cpp:2: touches TensorImpl (core's alone)");
 
   fs::remove_all(tree.path / "optim");
   CHECK(rpb::testing::contains(joined(layering_violations(tree.path)), "optim/: the folder of a layer is missing"));

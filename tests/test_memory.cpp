@@ -1,4 +1,4 @@
-// train/memory.h and train/stored_model.h: the memory estimate against measured peaks, the budget that refuses
+// train/config/memory.h and train/checkpoint/stored_model.h: the memory estimate against measured peaks, the budget that refuses
 // runs up front, and checkpoints whose stored config describes another model.
 #include <doctest/doctest.h>
 
@@ -8,8 +8,8 @@
 #include "cli/inspect.h"
 #include "core/tensor.h"
 #include "test_util.h"
-#include "train/memory.h"
-#include "train/stored_model.h"
+#include "train/checkpoint/stored_model.h"
+#include "train/config/memory.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

@@ -11,8 +11,8 @@
 
 #include "hostile_files.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_finite.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/checkpoint_finite.h"
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-// Output flags never destroy a file (train/output_file.h): `inspect --svg` and `eval --out` write only regular files,
+// Output flags never destroy a file (train/run/output_file.h): `inspect --svg` and `eval --out` write only regular files,
 // never an input, a device or a file rpb manages in a run or sweep folder; a refusal exits 2 before any work and
 // leaves every file byte-identical.
 #include <doctest/doctest.h>
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "test_util.h"
-#include "train/output_file.h"
-#include "train/run_folder.h"
+#include "train/run/output_file.h"
+#include "train/run/run_folder.h"
 
 namespace rpb::output_file_tests {
 

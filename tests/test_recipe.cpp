@@ -11,8 +11,8 @@
 #include "nn/position.h"
 #include "nn/transformer.h"
 #include "test_util.h"
-#include "train/config.h"
-#include "train/run_identity.h"
+#include "train/config/config.h"
+#include "train/config/run_identity.h"
 
 using namespace rpb;
 using namespace rpb::testing;  // contains, error_of

@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "test_util.h"
-#include "train/atomic_file.h"
-#include "train/checkpoint.h"
-#include "train/latest.h"
-#include "train/run_lock.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/io/atomic_file.h"
+#include "train/run/latest.h"
+#include "train/run/run_lock.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "test_util.h"
-#include "train/checkpoint_path.h"
-#include "train/run_lock.h"
+#include "train/run/checkpoint_path.h"
+#include "train/run/run_lock.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

@@ -9,10 +9,10 @@
 #include <toml++/toml.h>
 
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/latest.h"
-#include "train/run_folder.h"
-#include "train/run_identity.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/run_identity.h"
+#include "train/run/latest.h"
+#include "train/run/run_folder.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

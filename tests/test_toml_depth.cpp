@@ -6,9 +6,9 @@
 
 #include "hostile_files.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/toml_depth.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/config.h"
+#include "train/config/toml_depth.h"
 
 namespace rpb::h2_toml_depth_tests {
 

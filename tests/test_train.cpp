@@ -11,8 +11,8 @@
 #include <regex>
 
 #include "test_util.h"
-#include "cli/extrapolate.h"
-#include "train/latest.h"
+#include "train/run/latest.h"
+#include "train/sweep/sweep.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

@@ -8,14 +8,14 @@
 #include <filesystem>
 #include <sstream>
 
+#include "cli/inspect.h"
 #include "run_checks.h"
 #include "test_util.h"
-#include "cli/inspect.h"
+#include "train/config/run_identity.h"
 #include "train/interrupt.h"
-#include "train/latest.h"
-#include "train/metrics_csv.h"
 #include "train/progress.h"
-#include "train/run_identity.h"
+#include "train/run/latest.h"
+#include "train/run/metrics_csv.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;

@@ -9,8 +9,8 @@
 #include "nn/position.h"
 #include "nn/position/table_scheme.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/config.h"
 
 namespace fs = std::filesystem;
 using namespace rpb;

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/checkpoint.h"
+#include "train/checkpoint/metrics_row.h"
 
 namespace rpb {
 

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "optim/optimizer.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/data_parallel.h"
-#include "train/memory.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/config.h"
+#include "train/config/memory.h"
+#include "train/dist/data_parallel.h"
 #include "train/progress.h"
 #include "train/workload.h"
 
@@ -42,7 +42,7 @@ struct StartOptions {
 
 /// Who takes a Run's steps.
 enum class Parallel {
-  /// Every rank of the MPI job (train/distributed.h), data-parallel: each computes its shard of the global batch
+  /// Every rank of the MPI job (train/dist/distributed.h), data-parallel: each computes its shard of the global batch
   /// run.batch, the gradients are averaged, every rank takes the same optimizer step; rank 0 alone writes the run
   /// folder (checkpoints, config, log, metrics). One process when MPI is not running.
   ranks,
@@ -75,7 +75,7 @@ class Run {
   /// valid); with `resume_from` (a checkpoint file of the run folder), continues from that file and points
   /// `latest` at it. Without either, a folder that already holds checkpoints is an error (nothing is
   /// overwritten). A resumed checkpoint's step must lie in [0, config.steps], and its stored config must have the
-  /// identity of this one (train/run_identity.h; run.steps may differ with options.extend): else rpb::Error lists
+  /// identity of this one (train/config/run_identity.h; run.steps may differ with options.extend): else rpb::Error lists
   /// the differing keys (changed_config_message), unless options.overwrite moves the folder aside.
   ///
   /// Data-parallel (Parallel::ranks, N > 1 ranks): rank 0 does all of the above that touches the run folder and
@@ -85,7 +85,7 @@ class Run {
   ///
   /// Every run.log_every steps (and at every validation and the last step) it logs a row: the mean training loss
   /// of the steps since the previous row (steps whose loss is not finite left out; NaN when none is left), appended
-  /// to the run folder's metrics.csv (train/metrics_csv.h) and kept for the checkpoints' /metrics. With
+  /// to the run folder's metrics.csv (train/run/metrics_csv.h) and kept for the checkpoints' /metrics. With
   /// run.eval_every > 0 it scores the valid split every eval_every steps and at the last one (Workload::evaluate),
   /// which changes nothing the training draws: a resumed run stays bit-identical. Under InterruptHandlers
   /// (train/interrupt.h), a SIGINT or SIGTERM ends the run after the current step: a checkpoint of that step (and
@@ -95,7 +95,7 @@ class Run {
   /// The checkpoint the run folder's `latest` names, read, with its file; nullopt when there is none.
   std::optional<std::pair<std::string, Checkpoint>> latest() const;
   /// Puts checkpoint `c` (read from `file`, of this run's architecture) into the model, optimizer and samplers.
-  /// Refuses (check_finite, train/checkpoint_finite.h) parameters, buffers or optimizer state that are not finite.
+  /// Refuses (check_finite, train/checkpoint/checkpoint_finite.h) parameters, buffers or optimizer state that are not finite.
   void restore(const Checkpoint& c, const std::string& file);
 
   /// Perplexity on the held-out test stream at every length of config.eval_multipliers
@@ -110,7 +110,7 @@ class Run {
   /// The task, one line.
   std::string describe() const { return workload_->describe(); }
   std::optional<double> optimal_perplexity() const { return workload_->optimal_perplexity(); }
-  /// The identity of the run's data beyond its config (kjv's text; train/data_identity.h), recorded in checkpoints.
+  /// The identity of the run's data beyond its config (kjv's text; train/checkpoint/data_identity.h), recorded in checkpoints.
   DataIdentity data_identity() const { return workload_->data_identity(); }
   nn::Module& model() { return workload_->model(); }
   const std::string& dir() const { return dir_; }
@@ -129,7 +129,7 @@ class Run {
   /// What on_step() calls: the number of steps done.
   using StepHook = std::function<void(int64_t done)>;
   /// Calls `hook` after every step (a distributed sweep's rank 0 answers the other ranks there while it trains a
-  /// run itself, cli/work_queue.h). One hook; an empty function removes it.
+  /// run itself, train/sweep/work_queue.h). One hook; an empty function removes it.
   void on_step(StepHook hook) { step_hook_ = std::move(hook); }
 
  private:

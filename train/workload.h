@@ -7,39 +7,17 @@
 #include <string>
 #include <vector>
 
-#include "nn/attention_stats.h"
 #include "nn/module.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/config.h"
+#include "train/config/model.h"
+#include "train/run/eval_result.h"
 
 namespace rpb {
 
 class EvalProgress;
 
-/// Attention diagnostics at one evaluation size (nn/attention_stats.h), measured on the evaluation's sample: the
-/// first held-out segments (grids) holding as many target tokens (cells) as one segment (grid) of the longest
-/// size, so every size sees the same tokens where the task allows it. Empty when not measured
-/// (run.eval_diagnostics off, a size the model cannot run at, or window attention, which records none).
-struct AttentionDiagnostics {
-  std::vector<std::vector<double>> mean_distance;  // [layer][head]: positions (grids: cells, Euclidean)
-  std::vector<std::vector<double>> entropy;        // [layer][head]: nats
-  bool empty() const { return mean_distance.empty(); }
-  /// The mean over layers and heads; nullopt when empty.
-  std::optional<double> mean_distance_overall() const;
-  std::optional<double> entropy_overall() const;
-};
-
-/// Perplexity at one evaluation size (a length, or a grid side).
-struct LengthResult {
-  int64_t length = 0;
-  int64_t multiplier = 0;
-  std::optional<double> nll;  // mean NLL in nats; nullopt where the model cannot run (learned positions past its table)
-  int64_t tokens = 0;         // target tokens (grids: cells) the mean is over; 0 where nll is nullopt
-  AttentionDiagnostics attention;  // test split with run.eval_diagnostics; else empty
-  std::optional<double> perplexity() const;
-};
-
-/// The part of each global training batch this process computes under data parallelism (train/distributed.h):
+/// The part of each global training batch this process computes under data parallelism (train/dist/distributed.h):
 /// rows [index * B / count, (index + 1) * B / count) of the batch of run.batch rows every rank draws alike.
 struct Shard {
   int64_t index = 0;  // this rank
@@ -54,7 +32,7 @@ class Workload {
   virtual std::string describe() const = 0;
   /// exp(entropy rate) where the task knows it.
   virtual std::optional<double> optimal_perplexity() const = 0;
-  /// The identity of the data beyond the config (kjv's text, train/data_identity.h); empty for generated data.
+  /// The identity of the data beyond the config (kjv's text, train/checkpoint/data_identity.h); empty for generated data.
   virtual DataIdentity data_identity() const { return {}; }
   /// Tokens (or cells) in one training batch, for the tokens/s figure.
   virtual int64_t batch_tokens() const = 0;
@@ -79,18 +57,6 @@ class Workload {
                                              int64_t tokens, EvalProgress* progress) = 0;
 };
 
-/// The options of `config`'s model for a task of `vocab` token ids: [model] and [position], with the vocabulary
-/// and the attention direction of the task (causal for the 1-D tasks, bidirectional on grids).
-nn::TransformerOptions model_options(const RunConfig& config, int64_t vocab);
-
-/// The parameters of `config`'s model for `vocab` (nn::LanguageModel or nn::GridModel::parameter_count), counted
-/// without building it.
-int64_t model_parameter_count(const RunConfig& config, int64_t vocab);
-
-/// `config`'s model alone, initialised from run.seed as a Run's is, without its task's data: what
-/// `rpb inspect` loads a checkpoint into.
-std::unique_ptr<nn::Module> make_model(const RunConfig& config, int64_t vocab);
-
 /// Rows [index * B / count, (index + 1) * B / count) of a batch (B, ...) for `shard`; the batch itself when count
 /// is 1. Throws when the shards do not divide B.
 Tensor shard_rows(const Tensor& batch, const Shard& shard);
@@ -98,9 +64,6 @@ Tensor shard_rows(const Tensor& batch, const Shard& shard);
 /// With several shards, points `dropout` at the stream of (seed, step, shard.index); one shard keeps the
 /// generator's own stream (a one-process run draws as it always has).
 void shard_dropout(Generator& dropout, uint64_t seed, int64_t step, const Shard& shard);
-
-/// The diagnostics an AttentionStatsRecorder holds, [layer][head].
-AttentionDiagnostics attention_diagnostics(const std::vector<nn::AttentionStats>& layers);
 
 /// The workload `config.task.kind` calls for.
 std::unique_ptr<Workload> make_workload(const RunConfig& config);

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "nn/grid_model.h"
+#include "train/data/grid2d.h"
 #include "train/eval_progress.h"
-#include "train/grid2d.h"
 #include "train/workload.h"
 
 namespace rpb {

@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "nn/transformer.h"
-#include "train/data.h"
+#include "train/checkpoint/data_identity.h"
+#include "train/data/task.h"
 #include "train/eval_progress.h"
-#include "train/data_identity.h"
 #include "train/workload.h"
 
 namespace rpb {

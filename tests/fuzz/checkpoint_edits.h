@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "train/crc32.h"
+#include "train/checkpoint/crc32.h"
 
 namespace fuzz {
 

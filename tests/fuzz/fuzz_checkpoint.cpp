@@ -1,4 +1,4 @@
-// tests/fuzz/fuzz_checkpoint.cpp: libFuzzer target for the HDF5 checkpoint reader (train/checkpoint.h)
+// tests/fuzz/fuzz_checkpoint.cpp: libFuzzer target for the HDF5 checkpoint reader (train/checkpoint/checkpoint.h)
 // and what `rpb inspect` does with a checkpoint that loads (the stored config, the parameters
 // against the model it describes, the bias tables).
 //
@@ -37,7 +37,7 @@
 #include "checkpoint_edits.h"
 #include "cli/inspect.h"
 #include "core/error.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint/checkpoint.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// tests/fuzz/fuzz_config.cpp: libFuzzer target for the TOML config loader (train/config.h).
+// tests/fuzz/fuzz_config.cpp: libFuzzer target for the TOML config loader (train/config/config.h).
 //
 // The input is a config file's text, overrides included as a last line "#set key=value" so that
 // the --set path is fuzzed too. The only acceptable outcome besides success is rpb::Error (a
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

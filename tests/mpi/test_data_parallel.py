@@ -1,4 +1,4 @@
-"""Data-parallel training under MPI (train/distributed.h, Run with Parallel::ranks), run through mpirun with up to
+"""Data-parallel training under MPI (train/dist/distributed.h, Run with Parallel::ranks), run through mpirun with up to
 4 ranks on this machine (oversubscribed):
 
 - 2 and 4 ranks follow the one-process loss curve for 200 steps within 1e-5 relative at every step, and two runs

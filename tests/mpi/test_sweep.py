@@ -1,4 +1,4 @@
-"""Distributed sweeps (`mpirun -np N build/rpb extrapolate CFG`, cli/work_queue.h): the ranks train whole runs,
+"""Distributed sweeps (`mpirun -np N build/rpb extrapolate CFG`, train/sweep/work_queue.h): the ranks train whole runs,
 each on one rank, handed out as ranks free up; rank 0 evaluates and writes results.{csv,json,svg}, bit-identical
 to a one-process sweep's; a second sweep reuses every finished run; evaluation-only methods train nothing; a sweep
 stopped with SIGUSR1 saves each rank's run and, resumed, gives the one-process table.

@@ -96,7 +96,7 @@ RUNS = {
 
 
 def rpb_perplexities(checkpoint):
-    """{length: perplexity} from `rpb eval --json` (the record train/eval_record.h describes)."""
+    """{length: perplexity} from `rpb eval --json` (the record train/run/eval_record.h describes)."""
     out = subprocess.run([ARGS.rpb, "eval", checkpoint, "--lengths", ",".join(map(str, LENGTHS)), "--json",
                           "--no-record"], check=True, capture_output=True, text=True).stdout
     rows = json.loads(out)["lengths"]

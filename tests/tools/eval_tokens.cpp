@@ -14,9 +14,9 @@
 
 #include "core/error.h"
 #include "core/text.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/data.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/config.h"
+#include "train/data/task.h"
 
 namespace {
 

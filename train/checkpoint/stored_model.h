@@ -1,0 +1,38 @@
+// rpb/train/checkpoint/stored_model.h: the model a checkpoint's stored config describes, checked against the checkpoint before it
+// is built.
+//
+// A checkpoint is untrusted input: its `config` attribute could describe a model of any size. These functions compare
+// what the config implies with what the file holds (counting parameters without building anything) and build only the
+// model, never the task's data, so reading a checkpoint has no side effects.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "nn/module.h"
+#include "train/checkpoint/checkpoint.h"
+#include "train/config/config.h"
+
+namespace rpb {
+
+/// The vocabulary of the model in `c`: its /state counter "vocab" (written since format version 1 gained it), else the
+/// one `config` fixes (markov, lag, grid2d), else (older kjv checkpoints) the one for which the config's model has
+/// exactly as many parameters as the file holds. Throws rpb::Error naming `file` when none fits.
+int64_t checkpoint_vocab(const Checkpoint& c, const RunConfig& config, const std::string& file);
+
+/// Throws rpb::Error "checkpoint <file>: step S is outside [0, run.steps = N] (...)" unless c.step lies in
+/// [0, config.steps]: what `train --resume`, `eval` and `inspect` ask of a checkpoint's step.
+void check_checkpoint_step(const Checkpoint& c, const RunConfig& config, const std::string& file);
+
+/// Throws rpb::Error naming `file` unless c.step lies in [0, run.steps] (check_checkpoint_step) and `config`'s model for `vocab` is within
+/// reach of the parameters c.params holds (at most twice as many, plus 2^20): "the stored config describes a model of N
+/// parameters (...), far more than the M the file holds". Builds nothing; a model that passes is small enough to build,
+/// and check_params then names every parameter that differs.
+void check_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vocab, const std::string& file);
+
+/// The stored config's model with the checkpoint's parameters and buffers loaded, after the checks above and
+/// check_params, in evaluation mode (its forwards change no buffer: a table scheme marks no row as trained). Reads
+/// and writes no file.
+std::unique_ptr<nn::Module> load_stored_model(const Checkpoint& c, const RunConfig& config, const std::string& file);
+
+}  // namespace rpb

@@ -1,0 +1,496 @@
+// rpb/train/config/config.cpp: the run config's schema, one reader per TOML table ([run], [model], [task], [grid],
+// [position], [optim] with [[optim.group]], [sweep]), on top of train/config/toml_table.h.
+#include "train/config/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <sstream>
+
+#include "core/text.h"
+#include "core/unicode.h"
+#include "nn/limits.h"
+#include "nn/position.h"
+#include "train/config/toml_depth.h"
+#include "train/config/toml_table.h"
+#include "train/io/input_file.h"
+
+namespace rpb {
+
+namespace fs = std::filesystem;
+using toml_config::OverrideMap;
+using toml_config::Table;
+namespace L = nn::limits;
+using namespace run_limits;
+
+namespace {
+
+// The table `name` of `root`, created when absent.
+toml::table& table_in(toml::table& root, const char* name) {
+  if (!root.contains(name)) root.insert(name, toml::table{});
+  return *root.get(name)->as_table();
+}
+
+// The tables of one document, read in turn; each reader takes what it needs from the config read so far and
+// writes every key it accepts, with its final value, into `effective` (the effective config, RunConfig::text).
+struct Reader {
+  const toml::table& root;
+  const std::string& source;
+  const OverrideMap& applied;
+  toml::table& effective;
+  Table table(const char* name) const {
+    Table t(toml_config::subtable(root, name, source, applied), std::string(name) + ".", source, applied);
+    t.write_to(table_in(effective, name));
+    return t;
+  }
+};
+
+// What makes `v` unfit for a path in the run's file system ("a control character (U+001B)", "a format character
+// (U+202E, category Cf)", "300 bytes"), or "": a `component` (run.name) is one folder name; any value is valid
+// UTF-8 free of controls (NUL included) and of format and separator characters (core/unicode.h), and at most
+// `max_bytes` long.
+std::string path_problem(const std::string& v, std::size_t max_bytes, bool component) {
+  if (std::string p = name_character_problem(v); !p.empty()) return p;
+  if (v.size() > max_bytes) return std::to_string(v.size()) + " bytes";
+  if (!component) return "";
+  if (v.empty()) return "an empty name";
+  if (v.find('/') != std::string::npos) return "a '/'";
+  if (v == "." || v == "..") return "'" + v + "'";
+  return "";
+}
+
+// A string key that names a folder or a file (run.name, run.out_dir, task.kjv_path), checked by path_problem.
+void get_path(Table& t, const char* key, std::string& out, bool component) {
+  t.get(key, out);
+  const std::size_t max_bytes = component ? kMaxNameBytes : kMaxPathBytes;
+  if (const std::string p = path_problem(out, max_bytes, component); !p.empty())
+    t.fail_at(key, std::string(component ? "expected a folder name (one path component: not '.' or '..', no '/', "
+                                         : "expected a path (") +
+                       "no control, format or separator characters, at most " + std::to_string(max_bytes) +
+                       " bytes), found " + p);
+}
+
+void read_run(Table& run, RunConfig& c) {
+  get_path(run, "name", c.name, true);
+  get_path(run, "out_dir", c.out_dir, false);
+  run.get("seed", c.seed);
+  run.get("steps", c.steps, 1, kMaxSteps);
+  run.get("batch", c.batch, 1, kMaxBatch);
+  run.get("length", c.length, 1, L::kMaxSequence);
+  run.get("log_every", c.log_every, 1, kMaxSteps);
+  run.get("checkpoint_every", c.checkpoint_every, 0, kMaxSteps);
+  run.get("eval_multipliers", c.eval_multipliers, 1, kMaxMultiplier, kMaxLengths);
+  run.get("eval_tokens", c.eval_tokens, 1, kMaxTokens);
+  run.get("eval_batch", c.eval_batch, 1, kMaxBatch);
+  run.get("eval_every", c.eval_every, 0, kMaxSteps);
+  run.get("eval_diagnostics", c.eval_diagnostics);
+  run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier, kMaxLengths);
+  run.get("valid_tokens", c.valid_tokens, 1, kMaxTokens);
+  run.get("on_nonfinite", c.on_nonfinite, {"stop", "skip"});
+  run.done();
+}
+
+void read_model(Table& model, nn::TransformerOptions& m) {
+  model.get("d_model", m.d_model, L::d_model.lo, L::d_model.hi);
+  model.get("heads", m.heads, L::heads.lo, L::heads.hi);
+  model.get("layers", m.layers, L::layers.lo, L::layers.hi);
+  model.get("d_ff", m.d_ff, L::d_ff.lo, L::d_ff.hi);
+  model.get("dropout", m.dropout, 0.0, 1.0, false, true);
+  model.get("tie_head", m.tie_head);
+  model.get("share_position", m.share_position);
+  model.get("attn_scale", m.attn_scale, 0.0, 1e6);
+  model.get("fused_attention", m.fused_attention);
+  model.get("init_std", m.init_std, 0.0, 10.0, true);
+  std::string gelu = m.gelu == GeluApprox::tanh ? "tanh" : "erf";
+  model.get("gelu", gelu, {"tanh", "erf"});
+  m.gelu = gelu == "tanh" ? GeluApprox::tanh : GeluApprox::erf;
+  std::string embedding = nn::recipe_name(m.embedding);
+  std::vector<std::string> recipes;
+  for (const nn::EmbeddingRecipe r : nn::kEmbeddingRecipes) recipes.emplace_back(nn::recipe_name(r));
+  model.get("embedding", embedding, recipes);
+  for (const nn::EmbeddingRecipe r : nn::kEmbeddingRecipes)
+    if (embedding == nn::recipe_name(r)) m.embedding = r;
+  if (m.d_model % m.heads != 0)
+    model.fail_at("heads", "heads " + std::to_string(m.heads) + " must divide model.d_model " + std::to_string(m.d_model) +
+                               model.set_by("d_model"));
+  model.done();
+}
+
+void read_task(Table& task, data::TaskOptions& t) {
+  task.get("kind", t.kind, data::task_kinds());
+  task.get("vocab", t.vocab, 2, kMaxVocab);
+  task.get("order", t.order, 1, 16);
+  task.get("concentration", t.concentration, 0.0, 1e6, true);
+  task.get("lag", t.lag, 1, 1 << 20);
+  task.get("noise", t.noise, 0.0, 1.0);
+  task.get("seed", t.seed);
+  task.get("train_tokens", t.train_tokens, 2, kMaxTokens);
+  task.get("eval_tokens", t.eval_tokens, 2, kMaxTokens);
+  get_path(task, "kjv_path", t.kjv_path, false);
+  task.done();
+}
+
+// [grid]'s values; its checks that depend on the scheme come after [position] (check_grid).
+void read_grid(Table& grid, GridConfig& g, nn::PositionOptions& p) {
+  grid.get("window", g.window, L::window.lo, L::window.hi);
+  grid.get("shift", g.shift);
+  grid.get("cpb_hidden", g.cpb_hidden, L::cpb_hidden.lo, L::cpb_hidden.hi);
+  grid.get("max_side", p.max_side, L::max_side.lo, L::max_side.hi);
+  grid.get("eval_window", g.eval_window, 0, L::window.hi);
+}
+
+// [position], and the scheme's own checks on the whole model's position options: an rpb::OptionError names
+// the option at fault, reported at its key when the config sets it (else at position.scheme).
+void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
+  nn::PositionOptions& p = c.model.position;
+  const int64_t dims = c.dims();
+  if (dims == 2 && !pos.has("scheme")) p.scheme = "swin";
+  pos.get("scheme", p.scheme, nn::scheme_names(dims));
+  pos.get("num_buckets", p.num_buckets, L::num_buckets.lo, L::num_buckets.hi);
+  pos.get("max_distance", p.max_distance, L::max_distance.lo, L::max_distance.hi);
+  pos.get("max_relative_position", p.max_relative_position, L::max_relative_position.lo, L::max_relative_position.hi);
+  pos.get("lambda", p.lambda, 0.0, L::kMaxLambda);
+  pos.get("learnable_lambda", p.learnable_lambda);
+  pos.get("max_positions", p.max_positions, L::max_positions.lo, L::max_positions.hi);
+  pos.get("rope_base", p.rope_base, 1.0, 1e12, true);
+  pos.get("init_std", p.init_std, 0.0, 10.0, true);
+  std::string untrained = nn::untrained_name(p.untrained);
+  pos.get("untrained", untrained, nn::untrained_names());
+  p.untrained = nn::untrained_from_name(untrained);
+  const nn::PositionOptions po = c.position();
+  const nn::SchemeInfo& info = nn::scheme_info(po);
+  // The option that bounds the scheme's length lives in [grid] (max_side) or [position].
+  auto table_of = [&](const std::string& field) -> Table& { return field == "max_side" ? grid : pos; };
+  try {
+    nn::validate(po);  // allocates nothing: the scheme is not built
+  } catch (const OptionError& e) {
+    Table& t = table_of(e.field());
+    const std::string& key = t.has(e.field().c_str()) ? e.field() : std::string("scheme");
+    (key == "scheme" ? pos : t).fail_at(key.c_str(), "invalid for scheme " + p.scheme + ": " + e.detail());
+  }
+  if (const int64_t limit = info.max_length(po); limit > 0 && limit < c.length)
+    table_of(info.length_option)
+        .fail_at(info.length_option, "the " + p.scheme + " table needs at least run.length = " + std::to_string(c.length) +
+                                         (dims == 2 ? " cells per side" : " positions") + run.set_by("length") + ", got " +
+                                         std::to_string(limit));
+  pos.done();
+}
+
+// One evaluation's lengths and tokens: the test split's (run.eval_multipliers, run.eval_tokens) or the valid
+// split's (run.valid_multipliers, run.valid_tokens).
+struct EvalKeys {
+  const std::vector<int64_t>& multipliers;
+  int64_t tokens;
+  const char* multipliers_key;
+  const char* tokens_key;
+  const char* what;   // "evaluation" or "validation"
+  const char* split;  // the stream: "test" or "valid"
+};
+
+// run.length and an evaluation's multipliers, once every table is read: the longest evaluation sequence holds at
+// most limits::kMaxSequence positions (tokens, or the cells of a grid whose side is the length), and for the token
+// tasks the evaluation can score the same tokens at every length (data::make_eval_plan's rule, checked before
+// training instead of after it) from its token key and, for markov and lag, the task.eval_tokens of the stream.
+void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind, const EvalKeys& k) {
+  const bool grid = data::task_dims(kind) == 2;
+  const auto positions = [&](int64_t side) { return grid ? side * side : side; };  // side <= 2^26: no overflow
+  const std::string cells = grid ? " cells" : " positions";
+  const std::string length = std::to_string(c.length);
+  if (positions(c.length) > L::kMaxSequence)  // only a grid: run.length's range holds it for the tokens
+    run.fail_at("length", "a " + length + " x " + length + " grid has " + std::to_string(positions(c.length)) +
+                              " cells; expected at most " + std::to_string(L::kMaxSequence) +
+                              " (a side of at most 256)");
+  const int64_t largest = *std::max_element(k.multipliers.begin(), k.multipliers.end());
+  const int64_t longest = largest * c.length;  // <= 2^10 x 2^16
+  const std::string what = "the longest " + std::string(k.what) + " length " + std::to_string(largest) +
+                           " x run.length " + length + run.set_by("length") + " = " + std::to_string(longest);
+  if (positions(longest) > L::kMaxSequence)
+    run.fail_at(k.multipliers_key,
+                what + (grid ? " (a grid of " + std::to_string(positions(longest)) + " cells)" : "") +
+                    ": expected at most " + std::to_string(L::kMaxSequence) + cells + " per sequence");
+  if (grid) return;  // each grid size draws its own held-out grids
+  for (const int64_t m : k.multipliers)
+    if (largest % m != 0)
+      run.fail_at(k.multipliers_key, "multiplier " + std::to_string(m) + " does not divide the largest, " +
+                                         std::to_string(largest) + ": every length must score the same tokens");
+  if (k.tokens < longest)
+    run.fail_at(k.multipliers_key, what + " scores at least " + std::to_string(longest) + " tokens, over run." +
+                                       k.tokens_key + " = " + std::to_string(k.tokens) + run.set_by(k.tokens_key));
+  const bool stream_of_eval_tokens = kind == "markov" || kind == "lag";  // kjv's is its books of the split
+  if (stream_of_eval_tokens && c.task.eval_tokens - 1 < longest)
+    run.fail_at(k.multipliers_key, what + " needs " + std::to_string(longest + 1) + " held-out tokens; the " + kind +
+                                       " " + k.split + " stream has task.eval_tokens = " +
+                                       std::to_string(c.task.eval_tokens));
+}
+
+void check_grid(Table& grid, const RunConfig& c) {
+  if (c.grid.eval_window > 0 && nn::scheme_info(c.position()).kind != nn::PositionKind::window)
+    grid.fail_at("eval_window", "only the windowed 2-D schemes (swin, swin_v2) have a window to change");
+  grid.done();
+}
+
+std::vector<optim::GroupRule> read_groups(const toml::table* ot, const Reader& r, double weight_decay,
+                                         std::vector<std::string>* accepted) {
+  std::vector<optim::GroupRule> groups;
+  if (!ot || !ot->contains("group")) return groups;
+  toml::array effective;
+  const toml::node* gn = ot->get("group");
+  const toml::array* ga = gn->as_array();
+  if (!ga || !ga->is_array_of_tables())
+    throw Error(toml_config::node_location(*gn, r.source, r.applied) +
+                ": optim.group: expected [[optim.group]] tables");
+  for (const toml::node& e : *ga) {
+    Table g(e.as_table(), "optim.group.", r.source, r.applied);
+    toml::table out;
+    g.write_to(out);
+    optim::GroupRule rule;
+    rule.weight_decay = weight_decay;
+    g.get("pattern", rule.pattern);
+    if (rule.pattern.empty()) g.fail_at("pattern", "expected a non-empty glob over parameter names");
+    g.get("weight_decay", rule.weight_decay, 0.0, 1e3);
+    g.get("lr_scale", rule.lr_scale, 0.0, 1e6);
+    g.done();
+    if (accepted)
+      for (const std::string& k : g.seen()) accepted->push_back("optim.group." + k);
+    effective.push_back(std::move(out));
+    groups.push_back(rule);
+  }
+  table_in(r.effective, "optim").insert_or_assign("group", std::move(effective));
+  return groups;
+}
+
+Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accepted) {
+  OptimConfig& o = c.optim;
+  const toml::table* ot = toml_config::subtable(r.root, "optim", r.source, r.applied);
+  Table opt(ot, "optim.", r.source, r.applied);
+  opt.write_to(table_in(r.effective, "optim"));
+  opt.get("kind", o.kind, {"adamw", "adam", "sgd"});
+  opt.get("lr", o.schedule.lr, 0.0, 1e3, true);
+  opt.get("schedule", o.schedule.kind, {"constant", "cosine"});
+  opt.get("warmup_steps", o.schedule.warmup_steps, 0, kMaxSteps);
+  opt.get("min_lr_ratio", o.schedule.min_lr_ratio, 0.0, 1.0);
+  opt.get("beta1", o.adam.beta1, 0.0, 1.0, false, true);
+  opt.get("beta2", o.adam.beta2, 0.0, 1.0, false, true);
+  opt.get("eps", o.adam.eps, 0.0, 1.0, true);
+  double wd = o.kind == "adamw" ? 0.01 : 0.0;
+  opt.get("weight_decay", wd, 0.0, 1e3);
+  opt.get("momentum", o.sgd.momentum, 0.0, 1.0, false, true);
+  opt.get("grad_clip", o.grad_clip, 0.0, 1e12);
+  o.adam.weight_decay = o.sgd.weight_decay = wd;
+  o.adam.decoupled = o.kind != "adam";
+  int64_t horizon = 0;  // 0: run.steps (train --extend sets the steps the run was started with)
+  opt.get("total_steps", horizon, 0, kMaxSteps);
+  o.schedule.total_steps = horizon > 0 ? horizon : c.steps;
+  if (o.schedule.kind == "cosine" && o.schedule.warmup_steps >= o.schedule.total_steps)
+    opt.fail_at("warmup_steps", "expected fewer warm-up steps than " +
+                                    (horizon > 0 ? "optim.total_steps = " : std::string("run.steps = ")) +
+                                    std::to_string(o.schedule.total_steps) +
+                                    (horizon > 0 ? opt.set_by("total_steps") : r.table("run").set_by("steps")));
+  opt.ignore("group");
+  o.adam.groups = o.sgd.groups = read_groups(ot, r, wd, accepted);
+  opt.done();
+  return opt;
+}
+
+// "t5@max_distance=64@untrained=nearest" -> {t5, {position.max_distance=64, position.untrained=nearest}};
+// "swin_v2@window8" -> {swin_v2, {grid.eval_window=8}}. The error names what was expected for the sweep's dims.
+// The settings' keys and values are checked when the sweep's run configs are made (run_config).
+SweepMethod parse_method(Table& sweep, const std::string& text, int64_t dims) {
+  std::vector<std::string> parts;
+  for (std::size_t from = 0;;) {
+    const auto at = text.find('@', from);
+    parts.push_back(text.substr(from, at == std::string::npos ? std::string::npos : at - from));
+    if (at == std::string::npos) break;
+    from = at + 1;
+  }
+  SweepMethod m{text, parts[0], {}};
+  const nn::SchemeInfo* info = nn::find_scheme(m.scheme, dims);
+  if (!info) {
+    std::string what = "\"" + printable(text) + "\": expected one of";
+    const std::vector<std::string> known = nn::scheme_names(dims);
+    for (const std::string& n : known) what += " " + n;
+    const std::string near = closest(m.scheme, known);
+    sweep.fail_at("methods", what + (dims == 2 ? " (2-D task)" : " (1-D task)") +
+                                 (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
+  }
+  // The method names a run folder: one path component.
+  if (const std::string p = path_problem(text, kMaxNameBytes, true); !p.empty())
+    sweep.fail_at("methods", "\"" + printable(text) + "\": a method names a run folder (one path component: no '/', no "
+                             "control, format or separator characters, at most " + std::to_string(kMaxNameBytes) +
+                             " bytes), found " + p);
+  const std::string window = "window";
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::string& s = parts[i];
+    const auto eq = s.find('=');
+    if (eq == std::string::npos && s.rfind(window, 0) == 0) {
+      const std::string n = s.substr(window.size());
+      const bool digits = !n.empty() && n.size() <= 4 && std::all_of(n.begin(), n.end(), [](char ch) {
+        return std::isdigit(static_cast<unsigned char>(ch));
+      });
+      if (info->kind != nn::PositionKind::window || !digits || std::stoi(n) < 1)
+        sweep.fail_at("methods", "\"" + printable(text) + "\": expected swin@window<N> or swin_v2@window<N> with N >= 1");
+      m.settings.push_back("grid.eval_window=" + std::to_string(std::stoi(n)));
+      continue;
+    }
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+      sweep.fail_at("methods", "\"" + printable(text) + "\": expected <scheme>@<key>=<value> (t5@max_distance=64, "
+                               "sinusoidal@optim.lr=0.001) or swin_v2@window<N>; found \"@" + printable(s) + "\"");
+    const std::string key = s.substr(0, eq);
+    if (key == "position.scheme" || key == "scheme")
+      sweep.fail_at("methods", "\"" + printable(text) + "\": the scheme is the part before the first '@'");
+    m.settings.push_back((key.find('.') == std::string::npos ? "position." : "") + s);
+  }
+  return m;
+}
+
+void read_sweep(Table& sweep, RunConfig& c) {
+  std::vector<std::string> methods;
+  sweep.get("methods", methods, {}, kMaxSweepMethods);
+  sweep.get("seeds", c.sweep.seeds, kMaxSweepSeeds);
+  sweep.get("tasks", c.sweep.tasks, data::task_kinds(), data::task_kinds().size());
+  const std::vector<std::string> tasks = c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks;
+  const bool grid_sweep = std::any_of(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });
+  if (grid_sweep && tasks.size() > 1) sweep.fail_at("tasks", "grid2d needs the 2-D schemes; sweep it on its own");
+  const int64_t dims = grid_sweep ? 2 : 1;
+  if (!sweep.has("methods")) methods = nn::scheme_names(dims);  // the default sweep: every scheme of the tasks' dims
+  c.sweep.methods.clear();
+  for (const std::string& m : methods) c.sweep.methods.push_back(parse_method(sweep, m, dims));
+  const std::size_t runs = c.sweep.methods.size() * tasks.size() * c.sweep.seeds.size();  // <= 256 x 4 x 1000
+  if (runs > kMaxSweepRuns)
+    sweep.fail_at("seeds", std::to_string(c.sweep.methods.size()) + " methods x " + std::to_string(tasks.size()) +
+                               " tasks x " + std::to_string(c.sweep.seeds.size()) + " seeds make " +
+                               std::to_string(runs) + " runs; expected at most " + std::to_string(kMaxSweepRuns) +
+                               " runs in one sweep");
+  sweep.done();
+}
+
+// Reads and checks `root`; `accepted`, when given, receives every dotted key the readers asked for.
+RunConfig parse_document(toml::table& root, const std::string& source, const OverrideMap& applied,
+                         std::vector<std::string>* accepted = nullptr) {
+  RunConfig c;
+  c.source = source;
+  toml::table effective;
+  const Reader r{root, source, applied, effective};
+  Table top(&root, "", source, applied);
+  for (const char* t : {"run", "model", "position", "task", "grid", "optim", "sweep"}) top.know(t);
+  top.done();
+
+  Table run = r.table("run"), model = r.table("model"), task = r.table("task"), grid = r.table("grid"),
+        pos = r.table("position"), sweep = r.table("sweep");
+  read_run(run, c);
+  read_model(model, c.model);
+  read_task(task, c.task);
+  read_grid(grid, c.grid, c.model.position);
+  read_position(pos, grid, run, c);
+  check_grid(grid, c);
+  const Table opt = read_optim(r, c, accepted);
+  read_sweep(sweep, c);
+  for (const std::string& kind : c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks) {
+    check_eval_lengths(run, c, kind,
+                       {c.eval_multipliers, c.eval_tokens, "eval_multipliers", "eval_tokens", "evaluation", "test"});
+    if (c.eval_every > 0)  // the valid split is scored during training only
+      check_eval_lengths(
+          run, c, kind,
+          {c.valid_multipliers, c.valid_tokens, "valid_multipliers", "valid_tokens", "validation", "valid"});
+  }
+
+  // The sweep table stays as written: its defaults depend on the tasks, and it is not part of a run's identity.
+  effective.erase("sweep");
+  if (const toml::table* st = toml_config::subtable(root, "sweep", source, applied)) effective.insert("sweep", *st);
+  c.text = toml_config::document_text(effective);
+  if (accepted)
+    for (const auto& [prefix, t] : {std::pair<std::string, const Table*>{"run.", &run}, {"model.", &model},
+                                    {"task.", &task}, {"grid.", &grid}, {"position.", &pos}, {"optim.", &opt}})
+      for (const std::string& k : t->seen())
+        if (prefix + k != "optim.group") accepted->push_back(prefix + k);
+  return c;
+}
+
+toml::table parse_text(const std::string& text, const std::string& source) {
+  check_toml_depth(text, source);  // the parser recurses once per level: a deep document would overflow the stack
+  try {
+    return toml::parse(text, std::string_view(source));
+  } catch (const toml::parse_error& e) {
+    throw Error(toml_config::where(e.source(), source) + ": TOML syntax error: " + printable(e.description()));
+  }
+}
+
+}  // namespace
+
+std::string SweepMethod::label() const {
+  const nn::SchemeInfo* info = nullptr;
+  for (const nn::SchemeInfo& s : nn::schemes())
+    if (scheme == s.name) info = &s;
+  std::string label = info ? info->label : scheme;
+  for (const std::string& s : settings) {  // "position.max_distance=64" -> ", max_distance 64"
+    const auto eq = s.find('=');
+    const std::string key = s.substr(0, eq);
+    label += ", " + (key == "grid.eval_window" ? std::string("eval window")
+                                               : key.rfind("position.", 0) == 0 ? key.substr(9) : key) +
+             " " + s.substr(eq + 1);
+  }
+  return label;
+}
+
+std::vector<int64_t> RunConfig::valid_lengths() const {
+  std::vector<int64_t> lengths;
+  if (eval_every > 0)
+    for (const int64_t m : valid_multipliers) lengths.push_back(m * length);
+  return lengths;
+}
+
+std::string RunConfig::run_dir() const { return (std::filesystem::path(out_dir) / name).string(); }
+
+RunConfig run_config(const RunConfig& sweep, const SweepRun& run) {
+  toml::table root = parse_text(sweep.text, sweep.source);
+  toml::table& r = table_in(root, "run");
+  r.insert_or_assign("out_dir", run.out_dir);
+  r.insert_or_assign("name", run.name);
+  r.insert_or_assign("seed", static_cast<int64_t>(run.seed));
+  table_in(root, "position").insert_or_assign("scheme", run.method.scheme);
+  table_in(root, "task").insert_or_assign("kind", run.task);
+  OverrideMap applied;
+  for (const std::string& s : run.method.settings)
+    toml_config::apply_override(root, s, applied, "sweep method \"" + printable(run.method.text) + "\"");
+  return parse_document(root, sweep.source, applied);
+}
+
+const std::vector<LegacyKey>& legacy_keys() {
+  static const std::vector<LegacyKey> keys = {
+      {"model", "embedding", "gpt2"},  // before model.embedding, every scheme's tokens were GPT-2's
+  };
+  return keys;
+}
+
+RunConfig parse_stored_config(const std::string& text, const std::string& source) {
+  toml::table root = parse_text(text, source);
+  for (const LegacyKey& k : legacy_keys()) {
+    toml::table& t = table_in(root, k.table);
+    if (!t.contains(k.key)) t.insert(k.key, std::string(k.value));
+  }
+  return parse_document(root, source, OverrideMap{});
+}
+
+RunConfig parse_config(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
+  toml::table root = parse_text(text, source);
+  OverrideMap applied;
+  for (const std::string& o : overrides) toml_config::apply_override(root, o, applied);
+  return parse_document(root, source, applied);
+}
+
+std::vector<std::string> accepted_keys(const std::string& text, const std::string& source) {
+  toml::table root = parse_text(text, source);
+  std::vector<std::string> keys;
+  parse_document(root, source, OverrideMap{}, &keys);
+  return keys;
+}
+
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  InputOptions o;
+  o.what = "config";
+  o.max_bytes = kMaxConfigBytes;
+  o.limit_source = "the most rpb reads of a config";
+  return parse_config(read_input_file(path, o), path, overrides);
+}
+
+}  // namespace rpb

@@ -1,0 +1,171 @@
+// rpb/train/config/config.h: run configuration from TOML files (configs/*.toml).
+//
+// Every key is checked: an unknown key (with a did-you-mean), a wrong type or an
+// out-of-range value is an error naming the file, line, key and value. Integers are
+// accepted where a float is expected (the widening is exact); nothing else is coerced.
+// Every size has an upper bound (run_limits below, nn/limits.h), and the longest evaluation
+// length is checked against the held-out stream before anything is built. Quoted values are
+// escaped and cut (core/text.h printable()).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/grid_model.h"
+#include "nn/transformer.h"
+#include "optim/adam.h"
+#include "optim/schedule.h"
+#include "optim/sgd.h"
+#include "train/data/task.h"
+
+namespace rpb {
+
+/// The largest values of the run's own sizes ([run], [task], optim.warmup_steps) and the longest lists ([sweep], the
+/// evaluation lengths; a list holds each value once); the model's and the position scheme's are in nn/limits.h. Like
+/// those, they guard against overflow and nonsense, not against running out of memory: a run inside every limit builds
+/// no tensor of more than 2^58 elements.
+namespace run_limits {
+inline constexpr int64_t kMaxSteps = int64_t{1} << 40;   // run.steps, log_every, checkpoint_every, eval_every,
+                                                         // optim.warmup_steps
+inline constexpr int64_t kMaxBatch = int64_t{1} << 16;   // run.batch, run.eval_batch: sequences per forward
+inline constexpr int64_t kMaxTokens = int64_t{1} << 32;  // task.train_tokens, task.eval_tokens, run.eval_tokens,
+                                                         // run.valid_tokens
+inline constexpr int64_t kMaxMultiplier = 1024;          // each of run.eval_multipliers and run.valid_multipliers
+inline constexpr std::size_t kMaxLengths = 64;           // lengths per evaluation: run.eval_multipliers,
+                                                         // run.valid_multipliers, eval --lengths
+inline constexpr std::size_t kMaxSweepMethods = 256;     // sweep.methods
+inline constexpr std::size_t kMaxSweepSeeds = 1000;      // sweep.seeds
+inline constexpr std::size_t kMaxSweepRuns = 4096;       // methods x tasks x seeds: the runs of one sweep
+inline constexpr int64_t kMaxVocab = int64_t{1} << 16;   // task.vocab
+inline constexpr std::size_t kMaxNameBytes = 100;        // run.name: one path component
+inline constexpr std::size_t kMaxPathBytes = 4096;       // run.out_dir, task.kjv_path
+}  // namespace run_limits
+
+struct OptimConfig {
+  std::string kind = "adamw";  // adamw | adam | sgd
+  optim::AdamOptions adam;
+  optim::SGDOptions sgd;
+  optim::ScheduleOptions schedule;  // holds the base lr
+  double grad_clip = 1.0;           // global-norm clipping; 0 disables
+};
+
+/// The 2-D grid model's windows ([grid]); task.kind = "grid2d" trains a GridModel on side x side grids
+/// (run.length is the side) with position.scheme one of nn::scheme_names(2). [grid] max_side is the learned2d
+/// table's side (model.position.max_side).
+struct GridConfig : nn::WindowOptions {
+  int64_t eval_window = 0;  // swin, swin_v2: window used for evaluation (0: the trained one)
+};
+
+/// One method of a sweep: a position scheme and the config keys it sets for its runs, written
+/// "<scheme>[@<setting>]...":
+///   "t5"                        the scheme, with the config's keys as they are
+///   "t5@max_distance=64"        position.max_distance = 64 (a key without a dot is one of [position])
+///   "t5@untrained=nearest"      position.untrained = "nearest" (values as --set takes them)
+///   "sinusoidal@optim.lr=1e-3"  any dotted key: a method's own learning rate or warm-up
+///   "swin_v2@window8"           grid.eval_window = 8
+/// A method that sets only evaluation keys (run_identity.h's non_identity_keys: position.untrained,
+/// grid.eval_window) evaluates the runs of its scheme; one that sets any other key trains runs of its own.
+struct SweepMethod {
+  std::string text;                   // as written: its name in results and its run folder
+  std::string scheme;                 // a registered scheme of the task's dims
+  std::vector<std::string> settings;  // "position.max_distance=64", as --set takes them
+  /// As written in configs and results ("swin_v2@window8").
+  std::string name() const { return text; }
+  /// Its label in result tables ("Swin V2 continuous (windows), eval window 8"; "T5 bias, max_distance 64").
+  std::string label() const;
+};
+
+/// What `rpb extrapolate` sweeps: each method x task x seed is one run.
+struct SweepConfig {
+  std::vector<SweepMethod> methods;  // default: every scheme of the tasks' dims
+  std::vector<uint64_t> seeds = {0};
+  std::vector<std::string> tasks;  // task kinds; empty: the [task] table's kind only
+};
+
+struct RunConfig {
+  std::string name = "run";          // run folder: <out_dir>/<name>
+  std::string out_dir = "checkpoints";
+  uint64_t seed = 0;                 // model init, dropout and batch order
+  int64_t steps = 1000;
+  int64_t batch = 32;
+  int64_t length = 64;               // train length L
+  int64_t log_every = 50;
+  int64_t checkpoint_every = 0;      // 0: only the final checkpoint
+  std::vector<int64_t> eval_multipliers = {1, 2, 4, 8, 16};
+  int64_t eval_tokens = 16384;       // held-out target tokens scored at every length
+  int64_t eval_batch = 8;            // segments per evaluation forward
+  int64_t eval_every = 0;            // validation every this many steps and at the last one; 0: none
+  bool eval_diagnostics = true;      // test evaluations also measure attention distance and entropy per head
+  std::vector<int64_t> valid_multipliers = {1};  // validation lengths, as multiples of run.length
+  int64_t valid_tokens = 4096;       // valid-split target tokens scored at every validation length
+  std::string on_nonfinite = "stop"; // stop | skip: a non-finite loss or gradient stops the run or skips the step
+
+  nn::TransformerOptions model;      // [model] and [position]
+  data::TaskOptions task;            // [task]
+  GridConfig grid;                   // [grid]
+  OptimConfig optim;                 // [optim] and [[optim.group]]
+  SweepConfig sweep;                 // [sweep]
+
+  std::string source;                // the file it came from ("<string>" when parsed from text)
+  /// The effective configuration as TOML (stored in checkpoints and in the run folder's config.toml): every key the
+  /// parser accepts for this run's task and scheme, with its value (defaults filled in, overrides applied), in a
+  /// fixed layout (toml_config::document_text); the [sweep] table as written. Parsing it gives the same RunConfig.
+  std::string text;
+
+  /// The run folder: <out_dir>/<name>.
+  std::string run_dir() const;
+  /// The number of dims of the task's grid: 2 for grid2d, 1 for the token tasks.
+  int64_t dims() const { return data::task_dims(task.kind); }
+  /// The validation lengths (valid_multipliers x length); empty when eval_every is 0.
+  std::vector<int64_t> valid_lengths() const;
+  /// The options of the model's position scheme (PositionOptions::for_model with the task's dims).
+  nn::PositionOptions position() const { return nn::PositionOptions::for_model(model, dims()); }
+};
+
+/// What one run of a sweep changes in the sweep's config.
+struct SweepRun {
+  std::string task;     // task.kind
+  SweepMethod method;   // position.scheme and grid.eval_window
+  uint64_t seed = 0;    // run.seed
+  std::string out_dir;  // run.out_dir
+  std::string name;     // run.name
+};
+
+/// The config of one sweep run: `sweep`'s document with the run's keys set to typed values, read and validated
+/// as a whole like a file (so its text, stored in checkpoints, is the sweep's text with those keys).
+RunConfig run_config(const RunConfig& sweep, const SweepRun& run);
+
+/// Every dotted key the parser reads for the config `text` (its task and scheme), the [sweep] table aside: the keys
+/// RunConfig::text holds ("optim.group.<key>" for the keys of each [[optim.group]]).
+std::vector<std::string> accepted_keys(const std::string& text, const std::string& source);
+
+/// A key added after runs were stored without it, whose default would change what such a run trains. A stored
+/// config (parse_stored_config, run identities) that lacks it reads as `value`: what every run did before the key
+/// existed.
+struct LegacyKey {
+  const char* table;  // "model"
+  const char* key;    // "embedding"
+  const char* value;  // "gpt2"
+};
+const std::vector<LegacyKey>& legacy_keys();
+
+/// A config that rpb stored (a checkpoint's `config` attribute, a run folder's config.toml), read as the run it
+/// describes: like parse_config, with each missing legacy_keys() entry set to its old value.
+RunConfig parse_stored_config(const std::string& text, const std::string& source);
+
+/// The largest config file rpb reads (configs are a few KiB).
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{4} << 20;
+
+/// Reads and validates a config file; `overrides` are "key=value" strings (dotted keys,
+/// TOML values: --set model.d_model=256 --set position.scheme="alibi"). The file is read through
+/// train/io/input_file.h read_input_file (a FIFO, a device or a folder is refused, and so is a file of more than
+/// kMaxConfigBytes), and its nesting is bounded (train/config/toml_depth.h) before it is parsed.
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+/// The same from text; `source` names it in error messages.
+RunConfig parse_config(const std::string& text, const std::string& source,
+                       const std::vector<std::string>& overrides = {});
+
+}  // namespace rpb

@@ -1,0 +1,93 @@
+// rpb/train/data/batches.cpp: training batches drawn from a stream, and the evaluation segments that score the same
+// tokens at every length.
+#include <algorithm>
+#include <limits>
+
+#include "train/data/data_detail.h"
+#include "train/data/task.h"
+
+namespace rpb::data {
+
+using detail::kBatchStream;
+
+// ---------------------------------------------------------------- batches
+
+BatchSampler::BatchSampler(const std::vector<int32_t>& stream, int64_t batch, int64_t length, uint64_t seed)
+    : stream_(&stream), batch_(batch), length_(length), rng_(derive_seed(seed, kBatchStream)) {
+  RPB_CHECK(batch >= 1, "batches", "batch must be >= 1, got ", batch);
+  RPB_CHECK(length >= 1, "batches", "length must be >= 1, got ", length);
+  RPB_CHECK(static_cast<int64_t>(stream.size()) >= length + 1, "batches", "a window of length ", length,
+            " needs a stream of at least ", length + 1, " tokens, got ", stream.size());
+}
+
+void BatchSampler::next(Tensor& inputs, Tensor& targets) {
+  const std::vector<int32_t>& s = *stream_;
+  const uint64_t offsets = s.size() - static_cast<uint64_t>(length_);  // valid starts: [0, size - L - 1]
+  inputs = Tensor::empty({batch_, length_}, DType::i64);
+  targets = Tensor::empty({batch_, length_}, DType::i64);
+  int64_t* in = inputs.mutable_data<int64_t>();
+  int64_t* tg = targets.mutable_data<int64_t>();
+  for (int64_t b = 0; b < batch_; ++b) {
+    const size_t off = static_cast<size_t>(uniform_index(rng_, offsets));
+    for (int64_t j = 0; j < length_; ++j) {
+      in[b * length_ + j] = s[off + j];
+      tg[b * length_ + j] = s[off + j + 1];
+    }
+  }
+  ++batches_drawn_;
+}
+
+void BatchSampler::set_state(const State& s) {
+  RPB_CHECK(s.batches_drawn >= 0, "batches", "batches_drawn must be >= 0, got ", s.batches_drawn);
+  rng_.set_state(s.rng);
+  batches_drawn_ = s.batches_drawn;
+}
+
+// ---------------------------------------------------------------- evaluation
+
+EvalPlan make_eval_plan(int64_t stream_tokens, int64_t train_length, const std::vector<int64_t>& multipliers,
+                        int64_t max_tokens) {
+  RPB_CHECK(train_length >= 1, "eval", "train_length must be >= 1, got ", train_length);
+  RPB_CHECK(!multipliers.empty(), "eval", "need at least one length multiplier");
+  RPB_CHECK(max_tokens >= 1, "eval", "max_tokens must be >= 1, got ", max_tokens);
+  int64_t largest = 0;
+  for (int64_t m : multipliers) {
+    RPB_CHECK(m >= 1, "eval", "every length multiplier must be >= 1, got ", m);
+    RPB_CHECK(m <= std::numeric_limits<int64_t>::max() / train_length, "eval", "multiplier ", m,
+              " x train_length ", train_length, " overflows");
+    largest = std::max(largest, m);
+  }
+  for (int64_t m : multipliers)
+    RPB_CHECK(largest % m == 0, "eval", "length multiplier ", m, " does not divide the largest multiplier ", largest,
+              ": the lengths could not all score the same tokens");
+  const int64_t lmax = largest * train_length;
+  const int64_t avail = std::min(max_tokens, stream_tokens - 1);
+  const int64_t n = avail >= lmax ? avail / lmax * lmax : 0;
+  RPB_CHECK(n > 0, "eval", "the largest length ", lmax, " (", largest, " x ", train_length, ") needs at least ",
+            lmax + 1, " held-out tokens and max_tokens >= ", lmax, "; got a stream of ", stream_tokens,
+            " tokens and max_tokens ", max_tokens);
+  EvalPlan plan{train_length, {}, n};
+  for (int64_t m : multipliers) plan.lengths.push_back(m * train_length);
+  return plan;
+}
+
+std::vector<EvalSegments> make_eval_segments(const std::vector<int32_t>& stream, int64_t train_length,
+                                             const std::vector<int64_t>& multipliers, int64_t max_tokens) {
+  const EvalPlan plan =
+      make_eval_plan(static_cast<int64_t>(stream.size()), train_length, multipliers, max_tokens);
+  std::vector<EvalSegments> out;
+  for (int64_t l : plan.lengths) {
+    const int64_t segs = plan.tokens_scored / l;
+    EvalSegments e{l, Tensor::empty({segs, l}, DType::i64), Tensor::empty({segs, l}, DType::i64)};
+    int64_t* in = e.inputs.mutable_data<int64_t>();
+    int64_t* tg = e.targets.mutable_data<int64_t>();
+    for (int64_t i = 0; i < plan.tokens_scored; ++i) {  // row-major (segment s, position j) is i = s*l + j
+      in[i] = stream[i];
+      tg[i] = stream[i + 1];
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace rpb::data

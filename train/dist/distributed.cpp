@@ -1,0 +1,219 @@
+// rpb/train/dist/distributed.cpp: MPI behind rpb::dist (the only file that includes mpi.h). Built with RPB_HAVE_MPI
+// when CMake found MPI and RPB_MPI is on; otherwise every function is the single-process case.
+#include "train/dist/distributed.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "core/error.h"
+#include "core/parallel.h"
+
+#ifdef RPB_HAVE_MPI
+#define OMPI_SKIP_MPICXX 1  // the C API only: no deprecated C++ bindings (and no libmpi_cxx to link)
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+namespace rpb::dist {
+
+namespace {
+
+// Set by an MPI launcher (Open MPI's mpirun, PMIx launchers, MPICH's Hydra / Slurm's srun).
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
+    if (std::getenv(v) != nullptr) return true;
+  return false;
+}
+
+int hardware_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+bool g_started = false;  // this process called MPI_Init_thread (and has not finalized)
+int g_rank = 0, g_size = 1, g_local = 1;
+
+}  // namespace
+
+#ifdef RPB_HAVE_MPI
+
+namespace {
+
+// Throws rpb::Error naming the call and MPI's message when `code` is not MPI_SUCCESS.
+void check(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  throw Error(std::string("mpi: ") + call + " failed on rank " + std::to_string(g_rank) + " of " +
+              std::to_string(g_size) + ": " + std::string(text, static_cast<std::size_t>(len)));
+}
+
+// MPI counts are int: a longer buffer goes in pieces of at most 2^30 elements.
+template <typename F>
+void in_pieces(std::size_t n, F&& f) {
+  constexpr std::size_t kPiece = std::size_t{1} << 30;
+  for (std::size_t at = 0; at < n; at += kPiece) f(at, static_cast<int>(std::min(kPiece, n - at)));
+}
+
+}  // namespace
+
+Session::Session(int& argc, char**& argv) {
+  if (launched_by_mpi() && !g_started) {
+    int provided = 0;
+    check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    g_started = true;
+    // Errors come back as codes (turned into rpb::Error by check) instead of aborting inside MPI.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &g_rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(MPI_COMM_WORLD, &g_size), "MPI_Comm_size");
+    MPI_Comm node;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type");
+    check(MPI_Comm_size(node, &g_local), "MPI_Comm_size");
+    MPI_Comm_free(&node);
+    if (std::getenv("RPB_NUM_THREADS") == nullptr) set_num_threads(default_threads());
+  }
+}
+
+Session::~Session() {
+  if (!g_started) return;
+  MPI_Finalize();
+  g_started = false;
+}
+
+bool built_with_mpi() { return true; }
+
+std::string library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string s(text, static_cast<std::size_t>(len));
+  const std::size_t cut = s.find_first_of(",\n");
+  return cut == std::string::npos ? s : s.substr(0, cut);
+}
+
+void allreduce_sum(float* data, std::size_t n) {
+  if (g_size == 1) return;
+  in_pieces(n, [&](std::size_t at, int count) {
+    check(MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+  });
+}
+
+void allreduce_sum(double* data, std::size_t n) {
+  if (g_size == 1) return;
+  in_pieces(n, [&](std::size_t at, int count) {
+    check(MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+  });
+}
+
+void allreduce_max(int64_t* data, std::size_t n) {
+  if (g_size == 1) return;
+  in_pieces(n, [&](std::size_t at, int count) {
+    check(MPI_Allreduce(MPI_IN_PLACE, data + at, count, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  });
+}
+
+void broadcast(void* data, std::size_t bytes, int root) {
+  if (g_size == 1) return;
+  in_pieces(bytes, [&](std::size_t at, int count) {
+    check(MPI_Bcast(static_cast<char*>(data) + at, count, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+  });
+}
+
+void broadcast(std::string& s, int root) {
+  if (g_size == 1) return;
+  uint64_t n = s.size();
+  broadcast(&n, sizeof n, root);
+  s.resize(n);
+  broadcast(s.data(), n, root);
+}
+
+void barrier() {
+  if (g_size == 1) return;
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
+void send(const std::vector<int64_t>& values, int to, int tag) {
+  check(MPI_Send(values.data(), static_cast<int>(values.size()), MPI_INT64_T, to, tag, MPI_COMM_WORLD), "MPI_Send");
+}
+
+int receive(std::vector<int64_t>& values, int tag) {
+  MPI_Status status;
+  check(MPI_Probe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &status), "MPI_Probe");
+  int count = 0;
+  check(MPI_Get_count(&status, MPI_INT64_T, &count), "MPI_Get_count");
+  values.resize(static_cast<std::size_t>(count));
+  check(MPI_Recv(values.data(), count, MPI_INT64_T, status.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+        "MPI_Recv");
+  return status.MPI_SOURCE;
+}
+
+bool message_waiting(int tag) {
+  int flag = 0;
+  check(MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+  return flag != 0;
+}
+
+void send(const std::string& s, int to, int tag) {
+  check(MPI_Send(s.data(), static_cast<int>(s.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD), "MPI_Send");
+}
+
+void receive(std::string& s, int from, int tag) {
+  MPI_Status status;
+  check(MPI_Probe(from, tag, MPI_COMM_WORLD, &status), "MPI_Probe");
+  int count = 0;
+  check(MPI_Get_count(&status, MPI_CHAR, &count), "MPI_Get_count");
+  s.resize(static_cast<std::size_t>(count));
+  check(MPI_Recv(s.data(), count, MPI_CHAR, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+}
+
+void abort(int code) {
+  std::cerr.flush();
+  std::fflush(stderr);
+  if (g_started && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
+}
+
+#else  // without MPI: one process
+
+Session::Session(int& /*argc*/, char**& /*argv*/) {
+  if (launched_by_mpi())
+    std::cerr << "rpb: started by an MPI launcher, but built without MPI (install libopenmpi-dev and rebuild); "
+                 "running as one process\n";
+}
+
+Session::~Session() = default;
+
+bool built_with_mpi() { return false; }
+std::string library_version() { return ""; }
+void allreduce_sum(float*, std::size_t) {}
+void allreduce_sum(double*, std::size_t) {}
+void allreduce_max(int64_t*, std::size_t) {}
+void broadcast(void*, std::size_t, int) {}
+void broadcast(std::string&, int) {}
+void barrier() {}
+void send(const std::vector<int64_t>&, int, int) { throw Error("mpi: send without MPI (a single process)"); }
+int receive(std::vector<int64_t>&, int) { throw Error("mpi: receive without MPI (a single process)"); }
+bool message_waiting(int) { return false; }
+void send(const std::string&, int, int) { throw Error("mpi: send without MPI (a single process)"); }
+void receive(std::string&, int, int) { throw Error("mpi: receive without MPI (a single process)"); }
+
+void abort(int code) {
+  std::cerr.flush();
+  std::fflush(stderr);
+  std::exit(code);
+}
+
+#endif
+
+bool initialized() { return g_started; }
+int rank() { return g_rank; }
+int size() { return g_size; }
+int local_size() { return g_local; }
+int default_threads() { return std::max(1, hardware_threads() / std::max(1, g_local)); }
+
+}  // namespace rpb::dist

@@ -1,0 +1,68 @@
+// rpb/train/io/atomic_file.cpp: see atomic_file.h.
+#include "train/io/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "train/io/no_follow.h"
+
+namespace fs = std::filesystem;
+
+namespace rpb {
+
+namespace {
+
+// fsyncs the folder `dir`.
+void fsync_folder(const fs::path& dir, const std::string& op) {
+  const int fd = ::open(dir.c_str(), O_CLOEXEC | O_RDONLY | O_DIRECTORY);
+  RPB_CHECK(fd >= 0, op.c_str(), "cannot open ", dir.string(), " to fsync it: ", std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  // Some file systems cannot fsync a folder (EINVAL); the rename is then as durable as they make it.
+  RPB_CHECK(rc == 0 || err == EINVAL, op.c_str(), "cannot fsync ", dir.string(), ": ", std::strerror(err));
+}
+
+}  // namespace
+
+// The temp file is created exclusively and without following links (O_CREAT|O_EXCL|O_NOFOLLOW), so a file or a
+// link planted under its name is never written through. Its name carries this process's pid, so a file already
+// under it is a leftover of a dead process that had the same pid: it is unlinked first.
+void write_file_atomically(const std::string& path, std::string_view content, const std::string& op) {
+  const fs::path final_path(path);
+  RPB_CHECK(!final_path.filename().empty(), op.c_str(), "the path names no file");
+  fs::path dir = final_path.parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  RPB_CHECK(fs::is_directory(dir, ec), op.c_str(), "folder ", dir.string(), " does not exist");
+  std::string tmp_name = ".";  // appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "." + s + ...
+  tmp_name += final_path.filename().string();
+  tmp_name += ".tmp.";
+  tmp_name += std::to_string(::getpid());
+  const fs::path tmp = dir / tmp_name;
+  ::unlink(tmp.c_str());
+  FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  RPB_CHECK(fd.get() >= 0, op.c_str(), "cannot create temp file ", tmp.string(), ": ", std::strerror(errno));
+  try {
+    write_all(fd.get(), content, tmp.string(), op);
+    RPB_CHECK(::fsync(fd.get()) == 0, op.c_str(), "cannot fsync ", tmp.string(), ": ", std::strerror(errno));
+    RPB_CHECK(fd.close() == 0, op.c_str(), "cannot close ", tmp.string(), ": ", std::strerror(errno));
+    RPB_CHECK(::rename(tmp.c_str(), final_path.c_str()) == 0, op.c_str(), "cannot rename ", tmp.string(),
+              " over it: ", std::strerror(errno));
+  } catch (...) {
+    fs::remove(tmp, ec);
+    throw;
+  }
+  fsync_folder(dir, op);
+}
+
+void write_file_atomically(const std::string& path, std::string_view content) {
+  write_file_atomically(path, content, "write " + path);
+}
+
+}  // namespace rpb

@@ -1,0 +1,22 @@
+// rpb/train/io/atomic_file.h: files that are either wholly written or not there at all.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace rpb {
+
+/// Writes `content` to a temp file ".<name>.tmp.<pid>" in `path`'s folder, fsyncs it, renames it over `path`
+/// and fsyncs the folder, so a crash leaves either the old file or the new one, never a partial file under the
+/// final name. The temp file is created exclusively and without following links (O_CREAT|O_EXCL|O_NOFOLLOW; a
+/// leftover under the name, which carries this process's pid, is unlinked first), so nothing planted under its
+/// name is written through; the rename replaces whatever is at `path` (a symbolic link included) instead of
+/// writing through it. On failure the temp file is removed, `path` is untouched, and the rpb::Error names `op`
+/// ("No space left on device" and the like from the system). A process killed mid-write leaves its temp file:
+/// remove_stale_temp_files (train/run/run_folder.h) clears those of a run folder.
+void write_file_atomically(const std::string& path, std::string_view content, const std::string& op);
+
+/// The same with the op "write <path>".
+void write_file_atomically(const std::string& path, std::string_view content);
+
+}  // namespace rpb

@@ -1,0 +1,34 @@
+// rpb/train/run/eval_result.cpp: see eval_result.h.
+#include "train/run/eval_result.h"
+
+namespace rpb {
+
+namespace {
+
+std::optional<double> overall(const std::vector<std::vector<double>>& v) {
+  double sum = 0;
+  int64_t n = 0;
+  for (const auto& layer : v)
+    for (const double x : layer) sum += x, ++n;
+  return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
+}
+
+}  // namespace
+
+std::optional<double> AttentionDiagnostics::mean_distance_overall() const { return overall(mean_distance); }
+std::optional<double> AttentionDiagnostics::entropy_overall() const { return overall(entropy); }
+
+AttentionDiagnostics attention_diagnostics(const std::vector<nn::AttentionStats>& layers) {
+  AttentionDiagnostics d;
+  for (const nn::AttentionStats& s : layers) {
+    d.mean_distance.emplace_back();
+    d.entropy.emplace_back();
+    for (int64_t h = 0; h < s.heads(); ++h) {
+      d.mean_distance.back().push_back(s.mean_distance(h));
+      d.entropy.back().push_back(s.entropy(h));
+    }
+  }
+  return d;
+}
+
+}  // namespace rpb

@@ -1,0 +1,179 @@
+#include "train/sweep/sweep.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "nn/position.h"
+#include "train/config/memory.h"
+#include "train/config/run_identity.h"
+#include "train/dist/distributed.h"
+#include "train/io/atomic_file.h"
+#include "train/sweep/work_queue.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace rpb {
+
+std::vector<std::optional<double>> MethodResult::column(std::size_t j) const {
+  std::vector<std::optional<double>> c;
+  for (const auto& seed : ppl) c.push_back(j < seed.size() ? seed[j] : std::nullopt);
+  return c;
+}
+
+std::vector<std::optional<double>> MethodResult::distance_column(std::size_t j) const {
+  std::vector<std::optional<double>> c;
+  for (const auto& seed : attention)
+    c.push_back(j < seed.size() ? seed[j].mean_distance_overall() : std::nullopt);
+  return c;
+}
+
+std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v) {
+  std::vector<double> x;
+  for (const auto& e : v)
+    if (e && std::isfinite(*e)) x.push_back(*e);
+  if (x.empty()) return std::nullopt;
+  double m = 0;
+  for (double e : x) m += e;
+  m /= static_cast<double>(x.size());
+  double s = 0;
+  for (double e : x) s += (e - m) * (e - m);
+  s = x.size() > 1 ? std::sqrt(s / static_cast<double>(x.size() - 1)) : 0.0;
+  return std::make_pair(m, s);
+}
+
+namespace {
+
+// The run of one method, task and seed: trained, or resumed, or reused when it has finished; a folder trained with
+// another config is refused, or with `overwrite` moved aside (by Run::train) and the run trained afresh.
+void train_or_reuse(Run& run, const std::string& what, bool overwrite, ProgressContext context) {
+  const auto latest = run.latest();
+  std::vector<ConfigChange> changes;
+  if (latest) changes = match_run(latest->second.config_text, latest->first, run.config(), /*extend=*/false).changes;
+  if (!changes.empty() && !overwrite)
+    throw Error(changed_config_message("extrapolate", run.dir(), latest->first, changes));
+  run.set_context(std::move(context));  // its prefix shows in the training's progress and the evaluation's
+  if (latest && changes.empty() && latest->second.step >= run.config().steps) {
+    spdlog::info("{}: finished earlier, reusing {}", what, run.dir());
+    run.restore(latest->second, latest->first);
+    return;
+  }
+  spdlog::info("{}: training in {}", what, run.dir());
+  run.train(/*resume=*/true, {}, {.extend = false, .overwrite = overwrite});
+}
+
+// The folder of a method's runs: its scheme's when the method sets only evaluation keys (it evaluates that scheme's
+// runs, "swin_v2@window8", "t5@untrained=nearest"), else its own ("t5@max_distance=64").
+std::string method_folder(const SweepMethod& m) {
+  const std::vector<std::string>& evaluation = non_identity_keys();
+  for (const std::string& s : m.settings)
+    if (std::find(evaluation.begin(), evaluation.end(), s.substr(0, s.find('='))) == evaluation.end()) return m.name();
+  return m.scheme;
+}
+
+// The run of `method` on `task` with `seed`: <out_dir>/<name>/<task>/<method folder>/seed<k>.
+SweepRun sweep_run(const RunConfig& base, const std::string& task, const SweepMethod& method, uint64_t seed) {
+  return {task, method, seed, (fs::path(base.run_dir()) / task / method_folder(method)).string(),
+          "seed" + std::to_string(seed)};
+}
+
+// Each run folder the sweep trains, once (an evaluation-only method shares its scheme's runs), in sweep order.
+std::vector<SweepRun> runs_to_train(const RunConfig& base, const std::vector<std::string>& tasks) {
+  std::vector<SweepRun> out;
+  std::set<std::string> folders;
+  for (const std::string& task : tasks)
+    for (const SweepMethod& method : base.sweep.methods)
+      for (uint64_t seed : base.sweep.seeds) {
+        SweepRun sr = sweep_run(base, task, method, seed);
+        if (folders.insert((fs::path(sr.out_dir) / sr.name).string()).second) out.push_back(std::move(sr));
+      }
+  return out;
+}
+
+// The ranks of an MPI job train the sweep's runs, each whole on one rank, handed out as ranks free up
+// (train/sweep/work_queue.h); every run is one process, so it is the run a single process trains.
+void train_distributed(const RunConfig& base, const std::vector<std::string>& tasks, bool overwrite,
+                       const std::string& resume_command) {
+  const std::vector<SweepRun> runs = runs_to_train(base, tasks);
+  const auto t0 = std::chrono::steady_clock::now();
+  run_work_queue(static_cast<int64_t>(runs.size()), [&](int64_t i, const ServeRequests& serve) {
+    const SweepRun& sr = runs[static_cast<std::size_t>(i)];
+    Run run(run_config(base, sr), Parallel::this_process);
+    run.on_step([&serve](int64_t) { serve(); });
+    const std::string prefix = fmt::format("[rank {}: run {}/{}]", dist::rank(), i + 1, runs.size());
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    train_or_reuse(run, fmt::format("{} {} / {} / seed {}", prefix, sr.task, sr.method.name(), sr.seed),
+                   overwrite, {prefix, 0, 0, secs, resume_command});
+  });
+}
+
+}  // namespace
+
+SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& resume_command) {
+  SweepResult result;
+  result.name = base.name;
+  result.train_length = base.length;
+  result.multipliers = base.eval_multipliers;
+  result.seeds = base.sweep.seeds;
+  const std::vector<std::string> tasks = base.sweep.tasks.empty() ? std::vector<std::string>{base.task.kind}
+                                                                  : base.sweep.tasks;
+  const std::string root = base.run_dir();
+  const std::size_t total = tasks.size() * base.sweep.methods.size() * base.sweep.seeds.size();
+  // Every run's config is checked, and its memory estimated, before the first one trains.
+  for (const std::string& task : tasks)
+    for (const SweepMethod& method : base.sweep.methods) {
+      const RunConfig cfg = run_config(base, {task, method, 0, root, "check"});
+      check_memory(estimate_memory(cfg, vocab_bound(cfg)), memory_budget(), "sweep run " + task + " / " + method.name());
+    }
+  if (dist::size() > 1) {
+    train_distributed(base, tasks, overwrite, resume_command);
+    if (dist::rank() != 0) return result;  // rank 0 gathers: it evaluates the finished runs below
+  }
+  std::size_t done = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const std::string& task : tasks)
+    for (const SweepMethod& method : base.sweep.methods) {
+      MethodResult row;
+      row.task = task;
+      row.method = method;
+      for (uint64_t seed : base.sweep.seeds) {
+        const SweepRun sr = sweep_run(base, task, method, seed);
+        Run run(run_config(base, sr));
+        const std::string prefix = fmt::format("[{}/{}]", done + 1, total);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        train_or_reuse(run, fmt::format("{} {} / {} / seed {}", prefix, task, method.name(), seed), overwrite,
+                       {prefix, static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command});
+        ++done;
+        std::vector<std::optional<double>> ppl, nll;
+        std::vector<int64_t> tokens;
+        std::vector<AttentionDiagnostics> attention;
+        row.lengths.clear();
+        for (const LengthResult& r : run.evaluate()) {
+          ppl.push_back(r.perplexity());
+          nll.push_back(r.nll);
+          tokens.push_back(r.tokens);
+          attention.push_back(r.attention);
+          row.lengths.push_back(r.length);
+        }
+        row.ppl.push_back(ppl);
+        row.nll.push_back(nll);
+        row.tokens.push_back(tokens);
+        row.attention.push_back(attention);
+        row.optimal_ppl = run.optimal_perplexity();
+        row.position_params = nn::position_parameter_count(run.model());
+      }
+      result.rows.push_back(row);
+    }
+  return result;
+}
+
+}  // namespace rpb

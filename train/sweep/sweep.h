@@ -1,0 +1,53 @@
+// rpb/train/sweep/sweep.h: the perplexity-vs-length sweep (`rpb extrapolate`).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/config/config.h"
+#include "train/run/eval_result.h"
+
+namespace rpb {
+
+/// One method (position scheme) on one task, over the sweep's seeds.
+struct MethodResult {
+  std::string task;
+  SweepMethod method;
+  int64_t position_params = 0;
+  std::vector<int64_t> lengths;                            // evaluated lengths (multiples of the train length)
+  std::vector<std::vector<std::optional<double>>> ppl;     // [seed][length]; nullopt: cannot run at that length
+  std::vector<std::vector<std::optional<double>>> nll;     // [seed][length]: mean NLL in nats, as ppl
+  std::vector<std::vector<int64_t>> tokens;                // [seed][length]: target tokens scored (0 where nullopt)
+  std::vector<std::vector<AttentionDiagnostics>> attention;  // [seed][length]: empty where not measured
+  std::optional<double> optimal_ppl;                       // exp(entropy rate) for synthetic tasks
+  /// The perplexities at length j over the seeds.
+  std::vector<std::optional<double>> column(std::size_t j) const;
+  /// The mean attention distance (over layers and heads) at length j over the seeds; nullopt where not measured.
+  std::vector<std::optional<double>> distance_column(std::size_t j) const;
+};
+
+struct SweepResult {
+  std::string name;
+  int64_t train_length = 0;
+  std::vector<int64_t> multipliers;
+  std::vector<uint64_t> seeds;
+  std::vector<MethodResult> rows;
+};
+
+/// Trains (or reuses) every method x task x seed run of the sweep, evaluates each at every
+/// multiplier of the train length, and returns the table. Runs live in
+/// <out_dir>/<name>/<task>/<method>/seed<k>; finished runs are reused, interrupted ones resumed, but only when
+/// their stored config has the run's identity (train/config/run_identity.h; a sweep never extends a run): else rpb::Error
+/// lists the differing keys, unless `overwrite` moves the run folder aside and trains the run afresh.
+/// `resume_command` is what a run interrupted by a signal tells to run (Run::set_context).
+///
+/// Under MPI with N > 1 ranks (train/dist/distributed.h), the ranks first train the runs, each whole on one rank and
+/// handed out as ranks free up (train/sweep/work_queue.h); then rank 0 alone evaluates them all as one process does and
+/// returns the table, which is bit-identical to a one-process sweep's. The other ranks return an empty result.
+SweepResult run_sweep(const RunConfig& config, bool overwrite = false, const std::string& resume_command = {});
+
+/// mean and sample standard deviation of the defined values (nullopt when none is defined).
+std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v);
+
+}  // namespace rpb
