@@ -1,6 +1,6 @@
 #include "cli/bias.h"
 
-#include <charconv>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <cstdio>
@@ -12,6 +12,7 @@
 #include "nn/limits.h"
 #include "nn/position.h"
 #include "nn/position/table_scheme.h"
+#include "train/io/json_text.h"
 
 namespace rpb {
 
@@ -75,11 +76,12 @@ std::string check_printed(const BiasOptions& o, bool per_head) {
          " are printed (e.g. 128 x 128): lower --query-length, --key-length" + (per_head ? " or --heads" : "");
 }
 
-// Shortest text that reads back to the same double (JSON); -0 prints as 0.
-std::string json_number(double x) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, x + 0.0);
-  return std::string(buf, r.ptr);
+// x as a JSON number: an integral value as an integer (2, not nlohmann's 2.0; -0 as 0), others as the shortest text
+// that reads back to the same double (what --json printed before it went through nlohmann).
+Json json_value(double x) {
+  const double r = x + 0.0;
+  if (r == std::trunc(r) && std::fabs(r) < 0x1p53) return static_cast<int64_t>(r);
+  return r;
 }
 
 std::string fixed4(double x) {
@@ -89,39 +91,33 @@ std::string fixed4(double x) {
 }
 
 // A (rows, cols) i64 matrix as [[a,b],[c,d]].
-std::string json_matrix(const Tensor& m) {
+Json json_matrix(const Tensor& m) {
   const auto v = m.to_vector();
   const int64_t rows = m.size(0), cols = m.size(1);
-  std::string s = "[";
+  Json out = Json::array();
   for (int64_t r = 0; r < rows; ++r) {
-    s += r ? ",[" : "[";
-    for (int64_t c = 0; c < cols; ++c) {
-      if (c) s += ',';
-      s += std::to_string(static_cast<int64_t>(v[r * cols + c]));
-    }
-    s += "]";
+    Json row = Json::array();
+    for (int64_t c = 0; c < cols; ++c) row.push_back(static_cast<int64_t>(v[r * cols + c]));
+    out.push_back(std::move(row));
   }
-  return s + "]";
+  return out;
 }
 
 // A (heads, rows, cols) float tensor as [[[...]]].
-std::string json_bias(const Tensor& b) {
+Json json_bias(const Tensor& b) {
   const auto v = b.to_vector();
   const int64_t heads = b.size(0), rows = b.size(1), cols = b.size(2);
-  std::string s = "[";
+  Json out = Json::array();
   for (int64_t h = 0; h < heads; ++h) {
-    s += h ? ",[" : "[";
+    Json head = Json::array();
     for (int64_t r = 0; r < rows; ++r) {
-      s += r ? ",[" : "[";
-      for (int64_t c = 0; c < cols; ++c) {
-        if (c) s += ',';
-        s += json_number(v[(h * rows + r) * cols + c]);
-      }
-      s += "]";
+      Json row = Json::array();
+      for (int64_t c = 0; c < cols; ++c) row.push_back(json_value(v[(h * rows + r) * cols + c]));
+      head.push_back(std::move(row));
     }
-    s += "]";
+    out.push_back(std::move(head));
   }
-  return s + "]";
+  return out;
 }
 
 std::string range(int64_t first, int64_t count) {
@@ -219,10 +215,10 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
   const Tensor bias = fixed_bias ? scheme->bias(p) : Tensor();  // (H, q, k)
 
   if (o.json) {
-    out << "{\"scheme\":\"" << scheme->name() << "\",\"kind\":\"" << nn::kind_name(scheme->kind()) << "\"";
-    if (index.defined()) out << ",\"buckets\":" << json_matrix(index);
-    if (bias.defined()) out << ",\"bias\":" << json_bias(bias);
-    out << "}\n";
+    Json j = {{"scheme", scheme->name()}, {"kind", nn::kind_name(scheme->kind())}};
+    if (index.defined()) j["buckets"] = json_matrix(index);
+    if (bias.defined()) j["bias"] = json_bias(bias);
+    out << j.dump() << "\n";  // compact: one line
     return 0;
   }
   if (index.defined()) print_index(*scheme, index, o, out);

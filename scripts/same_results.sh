@@ -4,8 +4,9 @@
 # Each binary runs short sweeps of every position scheme on every task (markov, lag and kjv with
 # the 1-D schemes; grid2d with the 2-D ones, swin_v2@window8 included), with a checkpoint midway.
 # Then every checkpoint's datasets and attributes (but the `created` time stamp) must be identical,
-# and so must results.json, results.csv, the printed tables, `rpb inspect` of each final checkpoint,
-# `rpb eval` of each midway one and `rpb bias` of every 1-D scheme. Exit 0 when everything matches;
+# and so must results.json and `rpb bias --json` as parsed JSON (scripts/same_json.py), results.csv, the
+# printed tables, `rpb inspect` of each final checkpoint, `rpb eval` of each midway one and `rpb bias` of every
+# 1-D scheme. Exit 0 when everything matches;
 # otherwise each difference is shown (the first lines of its diff).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,11 +50,24 @@ run_all() {  # <binary> <label>
 run_all "$old" old
 run_all "$new" new
 status=0
+# JSON is compared as parsed values (scripts/same_json.py): `bias --json` lines exactly, results.json at the 10
+# significant digits rpb printed before format rpb-results-2 (JSON through nlohmann: shortest round-trip doubles,
+# another layout) when the old binary wrote that earlier format, else exactly.
+same_json() {  # <file relative to old/ and new/>
+  local f=$1 flags=()
+  case "$f" in
+    */bias.txt) flags=(--lines) ;;
+    *.json) grep -q '"format"' "$work/old/$f" || flags=(--digits 10 --new-key format=rpb-results-2) ;;
+  esac
+  python3 scripts/same_json.py "${flags[@]}" "$work/old/$f" "$work/new/$f"
+}
 for pattern in 'bias.txt' 'table_*.txt' 'results.csv' 'results.json' '*.h5.dump' '*.inspect' '*.eval'; do
   n=0
   for f in $(cd "$work/old" && find . -name "$pattern" | sort); do
     n=$((n + 1))
-    if ! cmp -s "$work/old/$f" "$work/new/$f"; then
+    if [ "$pattern" = bias.txt ] || [ "$pattern" = results.json ]; then
+      same_json "$f" > "$work/json_diff.txt" || { echo "differs: $f"; head -n 20 "$work/json_diff.txt"; status=1; }
+    elif ! cmp -s "$work/old/$f" "$work/new/$f"; then
       echo "differs: $f"; diff "$work/old/$f" "$work/new/$f" | head -n 20; status=1
     fi
   done

@@ -1,6 +1,7 @@
 // train/io/sha256.h, train/io/json_text.h and train/run/eval_record.h: digests, JSON text, the record's name and fields.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 
 #include "train/io/json_text.h"
@@ -17,12 +18,11 @@ TEST_CASE("sha256: the FIPS 180-4 test vectors, across block boundaries") {
   CHECK(sha256_hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-TEST_CASE("json_string escapes quotes, backslashes and control bytes; json_number writes null for what JSON lacks") {
-  CHECK(json_string("a\"b\\c\n\x1b") == "\"a\\\"b\\\\c\\u000a\\u001b\"");
-  CHECK(json_number(std::nullopt) == "null");
-  CHECK(json_number(1.0 / 0.0) == "null");
-  CHECK(json_number(0.1) == "0.10000000000000001");
-  CHECK(json_number(0.1, 10) == "0.1");
+TEST_CASE("json_number writes null for what JSON lacks; json_text prints the shortest round-trip doubles") {
+  CHECK(json_number(std::nullopt).is_null());
+  CHECK(json_number(1.0 / 0.0).is_null());
+  CHECK(json_number(std::nan("")).is_null());
+  CHECK(json_text(Json{{"a\"b\n", 0.1}, {"x", json_number(-1.0 / 0.0)}}) == "{\n  \"a\\\"b\\n\": 0.1,\n  \"x\": null\n}\n");
 }
 
 TEST_CASE("eval record: its name says the checkpoint, the tokens and chosen lengths; n/a lengths are null") {
@@ -35,11 +35,16 @@ TEST_CASE("eval record: its name says the checkpoint, the tokens and chosen leng
   CHECK(eval_record_name(r) == "step_00000600-8192.json");
   r.default_lengths = false;
   CHECK(eval_record_name(r) == "step_00000600-8192-L64_1024.json");
-  const std::string json = eval_record_json(r);
-  CHECK(json.find("{\"length\": 1024, \"multiplier\": 16, \"nll\": null, \"perplexity\": null, \"tokens\": null") !=
-        std::string::npos);
-  CHECK(json.find("\"nll\": 1.5, \"perplexity\": 4.4816890703380645, \"tokens\": 8192") != std::string::npos);
-  CHECK(json.find("\"optimal_perplexity\": null,\n  \"entropy_rate\": null") != std::string::npos);
+  const Json json = Json::parse(eval_record_json(r));
+  CHECK(json["format"] == "rpb-eval-2");
+  CHECK(json["lengths"][1].dump() == R"({"length":1024,"multiplier":16,"nll":null,"perplexity":null,"tokens":null,)"
+                                     R"("optimal_perplexity":null,"attention":null})");
+  CHECK(json["lengths"][0]["nll"] == 1.5);
+  CHECK(json["lengths"][0]["perplexity"] == std::exp(1.5));
+  CHECK(json["lengths"][0]["tokens"] == 8192);
+  CHECK(json["optimal_perplexity"].is_null());
+  CHECK(json["entropy_rate"].is_null());
+  CHECK(json["default_lengths"] == false);
 }
 
 TEST_CASE("eval record: each length carries its attention per layer and head, null where not measured") {
@@ -52,9 +57,11 @@ TEST_CASE("eval record: each length carries its attention per layer and head, nu
   CHECK(a.attention.mean_distance_overall() == doctest::Approx(1.8125));
   CHECK(a.attention.entropy_overall() == doctest::Approx(1.15625));
   CHECK(!b.attention.mean_distance_overall());
-  const std::string json = eval_record_json(r);
-  CHECK(json.find("\"attention\": [\n      {\"layer\": 0, \"head\": 0, \"mean_distance\": 3.25, \"entropy\": 1.125},"
-                  "\n      {\"layer\": 0, \"head\": 1, \"mean_distance\": 1.5, \"entropy\": 0.25},") != std::string::npos);
-  CHECK(json.find("{\"layer\": 1, \"head\": 1, \"mean_distance\": 2, \"entropy\": 2.5}]}") != std::string::npos);
-  CHECK(json.find("\"optimal_perplexity\": null,\n     \"attention\": null}") != std::string::npos);  // length 32
+  const Json json = Json::parse(eval_record_json(r));
+  const Json& attention = json["lengths"][0]["attention"];
+  REQUIRE(attention.size() == 4);
+  CHECK(attention[0].dump() == R"({"layer":0,"head":0,"mean_distance":3.25,"entropy":1.125})");
+  CHECK(attention[1].dump() == R"({"layer":0,"head":1,"mean_distance":1.5,"entropy":0.25})");
+  CHECK(attention[3].dump() == R"({"layer":1,"head":1,"mean_distance":2.0,"entropy":2.5})");
+  CHECK(json["lengths"][1]["attention"].is_null());  // length 32
 }

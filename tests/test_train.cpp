@@ -12,6 +12,7 @@
 
 #include "test_util.h"
 #include "train/run/latest.h"
+#include "train/sweep/results_json.h"
 #include "train/sweep/sweep.h"
 #include "train/trainer.h"
 
@@ -147,11 +148,17 @@ TEST_CASE("train: rpb train, eval, inspect and extrapolate from the command line
   CHECK(contains(csv, ",nll,tokens,mean_attention_distance\n"));
   CHECK(std::regex_search(csv, std::regex("\nmarkov,t5,16,[0-9]+,4,64,[0-9.]+,[0-9.]*,[0-9.]+,[0-9]+,[0-9.]+\n")));
   CHECK(std::regex_search(csv, std::regex("\nmarkov,learned,256,[0-9]+,4,64,,[0-9.]*,,,\n")));
-  const std::string json = rpb::testing::file_text(tmp.path / "sweep" / "results.json");
-  CHECK(contains(json, "\"attention\": [[{\"mean_distance\": [["));
-  CHECK(contains(json, "\"mean_distance_overall\": "));
-  CHECK(contains(json, "\"mean_attention_distance\": {\"mean\": ["));
-  CHECK(contains(json, "}, null, null]],\n     \"mean_attention_distance\""));  // learned: 1x only
+  const rpb::SweepResults json = rpb::read_sweep_results((tmp.path / "sweep" / "results.json").string());
+  REQUIRE(json.rows.size() == 2);
+  CHECK(json.multipliers == std::vector<int64_t>{1, 2, 4});
+  for (const rpb::SweepResultsRow& row : json.rows) {
+    CAPTURE(row.method);
+    REQUIRE(row.attention.size() == 1);  // one seed
+    CHECK(!row.attention[0][0].empty());
+    CHECK(row.attention[0][0].mean_distance_overall() == row.distance_mean[0]);
+    CHECK(row.attention[0][2].empty() == (row.method == "learned"));  // learned: 1x only
+    CHECK(row.perplexity[0][2].has_value() == (row.method != "learned"));
+  }
   // A second call reuses the finished runs.
   r = run_rpb("extrapolate " + cfg.string() + " --set run.name=\"sweep\" --set run.steps=10");
   CHECK(r.code == 0);

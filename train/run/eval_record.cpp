@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <utility>
 #include <system_error>
 
 #include "core/error.h"
@@ -17,30 +18,60 @@ namespace rpb {
 
 namespace {
 
-std::string json_count(int64_t n) { return n > 0 ? std::to_string(n) : "null"; }
+// A count, or null when there is none (0).
+Json json_count(int64_t n) { return n > 0 ? Json(n) : Json(nullptr); }
 
 // [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...], or null when not measured.
-std::string attention_json(const AttentionDiagnostics& a) {
-  if (a.empty()) return "null";
-  std::ostringstream os;
-  os << "[";
-  const char* sep = "";
+Json attention_json(const AttentionDiagnostics& a) {
+  if (a.empty()) return nullptr;
+  Json out = Json::array();
   for (std::size_t l = 0; l < a.mean_distance.size(); ++l)
-    for (std::size_t h = 0; h < a.mean_distance[l].size(); ++h, sep = ",")
-      os << sep << "\n      {\"layer\": " << l << ", \"head\": " << h
-         << ", \"mean_distance\": " << json_number(a.mean_distance[l][h])
-         << ", \"entropy\": " << json_number(a.entropy[l][h]) << "}";
-  os << "]";
-  return os.str();
+    for (std::size_t h = 0; h < a.mean_distance[l].size(); ++h)
+      out.push_back({{"layer", l}, {"head", h}, {"mean_distance", json_number(a.mean_distance[l][h])},
+                     {"entropy", json_number(a.entropy[l][h])}});
+  return out;
 }
 
-std::string length_json(const LengthResult& r, const std::optional<double>& optimum) {
-  std::ostringstream os;
-  os << "{\"length\": " << r.length << ", \"multiplier\": " << r.multiplier << ", \"nll\": " << json_number(r.nll)
-     << ", \"perplexity\": " << json_number(r.perplexity()) << ", \"tokens\": " << json_count(r.nll ? r.tokens : 0)
-     << ", \"optimal_perplexity\": " << json_number(optimum) << ",\n     \"attention\": " << attention_json(r.attention)
-     << "}";
-  return os.str();
+Json length_json(const LengthResult& r, const std::optional<double>& optimum) {
+  return {{"length", r.length},
+          {"multiplier", r.multiplier},
+          {"nll", json_number(r.nll)},
+          {"perplexity", json_number(r.perplexity())},
+          {"tokens", json_count(r.nll ? r.tokens : 0)},
+          {"optimal_perplexity", json_number(optimum)},
+          {"attention", attention_json(r.attention)}};
+}
+
+// The entries of attention_json back as [layer][head] matrices: in the order written (layer by layer, head by head).
+AttentionDiagnostics read_attention(const JsonIn& in) {
+  AttentionDiagnostics a;
+  if (in.is_null()) return a;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const JsonIn e = in[i];
+    const int64_t layer = e["layer"].int64(), head = e["head"].int64();
+    const bool next_layer = head == 0 && layer == static_cast<int64_t>(a.mean_distance.size());
+    const bool next_head = !a.mean_distance.empty() && layer + 1 == static_cast<int64_t>(a.mean_distance.size()) &&
+                           head == static_cast<int64_t>(a.mean_distance.back().size());
+    if (!next_layer && !next_head)
+      e.fail("layer " + std::to_string(layer) + " head " + std::to_string(head) +
+             " out of order (the entries go layer by layer, head by head, from 0)");
+    if (next_layer) a.mean_distance.emplace_back(), a.entropy.emplace_back();
+    a.mean_distance.back().push_back(e["mean_distance"].number_or_nan());
+    a.entropy.back().push_back(e["entropy"].number_or_nan());
+  }
+  if (a.mean_distance.empty()) in.fail("expected null or at least one layer and head, found an empty array");
+  return a;
+}
+
+LengthResult read_length(const JsonIn& in) {
+  LengthResult r;
+  r.length = in["length"].int64();
+  r.multiplier = in["multiplier"].int64();
+  r.nll = in["nll"].optional_number();
+  const JsonIn tokens = in["tokens"];
+  r.tokens = tokens.is_null() ? 0 : tokens.int64();
+  r.attention = read_attention(in["attention"]);
+  return r;
 }
 
 }  // namespace
@@ -51,26 +82,66 @@ int64_t EvalRecord::tokens() const {
   return 0;
 }
 
-std::string eval_record_json(const EvalRecord& r) {
-  std::ostringstream os;
+Json eval_record_object(const EvalRecord& r) {
   const std::optional<double> entropy =
       r.optimal_perplexity ? std::optional<double>(std::log(*r.optimal_perplexity)) : std::nullopt;
-  os << "{\n  \"format\": \"rpb-eval-1\",\n  \"checkpoint\": " << json_string(r.checkpoint) << ",\n  \"step\": " << r.step
-     << ",\n  \"checkpoint_sha256\": " << json_string(r.checkpoint_sha256)
-     << ",\n  \"config_digest\": " << json_string(r.config_digest) << ",\n  \"run\": " << json_string(r.run)
-     << ",\n  \"scheme\": " << json_string(r.scheme)
-     << ",\n  \"untrained\": " << (r.untrained.empty() ? std::string("null") : json_string(r.untrained))
-     << ",\n  \"task\": " << json_string(r.task)
-     << ",\n  \"train_length\": " << r.train_length << ",\n  \"max_length\": " << json_count(r.max_length)
-     << ",\n  \"tokens\": " << json_count(r.tokens()) << ",\n  \"optimal_perplexity\": "
-     << json_number(r.optimal_perplexity) << ",\n  \"entropy_rate\": " << json_number(entropy)
-     << ",\n  \"text\": " << json_string(r.text)
-     << ",\n  \"text_sha256\": " << (r.text_sha256.empty() ? std::string("null") : json_string(r.text_sha256))
-     << ",\n  \"lengths\": [";
-  for (std::size_t i = 0; i < r.lengths.size(); ++i)
-    os << (i ? ",\n    " : "\n    ") << length_json(r.lengths[i], r.optimal_perplexity);
-  os << "\n  ]\n}\n";
-  return os.str();
+  Json lengths = Json::array();
+  for (const LengthResult& l : r.lengths) lengths.push_back(length_json(l, r.optimal_perplexity));
+  return {{"format", kEvalRecordFormat},
+          {"checkpoint", r.checkpoint},
+          {"step", r.step},
+          {"checkpoint_sha256", r.checkpoint_sha256},
+          {"config_digest", r.config_digest},
+          {"run", r.run},
+          {"scheme", r.scheme},
+          {"untrained", r.untrained.empty() ? Json(nullptr) : Json(r.untrained)},
+          {"task", r.task},
+          {"train_length", r.train_length},
+          {"max_length", json_count(r.max_length)},
+          {"tokens", json_count(r.tokens())},
+          {"optimal_perplexity", json_number(r.optimal_perplexity)},
+          {"entropy_rate", json_number(entropy)},
+          {"text", r.text},
+          {"text_sha256", r.text_sha256.empty() ? Json(nullptr) : Json(r.text_sha256)},
+          {"default_lengths", r.default_lengths},
+          {"lengths", std::move(lengths)}};
+}
+
+std::string eval_record_json(const EvalRecord& record) { return json_text(eval_record_object(record)); }
+
+EvalRecord eval_record_from_json(const Json& json, const std::string& source, const std::string& file_name) {
+  const JsonIn in(json, source);
+  const std::string format = in["format"].string();
+  if (format != kEvalRecordFormat && format != "rpb-eval-1")
+    in["format"].fail("\"" + format + "\", rpb reads \"" + kEvalRecordFormat + "\" and \"rpb-eval-1\"");
+  EvalRecord r;
+  r.checkpoint = in["checkpoint"].string();
+  r.step = in["step"].int64();
+  r.checkpoint_sha256 = in["checkpoint_sha256"].string();
+  r.config_digest = in["config_digest"].string();
+  r.run = in["run"].string();
+  r.scheme = in["scheme"].string();
+  r.untrained = in["untrained"].string_or_empty();
+  r.task = in["task"].string();
+  r.train_length = in["train_length"].int64();
+  r.max_length = in["max_length"].is_null() ? 0 : in["max_length"].int64();
+  r.optimal_perplexity = in["optimal_perplexity"].optional_number();
+  r.text = in["text"].string();
+  r.text_sha256 = in["text_sha256"].string_or_empty();
+  for (std::size_t i = 0; i < in["lengths"].size(); ++i) r.lengths.push_back(read_length(in["lengths"][i]));
+  if (format == kEvalRecordFormat) {
+    r.default_lengths = in["default_lengths"].boolean();
+  } else {  // rpb-eval-1 did not store it: its file name did ("-L<lengths>" when chosen on the command line)
+    r.default_lengths = true;
+    r.default_lengths = file_name == eval_record_name(r);
+  }
+  return r;
+}
+
+EvalRecord read_eval_record(const std::string& path) {
+  const std::string what = "eval record";
+  return eval_record_from_json(read_json_file(path, what, kMaxEvalRecordBytes), what + " " + path,
+                               fs::path(path).filename().string());
 }
 
 std::string eval_record_name(const EvalRecord& r) {

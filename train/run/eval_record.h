@@ -2,11 +2,13 @@
 // the run folder: <run>/eval/<checkpoint stem>-<tokens>.json (format below).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "train/io/json_text.h"
 #include "train/run/eval_result.h"
 
 namespace rpb {
@@ -36,20 +38,41 @@ struct EvalRecord {
   int64_t tokens() const;
 };
 
-/// The record as JSON:
-///   {"format": "rpb-eval-1", "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
-///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null, "task": "...", "train_length": 64, "max_length": null | N, "tokens": 8192,
+/// The format an eval record's "format" key names ("rpb-eval-1": before rpb wrote JSON through nlohmann, numbers
+/// with 17 significant digits and no "default_lengths").
+inline constexpr const char* kEvalRecordFormat = "rpb-eval-2";
+/// The largest eval record read_eval_record reads (a record of 64 lengths x 64 layers x 64 heads is ~30 MiB).
+inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
+
+/// The record as JSON (members in this order):
+///   {"format": "rpb-eval-2", "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
+///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null, "task": "...",
+///    "train_length": 64, "max_length": null | N, "tokens": 8192,
 ///    "optimal_perplexity": 3.21 | null, "entropy_rate": 1.17 | null,
 ///    "text": "generated" | "training" | "other" | "unverified", "text_sha256": "<64 hex>" | null,
+///    "default_lengths": true | false,
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null,
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
 /// nll is the mean NLL in nats, perplexity exp(nll); a length the scheme cannot run at has null nll, perplexity and
 /// tokens. "attention" holds the attention diagnostics per layer and head (LengthResult::attention, train/workload.h:
 /// mean attention distance in positions, or cells on a grid, and entropy in nats, over the evaluation's sample);
-/// null when not measured (run.eval_diagnostics off, a length the scheme cannot run at).
-/// Numbers carry 17 significant digits (they read back as the same doubles).
+/// null when not measured (run.eval_diagnostics off, a length the scheme cannot run at). A value that is not
+/// finite is null. Numbers are the shortest text that reads back as the same double.
+Json eval_record_object(const EvalRecord& record);
+/// eval_record_object's text (train/io/json_text.h json_text: indented by 2, a final newline).
 std::string eval_record_json(const EvalRecord& record);
+
+/// The record `json` holds (an "rpb-eval-2" or "rpb-eval-1" record); `source` names it in errors ("eval record
+/// <path>") and `file_name` is its file's name (an rpb-eval-1 record's default_lengths is read from it). The values
+/// derived from others ("tokens", "entropy_rate", "perplexity", a length's "optimal_perplexity") are not read; an
+/// attention value written as null reads as NaN. Throws rpb::Error naming the source and the key for a missing
+/// key, a value of another type or another format.
+EvalRecord eval_record_from_json(const Json& json, const std::string& source, const std::string& file_name);
+
+/// Reads the eval record at `path` (at most kMaxEvalRecordBytes, train/io/input_file.h): the record
+/// write_eval_record wrote, as eval_record_from_json reads it. Throws rpb::Error naming the file (and the key).
+EvalRecord read_eval_record(const std::string& path);
 
 /// The record's file name: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), with "-L<l1>_<l2>..."
 /// before ".json" when the lengths were chosen on the command line ("step_00000600-8192-L64_1024.json") and

@@ -9,14 +9,14 @@
 
 #include "train/data/task.h"
 #include "train/io/atomic_file.h"
+#include "train/io/json_text.h"
+#include "train/sweep/results_json.h"
 
 namespace fs = std::filesystem;
 
 namespace rpb {
 
 namespace {
-
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
 std::string cell(const std::optional<std::pair<double, double>>& ms, bool with_std) {
   if (!ms) return "n/a";
@@ -82,90 +82,12 @@ std::string csv(const SweepResult& r) {
   return os.str();
 }
 
-std::string json_number(const std::optional<double>& v) {
-  if (!v || !std::isfinite(*v)) return "null";
-  std::ostringstream os;
-  os << std::setprecision(10) << *v;
-  return os.str();
-}
-
-// [[layer 0's heads], [layer 1's heads], ...].
-std::string per_layer_json(const std::vector<std::vector<double>>& v) {
-  std::string out = "[";
-  for (std::size_t l = 0; l < v.size(); ++l) {
-    out += l ? ", [" : "[";
-    for (std::size_t h = 0; h < v[l].size(); ++h) out += (h ? ", " : "") + json_number(v[l][h]);
-    out += "]";
-  }
-  return out + "]";
-}
-
-// {"mean_distance": [[...]], "entropy": [[...]], "mean_distance_overall": x, "entropy_overall": y}, or null.
-std::string attention_json(const AttentionDiagnostics& a) {
-  if (a.empty()) return "null";
-  return "{\"mean_distance\": " + per_layer_json(a.mean_distance) + ", \"entropy\": " + per_layer_json(a.entropy) +
-         ", \"mean_distance_overall\": " + json_number(a.mean_distance_overall()) +
-         ", \"entropy_overall\": " + json_number(a.entropy_overall()) + "}";
-}
-
-// "[x0, x1, ...]": the mean (or the std) over the seeds of column(j) at each length j.
-template <typename Column>
-std::string over_seeds(const SweepResult& r, Column column, bool std_dev) {
-  std::string out = "[";
-  for (std::size_t j = 0; j < r.multipliers.size(); ++j) {
-    const auto ms = mean_std(column(j));
-    out += (j ? ", " : "") + json_number(ms ? std::optional<double>(std_dev ? ms->second : ms->first) : std::nullopt);
-  }
-  return out + "]";
-}
-
-// "[[a, b], [c, d]]": cell(seed, length) for each seed of the row and each length.
-template <typename Cell>
-std::string per_seed(const MethodResult& m, Cell cell) {
-  std::string out = "[";
-  for (std::size_t s = 0; s < m.ppl.size(); ++s) {
-    out += s ? ", [" : "[";
-    for (std::size_t j = 0; j < m.ppl[s].size(); ++j) out += (j ? ", " : "") + cell(s, j);
-    out += "]";
-  }
-  return out + "]";
-}
-
-std::string json(const SweepResult& r) {
-  std::ostringstream os;
-  os << "{\n  \"name\": " << quoted(r.name) << ",\n  \"train_length\": " << r.train_length << ",\n  \"multipliers\": [";
-  for (std::size_t j = 0; j < r.multipliers.size(); ++j) os << (j ? ", " : "") << r.multipliers[j];
-  os << "],\n  \"seeds\": [";
-  for (std::size_t j = 0; j < r.seeds.size(); ++j) os << (j ? ", " : "") << r.seeds[j];
-  os << "],\n  \"rows\": [\n";
-  for (std::size_t i = 0; i < r.rows.size(); ++i) {
-    const MethodResult& m = r.rows[i];
-    os << "    {\"task\": " << quoted(m.task) << ", \"method\": " << quoted(m.method.name()) << ", \"label\": "
-       << quoted(m.method.label()) << ", \"position_params\": " << m.position_params
-       << ", \"optimal_perplexity\": " << json_number(m.optimal_ppl) << ",\n     \"perplexity\": "
-       << per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.ppl[s][j]); }) << ",\n     \"nll\": "
-       << per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.nll[s][j]); }) << ",\n     \"tokens\": "
-       << per_seed(m, [&](std::size_t s, std::size_t j) {
-            return m.nll[s][j] ? std::to_string(m.tokens[s][j]) : std::string("null");
-          });
-    const auto ppl = [&](std::size_t j) { return m.column(j); };
-    const auto distance = [&](std::size_t j) { return m.distance_column(j); };
-    os << ",\n     \"mean\": " << over_seeds(r, ppl, false) << ",\n     \"std\": " << over_seeds(r, ppl, true)
-       << ",\n     \"attention\": "
-       << per_seed(m, [&](std::size_t s, std::size_t j) { return attention_json(attention_of(m, s, j)); })
-       << ",\n     \"mean_attention_distance\": {\"mean\": " << over_seeds(r, distance, false)
-       << ", \"std\": " << over_seeds(r, distance, true) << "}}" << (i + 1 < r.rows.size() ? "," : "") << "\n";
-  }
-  os << "  ]\n}\n";
-  return os.str();
-}
-
 }  // namespace
 
 void write_results(const SweepResult& r, const std::string& dir) {
   fs::create_directories(dir);
   write_file_atomically((fs::path(dir) / "results.csv").string(), csv(r));
-  write_file_atomically((fs::path(dir) / "results.json").string(), json(r));
+  write_file_atomically((fs::path(dir) / "results.json").string(), json_text(sweep_results_object(sweep_results(r))));
 }
 
 }  // namespace rpb

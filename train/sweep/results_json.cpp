@@ -1,0 +1,201 @@
+// rpb/train/sweep/results_json.cpp: see results_json.h.
+#include "train/sweep/results_json.h"
+
+#include <utility>
+
+#include "core/error.h"
+
+namespace rpb {
+
+namespace {
+
+// The diagnostics of seed s at length j (empty where none were recorded).
+AttentionDiagnostics attention_at(const MethodResult& m, std::size_t s, std::size_t j) {
+  return s < m.attention.size() && j < m.attention[s].size() ? m.attention[s][j] : AttentionDiagnostics();
+}
+
+// The mean (first) or the std (second) over the seeds of column(j) at each length j.
+template <typename Column>
+std::pair<std::vector<std::optional<double>>, std::vector<std::optional<double>>> over_seeds(std::size_t lengths,
+                                                                                           Column column) {
+  std::pair<std::vector<std::optional<double>>, std::vector<std::optional<double>>> out;
+  for (std::size_t j = 0; j < lengths; ++j) {
+    const auto ms = mean_std(column(j));
+    out.first.push_back(ms ? std::optional<double>(ms->first) : std::nullopt);
+    out.second.push_back(ms ? std::optional<double>(ms->second) : std::nullopt);
+  }
+  return out;
+}
+
+SweepResultsRow row_of(const MethodResult& m, std::size_t lengths) {
+  SweepResultsRow row;
+  row.task = m.task;
+  row.method = m.method.name();
+  row.label = m.method.label();
+  row.position_params = m.position_params;
+  row.optimal_perplexity = m.optimal_ppl;
+  row.perplexity = m.ppl;
+  row.nll = m.nll;
+  row.tokens.resize(m.ppl.size());
+  row.attention.resize(m.ppl.size());
+  for (std::size_t s = 0; s < m.ppl.size(); ++s)
+    for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
+      row.tokens[s].push_back(m.nll[s][j] ? m.tokens[s][j] : 0);
+      row.attention[s].push_back(attention_at(m, s, j));
+    }
+  std::tie(row.mean, row.std) = over_seeds(lengths, [&](std::size_t j) { return m.column(j); });
+  std::tie(row.distance_mean, row.distance_std) =
+      over_seeds(lengths, [&](std::size_t j) { return m.distance_column(j); });
+  return row;
+}
+
+Json numbers(const std::vector<std::optional<double>>& v) {
+  Json out = Json::array();
+  for (const auto& x : v) out.push_back(json_number(x));
+  return out;
+}
+
+// [[layer 0's heads], [layer 1's heads], ...].
+Json per_layer(const std::vector<std::vector<double>>& v) {
+  Json out = Json::array();
+  for (const auto& layer : v) out.push_back(numbers(std::vector<std::optional<double>>(layer.begin(), layer.end())));
+  return out;
+}
+
+Json attention_json(const AttentionDiagnostics& a) {
+  if (a.empty()) return nullptr;
+  return {{"mean_distance", per_layer(a.mean_distance)},
+          {"entropy", per_layer(a.entropy)},
+          {"mean_distance_overall", json_number(a.mean_distance_overall())},
+          {"entropy_overall", json_number(a.entropy_overall())}};
+}
+
+// [[cell(s, j) per length j] per seed s], the shape of m.perplexity.
+template <typename Cell>
+Json per_seed(const SweepResultsRow& m, Cell cell) {
+  Json out = Json::array();
+  for (std::size_t s = 0; s < m.perplexity.size(); ++s) {
+    Json lengths = Json::array();
+    for (std::size_t j = 0; j < m.perplexity[s].size(); ++j) lengths.push_back(cell(s, j));
+    out.push_back(std::move(lengths));
+  }
+  return out;
+}
+
+Json row_json(const SweepResultsRow& m) {
+  return {{"task", m.task},
+          {"method", m.method},
+          {"label", m.label},
+          {"position_params", m.position_params},
+          {"optimal_perplexity", json_number(m.optimal_perplexity)},
+          {"perplexity", per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.perplexity[s][j]); })},
+          {"nll", per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.nll[s][j]); })},
+          {"tokens", per_seed(m, [&](std::size_t s, std::size_t j) { return m.nll[s][j] ? Json(m.tokens[s][j]) : Json(); })},
+          {"mean", numbers(m.mean)},
+          {"std", numbers(m.std)},
+          {"attention", per_seed(m, [&](std::size_t s, std::size_t j) { return attention_json(m.attention[s][j]); })},
+          {"mean_attention_distance", {{"mean", numbers(m.distance_mean)}, {"std", numbers(m.distance_std)}}}};
+}
+
+// ---- reading ----
+
+std::vector<std::optional<double>> read_numbers(const JsonIn& in, std::size_t size) {
+  if (in.size() != size) in.fail("expected " + std::to_string(size) + " values, found " + std::to_string(in.size()));
+  std::vector<std::optional<double>> out;
+  for (std::size_t i = 0; i < size; ++i) out.push_back(in[i].optional_number());
+  return out;
+}
+
+std::vector<std::vector<double>> read_per_layer(const JsonIn& in) {
+  std::vector<std::vector<double>> out(in.size());
+  for (std::size_t l = 0; l < out.size(); ++l)
+    for (std::size_t h = 0; h < in[l].size(); ++h) out[l].push_back(in[l][h].number_or_nan());
+  return out;
+}
+
+AttentionDiagnostics read_attention(const JsonIn& in) {
+  AttentionDiagnostics a;
+  if (in.is_null()) return a;
+  a.mean_distance = read_per_layer(in["mean_distance"]);
+  a.entropy = read_per_layer(in["entropy"]);
+  bool same_shape = a.mean_distance.size() == a.entropy.size() && !a.mean_distance.empty();
+  for (std::size_t l = 0; same_shape && l < a.entropy.size(); ++l)
+    same_shape = a.mean_distance[l].size() == a.entropy[l].size() && !a.entropy[l].empty();
+  if (!same_shape) in.fail("\"mean_distance\" and \"entropy\" must have the same layers and heads, at least one");
+  return a;
+}
+
+// [[read(cell) per length] per seed], `seeds` x `lengths`.
+template <typename Read>
+auto read_per_seed(const JsonIn& in, std::size_t seeds, std::size_t lengths, Read read) {
+  std::vector<std::vector<decltype(read(in))>> out(seeds);
+  if (in.size() != seeds) in.fail("expected " + std::to_string(seeds) + " seeds, found " + std::to_string(in.size()));
+  for (std::size_t s = 0; s < seeds; ++s) {
+    const JsonIn seed = in[s];
+    if (seed.size() != lengths)
+      seed.fail("expected " + std::to_string(lengths) + " lengths, found " + std::to_string(seed.size()));
+    for (std::size_t j = 0; j < lengths; ++j) out[s].push_back(read(seed[j]));
+  }
+  return out;
+}
+
+SweepResultsRow read_row(const JsonIn& in, std::size_t seeds, std::size_t lengths) {
+  SweepResultsRow m;
+  m.task = in["task"].string();
+  m.method = in["method"].string();
+  m.label = in["label"].string();
+  m.position_params = in["position_params"].int64();
+  m.optimal_perplexity = in["optimal_perplexity"].optional_number();
+  const auto number = [](const JsonIn& x) { return x.optional_number(); };
+  m.perplexity = read_per_seed(in["perplexity"], seeds, lengths, number);
+  m.nll = read_per_seed(in["nll"], seeds, lengths, number);
+  m.tokens = read_per_seed(in["tokens"], seeds, lengths,
+                           [](const JsonIn& x) { return x.is_null() ? int64_t(0) : x.int64(); });
+  m.mean = read_numbers(in["mean"], lengths);
+  m.std = read_numbers(in["std"], lengths);
+  m.attention = read_per_seed(in["attention"], seeds, lengths, read_attention);
+  m.distance_mean = read_numbers(in["mean_attention_distance"]["mean"], lengths);
+  m.distance_std = read_numbers(in["mean_attention_distance"]["std"], lengths);
+  return m;
+}
+
+}  // namespace
+
+SweepResults sweep_results(const SweepResult& r) {
+  SweepResults out;
+  out.name = r.name;
+  out.train_length = r.train_length;
+  out.multipliers = r.multipliers;
+  out.seeds = r.seeds;
+  for (const MethodResult& m : r.rows) out.rows.push_back(row_of(m, r.multipliers.size()));
+  return out;
+}
+
+Json sweep_results_object(const SweepResults& r) {
+  Json rows = Json::array();
+  for (const SweepResultsRow& m : r.rows) rows.push_back(row_json(m));
+  return {{"format", kSweepResultsFormat}, {"name", r.name},         {"train_length", r.train_length},
+          {"multipliers", r.multipliers},  {"seeds", r.seeds},       {"rows", std::move(rows)}};
+}
+
+SweepResults sweep_results_from_json(const Json& json, const std::string& source) {
+  const JsonIn in(json, source);
+  SweepResults r;
+  r.format = in.has("format") ? in["format"].string() : std::string();
+  if (r.format != kSweepResultsFormat && !r.format.empty())
+    in["format"].fail("\"" + r.format + "\", rpb reads \"" + kSweepResultsFormat + "\" (and results.json without a format)");
+  r.name = in["name"].string();
+  r.train_length = in["train_length"].int64();
+  for (std::size_t j = 0; j < in["multipliers"].size(); ++j) r.multipliers.push_back(in["multipliers"][j].int64());
+  for (std::size_t s = 0; s < in["seeds"].size(); ++s) r.seeds.push_back(in["seeds"][s].uint64());
+  for (std::size_t i = 0; i < in["rows"].size(); ++i)
+    r.rows.push_back(read_row(in["rows"][i], r.seeds.size(), r.multipliers.size()));
+  return r;
+}
+
+SweepResults read_sweep_results(const std::string& path) {
+  const std::string what = "sweep results";
+  return sweep_results_from_json(read_json_file(path, what, kMaxSweepResultsBytes), what + " " + path);
+}
+
+}  // namespace rpb
