@@ -91,6 +91,12 @@ std::string identity_text(const std::string& effective_text) {
 
 std::string config_digest(const std::string& effective_text) { return sha256_hex(identity_text(effective_text)); }
 
+std::string identity_text(const RunConfig& config) { return identity_text(config.text); }
+std::string config_digest(const RunConfig& config) { return config_digest(config.text); }
+std::vector<ConfigChange> identity_changes(const RunConfig& before, const RunConfig& after) {
+  return identity_changes(before.text, after.text);
+}
+
 std::string digest_line(const std::string& effective_text) {
   return "# config_digest = " + config_digest(effective_text) +
          " (SHA-256 of the keys that make the run; see rpb/train/config/run_identity.h)\n";

@@ -33,6 +33,10 @@ std::string identity_text(const std::string& effective_text);
 /// The SHA-256 (64 hex digits) of identity_text(effective_text): equal for configs that train the same weights,
 /// whatever their key order, spacing, comments or non-identity keys.
 std::string config_digest(const std::string& effective_text);
+/// The same for a config: of its effective config.
+std::string identity_text(const RunConfig& config);
+std::string config_digest(const RunConfig& config);
+std::vector<struct ConfigChange> identity_changes(const RunConfig& before, const RunConfig& after);
 
 /// The first line of a run folder's config.toml: "# config_digest = <hex> (...)".
 std::string digest_line(const std::string& effective_text);
