@@ -84,7 +84,7 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
   r.checkpoint = fs::path(file).filename().string();
   r.step = step;
   r.checkpoint_sha256 = sha256;
-  r.config_digest = config_digest(run.config().text);
+  r.config_digest = config_digest(run.config());
   r.run = run.config().name;
   r.scheme = po.scheme;
   r.untrained = nn::scheme_info(po).row_table ? nn::untrained_name(po.untrained) : "";

@@ -101,7 +101,7 @@ void print_parameters(const Checkpoint& c, std::ostream& out) {
 // The digest of the stored config's identity, recomputed, beside the one the checkpoint recorded when it was
 // written (root attribute config_digest): they differ when the stored config was edited since.
 void print_digests(const Checkpoint& c, const RunConfig& cfg, const std::string& file, std::ostream& out) {
-  const std::string digest = config_digest(cfg.text);
+  const std::string digest = config_digest(cfg);
   out << "  config digest " << digest << " (recomputed from the stored config; train/config/run_identity.h)";
   if (c.config_digest.empty()) {
     out << "\n  stored config_digest: none (a checkpoint of before digests)\n";

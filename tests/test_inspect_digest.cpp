@@ -33,7 +33,7 @@ TEST_CASE("inspect: a stored config edited after the checkpoint was written is f
   const std::string file = (tmp.path / "run" / "step_00000002.h5").string();
   Checkpoint c = load_checkpoint(file);
   const std::string stored = c.config_digest;
-  REQUIRE(stored == config_digest(cfg.text));
+  REQUIRE(stored == config_digest(cfg));
 
   const std::string intact = inspect_digest_test::report_of(file);
   CHECK(contains(intact, "config digest " + stored + " (recomputed from the stored config; train/config/run_identity.h), "
@@ -46,7 +46,7 @@ TEST_CASE("inspect: a stored config edited after the checkpoint was written is f
   c.config_text.replace(at + 1, c.config_text.find('\n', at + 1) - at - 1, "lr = 0.5");
   const std::string edited = (tmp.path / "edited.h5").string();
   save_checkpoint(edited, c);
-  const std::string recomputed = config_digest(c.config_text);
+  const std::string recomputed = config_digest(parse_stored_config(c.config_text, "edited"));
   REQUIRE(recomputed != stored);
   const std::string report = inspect_digest_test::report_of(edited);
   CHECK(contains(report, "config digest " + recomputed + " (recomputed from the stored config"));

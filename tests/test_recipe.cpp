@@ -123,14 +123,14 @@ TEST_CASE("recipe: model.embedding in configs, stored configs without it and run
   CHECK(parse_config(old_sin, "a new config").model.embedding == nn::EmbeddingRecipe::scheme);
 
   // Identity holds the resolved recipe: an old sinusoidal run is not today's; an old t5 run is.
-  const std::vector<ConfigChange> changes = identity_changes(old_sin, c.text);
+  const std::vector<ConfigChange> changes = identity_changes(parse_stored_config(old_sin, "old"), c);
   REQUIRE(changes.size() == 1);
   CHECK(changes[0].line() == "model.embedding: 'gpt2' -> 'scaled'");
   const RunConfig t5 = parse_config("[position]\nscheme = \"t5\"\n", "<test>");
-  CHECK(identity_changes(stored_without_embedding("t5"), t5.text).empty());
-  CHECK(config_digest(stored_without_embedding("t5")) == config_digest(t5.text));
+  CHECK(identity_changes(parse_stored_config(stored_without_embedding("t5"), "old"), t5).empty());
+  CHECK(config_digest(parse_stored_config(stored_without_embedding("t5"), "old")) == config_digest(t5));
   const RunConfig explicit_scaled =
       parse_config("[model]\nembedding = \"scaled\"\n[position]\nscheme = \"sinusoidal\"\n", "<test>");
-  CHECK(config_digest(explicit_scaled.text) == config_digest(c.text));
-  CHECK(config_digest(old_sin) != config_digest(c.text));
+  CHECK(config_digest(explicit_scaled) == config_digest(c));
+  CHECK(config_digest(parse_stored_config(old_sin, "old")) != config_digest(c));
 }

@@ -104,7 +104,7 @@ TEST_CASE("effective config: every key the parser accepts, with its value; parsi
     CHECK(again.optim.schedule.total_steps == c.optim.schedule.total_steps);
     CHECK(again.optim.adam.groups.size() == c.optim.adam.groups.size());
     CHECK(again.model.position.scheme == c.model.position.scheme);
-    CHECK(config_digest(again.text) == config_digest(c.text));
+    CHECK(config_digest(again) == config_digest(c));
   }
   // The defaults written are the defaults read: removing any one key of the all-defaults text changes nothing.
   const std::string defaults = parse_config("", "empty").text;
@@ -118,12 +118,12 @@ TEST_CASE("config digest: stable across order, spacing, comments and non-identit
   const std::string a = "[run]\nsteps = 10\nseed = 1\n[optim]\nlr = 0.001\n";
   const std::string b = "# a comment\n[optim]\n  lr   =   1e-3   # the rate\n\n[run]\nname = \"other\"\n"
                         "log_every = 3\nseed = 1\nsteps = 10\n[sweep]\nseeds = [4]\n";
-  const std::string da = config_digest(parse_config(a, "a").text);
+  const std::string da = config_digest(parse_config(a, "a"));
   CHECK(da.size() == 64);
-  CHECK(config_digest(parse_config(b, "b").text) == da);
-  const std::string c = parse_config(a, "a", {"optim.lr=0.01"}).text;
+  CHECK(config_digest(parse_config(b, "b")) == da);
+  const RunConfig c = parse_config(a, "a", {"optim.lr=0.01"});
   CHECK(config_digest(c) != da);
-  const std::vector<ConfigChange> changes = identity_changes(parse_config(a, "a").text, c);
+  const std::vector<ConfigChange> changes = identity_changes(parse_config(a, "a"), c);
   REQUIRE(changes.size() == 1);
   CHECK(changes[0].line() == "optim.lr: 0.001 -> 0.01");
   // A config stored before effective configs (as written, keys missing) compares by its effective form.
@@ -131,7 +131,7 @@ TEST_CASE("config digest: stable across order, spacing, comments and non-identit
   CHECK(match_run(a, "old.h5", now, false).changes.empty());
   CHECK(match_run(b, "old.h5", now, false).changes.empty());
   const std::string listed = changed_config_message("train", "out/run", "out/run/step_00000010.h5",
-                                                    match_run(a, "old.h5", parse_config(c, "c"), false).changes);
+                                                    match_run(a, "old.h5", c, false).changes);
   CHECK(contains(listed, "the config differs from the one out/run/step_00000010.h5 was trained with:\n"
                          "  optim.lr: 0.001 -> 0.01\n"));
   CHECK(contains(listed, "--overwrite"));
@@ -142,7 +142,7 @@ TEST_CASE("train --resume: a changed config is refused naming the keys; --overwr
   TempDir tmp("identity_resume");
   const fs::path dir = tmp.path / "run";
   REQUIRE(run_rpb(train_command(tmp.path, "run", 4, "")).code == 0);
-  const std::string digest = config_digest(load_config(kSource + "/configs/t5.toml", identity_tiny(tmp.path, "run", 4)).text);
+  const std::string digest = config_digest(load_config(kSource + "/configs/t5.toml", identity_tiny(tmp.path, "run", 4)));
   CHECK(contains(file_text(dir / "config.toml"), "# config_digest = " + digest));
   CHECK(load_checkpoint((dir / "step_00000004.h5").string()).config_digest == digest);
 
@@ -205,7 +205,7 @@ TEST_CASE("train --resume with more run.steps: refused without --extend; with it
   const Checkpoint c = load_checkpoint(read_latest(dir.string()));
   CHECK(c.step == 12);
   CHECK(contains(c.config_text, "total_steps = 6"));
-  CHECK(c.config_digest == config_digest(c.config_text));
+  CHECK(c.config_digest == config_digest(parse_stored_config(c.config_text, "stored")));
   const RunConfig cfg = parse_config(c.config_text, "stored");
   const double min_lr = cfg.optim.schedule.min_lr_ratio * cfg.optim.schedule.lr;
   REQUIRE(c.metrics.size() == 12);

@@ -89,7 +89,7 @@ TEST_CASE("train loop: validation scores the valid split without changing the tr
   CHECK(contains(report.str(), "valid loss at length 32: "));
   CHECK(contains(report.str(), "(step 24), lowest "));
   CHECK(contains(report.str(), ", 6 validations"));
-  CHECK(contains(report.str(), "config digest " + config_digest(validated.config().text)));
+  CHECK(contains(report.str(), "config digest " + config_digest(validated.config())));
 }
 
 TEST_CASE("train loop: a grid2d run validates on its own held-out grids") {

@@ -229,7 +229,12 @@ TEST_CASE("untrained rows: options, a missing record, checkpoints, rpb eval --un
   const RunConfig sweep = parse_config(
       "[sweep]\nmethods = [\"t5\", \"t5@untrained=nearest\", \"t5@max_distance=16@optim.lr=0.01\"]\n", "s.toml");
   REQUIRE(sweep.sweep.methods.size() == 3);
-  CHECK(sweep.sweep.methods[1].settings == std::vector<std::string>{"position.untrained=nearest"});
+  REQUIRE(sweep.sweep.methods[1].settings.size() == 1);
+  CHECK(sweep.sweep.methods[1].settings[0].key == "position.untrained");
+  CHECK(std::get<std::string>(sweep.sweep.methods[1].settings[0].value.value) == "nearest");
+  REQUIRE(sweep.sweep.methods[2].settings.size() == 2);
+  CHECK(std::get<int64_t>(sweep.sweep.methods[2].settings[0].value.value) == 16);
+  CHECK(std::get<double>(sweep.sweep.methods[2].settings[1].value.value) == 0.01);
   CHECK(sweep.sweep.methods[1].label() == "T5 bias, untrained nearest");
   CHECK(sweep.sweep.methods[2].label() == "T5 bias, max_distance 16, optim.lr 0.01");
   CHECK(contains(error_of([] { parse_config("[sweep]\nmethods = [\"t5@nearest\"]\n", "s.toml"); }),

@@ -103,7 +103,7 @@ Checkpoint Run::snapshot(int64_t step) const {
   Checkpoint c;
   c.step = step;
   c.config_text = config_.text;
-  c.config_digest = config_digest(config_.text);
+  c.config_digest = config_digest(config_);
   c.library_version = version();
   c.params = workload_->model().named_parameters();
   c.buffers = workload_->model().named_buffers(true);
@@ -306,7 +306,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   if (shard_.count > 1) start = follow_lead(start, options);
   if (!lead_) return train_steps(start, summary, *quiet_logger(), nullptr);
   auto log = run_logger(dir_);
-  write_file_atomically((fs::path(dir_) / "config.toml").string(), digest_line(config_.text) + config_.text);
+  write_file_atomically((fs::path(dir_) / "config.toml").string(), digest_line(config_) + config_.text);
   if (!summary.moved_aside.empty()) log->info("--overwrite: moved the previous run folder aside to {}", summary.moved_aside);
   if (!extend_note_.empty()) log->info("{}", extend_note_);
   MetricsCsv csv((fs::path(dir_) / "metrics.csv").string(), config_.valid_lengths(), metrics_);

@@ -11,6 +11,7 @@
 #include "core/unicode.h"
 #include "nn/limits.h"
 #include "nn/position.h"
+#include "train/config/document.h"
 #include "train/config/toml_depth.h"
 #include "train/config/toml_table.h"
 #include "train/io/input_file.h"
@@ -45,6 +46,8 @@ struct Reader {
   }
 };
 
+}  // namespace
+
 // What makes `v` unfit for a path in the run's file system ("a control character (U+001B)", "a format character
 // (U+202E, category Cf)", "300 bytes"), or "": a `component` (run.name) is one folder name; any value is valid
 // UTF-8 free of controls (NUL included) and of format and separator characters (core/unicode.h), and at most
@@ -58,6 +61,8 @@ std::string path_problem(const std::string& v, std::size_t max_bytes, bool compo
   if (v == "." || v == "..") return "'" + v + "'";
   return "";
 }
+
+namespace {
 
 // A string key that names a folder or a file (run.name, run.out_dir, task.kjv_path), checked by path_problem.
 void get_path(Table& t, const char* key, std::string& out, bool component) {
@@ -280,6 +285,7 @@ Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accept
   o.adam.decoupled = o.kind != "adam";
   int64_t horizon = 0;  // 0: run.steps (train --extend sets the steps the run was started with)
   opt.get("total_steps", horizon, 0, kMaxSteps);
+  o.total_steps = horizon;
   o.schedule.total_steps = horizon > 0 ? horizon : c.steps;
   if (o.schedule.kind == "cosine" && o.schedule.warmup_steps >= o.schedule.total_steps)
     opt.fail_at("warmup_steps", "expected fewer warm-up steps than " +
@@ -290,57 +296,6 @@ Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accept
   o.adam.groups = o.sgd.groups = read_groups(ot, r, wd, accepted);
   opt.done();
   return opt;
-}
-
-// "t5@max_distance=64@untrained=nearest" -> {t5, {position.max_distance=64, position.untrained=nearest}};
-// "swin_v2@window8" -> {swin_v2, {grid.eval_window=8}}. The error names what was expected for the sweep's dims.
-// The settings' keys and values are checked when the sweep's run configs are made (run_config).
-SweepMethod parse_method(Table& sweep, const std::string& text, int64_t dims) {
-  std::vector<std::string> parts;
-  for (std::size_t from = 0;;) {
-    const auto at = text.find('@', from);
-    parts.push_back(text.substr(from, at == std::string::npos ? std::string::npos : at - from));
-    if (at == std::string::npos) break;
-    from = at + 1;
-  }
-  SweepMethod m{text, parts[0], {}};
-  const nn::SchemeInfo* info = nn::find_scheme(m.scheme, dims);
-  if (!info) {
-    std::string what = "\"" + printable(text) + "\": expected one of";
-    const std::vector<std::string> known = nn::scheme_names(dims);
-    for (const std::string& n : known) what += " " + n;
-    const std::string near = closest(m.scheme, known);
-    sweep.fail_at("methods", what + (dims == 2 ? " (2-D task)" : " (1-D task)") +
-                                 (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
-  }
-  // The method names a run folder: one path component.
-  if (const std::string p = path_problem(text, kMaxNameBytes, true); !p.empty())
-    sweep.fail_at("methods", "\"" + printable(text) + "\": a method names a run folder (one path component: no '/', no "
-                             "control, format or separator characters, at most " + std::to_string(kMaxNameBytes) +
-                             " bytes), found " + p);
-  const std::string window = "window";
-  for (std::size_t i = 1; i < parts.size(); ++i) {
-    const std::string& s = parts[i];
-    const auto eq = s.find('=');
-    if (eq == std::string::npos && s.rfind(window, 0) == 0) {
-      const std::string n = s.substr(window.size());
-      const bool digits = !n.empty() && n.size() <= 4 && std::all_of(n.begin(), n.end(), [](char ch) {
-        return std::isdigit(static_cast<unsigned char>(ch));
-      });
-      if (info->kind != nn::PositionKind::window || !digits || std::stoi(n) < 1)
-        sweep.fail_at("methods", "\"" + printable(text) + "\": expected swin@window<N> or swin_v2@window<N> with N >= 1");
-      m.settings.push_back("grid.eval_window=" + std::to_string(std::stoi(n)));
-      continue;
-    }
-    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
-      sweep.fail_at("methods", "\"" + printable(text) + "\": expected <scheme>@<key>=<value> (t5@max_distance=64, "
-                               "sinusoidal@optim.lr=0.001) or swin_v2@window<N>; found \"@" + printable(s) + "\"");
-    const std::string key = s.substr(0, eq);
-    if (key == "position.scheme" || key == "scheme")
-      sweep.fail_at("methods", "\"" + printable(text) + "\": the scheme is the part before the first '@'");
-    m.settings.push_back((key.find('.') == std::string::npos ? "position." : "") + s);
-  }
-  return m;
 }
 
 void read_sweep(Table& sweep, RunConfig& c) {
@@ -398,6 +353,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   effective.erase("sweep");
   if (const toml::table* st = toml_config::subtable(root, "sweep", source, applied)) effective.insert("sweep", *st);
   c.text = toml_config::document_text(effective);
+  c.document = std::make_shared<const ConfigDocument>(ConfigDocument{std::move(effective)});
   if (accepted)
     for (const auto& [prefix, t] : {std::pair<std::string, const Table*>{"run.", &run}, {"model.", &model},
                                     {"task.", &task}, {"grid.", &grid}, {"position.", &pos}, {"optim.", &opt}})
@@ -417,21 +373,6 @@ toml::table parse_text(const std::string& text, const std::string& source) {
 
 }  // namespace
 
-std::string SweepMethod::label() const {
-  const nn::SchemeInfo* info = nullptr;
-  for (const nn::SchemeInfo& s : nn::schemes())
-    if (scheme == s.name) info = &s;
-  std::string label = info ? info->label : scheme;
-  for (const std::string& s : settings) {  // "position.max_distance=64" -> ", max_distance 64"
-    const auto eq = s.find('=');
-    const std::string key = s.substr(0, eq);
-    label += ", " + (key == "grid.eval_window" ? std::string("eval window")
-                                               : key.rfind("position.", 0) == 0 ? key.substr(9) : key) +
-             " " + s.substr(eq + 1);
-  }
-  return label;
-}
-
 std::vector<int64_t> RunConfig::valid_lengths() const {
   std::vector<int64_t> lengths;
   if (eval_every > 0)
@@ -441,8 +382,38 @@ std::vector<int64_t> RunConfig::valid_lengths() const {
 
 std::string RunConfig::run_dir() const { return (std::filesystem::path(out_dir) / name).string(); }
 
+nn::EmbeddingRecipe RunConfig::embedding_recipe() const {
+  return nn::resolve_recipe(model.embedding, model.position.scheme, dims());
+}
+
+namespace {
+
+// `base`'s effective document, to derive a config from (derive_config, run_config).
+toml::table document_of(const RunConfig& base) {
+  RPB_CHECK(base.document != nullptr, "config", "the config ", base.source, " was not read by the readers");
+  return base.document->effective;
+}
+
+// Sets each of `settings` in `root`, recorded in `applied` as set by `origin`.
+void apply_settings(toml::table& root, const std::vector<ConfigSetting>& settings, OverrideMap& applied,
+                    const std::string& origin) {
+  for (const ConfigSetting& s : settings) {
+    const toml::table value = setting_table(s.value);
+    toml_config::set_value(root, s.key, *value.get("value"), applied, origin);
+  }
+}
+
+}  // namespace
+
+RunConfig derive_config(const RunConfig& base, const std::vector<ConfigSetting>& settings, const std::string& origin) {
+  toml::table root = document_of(base);
+  OverrideMap applied;
+  apply_settings(root, settings, applied, origin);
+  return parse_document(root, base.source, applied);
+}
+
 RunConfig run_config(const RunConfig& sweep, const SweepRun& run) {
-  toml::table root = parse_text(sweep.text, sweep.source);
+  toml::table root = document_of(sweep);
   toml::table& r = table_in(root, "run");
   r.insert_or_assign("out_dir", run.out_dir);
   r.insert_or_assign("name", run.name);
@@ -450,8 +421,7 @@ RunConfig run_config(const RunConfig& sweep, const SweepRun& run) {
   table_in(root, "position").insert_or_assign("scheme", run.method.scheme);
   table_in(root, "task").insert_or_assign("kind", run.task);
   OverrideMap applied;
-  for (const std::string& s : run.method.settings)
-    toml_config::apply_override(root, s, applied, "sweep method \"" + printable(run.method.text) + "\"");
+  apply_settings(root, run.method.settings, applied, "sweep method \"" + printable(run.method.text) + "\"");
   return parse_document(root, sweep.source, applied);
 }
 

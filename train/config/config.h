@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "nn/grid_model.h"
@@ -49,6 +51,7 @@ struct OptimConfig {
   optim::SGDOptions sgd;
   optim::ScheduleOptions schedule;  // holds the base lr
   double grad_clip = 1.0;           // global-norm clipping; 0 disables
+  int64_t total_steps = 0;          // optim.total_steps as set; 0 follows run.steps (schedule.total_steps: resolved)
 };
 
 /// The 2-D grid model's windows ([grid]); task.kind = "grid2d" trains a GridModel on side x side grids
@@ -58,19 +61,35 @@ struct GridConfig : nn::WindowOptions {
   int64_t eval_window = 0;  // swin, swin_v2: window used for evaluation (0: the trained one)
 };
 
+/// A typed value for a config key, set from outside the config's document (a sweep method's setting, the horizon
+/// match_run keeps): a TOML boolean, integer, float or string, or an array of them.
+struct SettingValue {
+  std::variant<bool, int64_t, double, std::string, std::vector<SettingValue>> value;
+};
+
+/// One config key set to a typed value, read and validated by the schema like a key of the file.
+struct ConfigSetting {
+  std::string key;     // dotted: "position.max_distance"
+  SettingValue value;  // 64
+  std::string text;    // the value as written ("1e-3"): what labels show
+};
+
 /// One method of a sweep: a position scheme and the config keys it sets for its runs, written
 /// "<scheme>[@<setting>]...":
 ///   "t5"                        the scheme, with the config's keys as they are
 ///   "t5@max_distance=64"        position.max_distance = 64 (a key without a dot is one of [position])
-///   "t5@untrained=nearest"      position.untrained = "nearest" (values as --set takes them)
+///   "t5@untrained=nearest"      position.untrained = "nearest" (values as --set takes them: TOML, a bare word is a
+///                               string; a table or a date is refused)
 ///   "sinusoidal@optim.lr=1e-3"  any dotted key: a method's own learning rate or warm-up
 ///   "swin_v2@window8"           grid.eval_window = 8
-/// A method that sets only evaluation keys (run_identity.h's non_identity_keys: position.untrained,
-/// grid.eval_window) evaluates the runs of its scheme; one that sets any other key trains runs of its own.
+/// The settings are parsed when the config is read; their keys and values are checked when the sweep's run configs
+/// are made (run_config). A method that sets only evaluation keys (run_identity.h's non_identity_keys:
+/// position.untrained, grid.eval_window) evaluates the runs of its scheme; one that sets any other key trains runs
+/// of its own.
 struct SweepMethod {
-  std::string text;                   // as written: its name in results and its run folder
-  std::string scheme;                 // a registered scheme of the task's dims
-  std::vector<std::string> settings;  // "position.max_distance=64", as --set takes them
+  std::string text;                     // as written: its name in results and its run folder
+  std::string scheme;                   // a registered scheme of the task's dims
+  std::vector<ConfigSetting> settings;  // {position.max_distance, 64}, in the order written
   /// As written in configs and results ("swin_v2@window8").
   std::string name() const { return text; }
   /// Its label in result tables ("Swin V2 continuous (windows), eval window 8"; "T5 bias, max_distance 64").
@@ -83,6 +102,10 @@ struct SweepConfig {
   std::vector<uint64_t> seeds = {0};
   std::vector<std::string> tasks;  // task kinds; empty: the [task] table's kind only
 };
+
+/// The effective configuration as a TOML document (train/config/document.h; opaque here so that this header does
+/// not include toml++).
+struct ConfigDocument;
 
 struct RunConfig {
   std::string name = "run";          // run folder: <out_dir>/<name>
@@ -113,6 +136,9 @@ struct RunConfig {
   /// parser accepts for this run's task and scheme, with its value (defaults filled in, overrides applied), in a
   /// fixed layout (toml_config::document_text); the [sweep] table as written. Parsing it gives the same RunConfig.
   std::string text;
+  /// The same as a document, written with `text` by the readers: configs derived from this one (derive_config,
+  /// run_config) and run identities (run_identity.h) start from it; null in a RunConfig not read by the readers.
+  std::shared_ptr<const ConfigDocument> document;
 
   /// The run folder: <out_dir>/<name>.
   std::string run_dir() const;
@@ -122,6 +148,9 @@ struct RunConfig {
   std::vector<int64_t> valid_lengths() const;
   /// The options of the model's position scheme (PositionOptions::for_model with the task's dims).
   nn::PositionOptions position() const { return nn::PositionOptions::for_model(model, dims()); }
+  /// The embedding recipe the model is built with: model.embedding, with "scheme" resolved for the position scheme
+  /// (nn::resolve_recipe).
+  nn::EmbeddingRecipe embedding_recipe() const;
 };
 
 /// What one run of a sweep changes in the sweep's config.
@@ -133,8 +162,14 @@ struct SweepRun {
   std::string name;     // run.name
 };
 
-/// The config of one sweep run: `sweep`'s document with the run's keys set to typed values, read and validated
-/// as a whole like a file (so its text, stored in checkpoints, is the sweep's text with those keys).
+/// `base` with `settings` applied: its document with each key set to its typed value, read and validated as a whole
+/// like a file; errors about a setting name `origin` ("sweep method \"t5@max_distance=64\""). `base` must have been
+/// read by the readers (a document).
+RunConfig derive_config(const RunConfig& base, const std::vector<ConfigSetting>& settings, const std::string& origin);
+
+/// The config of one sweep run: `sweep`'s document with the run's keys and its method's settings set to typed
+/// values, read and validated as a whole like a file (so its text, stored in checkpoints, is the sweep's text with
+/// those keys).
 RunConfig run_config(const RunConfig& sweep, const SweepRun& run);
 
 /// Every dotted key the parser reads for the config `text` (its task and scheme), the [sweep] table aside: the keys

@@ -9,22 +9,13 @@
 
 #include "core/error.h"
 #include "nn/position.h"
-#include "train/config/toml_depth.h"
+#include "train/config/document.h"
 #include "train/config/toml_table.h"
 #include "train/io/sha256.h"
 
 namespace rpb {
 
 namespace {
-
-toml::table parse_effective(const std::string& text) {
-  check_toml_depth(text, "config identity");
-  try {
-    return toml::parse(text);
-  } catch (const toml::parse_error& e) {
-    throw Error(std::string("config identity: not a TOML document: ") + std::string(e.description()));
-  }
-}
 
 // Removes the dotted key `key` ("run.name", or a whole table: "sweep") from `t`.
 void erase_key(toml::table& t, const std::string& key) {
@@ -36,20 +27,24 @@ void erase_key(toml::table& t, const std::string& key) {
   if (toml::table* sub = t[key.substr(0, dot)].as_table()) erase_key(*sub, key.substr(dot + 1));
 }
 
-toml::table identity_table(const std::string& effective_text) {
-  toml::table t = parse_effective(effective_text);
+// The node at the dotted `key` of `t` ("optim.total_steps"), null when absent.
+const toml::node* find_key(const toml::table& t, const std::string& key) {
+  const auto dot = key.find('.');
+  if (dot == std::string::npos) return t.get(key);
+  const toml::table* sub = t[key.substr(0, dot)].as_table();
+  return sub ? find_key(*sub, key.substr(dot + 1)) : nullptr;
+}
+
+toml::table identity_table(const RunConfig& c, const std::vector<AddedKey>& added) {
+  RPB_CHECK(c.document != nullptr, "config identity", "the config ", c.source, " was not read by the readers");
+  toml::table t = c.document->effective;
   for (const std::string& key : non_identity_keys()) erase_key(t, key);
-  for (const LegacyKey& k : legacy_keys())
-    if (toml::table* sub = t[k.table].as_table(); sub && !sub->contains(k.key)) sub->insert(k.key, std::string(k.value));
-  // model.embedding = "scheme" is the recipe it resolves to: a run is equal to one that names that recipe.
-  if (toml::table* model = t["model"].as_table(); model && (*model)["embedding"].value_or(std::string()) == "scheme") {
-    const std::string scheme = t["position"]["scheme"].value_or(std::string());
-    const int64_t dims = data::task_dims(t["task"]["kind"].value_or(std::string("markov")));
-    model->insert_or_assign("embedding", nn::recipe_name(nn::resolve_recipe(nn::EmbeddingRecipe::scheme, scheme, dims)));
-  }
-  // optim.total_steps = 0 means run.steps: the identity holds the horizon it resolves to.
-  if (toml::table* optim = t["optim"].as_table(); optim && (*optim)["total_steps"].value_or(int64_t{0}) == 0)
-    optim->insert_or_assign("total_steps", t["run"]["steps"].value_or(int64_t{0}));
+  for (const AddedKey& k : added)
+    if (const toml::node* n = find_key(t, k.key); n && toml_config::value_text(*n) == k.unset) erase_key(t, k.key);
+  // model.embedding is the recipe the model is built with: "scheme" equals the recipe it resolves to.
+  if (toml::table* model = t["model"].as_table()) model->insert_or_assign("embedding", nn::recipe_name(c.embedding_recipe()));
+  // optim.total_steps is the horizon the schedule runs to: 0 equals run.steps.
+  if (toml::table* optim = t["optim"].as_table()) optim->insert_or_assign("total_steps", c.optim.schedule.total_steps);
   return t;
 }
 
@@ -63,10 +58,6 @@ void flatten(const toml::table& t, const std::string& prefix, std::map<std::stri
       for (const toml::node& e : *v.as_array()) flatten(*e.as_table(), key + "[" + std::to_string(i++) + "].", out);
     } else out[key] = toml_config::value_text(v);
   }
-}
-
-int64_t raw_total_steps(const std::string& effective_text) {
-  return parse_effective(effective_text)["optim"]["total_steps"].value_or(int64_t{0});
 }
 
 std::string fmt_g(double v) {
@@ -85,21 +76,26 @@ const std::vector<std::string>& non_identity_keys() {
   return keys;
 }
 
-std::string identity_text(const std::string& effective_text) {
-  return toml_config::document_text(identity_table(effective_text));
+const std::vector<AddedKey>& added_identity_keys() {
+  static const std::vector<AddedKey> keys = {};
+  return keys;
 }
 
-std::string config_digest(const std::string& effective_text) { return sha256_hex(identity_text(effective_text)); }
+std::string identity_text(const RunConfig& config, const std::vector<AddedKey>& added) {
+  return toml_config::document_text(identity_table(config, added));
+}
 
-std::string digest_line(const std::string& effective_text) {
-  return "# config_digest = " + config_digest(effective_text) +
+std::string config_digest(const RunConfig& config) { return sha256_hex(identity_text(config)); }
+
+std::string digest_line(const RunConfig& config) {
+  return "# config_digest = " + config_digest(config) +
          " (SHA-256 of the keys that make the run; see rpb/train/config/run_identity.h)\n";
 }
 
-std::vector<ConfigChange> identity_changes(const std::string& before, const std::string& after) {
+std::vector<ConfigChange> identity_changes(const RunConfig& before, const RunConfig& after) {
   std::map<std::string, std::string> a, b;
-  flatten(identity_table(before), "", a);
-  flatten(identity_table(after), "", b);
+  flatten(identity_table(before, added_identity_keys()), "", a);
+  flatten(identity_table(after, added_identity_keys()), "", b);
   std::vector<ConfigChange> changes;
   for (const auto& [key, value] : a) {
     const auto it = b.find(key);
@@ -114,7 +110,7 @@ std::vector<ConfigChange> identity_changes(const std::string& before, const std:
   if (steps != changes.end())
     std::erase_if(changes, [&](const ConfigChange& c) {
       return c.key == "optim.total_steps" && c.before == steps->before && c.after == steps->after &&
-             raw_total_steps(before) == 0 && raw_total_steps(after) == 0;
+             before.optim.total_steps == 0 && after.optim.total_steps == 0;
     });
   return changes;
 }
@@ -124,15 +120,16 @@ RunMatch match_run(const std::string& stored, const std::string& file, const Run
   RunMatch m{config, {}, false, old.steps};
   const bool steps_differ = config.steps != old.steps;
   // A run keeps its schedule's horizon: the one it was extended with, or with --extend the one it was started with.
-  if (raw_total_steps(config.text) == 0 && (raw_total_steps(old.text) > 0 || (extend && steps_differ))) {
+  if (config.optim.total_steps == 0 && (old.optim.total_steps > 0 || (extend && steps_differ))) {
+    const int64_t horizon = old.optim.schedule.total_steps;
     try {
-      m.config = parse_config(config.text, config.source,
-                              {"optim.total_steps=" + std::to_string(old.optim.schedule.total_steps)});
+      m.config = derive_config(config, {{"optim.total_steps", {horizon}, std::to_string(horizon)}},
+                               "--set optim.total_steps=" + std::to_string(horizon));
     } catch (const Error&) {
       // The old horizon does not fit this config (more warm-up steps): the changes below name the difference.
     }
   }
-  m.changes = identity_changes(old.text, m.config.text);
+  m.changes = identity_changes(old, m.config);
   if (extend) {
     std::erase_if(m.changes, [](const ConfigChange& c) { return c.key == "run.steps"; });
     m.extended = steps_differ;

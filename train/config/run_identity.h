@@ -10,8 +10,12 @@
 // of legacy_keys() (train/config/config.h) as that key's old value, so a run trained before a recipe changed is not
 // today's run.
 //
+// Identities are computed from the typed config (its effective document and its resolved values), never from text:
+// a stored config is read once, by parse_stored_config. A key added later counts only when set away from its
+// default (added_identity_keys), so it never changes the digest of a run that does not set it.
+//
 // The digest (config_digest) is recorded in the run folder's config.toml (first line) and in each checkpoint
-// (root attribute config_digest) for people and tools; comparisons recompute it from the stored config text,
+// (root attribute config_digest) for people and tools; comparisons recompute it from the stored config,
 // so folders written before digests, whose configs lack keys (today's defaults apply), compare too.
 #pragma once
 
@@ -26,16 +30,29 @@ namespace rpb {
 /// sweep ("sweep" is the whole [sweep] table). The one list: digests, comparisons and messages use it.
 const std::vector<std::string>& non_identity_keys();
 
-/// The identity of an effective config text (RunConfig::text), as a canonical TOML document: the text without
-/// the non-identity keys, optim.total_steps resolved, in toml_config::document_text's layout.
-std::string identity_text(const std::string& effective_text);
+/// A key added to the identity after it froze (after runs were stored without it): it counts in a run's identity
+/// only when its value differs from `unset`, the value that trains what runs did before the key existed. A stored
+/// config without it reads as its default (parse_stored_config), so every digest of before the key stays as it
+/// was. A key whose default changes what runs train instead is a legacy key (config.h legacy_keys()).
+struct AddedKey {
+  const char* key;    // dotted: "model.new_option"
+  const char* unset;  // its value as TOML writes it (toml_config::value_text): "false", "0", "\"none\""
+};
+/// Every AddedKey, in the order they were added (none yet: the identity froze with today's keys).
+const std::vector<AddedKey>& added_identity_keys();
 
-/// The SHA-256 (64 hex digits) of identity_text(effective_text): equal for configs that train the same weights,
-/// whatever their key order, spacing, comments or non-identity keys.
-std::string config_digest(const std::string& effective_text);
+/// The identity of a config (read by the readers: load_config, parse_config, parse_stored_config, run_config), as
+/// a canonical TOML document: its effective config without the non-identity keys, nor the `added` keys left at
+/// their `unset` value, with model.embedding as the recipe it resolves to (RunConfig::embedding_recipe) and
+/// optim.total_steps as the horizon it resolves to (0 reads as run.steps), in toml_config::document_text's layout.
+std::string identity_text(const RunConfig& config, const std::vector<AddedKey>& added = added_identity_keys());
+
+/// The SHA-256 (64 hex digits) of identity_text(config): equal for configs that train the same weights, whatever
+/// their key order, spacing, comments or non-identity keys.
+std::string config_digest(const RunConfig& config);
 
 /// The first line of a run folder's config.toml: "# config_digest = <hex> (...)".
-std::string digest_line(const std::string& effective_text);
+std::string digest_line(const RunConfig& config);
 
 /// One identity key whose value differs between two configs (values as TOML writes them; "(none)" when absent).
 struct ConfigChange {
@@ -44,8 +61,9 @@ struct ConfigChange {
   std::string line() const { return key + ": " + before + " -> " + after; }
 };
 
-/// The identity keys whose values differ between two effective config texts, in key order.
-std::vector<ConfigChange> identity_changes(const std::string& before, const std::string& after);
+/// The identity keys whose values differ between two configs, in key order; optim.total_steps left at 0 in both
+/// (following run.steps) is not named beside run.steps.
+std::vector<ConfigChange> identity_changes(const RunConfig& before, const RunConfig& after);
 
 /// What a run folder's stored config says about training the run with `config`.
 struct RunMatch {
@@ -61,7 +79,8 @@ struct RunMatch {
   int64_t stored_steps = 0;
 };
 
-/// Compares `config` with `stored` (the config text of checkpoint `file`, of any rpb version). With `extend`
+/// Compares `config` with `stored` (the config text of checkpoint `file`, of any rpb version, read by
+/// parse_stored_config). With `extend`
 /// (`train --extend`), run.steps may differ: the learning-rate schedule keeps the stored horizon.
 RunMatch match_run(const std::string& stored, const std::string& file, const RunConfig& config, bool extend);
 

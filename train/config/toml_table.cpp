@@ -303,12 +303,7 @@ void record_inserted(const toml::node& n, const std::string& from, OverrideMap& 
 
 }  // namespace
 
-void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied, const std::string& origin) {
-  const std::string from = origin == "--set" ? "--set " + printable(spec) : origin;
-  const auto eq = spec.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw Error(from + ": expected key=value (e.g. --set model.d_model=256)");
-  const std::string key = spec.substr(0, eq), value = spec.substr(eq + 1);
+toml::table parse_value(const std::string& key, const std::string& value, const std::string& from) {
   // A bare word (--set position.scheme=alibi) is a string, as a shell user means it; anything
   // else must be a TOML value. The schema still checks the type afterwards.
   const bool bare_word = !value.empty() && std::all_of(value.begin(), value.end(), [](char ch) {
@@ -319,13 +314,16 @@ void apply_override(toml::table& root, const std::string& spec, OverrideMap& app
     throw Error(from + ": the key has more than " + std::to_string(kMaxTomlDepth) +
                 " dotted parts; rpb reads no deeper");
   check_toml_depth("value = " + value, from);
-  toml::table parsed;
   try {
-    parsed = toml::parse("value = " + (bare_word ? "\"" + value + "\"" : value), std::string_view("--set " + key));
+    return toml::parse("value = " + (bare_word ? "\"" + value + "\"" : value), std::string_view("--set " + key));
   } catch (const toml::parse_error& e) {
     throw Error(from + ": the value is not TOML (" + printable(e.description()) + "); quote strings with spaces: " +
                 printable(key) + "='\"some text\"'");
   }
+}
+
+void set_value(toml::table& root, const std::string& key, const toml::node& value, OverrideMap& applied,
+               const std::string& from) {
   std::vector<std::string> parts;
   std::stringstream ss(key);
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
@@ -338,8 +336,18 @@ void apply_override(toml::table& root, const std::string& spec, OverrideMap& app
     t = n->as_table();
     if (created) applied[t] = from;
   }
-  t->insert_or_assign(parts.back(), *parsed.get("value"));
+  t->insert_or_assign(parts.back(), value);
   record_inserted(*t->get(parts.back()), from, applied);
+}
+
+void apply_override(toml::table& root, const std::string& spec, OverrideMap& applied, const std::string& origin) {
+  const std::string from = origin == "--set" ? "--set " + printable(spec) : origin;
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error(from + ": expected key=value (e.g. --set model.d_model=256)");
+  const std::string key = spec.substr(0, eq);
+  const toml::table parsed = parse_value(key, spec.substr(eq + 1), from);
+  set_value(root, key, *parsed.get("value"), applied, from);
 }
 
 }  // namespace toml_config

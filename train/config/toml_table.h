@@ -110,6 +110,15 @@ std::string value_text(const toml::node& n);
 /// documents holding the same keys and values give the same text, whatever their order, spacing or comments.
 std::string document_text(const toml::table& root);
 
+/// The value of `key` written `value` as --set reads it, in a table at "value" (a bare word is a string: alibi is
+/// "alibi"); a value that is not TOML, or too deep, throws rpb::Error from `from` ("--set a.b=c").
+toml::table parse_value(const std::string& key, const std::string& value, const std::string& from);
+
+/// Sets the dotted `key` of `root` to `value`, creating the tables on its way, and records the nodes in `applied`
+/// as set by `from` (apply_override's second half).
+void set_value(toml::table& root, const std::string& key, const toml::node& value, OverrideMap& applied,
+               const std::string& from);
+
 /// Applies "a.b.c=value" to `root` (the value is TOML; a bare word is a string) and records the node (with the elements
 /// of an array value and the tables the dotted key creates) in `applied` with where it came from: "<origin> <spec>"
 /// ("--set model.d_model=256"), or `origin` alone when it says more ("sweep method \"t5@max_distance=64\"").

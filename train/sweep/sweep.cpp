@@ -75,8 +75,8 @@ void train_or_reuse(Run& run, const std::string& what, bool overwrite, ProgressC
 // runs, "swin_v2@window8", "t5@untrained=nearest"), else its own ("t5@max_distance=64").
 std::string method_folder(const SweepMethod& m) {
   const std::vector<std::string>& evaluation = non_identity_keys();
-  for (const std::string& s : m.settings)
-    if (std::find(evaluation.begin(), evaluation.end(), s.substr(0, s.find('='))) == evaluation.end()) return m.name();
+  for (const ConfigSetting& s : m.settings)
+    if (std::find(evaluation.begin(), evaluation.end(), s.key) == evaluation.end()) return m.name();
   return m.scheme;
 }
 

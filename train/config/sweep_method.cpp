@@ -1,0 +1,128 @@
+// rpb/train/config/sweep_method.cpp: a sweep's methods ("t5@max_distance=64", "swin_v2@window8"), parsed once into a
+// scheme and typed settings when the config is read, and their labels; typed settings in and out of TOML.
+#include <algorithm>
+#include <cctype>
+#include <type_traits>
+
+#include "core/text.h"
+#include "nn/position.h"
+#include "train/config/document.h"
+
+namespace rpb {
+
+namespace {
+
+void push_setting(toml::array& a, const SettingValue& v) {
+  std::visit(
+      [&](const auto& x) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::vector<SettingValue>>) {
+          toml::array sub;
+          for (const SettingValue& e : x) push_setting(sub, e);
+          a.push_back(std::move(sub));
+        } else {
+          a.push_back(x);
+        }
+      },
+      v.value);
+}
+
+// "max_distance=64" of method `text` -> {position.max_distance, 64, "64"}: the value read as --set reads it.
+ConfigSetting parse_setting(toml_config::Table& sweep, const std::string& text, const std::string& s) {
+  const auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    sweep.fail_at("methods", "\"" + printable(text) + "\": expected <scheme>@<key>=<value> (t5@max_distance=64, "
+                             "sinusoidal@optim.lr=0.001) or swin_v2@window<N>; found \"@" + printable(s) + "\"");
+  const std::string key = s.substr(0, eq), value = s.substr(eq + 1);
+  if (key == "position.scheme" || key == "scheme")
+    sweep.fail_at("methods", "\"" + printable(text) + "\": the scheme is the part before the first '@'");
+  const std::string dotted = (key.find('.') == std::string::npos ? "position." : "") + key;
+  const std::string from = "sweep method \"" + printable(text) + "\"";
+  const toml::table parsed = toml_config::parse_value(dotted, value, from);
+  return {dotted, setting_value(*parsed.get("value"), from), value};
+}
+
+}  // namespace
+
+toml::table setting_table(const SettingValue& v) {
+  toml::array a;
+  push_setting(a, v);
+  toml::table t;
+  t.insert("value", *a.get(0));
+  return t;
+}
+
+SettingValue setting_value(const toml::node& n, const std::string& from) {
+  SettingValue v;
+  if (n.is_boolean()) v.value = *n.value<bool>();
+  else if (n.is_integer()) v.value = *n.value<int64_t>();
+  else if (n.is_floating_point()) v.value = *n.value<double>();
+  else if (n.is_string()) v.value = *n.value<std::string>();
+  else if (const toml::array* a = n.as_array()) {
+    std::vector<SettingValue> elements;
+    for (const toml::node& e : *a) elements.push_back(setting_value(e, from));
+    v.value = std::move(elements);
+  } else {
+    throw Error(from + ": expected a boolean, a number, a string or an array of them, found " +
+                toml_config::type_name(n));
+  }
+  return v;
+}
+
+// "t5@max_distance=64@untrained=nearest" -> {t5, {position.max_distance = 64, position.untrained = "nearest"}};
+// "swin_v2@window8" -> {swin_v2, {grid.eval_window = 8}}. The error names what was expected for the sweep's dims.
+// The settings' keys and values are checked when the sweep's run configs are made (run_config).
+SweepMethod parse_method(toml_config::Table& sweep, const std::string& text, int64_t dims) {
+  std::vector<std::string> parts;
+  for (std::size_t from = 0;;) {
+    const auto at = text.find('@', from);
+    parts.push_back(text.substr(from, at == std::string::npos ? std::string::npos : at - from));
+    if (at == std::string::npos) break;
+    from = at + 1;
+  }
+  SweepMethod m{text, parts[0], {}};
+  const nn::SchemeInfo* info = nn::find_scheme(m.scheme, dims);
+  if (!info) {
+    std::string what = "\"" + printable(text) + "\": expected one of";
+    const std::vector<std::string> known = nn::scheme_names(dims);
+    for (const std::string& n : known) what += " " + n;
+    const std::string near = closest(m.scheme, known);
+    sweep.fail_at("methods", what + (dims == 2 ? " (2-D task)" : " (1-D task)") +
+                                 (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
+  }
+  // The method names a run folder: one path component.
+  if (const std::string p = path_problem(text, run_limits::kMaxNameBytes, true); !p.empty())
+    sweep.fail_at("methods", "\"" + printable(text) + "\": a method names a run folder (one path component: no '/', no "
+                             "control, format or separator characters, at most " +
+                                 std::to_string(run_limits::kMaxNameBytes) + " bytes), found " + p);
+  const std::string window = "window";
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::string& s = parts[i];
+    if (s.find('=') == std::string::npos && s.rfind(window, 0) == 0) {
+      const std::string n = s.substr(window.size());
+      const bool digits = !n.empty() && n.size() <= 4 && std::all_of(n.begin(), n.end(), [](char ch) {
+        return std::isdigit(static_cast<unsigned char>(ch));
+      });
+      if (info->kind != nn::PositionKind::window || !digits || std::stoi(n) < 1)
+        sweep.fail_at("methods", "\"" + printable(text) + "\": expected swin@window<N> or swin_v2@window<N> with N >= 1");
+      const int64_t eval_window = std::stoi(n);
+      m.settings.push_back({"grid.eval_window", {eval_window}, std::to_string(eval_window)});
+      continue;
+    }
+    m.settings.push_back(parse_setting(sweep, text, s));
+  }
+  return m;
+}
+
+std::string SweepMethod::label() const {
+  const nn::SchemeInfo* info = nullptr;
+  for (const nn::SchemeInfo& s : nn::schemes())
+    if (scheme == s.name) info = &s;
+  std::string label = info ? info->label : scheme;
+  for (const ConfigSetting& s : settings)  // {position.max_distance, 64} -> ", max_distance 64"
+    label += ", " + (s.key == "grid.eval_window" ? std::string("eval window")
+                     : s.key.rfind("position.", 0) == 0 ? s.key.substr(9) : s.key) +
+             " " + s.text;
+  return label;
+}
+
+}  // namespace rpb
