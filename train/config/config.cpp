@@ -70,6 +70,14 @@ void get_path(Table& t, const char* key, std::string& out, bool component) {
                        " bytes), found " + p);
 }
 
+// A value of a closed set (core/enum_names.h): read as its name, one of the table's, and kept as the enum.
+template <typename E, std::size_t N>
+void get_enum(Table& t, const char* key, E& out, const EnumName<E> (&names)[N]) {
+  std::string name = enum_name(names, out);
+  t.get(key, name, enum_names(names));
+  out = *enum_value(names, name);
+}
+
 void read_run(Table& run, RunConfig& c) {
   get_path(run, "name", c.name, true);
   get_path(run, "out_dir", c.out_dir, false);
@@ -86,7 +94,7 @@ void read_run(Table& run, RunConfig& c) {
   run.get("eval_diagnostics", c.eval_diagnostics);
   run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier, kMaxLengths);
   run.get("valid_tokens", c.valid_tokens, 1, kMaxTokens);
-  run.get("on_nonfinite", c.on_nonfinite, {"stop", "skip"});
+  get_enum(run, "on_nonfinite", c.on_nonfinite, kOnNonFiniteNames);
   run.done();
 }
 
@@ -264,24 +272,24 @@ Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accept
   const toml::table* ot = toml_config::subtable(r.root, "optim", r.source, r.applied);
   Table opt(ot, "optim.", r.source, r.applied);
   opt.write_to(table_in(r.effective, "optim"));
-  opt.get("kind", o.kind, {"adamw", "adam", "sgd"});
+  get_enum(opt, "kind", o.kind, kOptimizerKindNames);
   opt.get("lr", o.schedule.lr, 0.0, 1e3, true);
-  opt.get("schedule", o.schedule.kind, {"constant", "cosine"});
+  get_enum(opt, "schedule", o.schedule.kind, optim::kScheduleKindNames);
   opt.get("warmup_steps", o.schedule.warmup_steps, 0, kMaxSteps);
   opt.get("min_lr_ratio", o.schedule.min_lr_ratio, 0.0, 1.0);
   opt.get("beta1", o.adam.beta1, 0.0, 1.0, false, true);
   opt.get("beta2", o.adam.beta2, 0.0, 1.0, false, true);
   opt.get("eps", o.adam.eps, 0.0, 1.0, true);
-  double wd = o.kind == "adamw" ? 0.01 : 0.0;
+  double wd = o.kind == OptimizerKind::adamw ? 0.01 : 0.0;
   opt.get("weight_decay", wd, 0.0, 1e3);
   opt.get("momentum", o.sgd.momentum, 0.0, 1.0, false, true);
   opt.get("grad_clip", o.grad_clip, 0.0, 1e12);
   o.adam.weight_decay = o.sgd.weight_decay = wd;
-  o.adam.decoupled = o.kind != "adam";
+  o.adam.decoupled = o.kind != OptimizerKind::adam;
   int64_t horizon = 0;  // 0: run.steps (train --extend sets the steps the run was started with)
   opt.get("total_steps", horizon, 0, kMaxSteps);
   o.schedule.total_steps = horizon > 0 ? horizon : c.steps;
-  if (o.schedule.kind == "cosine" && o.schedule.warmup_steps >= o.schedule.total_steps)
+  if (o.schedule.kind == optim::ScheduleKind::cosine && o.schedule.warmup_steps >= o.schedule.total_steps)
     opt.fail_at("warmup_steps", "expected fewer warm-up steps than " +
                                     (horizon > 0 ? "optim.total_steps = " : std::string("run.steps = ")) +
                                     std::to_string(o.schedule.total_steps) +

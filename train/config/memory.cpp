@@ -62,7 +62,7 @@ MemoryPart weights_part(const RunConfig& c, int64_t parameters, int64_t vocab) {
 
 MemoryPart training_part(const RunConfig& c, int64_t parameters) {
   int64_t slots = 1;  // the gradient
-  if (c.optim.kind == "sgd")
+  if (c.optim.kind == OptimizerKind::sgd)
     slots += c.optim.sgd.momentum != 0 ? 1 : 0;
   else
     slots += 2;  // Adam's two moments
