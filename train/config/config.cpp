@@ -13,6 +13,7 @@
 #include "nn/position.h"
 #include "train/config/toml_depth.h"
 #include "train/config/toml_table.h"
+#include "train/data/task_registry.h"
 #include "train/io/input_file.h"
 
 namespace rpb {
@@ -200,7 +201,8 @@ struct EvalKeys {
 // tasks the evaluation can score the same tokens at every length (data::make_eval_plan's rule, checked before
 // training instead of after it) from its token key and, for markov and lag, the task.eval_tokens of the stream.
 void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind, const EvalKeys& k) {
-  const bool grid = data::task_dims(kind) == 2;
+  const data::TaskInfo& task = data::task_info(kind);
+  const bool grid = task.dims == 2;
   const auto positions = [&](int64_t side) { return grid ? side * side : side; };  // side <= 2^26: no overflow
   const std::string cells = grid ? " cells" : " positions";
   const std::string length = std::to_string(c.length);
@@ -216,7 +218,7 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind,
     run.fail_at(k.multipliers_key,
                 what + (grid ? " (a grid of " + std::to_string(positions(longest)) + " cells)" : "") +
                     ": expected at most " + std::to_string(L::kMaxSequence) + cells + " per sequence");
-  if (grid) return;  // each grid size draws its own held-out grids
+  if (task.held_out == data::HeldOut::grids) return;  // each grid size draws its own held-out grids
   for (const int64_t m : k.multipliers)
     if (largest % m != 0)
       run.fail_at(k.multipliers_key, "multiplier " + std::to_string(m) + " does not divide the largest, " +
@@ -224,8 +226,8 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind,
   if (k.tokens < longest)
     run.fail_at(k.multipliers_key, what + " scores at least " + std::to_string(longest) + " tokens, over run." +
                                        k.tokens_key + " = " + std::to_string(k.tokens) + run.set_by(k.tokens_key));
-  const bool stream_of_eval_tokens = kind == "markov" || kind == "lag";  // kjv's is its books of the split
-  if (stream_of_eval_tokens && c.task.eval_tokens - 1 < longest)
+  // A split of the data's own (kjv's books) is checked once the data is read.
+  if (task.held_out == data::HeldOut::eval_tokens && c.task.eval_tokens - 1 < longest)
     run.fail_at(k.multipliers_key, what + " needs " + std::to_string(longest + 1) + " held-out tokens; the " + kind +
                                        " " + k.split + " stream has task.eval_tokens = " +
                                        std::to_string(c.task.eval_tokens));
@@ -357,8 +359,9 @@ void read_sweep(Table& sweep, RunConfig& c) {
   sweep.get("seeds", c.sweep.seeds, kMaxSweepSeeds);
   sweep.get("tasks", c.sweep.tasks, data::task_kinds(), data::task_kinds().size());
   const std::vector<std::string> tasks = c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks;
-  const bool grid_sweep = std::any_of(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });
-  if (grid_sweep && tasks.size() > 1) sweep.fail_at("tasks", "grid2d needs the 2-D schemes; sweep it on its own");
+  const auto grid_task = std::find_if(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });
+  const bool grid_sweep = grid_task != tasks.end();
+  if (grid_sweep && tasks.size() > 1) sweep.fail_at("tasks", *grid_task + " needs the 2-D schemes; sweep it on its own");
   const int64_t dims = grid_sweep ? 2 : 1;
   if (!sweep.has("methods")) methods = nn::scheme_names(dims);  // the default sweep: every scheme of the tasks' dims
   c.sweep.methods.clear();
