@@ -168,7 +168,8 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
       << p.scheme << (cfg.model.share_position ? "" : " (one per layer)") << "; token embedding "
       << nn::recipe_name(nn::resolve_recipe(cfg.model.embedding, p.scheme, cfg.dims()))
       << (cfg.model.embedding == nn::EmbeddingRecipe::scheme ? " (the scheme's recipe)" : "") << "\n  task: " << cfg.task.kind
-      << ", train length " << cfg.length << "; optimizer " << enum_name(kOptimizerKindNames, cfg.optim.kind) << " at step " << c.optim.step
+      << ", train length " << cfg.length << "; optimizer " << enum_name(kOptimizerKindNames, cfg.optim.kind)
+      << " at step " << c.optim.step
       << "\n  data: " << data_line(c, cfg) << "\n";
   print_digests(c, cfg, file, out);
 

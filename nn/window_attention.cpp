@@ -92,7 +92,8 @@ int64_t WindowAttention::parameter_count(const WindowAttentionOptions& o) {
   if (o.bias == WindowBias::table)
     n = checked_add(n, checked_mul(checked_mul(2 * o.window_h - 1, 2 * o.window_w - 1, op, "table"), o.heads, op, "table"),
                     op, "parameters");
-  if (o.bias == WindowBias::continuous) n = checked_add(n, ContinuousPositionBiasMLP::parameter_count(o.cpb_hidden, o.heads), op, "parameters");
+  if (o.bias == WindowBias::continuous)
+    n = checked_add(n, ContinuousPositionBiasMLP::parameter_count(o.cpb_hidden, o.heads), op, "parameters");
   return n;
 }
 
@@ -390,8 +391,9 @@ void WindowAttention::rebuild_buffers() {
   if (o_.bias == WindowBias::none) return;
   // set_ points the registered buffers' handles at new contents (another shape), so the handles the members and
   // the buffer list share stay valid.
-  relative_position_index.set_(o_.bias == WindowBias::table ? table_index(o_.window_h, o_.window_w, table_wh_, table_ww_)
-                                                  : swin_relative_position_index(o_.window_h, o_.window_w));
+  relative_position_index.set_(o_.bias == WindowBias::table
+                                   ? table_index(o_.window_h, o_.window_w, table_wh_, table_ww_)
+                                   : swin_relative_position_index(o_.window_h, o_.window_w));
   if (o_.bias == WindowBias::continuous)
     relative_coords_table.set_(swin_relative_coords_table(o_.window_h, o_.window_w, o_.pretrained_window_h,
                                                           o_.pretrained_window_w, relative_coords_table.dtype()));

@@ -511,7 +511,8 @@ TEST_CASE("schedule: constant with linear warm-up") {
 }
 
 TEST_CASE("schedule: cosine after warm-up reaches the midpoint and the floor") {
-  const ScheduleOptions o{.kind = ScheduleKind::cosine, .lr = 1.0, .warmup_steps = 10, .total_steps = 110, .min_lr_ratio = 0.1};
+  const ScheduleOptions o{
+      .kind = ScheduleKind::cosine, .lr = 1.0, .warmup_steps = 10, .total_steps = 110, .min_lr_ratio = 0.1};
   CHECK(learning_rate(o, 0) == doctest::Approx(0.1));
   CHECK(learning_rate(o, 9) == doctest::Approx(1.0));
   CHECK(learning_rate(o, 10) == doctest::Approx(1.0));
@@ -528,9 +529,10 @@ TEST_CASE("schedule: invalid options raise errors naming the key") {
   CHECK(enum_value(kScheduleKindNames, "cosine") == ScheduleKind::cosine);
   CHECK(std::string(schedule_kind_name(ScheduleKind::constant)) == "constant");
   CHECK(contains(error_of([] { learning_rate({.warmup_steps = -1}, 0); }), "warmup_steps must be >= 0, got -1"));
-  CHECK(contains(error_of([] { learning_rate({.kind = ScheduleKind::cosine, .warmup_steps = 10, .total_steps = 10}, 0); }),
+  using K = ScheduleKind;
+  CHECK(contains(error_of([] { learning_rate({.kind = K::cosine, .warmup_steps = 10, .total_steps = 10}, 0); }),
                  "total_steps (10) must exceed warmup_steps (10)"));
-  CHECK(contains(error_of([] { learning_rate({.kind = ScheduleKind::cosine, .total_steps = 10, .min_lr_ratio = 1.5}, 0); }),
+  CHECK(contains(error_of([] { learning_rate({.kind = K::cosine, .total_steps = 10, .min_lr_ratio = 1.5}, 0); }),
                  "min_lr_ratio must lie in [0, 1], got 1.5"));
   CHECK(contains(error_of([] { learning_rate({}, -1); }), "step must be >= 0, got -1"));
   CHECK(error_of([] { check_schedule({.kind = ScheduleKind::cosine, .total_steps = 1}); }).empty());

@@ -45,7 +45,8 @@ const std::vector<SchemeInfo>& rows() {
     // window_bias, embedding (default gpt2), row_table (default false)
     {"learned", 1, K::absolute, "Learned PE", "a learned table of absolute positions added to the tokens", false,
      [](const PositionOptions& o) { return checked_mul(o.max_positions, o.d_model, "position", "learned table"); },
-     [](const PositionOptions& o) { return o.max_positions; }, "max_positions", validate_learned, make_learned, W::none},
+     [](const PositionOptions& o) { return o.max_positions; }, "max_positions", validate_learned, make_learned,
+     W::none},
     {"sinusoidal", 1, K::absolute, "Sinusoidal", "Vaswani et al.'s fixed sinusoids added to the tokens", false, none,
      unbounded, nullptr, validate_sinusoidal, make_sinusoidal, W::none, R::scaled},
     {"rope", 1, K::rotary, "RoPE", "rotary embeddings of queries and keys", false, none, unbounded, nullptr,

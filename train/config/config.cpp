@@ -359,9 +359,11 @@ void read_sweep(Table& sweep, RunConfig& c) {
   sweep.get("seeds", c.sweep.seeds, kMaxSweepSeeds);
   sweep.get("tasks", c.sweep.tasks, data::task_kinds(), data::task_kinds().size());
   const std::vector<std::string> tasks = c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks;
-  const auto grid_task = std::find_if(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });
+  const auto grid_task =
+      std::find_if(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });
   const bool grid_sweep = grid_task != tasks.end();
-  if (grid_sweep && tasks.size() > 1) sweep.fail_at("tasks", *grid_task + " needs the 2-D schemes; sweep it on its own");
+  if (grid_sweep && tasks.size() > 1)
+    sweep.fail_at("tasks", *grid_task + " needs the 2-D schemes; sweep it on its own");
   const int64_t dims = grid_sweep ? 2 : 1;
   if (!sweep.has("methods")) methods = nn::scheme_names(dims);  // the default sweep: every scheme of the tasks' dims
   c.sweep.methods.clear();

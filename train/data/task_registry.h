@@ -36,7 +36,7 @@ enum class DataUse {
 /// A task's data in memory, for the memory estimate.
 struct DataMemory {
   int64_t bytes = 0;          // saturating: a size past int64 reads as INT64_MAX
-  const char* key = nullptr;  // the config key of its largest part when that is not the streams' ("task.order"); or null
+  const char* key = nullptr;  // the config key of its largest part when not the streams' ("task.order"), or null
 };
 
 /// Builds a token task from checked options (the registry's `make`).
