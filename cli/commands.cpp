@@ -20,6 +20,7 @@
 #include "train/checkpoint/checkpoint.h"
 #include "train/checkpoint/stored_model.h"
 #include "train/config/memory.h"
+#include "train/data/task_registry.h"
 #include "train/dist/distributed.h"
 #include "train/interrupt.h"
 #include "train/io/sha256.h"
@@ -129,6 +130,17 @@ void apply_memory_option(const std::string& value) {
 
 namespace {
 
+// What eval --tokens does per task: "markov and lag generate a test stream long enough (grid2d: the cells scored)",
+// from the task registry's held-out rules.
+std::string tokens_help() {
+  std::vector<std::string> generated, grids;
+  for (const data::TaskInfo& t : data::tasks()) {
+    if (t.held_out == data::HeldOut::eval_tokens) generated.emplace_back(t.name);
+    if (t.held_out == data::HeldOut::grids) grids.emplace_back(t.name);
+  }
+  return join(generated, " and ") + " generate a test stream long enough (" + join(grids, ", ") + ": the cells scored)";
+}
+
 CommandRunner add_train(CLI::App& cmd) {
   struct Args {
     std::string config;
@@ -144,6 +156,7 @@ CommandRunner add_train(CLI::App& cmd) {
   cmd.add_option("--resume-from", a->resume_from,
                  "continue the run from this checkpoint of its folder (step_*.h5), and point `latest` at it");
   cmd.add_option("--set", a->overrides, "override a config key: --set model.d_model=256 (repeatable)");
+  cmd.footer("Tasks (task.kind):\n" + data::task_help());
   cmd.add_flag("--extend", a->extend,
                "with --resume: train the run on to a new run.steps; the learning-rate schedule keeps the run's original "
                "horizon (cosine stays at its floor min_lr_ratio x lr past it, warm-up is not repeated)");
@@ -177,7 +190,7 @@ CommandRunner add_eval(CLI::App& cmd) {
                "the record names its SHA-256 and that it is not the training text)");
   cmd.add_option("--tokens", a->eval.tokens,
                  "target tokens scored at every length (rounded down to a multiple of the longest), instead of "
-                 "run.eval_tokens; markov and lag generate a test stream long enough (grid2d: the cells scored)")
+                 "run.eval_tokens; " + tokens_help())
       ->check(CLI::Range(int64_t{1}, run_limits::kMaxTokens));
   cmd.add_option("--untrained", a->eval.untrained,
                  "t5, shaw, clipped2d: what evaluation reads at a table row training never read: keep (the row) or "
@@ -208,6 +221,7 @@ CommandRunner add_extrapolate(CLI::App& cmd) {
   auto a = std::make_shared<Args>();
   cmd.add_option("config", a->config, "configs/extrapolation*.toml")->required();
   cmd.add_option("--set", a->overrides, "override a config key (repeatable)");
+  cmd.footer("Tasks (task.kind, sweep.tasks):\n" + data::task_help());
   add_overwrite_option(cmd, a->overwrite);
   add_memory_option(cmd, a->max_memory);
   return [a] {

@@ -15,6 +15,7 @@
 #include "train/checkpoint/stored_model.h"
 #include "train/config/run_identity.h"
 #include "train/data/task.h"
+#include "train/data/task_registry.h"
 #include "train/run/checkpoint_path.h"
 #include "train/run/log_file_sink.h"
 #include "train/run/output_file.h"
@@ -27,7 +28,7 @@ namespace {
 
 // The stored config, made to evaluate at the lengths and token count asked for: `--lengths` become the multipliers
 // (so the memory estimate and the held-out stream check cover them before anything is built) and `--tokens` the
-// token count, with a generated (markov, lag) test stream long enough to hold it.
+// token count, with a generated test stream (markov, lag: data::HeldOut::eval_tokens) long enough to hold it.
 void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
   if (!o.lengths.empty()) {
     cfg.eval_multipliers.clear();
@@ -51,7 +52,7 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
   RPB_CHECK(o.tokens >= longest, "eval", "--tokens ", o.tokens, " is fewer than the longest length ", longest,
             ": every length scores the same tokens, at least one segment of the longest");
   cfg.eval_tokens = o.tokens;
-  if ((cfg.task.kind == "markov" || cfg.task.kind == "lag") && cfg.task.eval_tokens < o.tokens + 1)
+  if (data::task_info(cfg.task.kind).held_out == data::HeldOut::eval_tokens && cfg.task.eval_tokens < o.tokens + 1)
     cfg.task.eval_tokens = o.tokens + 1;  // the stream is generated: a longer one starts with the same tokens
 }
 
@@ -154,7 +155,8 @@ int cmd_eval(const EvalOptions& o) {
   if (!o.out.empty()) check_output_file(o.out, out);
   const Checkpoint c = load_checkpoint(ref.file, !ref.run_dir.empty());
   RunConfig cfg = parse_stored_config(c.config_text, ref.file + " (stored config)");
-  if (cfg.task.kind == "kjv") out.inputs.push_back({"kjv text", data::kjv_text_path(o.kjv_path)});
+  const data::TaskInfo& task = data::task_info(cfg.task.kind);
+  if (task.reads_text) out.inputs.push_back({std::string(task.name) + " text", data::kjv_text_path(o.kjv_path)});
   if (!o.out.empty()) check_output_file(o.out, out);
   // The task's data is the user's, never the file's: a stored kjv_path is not read, and no data file is written.
   cfg.task.kjv_path = o.kjv_path;

@@ -14,6 +14,7 @@
 #include "train/checkpoint/stored_model.h"
 #include "train/config/memory.h"
 #include "train/data/task.h"
+#include "train/data/task_registry.h"
 #include "train/run/checkpoint_path.h"
 
 namespace rpb {
@@ -73,8 +74,8 @@ int cmd_generate(const GenerateRequest& r) {
   const Checkpoint c = load_checkpoint(ref.file, !ref.run_dir.empty());
   RunConfig cfg = parse_stored_config(c.config_text, ref.file + " (stored config)");
   RPB_CHECK(cfg.dims() == 1, "generate", ref.file, ": a ", cfg.task.kind,
-            " model predicts the cells of a grid, not a sequence; generate runs models of the 1-D tasks (markov, lag, "
-            "kjv)");
+            " model predicts the cells of a grid, not a sequence; generate runs models of the 1-D tasks (",
+            join(data::task_names(1), ", "), ")");
   cfg.task.kjv_path = r.kjv_path;  // the user's text, never the path stored in the file; nothing is written
   cfg.task.generate_missing = false;
   RunConfig sized = cfg;  // the estimate of one forward over the whole generated sequence
@@ -88,7 +89,7 @@ int cmd_generate(const GenerateRequest& r) {
   std::unique_ptr<nn::Module> module = load_stored_model(c, cfg, ref.file);
   auto& model = dynamic_cast<nn::LanguageModel&>(*module);
   std::unique_ptr<data::Task> task;
-  if (cfg.task.kind == "kjv") {
+  if (data::task_info(cfg.task.kind).reads_text) {  // the vocabulary is the text's characters
     task = data::make_task(cfg.task);
     check_data_identity(c.data, data_identity(*task), ref.file, r.other_text, "generate");
     RPB_CHECK(task->vocab() == model.options().vocab, "generate", "the kjv text ", task->describe(), " has ",
@@ -118,6 +119,18 @@ int cmd_generate(const GenerateRequest& r) {
   return 0;
 }
 
+namespace {
+
+// "kjv: text; markov, lag: token ids separated by spaces or commas", from the task registry's 1-D rows.
+std::string prompt_help() {
+  std::vector<std::string> text, tokens;
+  for (const data::TaskInfo& t : data::tasks())
+    if (t.dims == 1) (t.reads_text ? text : tokens).emplace_back(t.name);
+  return join(text, ", ") + ": text; " + join(tokens, ", ") + ": token ids separated by spaces or commas";
+}
+
+}  // namespace
+
 CommandRunner add_generate_command(CLI::App& cmd) {
   struct Args {
     GenerateRequest request;
@@ -128,7 +141,7 @@ CommandRunner add_generate_command(CLI::App& cmd) {
   cmd.add_option("checkpoint", r.checkpoint,
                  "a checkpoint .h5 file, a run folder (its latest checkpoint) or a run folder's `latest` file")
       ->required();
-  cmd.add_option("--prompt", r.prompt, "kjv: text; markov, lag: token ids separated by spaces or commas")->required();
+  cmd.add_option("--prompt", r.prompt, prompt_help())->required();
   cmd.add_option("--tokens", r.tokens, "new tokens (may pass the train length; not the scheme's longest length)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
   cmd.add_option("--temperature", r.temperature, "softmax temperature; 0: greedy (argmax)")

@@ -17,6 +17,7 @@
 #include "train/config/config.h"
 #include "train/config/memory.h"
 #include "train/config/run_identity.h"
+#include "train/data/task_registry.h"
 
 namespace rpb {
 
@@ -137,7 +138,9 @@ std::string data_line(const Checkpoint& c, const RunConfig& cfg) {
   if (!c.data.empty())
     return "kjv text sha256 " + printable(c.data.text_sha256) + ", " + std::to_string(c.data.vocab.size()) +
            " characters \"" + printable(c.data.vocab, 300) + "\"";
-  if (cfg.task.kind == "kjv") return "kjv text not recorded (a checkpoint written before rpb recorded its text)";
+  const data::TaskInfo& task = data::task_info(cfg.task.kind);
+  if (task.reads_text)
+    return std::string(task.name) + " text not recorded (a checkpoint written before rpb recorded its text)";
   return "generated from the config ([task] and its seed)";
 }
 
@@ -165,7 +168,8 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
       << p.scheme << (cfg.model.share_position ? "" : " (one per layer)") << "; token embedding "
       << nn::recipe_name(nn::resolve_recipe(cfg.model.embedding, p.scheme, cfg.dims()))
       << (cfg.model.embedding == nn::EmbeddingRecipe::scheme ? " (the scheme's recipe)" : "") << "\n  task: " << cfg.task.kind
-      << ", train length " << cfg.length << "; optimizer " << cfg.optim.kind << " at step " << c.optim.step
+      << ", train length " << cfg.length << "; optimizer " << enum_name(kOptimizerKindNames, cfg.optim.kind)
+      << " at step " << c.optim.step
       << "\n  data: " << data_line(c, cfg) << "\n";
   print_digests(c, cfg, file, out);
 

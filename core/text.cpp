@@ -87,4 +87,13 @@ std::string closest(std::string_view word, const std::vector<std::string>& known
   return best;
 }
 
+std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
 }  // namespace rpb

@@ -48,4 +48,12 @@ int edit_distance(std::string_view a, std::string_view b);
 /// @endcode
 std::string closest(std::string_view word, const std::vector<std::string>& known);
 
+/// `parts` with `separator` between each two, for lists in messages and help texts.
+///
+/// @code
+/// CHECK(rpb::join({"markov", "lag", "kjv"}, ", ") == "markov, lag, kjv");
+/// CHECK(rpb::join({}, ", ").empty());
+/// @endcode
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+
 }  // namespace rpb

@@ -27,7 +27,7 @@ WindowAttentionOptions window_options(const TransformerOptions& o, const SchemeI
   a.bias = scheme.window_bias;
   // Swin V2 normalizes coordinates by the window it was trained with, so a larger window reads log-spaced
   // coordinates beyond the trained range instead of rescaling them.
-  a.pretrained_window_h = a.pretrained_window_w = a.bias == "continuous" ? w.window : 0;
+  a.pretrained_window_h = a.pretrained_window_w = a.bias == WindowBias::continuous ? w.window : 0;
   a.cpb_hidden = w.cpb_hidden;
   a.scale = o.attn_scale;  // as the global attention reads it (0: head_dim^-0.5)
   a.init_std = o.init_std;

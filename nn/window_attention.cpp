@@ -52,9 +52,9 @@ const WindowAttentionOptions& validated(const WindowAttentionOptions& o) {
   RPB_CHECK(o.shift_w >= 0 && o.shift_w < o.window_w, op, "shift_w ", o.shift_w, " must lie in [0, window_w ",
             o.window_w, ")");
   RPB_CHECK(o.scale >= 0 && std::isfinite(o.scale), op, "scale ", o.scale, " must be finite and >= 0 (0: head_dim^-0.5)");
-  RPB_CHECK(o.bias == "table" || o.bias == "continuous" || o.bias == "none", op, "bias '", o.bias,
-            "' is unknown (expected one of: table, continuous, none)");
-  if (o.bias == "continuous") {
+  RPB_CHECK(o.bias == WindowBias::table || o.bias == WindowBias::continuous || o.bias == WindowBias::none, op, "bias ",
+            static_cast<int>(o.bias), " is not a WindowBias (expected one of: table, continuous, none)");
+  if (o.bias == WindowBias::continuous) {
     RPB_CHECK(o.cpb_hidden >= 1, op, "cpb_hidden ", o.cpb_hidden, " must be at least 1");
     RPB_CHECK((o.pretrained_window_h == 0 && o.pretrained_window_w == 0) ||
                   (o.pretrained_window_h >= 2 && o.pretrained_window_w >= 2),
@@ -89,10 +89,11 @@ int64_t WindowAttention::parameter_count(const WindowAttentionOptions& o) {
   const char* op = "window_attention";
   int64_t n = checked_add(Linear::parameter_count(o.dim, 3 * o.dim, true), Linear::parameter_count(o.dim, o.dim, true),
                           op, "parameters");
-  if (o.bias == "table")
+  if (o.bias == WindowBias::table)
     n = checked_add(n, checked_mul(checked_mul(2 * o.window_h - 1, 2 * o.window_w - 1, op, "table"), o.heads, op, "table"),
                     op, "parameters");
-  if (o.bias == "continuous") n = checked_add(n, ContinuousPositionBiasMLP::parameter_count(o.cpb_hidden, o.heads), op, "parameters");
+  if (o.bias == WindowBias::continuous)
+    n = checked_add(n, ContinuousPositionBiasMLP::parameter_count(o.cpb_hidden, o.heads), op, "parameters");
   return n;
 }
 
@@ -103,23 +104,23 @@ WindowAttention::WindowAttention(const WindowAttentionOptions& options, Generato
       qkv(register_module("qkv", std::make_shared<Linear>(o_.dim, 3 * o_.dim, true, gen, o_.init_std))),
       proj(register_module("proj", std::make_shared<Linear>(o_.dim, o_.dim, true, gen, o_.init_std))),
       relative_position_bias_table(
-          o_.bias == "table"
+          o_.bias == WindowBias::table
               ? register_parameter("relative_position_bias_table",
                                    trunc_normal_table({(2 * o_.window_h - 1) * (2 * o_.window_w - 1), o_.heads}, gen,
                                                       o_.init_std))
               : Tensor()),
-      cpb_mlp(o_.bias == "continuous"
+      cpb_mlp(o_.bias == WindowBias::continuous
                   ? register_module("cpb_mlp",
                                     std::make_shared<ContinuousPositionBiasMLP>(o_.cpb_hidden, o_.heads, gen, o_.init_std))
                   : nullptr),
-      relative_coords_table(o_.bias == "continuous"
+      relative_coords_table(o_.bias == WindowBias::continuous
                                 ? register_buffer("relative_coords_table",
                                                   swin_relative_coords_table(o_.window_h, o_.window_w,
                                                                              o_.pretrained_window_h,
                                                                              o_.pretrained_window_w),
                                                   /*persistent=*/false)
                                 : Tensor()),
-      relative_position_index(o_.bias != "none"
+      relative_position_index(o_.bias != WindowBias::none
                                   ? register_buffer("relative_position_index",
                                                     swin_relative_position_index(o_.window_h, o_.window_w),
                                                     /*persistent=*/false)
@@ -157,7 +158,7 @@ WindowGeometry WindowAttention::geometry(int64_t H, int64_t W) const {
 
 Tensor WindowAttention::index_for(int64_t wh, int64_t ww) const {
   if (wh == o_.window_h && ww == o_.window_w) return relative_position_index;
-  if (o_.bias == "table") {
+  if (o_.bias == WindowBias::table) {
     RPB_CHECK(wh <= table_wh_ && ww <= table_ww_, "window_attention", "window ", wh, " x ", ww,
               " is larger than the ", table_wh_, " x ", table_ww_,
               " the bias table (bias 'table') was built for; use bias 'continuous' to change windows freely");
@@ -178,9 +179,9 @@ Tensor WindowAttention::relative_position_bias() const { return relative_positio
 
 Tensor WindowAttention::relative_position_bias(int64_t wh, int64_t ww) const {
   check_window("window_attention", wh, ww);
-  if (o_.bias == "none") return Tensor();
+  if (o_.bias == WindowBias::none) return Tensor();
   const Tensor idx = index_for(wh, ww);  // (N, N) i64
-  if (o_.bias == "table") {
+  if (o_.bias == WindowBias::table) {
     // V1: table[index.view(-1)].view(N, N, nH).permute(2, 0, 1)
     return permute(index_select(relative_position_bias_table, idx), {2, 0, 1});  // (heads, N, N)
   }
@@ -192,7 +193,7 @@ Tensor WindowAttention::relative_position_bias(int64_t wh, int64_t ww) const {
 
 RelativeBias WindowAttention::relative_position_bias_offsets(int64_t wh, int64_t ww) const {
   check_window("window_attention", wh, ww);
-  if (o_.bias == "none") return RelativeBias();
+  if (o_.bias == WindowBias::none) return RelativeBias();
   // The table row of each (dy, dx) offset, read off the (N, N) index at any pair with that offset.
   const Tensor idx = index_for(wh, ww);  // (N, N) i64; outside cached(), whose lock index_for takes too
   const Tensor rows = cached({5, wh, ww}, [&] {
@@ -205,7 +206,7 @@ RelativeBias WindowAttention::relative_position_bias_offsets(int64_t wh, int64_t
             pi[i * n + j];
     return Tensor::indices({static_cast<int64_t>(v.size())}, v);
   });
-  const Tensor table = o_.bias == "table" ? relative_position_bias_table
+  const Tensor table = o_.bias == WindowBias::table ? relative_position_bias_table
                                           : mul_scalar(sigmoid(cpb_mlp->forward(coords_for(wh, ww))), 16.0);
   return RelativeBias(permute(index_select(table, rows), {1, 0}), {wh, ww});  // (R, heads) -> (heads, R)
 }
@@ -387,12 +388,13 @@ void WindowAttention::rebuild_buffers() {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     cache_.clear();
   }
-  if (o_.bias == "none") return;
+  if (o_.bias == WindowBias::none) return;
   // set_ points the registered buffers' handles at new contents (another shape), so the handles the members and
   // the buffer list share stay valid.
-  relative_position_index.set_(o_.bias == "table" ? table_index(o_.window_h, o_.window_w, table_wh_, table_ww_)
-                                                  : swin_relative_position_index(o_.window_h, o_.window_w));
-  if (o_.bias == "continuous")
+  relative_position_index.set_(o_.bias == WindowBias::table
+                                   ? table_index(o_.window_h, o_.window_w, table_wh_, table_ww_)
+                                   : swin_relative_position_index(o_.window_h, o_.window_w));
+  if (o_.bias == WindowBias::continuous)
     relative_coords_table.set_(swin_relative_coords_table(o_.window_h, o_.window_w, o_.pretrained_window_h,
                                                           o_.pretrained_window_w, relative_coords_table.dtype()));
 }
@@ -406,7 +408,7 @@ void WindowAttention::set_window(int64_t wh, int64_t ww, int64_t shift_h, int64_
   o.shift_h = shift_h;
   o.shift_w = shift_w;
   validated(o);
-  if (o.bias == "table")
+  if (o.bias == WindowBias::table)
     RPB_CHECK(wh <= table_wh_ && ww <= table_ww_, "window_attention", "set_window(", wh, ", ", ww,
               "): bias 'table' was built for a ", table_wh_, " x ", table_ww_,
               " window and cannot grow (Swin V1 interpolates the table bicubically; use bias 'continuous')");

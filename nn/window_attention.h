@@ -77,7 +77,7 @@ struct WindowAttentionOptions {
   int64_t heads = 1;  // must divide dim
   int64_t window_h = 7, window_w = 7;
   int64_t shift_h = 0, shift_w = 0;  // 0 <= shift < window (Swin: window / 2 in every other block)
-  std::string bias = "table";        // table | continuous | none
+  WindowBias bias = WindowBias::table;
   /// continuous: the window size the MLP coordinates were normalized by (Swin V2's pretrained_window_size;
   /// 0 = this window). Set it to the training window to transfer a model to another window.
   int64_t pretrained_window_h = 0, pretrained_window_w = 0;

@@ -8,11 +8,9 @@
 namespace rpb::optim {
 
 void check_schedule(const ScheduleOptions& o) {
-  RPB_CHECK(o.kind == "constant" || o.kind == "cosine", "schedule", "kind must be 'constant' or 'cosine', got '",
-            o.kind, "'");
   RPB_CHECK(std::isfinite(o.lr) && o.lr > 0, "schedule", "lr must be finite and > 0, got ", o.lr);
   RPB_CHECK(o.warmup_steps >= 0, "schedule", "warmup_steps must be >= 0, got ", o.warmup_steps);
-  if (o.kind == "cosine") {
+  if (o.kind == ScheduleKind::cosine) {
     RPB_CHECK(o.total_steps > o.warmup_steps, "schedule", "total_steps (", o.total_steps,
               ") must exceed warmup_steps (", o.warmup_steps, ") for a cosine schedule");
     RPB_CHECK(o.min_lr_ratio >= 0 && o.min_lr_ratio <= 1, "schedule", "min_lr_ratio must lie in [0, 1], got ",
@@ -25,7 +23,7 @@ double learning_rate(const ScheduleOptions& o, int64_t step) {
   RPB_CHECK(step >= 0, "schedule", "step must be >= 0, got ", step);
   if (step < o.warmup_steps)
     return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup_steps);
-  if (o.kind == "constant") return o.lr;
+  if (o.kind == ScheduleKind::constant) return o.lr;
   const double min_lr = o.min_lr_ratio * o.lr;
   if (step >= o.total_steps) return min_lr;
   const double progress =

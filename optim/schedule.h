@@ -4,12 +4,25 @@
 #include <cstdint>
 #include <string>
 
+#include "core/enum_names.h"
+
 namespace rpb::optim {
+
+/// The shape of the rate after warm-up (optim.schedule).
+enum class ScheduleKind {
+  constant,  // lr
+  cosine     // from lr down to min_lr_ratio x lr at total_steps
+};
+
+/// optim.schedule's names: "constant", "cosine".
+inline constexpr EnumName<ScheduleKind> kScheduleKindNames[] = {{ScheduleKind::constant, "constant"},
+                                                                {ScheduleKind::cosine, "cosine"}};
+/// The name of `kind` ("constant", "cosine").
+inline const char* schedule_kind_name(ScheduleKind kind) { return enum_name(kScheduleKindNames, kind); }
 
 /// The keys mirror the config's: errors name them.
 struct ScheduleOptions {
-  /// "constant" or "cosine".
-  std::string kind = "constant";
+  ScheduleKind kind = ScheduleKind::constant;
   /// The peak learning rate (> 0).
   double lr = 1e-3;
   /// Linear warm-up: step s < warmup_steps uses lr * (s + 1) / warmup_steps (>= 0; 0: none).

@@ -300,9 +300,9 @@ TEST_CASE("fused attention rejects shapes that do not fit, naming the op and the
 }
 
 TEST_CASE("fused Swin window attention equals the reference path: shifts, padding, V1 table and V2 bias") {
-  for (const std::string bias : {"table", "continuous", "none"}) {
+  for (const WindowBias bias : {WindowBias::table, WindowBias::continuous, WindowBias::none}) {
     for (const int64_t shift : {0, 2}) {
-      INFO("bias: ", bias, ", shift: ", shift);
+      INFO("bias: ", window_bias_name(bias), ", shift: ", shift);
       std::vector<PathRun> runs;
       Generator data(81);
       const Tensor x = randn({2, 9, 7, 16}, data);  // 9 x 7 pads to 12 x 8 with 4 x 4 windows

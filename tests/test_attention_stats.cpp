@@ -269,14 +269,15 @@ HeadMeans explicit_window_stats(const WindowAttention& wa, const Tensor& x) {
 
 TEST_CASE("attention stats: Swin window attention, cell by cell on the unrolled grid, padded cells left out") {
   struct Case {
-    const char* bias;
+    WindowBias bias;
     int64_t H, W, shift;
   };
   // 6 x 7 pads to 8 x 8 (and rolls by 2 when shifted); 8 x 8 has no padding.
-  for (const Case& c : {Case{"table", 6, 7, 2}, Case{"continuous", 6, 7, 2}, Case{"table", 8, 8, 2},
-                        Case{"none", 6, 7, 0}, Case{"table", 5, 5, 0}}) {
+  using B = WindowBias;
+  for (const Case& c : {Case{B::table, 6, 7, 2}, Case{B::continuous, 6, 7, 2}, Case{B::table, 8, 8, 2},
+                        Case{B::none, 6, 7, 0}, Case{B::table, 5, 5, 0}}) {
     for (const bool fused : {true, false}) {
-      CAPTURE(c.bias);
+      INFO("bias: ", window_bias_name(c.bias));
       CAPTURE(c.H);
       CAPTURE(c.W);
       CAPTURE(c.shift);

@@ -67,7 +67,7 @@ seeds = [1, 2, 3]
   CHECK(c.model.position.scheme == "alibi");
   CHECK(c.task.kind == "lag");
   CHECK(c.task.lag == 5);
-  CHECK(c.optim.kind == "adam");
+  CHECK(c.optim.kind == OptimizerKind::adam);
   CHECK_FALSE(c.optim.adam.decoupled);
   CHECK(c.optim.schedule.lr == doctest::Approx(3e-4));
   CHECK(c.optim.schedule.total_steps == 10);

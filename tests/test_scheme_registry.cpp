@@ -58,7 +58,7 @@ TEST_CASE("registry rows: unique names per dims, builders for every scheme but t
     CHECK(s.label != nullptr);
     CHECK(static_cast<bool>(s.validate));
     CHECK(!s.make == (s.kind == PositionKind::window));
-    CHECK((s.window_bias != nullptr) == (s.kind == PositionKind::window));
+    CHECK((s.window_bias != WindowBias::none) == (s.kind == PositionKind::window));
     CHECK((s.length_option != nullptr) == (s.max_length(PositionOptions{}) > 0));
   }
   CHECK(scheme_names(1) ==

@@ -43,7 +43,7 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 }
 
 WindowAttentionOptions window_options(int64_t dim, int64_t heads, int64_t wh, int64_t ww, int64_t sh = 0,
-                                      int64_t sw = 0, const std::string& bias = "table") {
+                                      int64_t sw = 0, WindowBias bias = WindowBias::table) {
   WindowAttentionOptions o;
   o.dim = dim;
   o.heads = heads;
@@ -420,7 +420,7 @@ TEST_CASE("swin continuous bias: cpb_mlp and 16 * sigmoid") {
   std::vector<double> axis;
   const std::vector<double> want = coords_3x3(&axis);
   Generator gen(8);
-  WindowAttentionOptions o = window_options(4, 2, 3, 3, 0, 0, "continuous");
+  WindowAttentionOptions o = window_options(4, 2, 3, 3, 0, 0, WindowBias::continuous);
   o.cpb_hidden = 16;
   WindowAttention a(o, gen);
   const auto params = a.named_parameters();
@@ -447,7 +447,7 @@ TEST_CASE("swin continuous bias: cpb_mlp and 16 * sigmoid") {
 
 TEST_CASE("swin set_window: the continuous bias transfers to another window") {
   Generator gen(9);
-  WindowAttentionOptions o = window_options(4, 2, 2, 2, 1, 1, "continuous");
+  WindowAttentionOptions o = window_options(4, 2, 2, 2, 1, 1, WindowBias::continuous);
   o.cpb_hidden = 8;
   o.pretrained_window_h = o.pretrained_window_w = 2;
   o.init_std = 0.5;
@@ -499,7 +499,7 @@ static testing::GradCase gradcheck_swin() {
 // swin_v2: the continuous bias, shifted windows over a padded 3 x 4 grid with a 2 x 2 window
 static testing::GradCase gradcheck_swin_v2() {
   Generator gen(12);
-  WindowAttentionOptions o = window_options(4, 2, 2, 2, 1, 1, "continuous");
+  WindowAttentionOptions o = window_options(4, 2, 2, 2, 1, 1, WindowBias::continuous);
   o.cpb_hidden = 4;
   o.pretrained_window_h = o.pretrained_window_w = 3;
   o.init_std = 0.5;
@@ -513,7 +513,7 @@ static testing::GradCase gradcheck_swin_v2() {
 
 TEST_CASE("swin window attention without a bias passes the float64 gradient check") {
   Generator gen(11);
-  WindowAttentionOptions o = window_options(2, 1, 2, 2, 1, 1, "none");
+  WindowAttentionOptions o = window_options(2, 1, 2, 2, 1, 1, WindowBias::none);
   o.init_std = 0.5;
   WindowAttention a(o, gen);
   const Tensor x = randn({1, 4, 4, 2}, gen, DType::f64);
@@ -525,11 +525,11 @@ TEST_CASE("swin window attention errors name the option") {
   Generator gen(12);
   auto err = [&](WindowAttentionOptions o) { return error_of([&] { WindowAttention a(o, gen); }); };
   CHECK(contains(err(window_options(8, 3, 2, 2)), "heads 3 must divide dim 8"));
-  CHECK(contains(err(window_options(8, 2, 2, 2, 0, 0, "cosine")), "bias 'cosine' is unknown"));
+  CHECK(contains(err(window_options(8, 2, 2, 2, 0, 0, static_cast<WindowBias>(7))), "bias 7 is not a WindowBias"));
   CHECK(contains(err(window_options(8, 2, 2, 2, 2, 0)), "shift_h 2 must lie in [0, window_h 2)"));
   CHECK(contains(err(window_options(8, 2, 2, 2, 0, -1)), "shift_w -1"));
   CHECK(contains(err(window_options(8, 2, 2, 0)), "window_w 0"));
-  WindowAttentionOptions o = window_options(8, 2, 2, 2, 0, 0, "continuous");
+  WindowAttentionOptions o = window_options(8, 2, 2, 2, 0, 0, WindowBias::continuous);
   o.pretrained_window_h = o.pretrained_window_w = 1;
   CHECK(contains(err(o), "pretrained_window_h 1"));
   o.pretrained_window_h = o.pretrained_window_w = 0;

@@ -37,7 +37,7 @@ namespace fs = std::filesystem;
 namespace rpb {
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const OptimConfig& c, const nn::NamedTensors& params) {
-  if (c.kind == "sgd") return std::make_unique<optim::SGD>(params, c.sgd);
+  if (c.kind == OptimizerKind::sgd) return std::make_unique<optim::SGD>(params, c.sgd);
   return std::make_unique<optim::Adam>(params, c.adam);
 }
 
@@ -347,8 +347,8 @@ TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logg
         last_loss = r.loss;
       } else {
         log.warn("step {}: non-finite value in {} ({})", step + 1, r.bad,
-                 config_.on_nonfinite == "skip" ? "step skipped" : "run stopped");
-        if (config_.on_nonfinite == "stop") {
+                 config_.on_nonfinite == OnNonFinite::skip ? "step skipped" : "run stopped");
+        if (config_.on_nonfinite == OnNonFinite::stop) {
           summary.stopped_non_finite = true;
           summary.step = step;
           break;

@@ -5,6 +5,7 @@
 #include "nn/transformer.h"
 #include "train/checkpoint/data_identity.h"
 #include "train/data/task.h"
+#include "train/data/task_registry.h"
 #include "train/eval_progress.h"
 #include "train/workload.h"
 
@@ -76,7 +77,7 @@ class LmWorkload final : public Workload {
     const int64_t held_out = static_cast<int64_t>(stream.size()) - 1;  // its target tokens
     RPB_CHECK(tokens <= held_out, "eval", tokens, " tokens asked for, but the held-out ", valid ? "valid" : "test",
               " stream of ", describe(), " holds ", held_out, " target tokens",
-              config_.task.kind == "kjv" ? " (the kjv test split is fixed)" : "");
+              fixed_split_note());
     const auto segments = data::make_eval_segments(stream, config_.length, mult,
                                                    tokens > 0 ? tokens : valid ? config_.valid_tokens : config_.eval_tokens);
     model_->eval();
@@ -115,6 +116,12 @@ class LmWorkload final : public Workload {
       if (progress) progress->advance(tg.numel());
     }
     return total / static_cast<double>(n);
+  }
+
+  // Why a split of the data's own cannot grow (" (the kjv test split is fixed)"); "" for a generated stream.
+  std::string fixed_split_note() const {
+    const data::TaskInfo& task = data::task_info(config_.task.kind);
+    return task.held_out == data::HeldOut::data ? " (the " + std::string(task.name) + " test split is fixed)" : "";
   }
 
   // One forward over the first segments holding `sample_tokens` target tokens (at least one segment), recorded.

@@ -33,6 +33,7 @@ int64_t unbounded(const PositionOptions&) { return 0; }
 
 using K = PositionKind;
 using R = EmbeddingRecipe;
+using W = WindowBias;
 using namespace scheme_files;
 
 // The registry. Its order is the order of every list of names (config choices, sweep defaults, help).
@@ -44,43 +45,44 @@ const std::vector<SchemeInfo>& rows() {
     // window_bias, embedding (default gpt2), row_table (default false)
     {"learned", 1, K::absolute, "Learned PE", "a learned table of absolute positions added to the tokens", false,
      [](const PositionOptions& o) { return checked_mul(o.max_positions, o.d_model, "position", "learned table"); },
-     [](const PositionOptions& o) { return o.max_positions; }, "max_positions", validate_learned, make_learned, nullptr},
+     [](const PositionOptions& o) { return o.max_positions; }, "max_positions", validate_learned, make_learned,
+     W::none},
     {"sinusoidal", 1, K::absolute, "Sinusoidal", "Vaswani et al.'s fixed sinusoids added to the tokens", false, none,
-     unbounded, nullptr, validate_sinusoidal, make_sinusoidal, nullptr, R::scaled},
+     unbounded, nullptr, validate_sinusoidal, make_sinusoidal, W::none, R::scaled},
     {"rope", 1, K::rotary, "RoPE", "rotary embeddings of queries and keys", false, none, unbounded, nullptr,
-     validate_rope, make_rope, nullptr},
+     validate_rope, make_rope, W::none},
     {"t5", 1, K::additive_bias, "T5 bias", "T5's learned bias per log-spaced bucket of key - query", true,
      [](const PositionOptions& o) { return per_head(o, o.num_buckets); },
-     unbounded, nullptr, validate_t5, make_t5, nullptr, R::gpt2, true},
+     unbounded, nullptr, validate_t5, make_t5, W::none, R::gpt2, true},
     {"shaw", 1, K::additive_bias, "Shaw (clipped)", "a learned bias per key - query clipped to [-K, K]", true,
      [](const PositionOptions& o) { return per_head(o, 2 * o.max_relative_position + 1); },
-     unbounded, nullptr, validate_shaw, make_shaw, nullptr, R::gpt2, true},
+     unbounded, nullptr, validate_shaw, make_shaw, W::none, R::gpt2, true},
     {"log_decay", 1, K::additive_bias, "Log-decay", "-lambda * log(1 + |i - j|), lambda fixed or learned per head",
      true, [](const PositionOptions& o) { return o.learnable_lambda ? o.heads : int64_t{0}; }, unbounded, nullptr, validate_log_decay,
-     make_log_decay, nullptr},
+     make_log_decay, W::none},
     {"alibi", 1, K::additive_bias, "ALiBi", "-m_h * |i - j| with the ALiBi paper's slopes", false, none, unbounded,
-     nullptr, no_options, make_alibi, nullptr},
+     nullptr, no_options, make_alibi, W::none},
     {"swin", 2, K::window, "Swin V1 table (windows)", "Swin V1 window attention with a learned bias table", false,
-     none, unbounded, nullptr, no_options, nullptr, "table"},
+     none, unbounded, nullptr, no_options, nullptr, W::table},
     {"swin_v2", 2, K::window, "Swin V2 continuous (windows)", "Swin V2 window attention with a continuous bias MLP",
-     false, none, unbounded, nullptr, no_options, nullptr, "continuous"},
+     false, none, unbounded, nullptr, no_options, nullptr, W::continuous},
     {"learned2d", 2, K::absolute, "Learned 2-D (global)", "a learned vector per grid cell added to the tokens", false,
      [](const PositionOptions& o) {
        return checked_mul(checked_mul(o.max_side, o.max_side, "position", "learned2d table"), o.d_model, "position",
                           "learned2d table");
      }, [](const PositionOptions& o) { return o.max_side; }, "max_side", validate_learned2d, make_learned2d,
-     nullptr},
+     W::none},
     {"sinusoidal2d", 2, K::absolute, "Sinusoidal 2-D (global)", "sinusoids of the row and the column", false, none,
-     unbounded, nullptr, validate_sinusoidal2d, make_sinusoidal2d, nullptr, R::scaled},
+     unbounded, nullptr, validate_sinusoidal2d, make_sinusoidal2d, W::none, R::scaled},
     {"alibi2d", 2, K::additive_bias, "ALiBi 2-D (global)", "-slope_h * the Euclidean distance between cells", false,
-     none, unbounded, nullptr, no_options, make_alibi2d, nullptr},
+     none, unbounded, nullptr, no_options, make_alibi2d, W::none},
     {"clipped2d", 2, K::additive_bias, "Clipped 2-D table (global)", "a learned bias per 2-D offset clipped to [-K, K]",
      false, [](const PositionOptions& o) {
        const int64_t side = 2 * o.max_relative_position + 1;
        return per_head(o, checked_mul(side, side, "position", "clipped2d table"));
-     }, unbounded, nullptr, validate_clipped2d, make_clipped2d, nullptr, R::gpt2, true},
+     }, unbounded, nullptr, validate_clipped2d, make_clipped2d, W::none, R::gpt2, true},
     {"none", 0, K::none, "NoPE (none)", "no position information", false, none, unbounded, nullptr, no_options,
-     make_none, nullptr},
+     make_none, W::none},
   };
   return table;
 }
@@ -96,6 +98,15 @@ const char* kind_name(PositionKind k) {
     case PositionKind::additive_bias: return "additive_bias";
     case PositionKind::rotary: return "rotary";
     case PositionKind::window: return "window";
+  }
+  return "?";
+}
+
+const char* window_bias_name(WindowBias b) {
+  switch (b) {
+    case WindowBias::none: return "none";
+    case WindowBias::table: return "table";
+    case WindowBias::continuous: return "continuous";
   }
   return "?";
 }

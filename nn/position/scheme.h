@@ -41,6 +41,15 @@ inline constexpr EmbeddingRecipe kEmbeddingRecipes[] = {EmbeddingRecipe::scheme,
 /// "scheme", "gpt2", "scaled": the value of model.embedding.
 const char* recipe_name(EmbeddingRecipe recipe);
 
+/// The bias inside Swin's window attention (WindowAttentionOptions::bias).
+enum class WindowBias {
+  none,       // no position bias
+  table,      // Swin V1: a learned table per relative offset inside the window
+  continuous  // Swin V2: a bias MLP of log-spaced relative coordinates
+};
+/// "none", "table", "continuous".
+const char* window_bias_name(WindowBias bias);
+
 /// How a scheme enters a model.
 enum class PositionKind {
   none,           // nothing
@@ -179,8 +188,8 @@ struct SchemeInfo {
   void (*validate)(const PositionOptions& o);
   /// Builds it (null for window schemes, which the window attention builds).
   SchemeFactory* make;
-  /// Window schemes: WindowAttentionOptions::bias ("table" or "continuous").
-  const char* window_bias;
+  /// Window schemes: WindowAttentionOptions::bias (table or continuous); none for the others.
+  WindowBias window_bias;
   /// The token embedding it is published with (never EmbeddingRecipe::scheme): scaled for the sinusoids (Vaswani et
   /// al.; fairseq), whose +-1 values would swamp tokens at std 0.02; gpt2 for the rest, learned absolute positions
   /// included (GPT-2 and ViT, their references; measured against the scaled recipe in README.md).

@@ -14,6 +14,7 @@
 #include "train/config/document.h"
 #include "train/config/toml_depth.h"
 #include "train/config/toml_table.h"
+#include "train/data/task_registry.h"
 #include "train/io/input_file.h"
 
 namespace rpb {
@@ -75,6 +76,14 @@ void get_path(Table& t, const char* key, std::string& out, bool component) {
                        " bytes), found " + p);
 }
 
+// A value of a closed set (core/enum_names.h): read as its name, one of the table's, and kept as the enum.
+template <typename E, std::size_t N>
+void get_enum(Table& t, const char* key, E& out, const EnumName<E> (&names)[N]) {
+  std::string name = enum_name(names, out);
+  t.get(key, name, enum_names(names));
+  out = *enum_value(names, name);
+}
+
 void read_run(Table& run, RunConfig& c) {
   get_path(run, "name", c.name, true);
   get_path(run, "out_dir", c.out_dir, false);
@@ -91,7 +100,7 @@ void read_run(Table& run, RunConfig& c) {
   run.get("eval_diagnostics", c.eval_diagnostics);
   run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier, kMaxLengths);
   run.get("valid_tokens", c.valid_tokens, 1, kMaxTokens);
-  run.get("on_nonfinite", c.on_nonfinite, {"stop", "skip"});
+  get_enum(run, "on_nonfinite", c.on_nonfinite, kOnNonFiniteNames);
   run.done();
 }
 
@@ -197,7 +206,8 @@ struct EvalKeys {
 // tasks the evaluation can score the same tokens at every length (data::make_eval_plan's rule, checked before
 // training instead of after it) from its token key and, for markov and lag, the task.eval_tokens of the stream.
 void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind, const EvalKeys& k) {
-  const bool grid = data::task_dims(kind) == 2;
+  const data::TaskInfo& task = data::task_info(kind);
+  const bool grid = task.dims == 2;
   const auto positions = [&](int64_t side) { return grid ? side * side : side; };  // side <= 2^26: no overflow
   const std::string cells = grid ? " cells" : " positions";
   const std::string length = std::to_string(c.length);
@@ -213,7 +223,7 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind,
     run.fail_at(k.multipliers_key,
                 what + (grid ? " (a grid of " + std::to_string(positions(longest)) + " cells)" : "") +
                     ": expected at most " + std::to_string(L::kMaxSequence) + cells + " per sequence");
-  if (grid) return;  // each grid size draws its own held-out grids
+  if (task.held_out == data::HeldOut::grids) return;  // each grid size draws its own held-out grids
   for (const int64_t m : k.multipliers)
     if (largest % m != 0)
       run.fail_at(k.multipliers_key, "multiplier " + std::to_string(m) + " does not divide the largest, " +
@@ -221,8 +231,8 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind,
   if (k.tokens < longest)
     run.fail_at(k.multipliers_key, what + " scores at least " + std::to_string(longest) + " tokens, over run." +
                                        k.tokens_key + " = " + std::to_string(k.tokens) + run.set_by(k.tokens_key));
-  const bool stream_of_eval_tokens = kind == "markov" || kind == "lag";  // kjv's is its books of the split
-  if (stream_of_eval_tokens && c.task.eval_tokens - 1 < longest)
+  // A split of the data's own (kjv's books) is checked once the data is read.
+  if (task.held_out == data::HeldOut::eval_tokens && c.task.eval_tokens - 1 < longest)
     run.fail_at(k.multipliers_key, what + " needs " + std::to_string(longest + 1) + " held-out tokens; the " + kind +
                                        " " + k.split + " stream has task.eval_tokens = " +
                                        std::to_string(c.task.eval_tokens));
@@ -269,25 +279,25 @@ Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accept
   const toml::table* ot = toml_config::subtable(r.root, "optim", r.source, r.applied);
   Table opt(ot, "optim.", r.source, r.applied);
   opt.write_to(table_in(r.effective, "optim"));
-  opt.get("kind", o.kind, {"adamw", "adam", "sgd"});
+  get_enum(opt, "kind", o.kind, kOptimizerKindNames);
   opt.get("lr", o.schedule.lr, 0.0, 1e3, true);
-  opt.get("schedule", o.schedule.kind, {"constant", "cosine"});
+  get_enum(opt, "schedule", o.schedule.kind, optim::kScheduleKindNames);
   opt.get("warmup_steps", o.schedule.warmup_steps, 0, kMaxSteps);
   opt.get("min_lr_ratio", o.schedule.min_lr_ratio, 0.0, 1.0);
   opt.get("beta1", o.adam.beta1, 0.0, 1.0, false, true);
   opt.get("beta2", o.adam.beta2, 0.0, 1.0, false, true);
   opt.get("eps", o.adam.eps, 0.0, 1.0, true);
-  double wd = o.kind == "adamw" ? 0.01 : 0.0;
+  double wd = o.kind == OptimizerKind::adamw ? 0.01 : 0.0;
   opt.get("weight_decay", wd, 0.0, 1e3);
   opt.get("momentum", o.sgd.momentum, 0.0, 1.0, false, true);
   opt.get("grad_clip", o.grad_clip, 0.0, 1e12);
   o.adam.weight_decay = o.sgd.weight_decay = wd;
-  o.adam.decoupled = o.kind != "adam";
+  o.adam.decoupled = o.kind != OptimizerKind::adam;
   int64_t horizon = 0;  // 0: run.steps (train --extend sets the steps the run was started with)
   opt.get("total_steps", horizon, 0, kMaxSteps);
   o.total_steps = horizon;
   o.schedule.total_steps = horizon > 0 ? horizon : c.steps;
-  if (o.schedule.kind == "cosine" && o.schedule.warmup_steps >= o.schedule.total_steps)
+  if (o.schedule.kind == optim::ScheduleKind::cosine && o.schedule.warmup_steps >= o.schedule.total_steps)
     opt.fail_at("warmup_steps", "expected fewer warm-up steps than " +
                                     (horizon > 0 ? "optim.total_steps = " : std::string("run.steps = ")) +
                                     std::to_string(o.schedule.total_steps) +
@@ -304,8 +314,11 @@ void read_sweep(Table& sweep, RunConfig& c) {
   sweep.get("seeds", c.sweep.seeds, kMaxSweepSeeds);
   sweep.get("tasks", c.sweep.tasks, data::task_kinds(), data::task_kinds().size());
   const std::vector<std::string> tasks = c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks;
-  const bool grid_sweep = std::any_of(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });
-  if (grid_sweep && tasks.size() > 1) sweep.fail_at("tasks", "grid2d needs the 2-D schemes; sweep it on its own");
+  const auto grid_task =
+      std::find_if(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });
+  const bool grid_sweep = grid_task != tasks.end();
+  if (grid_sweep && tasks.size() > 1)
+    sweep.fail_at("tasks", *grid_task + " needs the 2-D schemes; sweep it on its own");
   const int64_t dims = grid_sweep ? 2 : 1;
   if (!sweep.has("methods")) methods = nn::scheme_names(dims);  // the default sweep: every scheme of the tasks' dims
   c.sweep.methods.clear();

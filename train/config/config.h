@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "nn/grid_model.h"
 #include "nn/transformer.h"
 #include "optim/adam.h"
@@ -45,8 +46,26 @@ inline constexpr std::size_t kMaxNameBytes = 100;        // run.name: one path c
 inline constexpr std::size_t kMaxPathBytes = 4096;       // run.out_dir, task.kjv_path
 }  // namespace run_limits
 
+/// optim.kind.
+enum class OptimizerKind {
+  adamw,  // Adam with decoupled weight decay (default weight_decay 0.01)
+  adam,   // Adam with L2 weight decay added to the gradient (default weight_decay 0)
+  sgd     // SGD with momentum
+};
+/// optim.kind's names: "adamw", "adam", "sgd".
+inline constexpr EnumName<OptimizerKind> kOptimizerKindNames[] = {
+    {OptimizerKind::adamw, "adamw"}, {OptimizerKind::adam, "adam"}, {OptimizerKind::sgd, "sgd"}};
+
+/// run.on_nonfinite: what a non-finite loss or gradient does.
+enum class OnNonFinite {
+  stop,  // the run stops (rpb train exits non-zero); the last checkpoint stays
+  skip   // the step is skipped: parameters and optimizer state stay as they were
+};
+/// run.on_nonfinite's names: "stop", "skip".
+inline constexpr EnumName<OnNonFinite> kOnNonFiniteNames[] = {{OnNonFinite::stop, "stop"}, {OnNonFinite::skip, "skip"}};
+
 struct OptimConfig {
-  std::string kind = "adamw";  // adamw | adam | sgd
+  OptimizerKind kind = OptimizerKind::adamw;
   optim::AdamOptions adam;
   optim::SGDOptions sgd;
   optim::ScheduleOptions schedule;  // holds the base lr
@@ -123,7 +142,7 @@ struct RunConfig {
   bool eval_diagnostics = true;      // test evaluations also measure attention distance and entropy per head
   std::vector<int64_t> valid_multipliers = {1};  // validation lengths, as multiples of run.length
   int64_t valid_tokens = 4096;       // valid-split target tokens scored at every validation length
-  std::string on_nonfinite = "stop"; // stop | skip: a non-finite loss or gradient stops the run or skips the step
+  OnNonFinite on_nonfinite = OnNonFinite::stop;  // a non-finite loss or gradient stops the run or skips the step
 
   nn::TransformerOptions model;      // [model] and [position]
   data::TaskOptions task;            // [task]

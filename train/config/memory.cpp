@@ -12,6 +12,7 @@
 #include "core/tensor.h"
 #include "core/text.h"
 #include "train/config/model.h"
+#include "train/data/task_registry.h"
 #include "train/io/input_file.h"
 
 namespace rpb {
@@ -62,7 +63,7 @@ MemoryPart weights_part(const RunConfig& c, int64_t parameters, int64_t vocab) {
 
 MemoryPart training_part(const RunConfig& c, int64_t parameters) {
   int64_t slots = 1;  // the gradient
-  if (c.optim.kind == "sgd")
+  if (c.optim.kind == OptimizerKind::sgd)
     slots += c.optim.sgd.momentum != 0 ? 1 : 0;
   else
     slots += 2;  // Adam's two moments
@@ -125,24 +126,17 @@ MemoryPart data_part(const RunConfig& c, MemoryUse use) {
   const data::TaskOptions& t = c.task;
   MemoryPart part{"data", use == MemoryUse::train ? "task.train_tokens" : "task.eval_tokens", 0};
   if (use == MemoryUse::inspect) return part;
-  int64_t bytes = 0;
-  // Training builds the train, valid and test streams, an evaluation the test stream alone (TaskOptions::splits).
-  if ((t.kind == "markov" || t.kind == "lag") && use != MemoryUse::generate)
-    bytes = mul(use == MemoryUse::train ? add(t.train_tokens, mul(2, t.eval_tokens)) : t.eval_tokens, 4);
-  // The text (at most kMaxKjvTextBytes; the KJV is 4.3 MB) and its splits' ids (int32), and some slack.
-  if (t.kind == "kjv") bytes = static_cast<int64_t>(5 * data::kMaxKjvTextBytes) + (int64_t{4} << 20);
-  if (use == MemoryUse::generate) {  // a kjv text, nothing else
+  // Training builds the train, valid and test streams, an evaluation the test stream alone (TaskOptions::build_train).
+  const data::DataUse built = use == MemoryUse::train      ? data::DataUse::train
+                              : use == MemoryUse::generate ? data::DataUse::generate
+                                                           : data::DataUse::evaluate;
+  const data::DataMemory task = data::task_info(t.kind).memory(t, built);
+  const int64_t bytes = task.bytes;
+  if (task.key) part.key = task.key;
+  if (use == MemoryUse::generate) {  // the data that gives the vocabulary (a text), nothing else
     part.bytes = static_cast<std::size_t>(bytes);
     return part;
   }
-  if (t.kind == "markov") {
-    int64_t states = 1;
-    for (int64_t i = 0; i < t.order; ++i) states = mul(states, t.vocab);
-    const int64_t table = mul(mul(states, t.vocab), 8);  // float64 transition table
-    if (table > bytes) part.key = "task.order";
-    bytes = add(bytes, table);
-  }
-  if (t.kind == "grid2d") bytes = mul(mul(t.vocab + 1, t.vocab + 1), 8);
   // Evaluation segments (inputs and targets) at every length, and a training batch of them.
   const int64_t eval = mul(mul(mul(c.eval_tokens, 2), kIndex), static_cast<int64_t>(c.eval_multipliers.size()));
   if (eval > bytes) part.key = "run.eval_tokens";
@@ -179,7 +173,10 @@ std::string MemoryEstimate::describe() const {
   return os.str();
 }
 
-int64_t vocab_bound(const RunConfig& c) { return c.task.kind == "kjv" ? 256 : c.task.vocab; }
+int64_t vocab_bound(const RunConfig& c) {
+  const int64_t from_data = data::task_info(c.task.kind).data_vocab_bound;
+  return from_data > 0 ? from_data : c.task.vocab;
+}
 
 MemoryEstimate estimate_memory(const RunConfig& c, int64_t vocab, MemoryUse use) {
   MemoryEstimate e;

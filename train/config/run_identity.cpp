@@ -152,7 +152,7 @@ std::string changed_config_message(const std::string& op, const std::string& run
 std::string extend_note(const RunConfig& config, int64_t from_steps) {
   const optim::ScheduleOptions& s = config.optim.schedule;
   std::string what;
-  if (s.kind == "cosine")
+  if (s.kind == optim::ScheduleKind::cosine)
     what = "the cosine reaches its floor min_lr = min_lr_ratio x lr = " + fmt_g(s.min_lr_ratio * s.lr) + " at step " +
            std::to_string(s.total_steps) + " and stays there";
   else

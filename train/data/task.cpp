@@ -1,4 +1,4 @@
-// rpb/train/data/task.cpp: the token tasks: their registry of kinds, the Markov and lag sources, and sampling helpers.
+// rpb/train/data/task.cpp: the token tasks: the Markov and lag sources, and sampling helpers.
 #include "train/data/task.h"
 
 #include "train/data/data_detail.h"
@@ -120,20 +120,6 @@ std::string Task::decode(const std::vector<int32_t>& tokens) const {
     s += std::to_string(tokens[i]);
   }
   return s;
-}
-
-const std::vector<std::string>& task_kinds() {
-  static const std::vector<std::string> kinds{"markov", "lag", "kjv", "grid2d"};
-  return kinds;
-}
-
-int64_t task_dims(const std::string& kind) { return kind == "grid2d" ? 2 : 1; }
-
-std::unique_ptr<Task> make_task(const TaskOptions& options) {
-  if (options.kind == "markov") return std::make_unique<MarkovTask>(options);
-  if (options.kind == "lag") return std::make_unique<LagTask>(options);
-  if (options.kind == "kjv") return std::make_unique<KjvTask>(options);
-  RPB_FAIL("task", "task.kind must be one of markov, lag, kjv; got \"", options.kind, "\"");
 }
 
 // ---------------------------------------------------------------- Markov

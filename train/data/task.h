@@ -29,7 +29,7 @@ enum class Split { valid, test };
 
 /// What `make_task` builds ([task] in a run config).
 struct TaskOptions {
-  std::string kind = "markov";  // markov | lag | kjv
+  std::string kind = "markov";  // a registered task's name (task_kinds(); its row: find_task in task_registry.h)
   int64_t vocab = 16;           // markov, lag: number of token ids (kjv: set by the text)
   int64_t order = 2;            // markov: k-gram context
   double concentration = 0.5;   // markov: Dirichlet concentration of each row's next-token distribution (smaller: lower entropy)
@@ -73,13 +73,16 @@ class Task {
   std::vector<int32_t> train_, valid_, test_;
 };
 
-/// Every task kind a run config accepts (task.kind): the token tasks below and "grid2d" (train/data/grid2d.h).
-const std::vector<std::string>& task_kinds();
-/// The dims of a task's positions: 2 for "grid2d" (cells of a grid), 1 for the token tasks.
+/// Every task kind a run config accepts (task.kind): the names of the registry's rows (train/data/task_registry.h),
+/// the token tasks below and the grid task (train/data/grid2d.h).
+std::vector<std::string> task_kinds();
+/// The dims of a task's positions (its registry row's): 2 for a grid task (cells of a grid), 1 for the token tasks and
+/// for an unknown kind.
 int64_t task_dims(const std::string& kind);
 
-/// Builds the task `options.kind` names. Unknown kinds and out-of-range values throw
-/// rpb::Error naming the option and the value ("task.order must be >= 1, got 0").
+/// Builds the token task `options.kind` names, through its registry row. Unknown kinds, the grid task (which the grid
+/// workload builds) and out-of-range values throw rpb::Error naming the option and the value ("task.order must be >= 1,
+/// got 0").
 std::unique_ptr<Task> make_task(const TaskOptions& options);
 
 /// A random order-k Markov chain over `vocab` tokens. Each of the vocab^k contexts (k-gram

@@ -1,0 +1,158 @@
+// rpb/train/data/task_registry.cpp: the one table of tasks, and what reads it in train/data.
+//
+// Adding a task: its file train/data/<name>.cpp (a data::Task for a token task), one row of the table below, and its
+// tests (a golden case in tests/test_task_registry.cpp, which fails for a registered task without one).
+#include "train/data/task_registry.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace rpb::data {
+
+namespace {
+
+// Saturating: the memory estimate reads a size past int64 as too large, and names its key.
+int64_t mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+int64_t add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+// The int32 streams a generated token task builds: train, valid and test to train, the test stream to evaluate.
+int64_t stream_bytes(const TaskOptions& t, DataUse use) {
+  if (use == DataUse::generate) return 0;
+  return mul(use == DataUse::train ? add(t.train_tokens, mul(2, t.eval_tokens)) : t.eval_tokens, 4);
+}
+
+DataMemory markov_memory(const TaskOptions& t, DataUse use) {
+  if (use == DataUse::generate) return {};
+  DataMemory m{stream_bytes(t, use)};
+  int64_t states = 1;
+  for (int64_t i = 0; i < t.order; ++i) states = mul(states, t.vocab);
+  const int64_t table = mul(mul(states, t.vocab), 8);  // float64 transition table
+  if (table > m.bytes) m.key = "task.order";
+  m.bytes = add(m.bytes, table);
+  return m;
+}
+
+DataMemory lag_memory(const TaskOptions& t, DataUse use) { return {stream_bytes(t, use)}; }
+
+// The text (at most kMaxKjvTextBytes; the KJV is 4.3 MB) and its splits' ids (int32), and some slack; every use reads
+// the whole text.
+DataMemory kjv_memory(const TaskOptions&, DataUse) {
+  return {static_cast<int64_t>(5 * kMaxKjvTextBytes) + (int64_t{4} << 20)};
+}
+
+// The table T of (V + 1)^2 entries; the grids themselves are sized with the evaluation's segments.
+DataMemory grid2d_memory(const TaskOptions& t, DataUse use) {
+  if (use == DataUse::generate) return {};
+  return {mul(mul(t.vocab + 1, t.vocab + 1), 8)};
+}
+
+std::unique_ptr<Task> make_markov(const TaskOptions& o) { return std::make_unique<MarkovTask>(o); }
+std::unique_ptr<Task> make_lag(const TaskOptions& o) { return std::make_unique<LagTask>(o); }
+std::unique_ptr<Task> make_kjv(const TaskOptions& o) { return std::make_unique<KjvTask>(o); }
+
+constexpr std::size_t kBuiltIn = 4;  // the rows below; register_task adds after them
+
+// The registry. Its order is the order of every list of names (config choices, help, sweep folders).
+std::list<TaskInfo>& rows() {
+  static std::list<TaskInfo> table = {
+      // name, dims, summary, make, data_vocab_bound, memory, held_out, reads_text
+      {"markov", 1, "a random order-k Markov chain of tokens (task.order, task.concentration); exact entropy rate",
+       make_markov, 0, markov_memory, HeldOut::eval_tokens, false},
+      {"lag", 1, "x_t copies x_{t-lag} except with probability task.noise; exact entropy rate", make_lag, 0, lag_memory,
+       HeldOut::eval_tokens, false},
+      {"kjv", 1, "the King James Bible by character (task.kjv_path), split by book", make_kjv, 256, kjv_memory,
+       HeldOut::data, true},
+      {"grid2d", 2, "grids whose targets read a table of each cell's left and upper neighbours; exact entropy",
+       nullptr, 0, grid2d_memory, HeldOut::grids, false},
+  };
+  return table;
+}
+
+}  // namespace
+
+const std::list<TaskInfo>& tasks() { return rows(); }
+
+std::vector<std::string> task_names(int64_t dims) {
+  std::vector<std::string> names;
+  for (const TaskInfo& t : rows())
+    if (dims == 0 || t.dims == dims) names.emplace_back(t.name);
+  return names;
+}
+
+const TaskInfo* find_task(const std::string& name) {
+  for (const TaskInfo& t : rows())
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+const TaskInfo& task_info(const std::string& name) {
+  const TaskInfo* t = find_task(name);
+  if (!t) {
+    const std::string near = closest(name, task_names());
+    RPB_FAIL("task", "task.kind must be one of ", join(task_names(), ", "), "; got \"", printable(name), "\"",
+             near.empty() ? "" : " (did you mean \"" + near + "\"?)");
+  }
+  return *t;
+}
+
+std::string task_help() {
+  std::size_t width = 0;
+  for (const TaskInfo& t : rows()) width = std::max(width, std::string(t.name).size());
+  std::string out;
+  for (const TaskInfo& t : rows())
+    out += "  " + std::string(t.name) + std::string(width + 2 - std::string(t.name).size(), ' ') + t.summary +
+           (t.dims == 2 ? " (2-D)" : "") + "\n";
+  return out;
+}
+
+const TaskInfo& register_task(const TaskInfo& row) {
+  RPB_CHECK(row.name && !find_task(row.name), "register_task", "task '", row.name ? row.name : "(null)",
+            "' is already registered");
+  RPB_CHECK(row.dims == 1 || row.dims == 2, "register_task", "task '", row.name, "': dims ", row.dims,
+            " must be 1 or 2");
+  rows().push_back(row);
+  return rows().back();
+}
+
+void remove_task(const std::string& name) {
+  std::list<TaskInfo>& table = rows();
+  auto it = std::next(table.begin(), static_cast<std::ptrdiff_t>(kBuiltIn));
+  for (; it != table.end(); ++it)
+    if (name == it->name) {
+      table.erase(it);
+      return;
+    }
+  RPB_FAIL("remove_task", "no task '", printable(name), "' was registered by register_task");
+}
+
+// ---- what train/data/task.h reads of the registry
+
+std::vector<std::string> task_kinds() { return task_names(); }
+
+int64_t task_dims(const std::string& kind) {
+  const TaskInfo* t = find_task(kind);
+  return t ? t->dims : 1;
+}
+
+std::unique_ptr<Task> make_task(const TaskOptions& options) {
+  const TaskInfo* t = find_task(options.kind);
+  if (!t || !t->make) {
+    std::vector<std::string> tokens;
+    for (const TaskInfo& row : rows())
+      if (row.make) tokens.emplace_back(row.name);
+    RPB_FAIL("task", "task.kind must be one of ", join(tokens, ", "), "; got \"", options.kind, "\"",
+             t ? " (a 2-D task: the grid workload builds it)" : "");
+  }
+  return t->make(options);
+}
+
+}  // namespace rpb::data

@@ -1,0 +1,82 @@
+// rpb/train/data/task_registry.h: the registry of tasks (task.kind).
+//
+// Every task is one row of the registry (train/data/task_registry.cpp) and a file of its own (train/data/kjv.cpp,
+// train/data/grid2d.cpp; markov and lag share train/data/task.cpp). The row says how many dims the task's positions
+// have, how its data is built, how large its vocabulary can be, what its data costs in memory, how its held-out splits
+// are sized and whether it reads a text file. Config validation, the memory estimate, the stored-model checks, `rpb
+// eval`, `rpb generate`, `rpb inspect`, the help text and the sweep all read the row: after the config boundary
+// nothing compares task.kind with a name.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/data/task.h"
+
+namespace rpb::data {
+
+/// How a task's held-out splits are sized (the eval-stream rule).
+enum class HeldOut {
+  eval_tokens,  // generated streams of task.eval_tokens tokens: the config checks every evaluation length against
+                // them, and `rpb eval --tokens` lengthens them (a longer stream starts with the same tokens)
+  data,         // the data's own splits (kjv: its books), checked once the data is read; the test split is fixed
+  grids         // every evaluation size draws its own held-out grids (run.eval_tokens cells): no stream to check
+};
+
+/// What a command builds of a task's data, for the memory estimate.
+enum class DataUse {
+  train,     // the train, valid and test splits
+  evaluate,  // the test split
+  generate   // only what gives the vocabulary (a text), no stream
+};
+
+/// A task's data in memory, for the memory estimate.
+struct DataMemory {
+  int64_t bytes = 0;          // saturating: a size past int64 reads as INT64_MAX
+  const char* key = nullptr;  // the config key of its largest part when not the streams' ("task.order"), or null
+};
+
+/// Builds a token task from checked options (the registry's `make`).
+using TaskFactory = std::unique_ptr<Task>(const TaskOptions& options);
+
+/// One row of the registry.
+struct TaskInfo {
+  const char* name;     // the config value (task.kind), and the sweep's folder of the task's runs
+  int64_t dims;         // 1: a token stream, learned by a LanguageModel; 2: the cells of grids, by a GridModel
+  const char* summary;  // one line for help texts
+  /// Builds the 1-D token task (data::Task). Null for the 2-D tasks, which the grid workload builds from [task]
+  /// (train/workload_grid.cpp: grid2d's Grid2DTask); a task of dims 2 has no stream to build here.
+  TaskFactory* make;
+  /// 0: the vocabulary is task.vocab. Otherwise the vocabulary comes from the data (kjv: the text's distinct bytes),
+  /// known only once it is read, and holds at most this many ids: the memory estimate sizes the model with it, and a
+  /// checkpoint without a recorded vocabulary is matched against every size up to it.
+  int64_t data_vocab_bound;
+  /// The bytes its data holds for `use` (streams, tables, a text).
+  DataMemory (*memory)(const TaskOptions& options, DataUse use);
+  HeldOut held_out;
+  /// True when it reads a text file (task.kjv_path): `rpb eval` and `rpb generate` read the user's text (never the
+  /// stored path) and name it as an input, and a checkpoint records its digest (train/checkpoint/data_identity.h).
+  bool reads_text;
+};
+
+/// Every row, in the registry's order (the order of every list of names: config choices, the help text, sweeps).
+const std::list<TaskInfo>& tasks();
+/// The names of the tasks of `dims` (1 or 2; 0: every task), in the registry's order.
+std::vector<std::string> task_names(int64_t dims = 0);
+/// The row named `name`, or null.
+const TaskInfo* find_task(const std::string& name);
+/// The row named `name`; throws rpb::Error (naming task.kind and the choices) for an unknown name.
+const TaskInfo& task_info(const std::string& name);
+/// One line per task, "  <name>  <summary> (2-D)", for help texts.
+std::string task_help();
+
+/// Test hook: adds `row` at the end of the registry (a task compiled only into the tests) and returns it; a name
+/// already registered throws. remove_task takes it out again.
+const TaskInfo& register_task(const TaskInfo& row);
+/// Test hook: removes the row register_task added under `name`; the built-in rows stay.
+void remove_task(const std::string& name);
+
+}  // namespace rpb::data
