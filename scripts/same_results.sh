@@ -26,8 +26,9 @@ run_all() {  # <binary> <label>
   "$rpb" extrapolate configs/extrapolation_2d.toml "${short[@]}" --set run.out_dir="\"$out\"" \
     > "$out/table_2d.txt" 2> "$out/log_2d.txt"
   for f in $(cd "$out" && find . -name 'step_*.h5' | sort); do
-    # Without the blocks that depend on the clock: the `created` attribute and the measured tokens/s.
-    h5dump "$out/$f" | awk '!skip && /(ATTRIBUTE "created"|DATASET "tokens_per_sec") \{/ {
+    # Without the blocks that depend on the clock: the `created` attribute (and its CRC), the measured tokens/s and the
+    # elapsed training time.
+    h5dump "$out/$f" | awk '!skip && /(ATTRIBUTE "created(\.crc32)?"|DATASET "(tokens_per_sec|elapsed_s)") \{/ {
         skip = 1; match($0, /^ */); indent = RLENGTH; next }
       skip && /^ *}$/ { match($0, /^ */); if (RLENGTH == indent) skip = 0; next }
       !skip' > "$out/$f.dump"
