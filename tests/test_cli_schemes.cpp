@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "nn/position.h"
@@ -81,7 +82,8 @@ TEST_CASE("rpb schemes --json lists every registered scheme with its row and its
 TEST_CASE("rpb schemes prints every scheme and every option as text") {
   const auto r = run_rpb("schemes");
   REQUIRE(r.code == 0);
-  for (const rpb::nn::SchemeInfo& s : rpb::nn::schemes()) CHECK_MESSAGE(r.out.find(s.label) != std::string::npos, s.name);
+  for (const rpb::nn::SchemeInfo& s : rpb::nn::schemes())
+    CHECK_MESSAGE(r.out.find(s.label) != std::string::npos, s.name);
   CHECK(r.out.find("  position.num_buckets = 32, an integer in [2, 65536], t5: number of buckets\n") !=
         std::string::npos);
   CHECK(r.out.find("  grid.max_side = 16, an integer in [1, 65536], learned2d:") != std::string::npos);

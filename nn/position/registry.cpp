@@ -2,7 +2,9 @@
 //
 // Adding a scheme: its file nn/position/<name>.cpp (defining scheme_files::make_<name> and, when it reads options
 // of its own, scheme_files::validate_<name>), their names in the declarations below, one row of the table, and its
-// tests (golden values and a gradient check: tests/test_position.cpp fails for a registered scheme without them).
+// tests (golden values and a gradient check: tests/test_scheme_registry.cpp fails for a registered scheme without
+// them; tests/test_position.cpp's `wants` for a 1-D one). An option of its own: a PositionOptions field and a row of
+// nn/position/options.h's table. A 1-D scheme also needs a builder in python/rpb_torch.py (its test names one missing).
 #include <algorithm>
 
 #include "core/checked.h"

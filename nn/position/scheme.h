@@ -3,7 +3,9 @@
 // Every scheme, 1-D or 2-D, is one row of the registry (nn/position/registry.cpp) and one file of its own
 // (nn/position/<name>.cpp). The row says how the scheme enters a model, whether it learns, how far it can
 // run, its label in result tables, and how to check its options and build it. Config validation, the
-// command line, `rpb bias`, `rpb inspect` and the sweep all read the row; nothing else lists schemes.
+// command line, `rpb bias`, `rpb inspect` and the sweep all read the row; `rpb schemes --json` prints the rows for
+// the copies in other languages (python/rpb_torch.py, whose test compares them). The options a config sets are
+// described once, in nn/position/options.h.
 //
 // Positions: a line of queries at q_offset .. q_offset + q_len - 1 over keys at 0 .. k_len - 1 (a KV cache
 // sets q_offset to the cached length), or the cells of an H x W grid in raster order (token t is the cell
