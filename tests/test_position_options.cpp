@@ -129,7 +129,9 @@ TEST_CASE("the config reads every position option from its table") {
   const std::vector<std::string> grid = accepted_keys("[run]\nlength = 4\n[task]\nkind = \"grid2d\"\n", "test.toml");
   for (const PositionOptionInfo& d : position_option_table()) {
     INFO("option ", d.key);
-    const std::string key = std::string(d.table) + "." + d.key;
+    std::string key = d.table;
+    key += '.';
+    key += d.key;
     const auto& keys = std::string(d.table) == "grid" ? grid : line;
     CHECK(std::find(keys.begin(), keys.end(), key) != keys.end());
   }
