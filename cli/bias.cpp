@@ -5,12 +5,15 @@
 #include <memory>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "core/core.h"
 #include "nn/limits.h"
 #include "nn/position.h"
+#include "nn/position/options.h"
 #include "nn/position/table_scheme.h"
 #include "train/io/json_text.h"
 
@@ -18,34 +21,34 @@ namespace rpb {
 
 namespace {
 
-// An integer flag of `rpb bias`, the option field it sets (as an OptionError names it) and its range: the
-// config's limits for the same keys (nn/limits.h), one sequence's length, and positions up to the largest.
+// An integer flag of `rpb bias`, the option field it sets (as an OptionError names it), its value and its range:
+// the config's limits for the same keys (the option descriptors, nn/limits.h), one sequence's length, and positions
+// up to the largest. In the order they are checked.
 struct IntFlag {
-  const char* field;
-  const char* flag;
-  int64_t BiasOptions::*member;
+  std::string field;
+  std::string flag;
+  int64_t value;
   nn::limits::Range range;
 };
 
-const std::vector<IntFlag>& int_flags() {
+std::vector<IntFlag> int_flags(const BiasOptions& o) {
   namespace L = nn::limits;
-  static const std::vector<IntFlag> flags{
-      {"num_buckets", "--num-buckets", &BiasOptions::num_buckets, L::num_buckets},
-      {"max_distance", "--max-distance", &BiasOptions::max_distance, L::max_distance},
-      {"max_relative_position", "--max-relative-position", &BiasOptions::max_relative_position,
-       L::max_relative_position},
-      {"heads", "--heads", &BiasOptions::heads, L::heads},
-      {"query_length", "--query-length", &BiasOptions::query_length, {1, L::kMaxSequence}},
-      {"key_length", "--key-length", &BiasOptions::key_length, {1, L::kMaxSequence}},
-      {"query_offset", "--query-offset", &BiasOptions::query_offset, {0, L::kMaxPosition}}};
+  std::vector<IntFlag> flags;
+  for (const nn::PositionOptionInfo& d : nn::position_option_table())
+    if (const auto* m = std::get_if<int64_t nn::PositionOptions::*>(&d.member); m && d.bias_flag)
+      flags.push_back({d.key, nn::bias_flag_name(d), o.position.**m, d.range});
+  flags.push_back({"heads", "--heads", o.position.heads, L::heads});
+  flags.push_back({"query_length", "--query-length", o.query_length, {1, L::kMaxSequence}});
+  flags.push_back({"key_length", "--key-length", o.key_length, {1, L::kMaxSequence}});
+  flags.push_back({"query_offset", "--query-offset", o.query_offset, {0, L::kMaxPosition}});
   return flags;
 }
 
 // The flag that sets each PositionOptions field `rpb bias` exposes, so a usage error points at what the user typed.
 std::string flag_for(const std::string& field) {
-  for (const IntFlag& f : int_flags())
-    if (field == f.field) return f.flag;
-  if (field == "lambda") return "--lambda";
+  if (const nn::PositionOptionInfo* d = nn::find_position_option(field); d && d->bias_flag)
+    return nn::bias_flag_name(*d);
+  if (field == "heads") return "--heads";
   if (field == "scheme") return "--scheme";
   return "";
 }
@@ -56,9 +59,9 @@ constexpr int64_t kMaxPrinted = int64_t{1} << 14;
 // "" when every integer flag is in its range and the last query is a position; else what is wrong, naming the
 // flag, its value and the range.
 std::string check_flags(const BiasOptions& o) {
-  for (const IntFlag& f : int_flags())
-    if (const int64_t v = o.*f.member; !f.range.contains(v))
-      return std::string(f.flag) + " " + std::to_string(v) + ": expected an integer in [" +
+  for (const IntFlag& f : int_flags(o))
+    if (const int64_t v = f.value; !f.range.contains(v))
+      return f.flag + " " + std::to_string(v) + ": expected an integer in [" +
              std::to_string(f.range.lo) + ", " + std::to_string(f.range.hi) + "]";
   if (o.query_offset > nn::limits::kMaxPosition - o.query_length)
     return "--query-offset " + std::to_string(o.query_offset) + " + --query-length " + std::to_string(o.query_length) +
@@ -68,7 +71,7 @@ std::string check_flags(const BiasOptions& o) {
 
 // "" when the matrix `rpb bias` prints (per head when `per_head`) holds at most kMaxPrinted values.
 std::string check_printed(const BiasOptions& o, bool per_head) {
-  const int64_t heads = per_head ? o.heads : 1;
+  const int64_t heads = per_head ? o.position.heads : 1;
   if (heads * o.query_length * o.key_length <= kMaxPrinted) return "";  // each at most 2^16: no overflow
   return (per_head ? std::to_string(heads) + (heads == 1 ? " head x " : " heads x ") : std::string()) +
          std::to_string(o.query_length) + " queries x " + std::to_string(o.key_length) + " keys = " +
@@ -159,9 +162,9 @@ void print_index(const nn::PositionScheme& scheme, const Tensor& index, const Bi
 // A fixed bias (heads, q, k), head by head.
 void print_bias(const nn::PositionScheme& scheme, const Tensor& bias, const BiasOptions& o, std::ostream& out) {
   const auto v = bias.to_vector();
-  const int64_t q = o.query_length, k = o.key_length;
-  out << scheme.title() << " (" << o.heads << (o.heads == 1 ? " head" : " heads") << "; " << axes(o) << "):\n";
-  for (int64_t h = 0; h < o.heads; ++h) {
+  const int64_t q = o.query_length, k = o.key_length, heads = o.position.heads;
+  out << scheme.title() << " (" << heads << (heads == 1 ? " head" : " heads") << "; " << axes(o) << "):\n";
+  for (int64_t h = 0; h < heads; ++h) {
     out << "head " << h << " (" << scheme.head_note(h) << "):\n";
     for (int64_t r = 0; r < q; ++r) {
       for (int64_t c = 0; c < k; ++c) out << fixed4(v[(h * q + r) * k + c]);
@@ -177,15 +180,9 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
     err << "rpb bias: " << e << "\n";
     return 2;
   }
-  nn::PositionOptions po;
+  nn::PositionOptions po = o.position;
+  po.dims = 1;
   po.dtype = DType::f64;  // the fixed biases as computed in double, from their definitions
-  po.scheme = o.scheme;
-  po.heads = o.heads;
-  po.causal = o.causal;
-  po.num_buckets = o.num_buckets;
-  po.max_distance = o.max_distance;
-  po.max_relative_position = o.max_relative_position;
-  po.lambda = o.lambda;
   // The dimensions of the embedding schemes do not change what is printed (they have no bias matrix).
   po.d_model = 64;
   po.head_dim = 64;
@@ -223,7 +220,7 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
   }
   if (index.defined()) print_index(*scheme, index, o, out);
   else if (bias.defined()) print_bias(*scheme, bias, o, out);
-  else out << o.scheme << ": " << kind_sentence(scheme->kind()) << "; it has no bias matrix.\n";
+  else out << o.position.scheme << ": " << kind_sentence(scheme->kind()) << "; it has no bias matrix.\n";
   return 0;
 }
 
@@ -231,16 +228,30 @@ std::function<int()> add_bias_command(CLI::App& cmd) {
   auto o = std::make_shared<BiasOptions>();
   std::string schemes;
   for (const std::string& n : nn::scheme_names(1)) schemes += (schemes.empty() ? "" : " | ") + n;
-  cmd.add_option("--scheme", o->scheme, schemes);
-  cmd.add_option("--num-buckets", o->num_buckets, "t5: number of buckets");
-  cmd.add_option("--max-distance", o->max_distance, "t5: distance where the log buckets end");
-  cmd.add_flag("--causal", o->causal, "t5: causal buckets (bidirectional without this flag)");
+  cmd.add_option("--scheme", o->position.scheme, schemes);
+  cmd.add_option("--heads", o->position.heads, "attention heads");
+  cmd.add_flag("--causal", o->position.causal, "t5: causal buckets (bidirectional without this flag)");
+  for (const nn::PositionOptionInfo& d : nn::position_option_table()) {
+    if (!d.bias_flag) continue;
+    std::string help;
+    for (const nn::SchemeInfo& s : nn::schemes())
+      if (d.read_by(s) && (s.dims == 1 || s.dims == 0)) help += (help.empty() ? "" : ", ") + std::string(s.name);
+    help += std::string(": ") + d.doc;
+    std::visit(
+        [&](auto member) {
+          auto& value = o->position.*member;
+          using T = std::remove_reference_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, bool>) cmd.add_flag(nn::bias_flag_name(d), value, help);
+          else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>)
+            cmd.add_option(nn::bias_flag_name(d), value, help);
+          else  // a choice: `rpb bias` has no use for one yet
+            RPB_FAIL("rpb bias", "option ", d.key, " is a choice, which `rpb bias` does not take as a flag");
+        },
+        d.member);
+  }
   cmd.add_option("--query-length", o->query_length, "number of queries (rows)");
   cmd.add_option("--key-length", o->key_length, "number of keys (columns)");
   cmd.add_option("--query-offset", o->query_offset, "position of the first query (a KV cache's length)");
-  cmd.add_option("--heads", o->heads, "attention heads");
-  cmd.add_option("--max-relative-position", o->max_relative_position, "shaw: clipping distance K");
-  cmd.add_option("--lambda", o->lambda, "log_decay: the decay strength");
   cmd.add_flag("--json", o->json, "print one JSON object");
   return [o] { return run_bias_command(*o, std::cout); };  // 2 on a bad option value
 }

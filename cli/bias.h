@@ -8,21 +8,26 @@
 #include <iostream>
 #include <string>
 
+#include "nn/position/scheme.h"
+
 namespace rpb {
+
+/// The position options `rpb bias` starts from: the defaults of a config, but bidirectional (without --causal).
+inline nn::PositionOptions bias_position_defaults() {
+  nn::PositionOptions p;
+  p.causal = false;
+  return p;
+}
 
 /// The options of `rpb bias`; each field is set by the flag named beside it.
 struct BiasOptions {
-  std::string scheme = "t5";           // --scheme: a 1-D scheme (nn::scheme_names(1))
-  int64_t num_buckets = 32;            // --num-buckets (t5)
-  int64_t max_distance = 128;          // --max-distance (t5)
-  bool causal = false;                 // --causal (t5): causal buckets; bidirectional without the flag
-  int64_t query_length = 8;            // --query-length: rows
-  int64_t key_length = 8;              // --key-length: columns
-  int64_t query_offset = 0;            // --query-offset: position of the first query (a KV cache's length)
-  int64_t heads = 1;                   // --heads
-  int64_t max_relative_position = 16;  // --max-relative-position (shaw: K)
-  double lambda = 0.3;                 // --lambda (log_decay)
-  bool json = false;                   // --json: one JSON object instead of tables
+  /// --scheme (a 1-D scheme: nn::scheme_names(1)), --heads, --causal, and the options that change what is printed
+  /// (nn/position/options.h bias_flag: --num-buckets, --max-distance, --max-relative-position, --lambda).
+  nn::PositionOptions position = bias_position_defaults();
+  int64_t query_length = 8;  // --query-length: rows
+  int64_t key_length = 8;    // --key-length: columns
+  int64_t query_offset = 0;  // --query-offset: position of the first query (a KV cache's length)
+  bool json = false;         // --json: one JSON object instead of tables
 };
 
 /// Runs `rpb bias`. Prints to `out`, for queries at query_offset .. query_offset + query_length - 1 and keys

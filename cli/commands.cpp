@@ -14,6 +14,7 @@
 #include "cli/generate.h"
 #include "cli/inspect.h"
 #include "cli/results_svg.h"
+#include "cli/schemes.h"
 #include "core/text.h"
 #include "nn/limits.h"
 #include "nn/position.h"
@@ -256,6 +257,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"demo", "Train a small MLP on two spirals with rpb's autograd engine", add_demo_command},
       {"bias", "Print a position scheme's bucket/index matrix, or its bias if it is fixed", add_bias_command},
+      {"schemes", "List the position schemes and their options (defaults, limits), from the registry",
+       add_schemes_command},
       {"train", "Train a model from a TOML config (checkpoints in its run folder)", add_train},
       {"eval", "Perplexity of a checkpoint at several lengths (recorded in its run folder's eval/; a long one shows its progress on stderr)", add_eval},
       {"generate", "Generate tokens from a checkpoint (KV-cache decoding)", add_generate_command},

@@ -36,7 +36,7 @@ int64_t sample_token(const std::vector<double>& logits, double temperature, int6
 }
 
 void check_generation_length(const LanguageModel& model, int64_t positions) {
-  const PositionOptions po = PositionOptions::for_model(model.options());
+  const PositionOptions po = position_options_for(model.options());
   const SchemeInfo& info = scheme_info(po);
   const int64_t limit = info.max_length(po);
   RPB_CHECK(limit == 0 || positions <= limit, "generate", "the prompt and the new tokens make ", positions,

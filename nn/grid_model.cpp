@@ -11,7 +11,7 @@ namespace {
 const TransformerOptions& validated(const TransformerOptions& o, const WindowOptions& w) {
   validate(o);
   RPB_CHECK(!o.causal, "grid model", "a grid model attends bidirectionally (causal = false)");
-  const SchemeInfo& s = scheme_info(PositionOptions::for_model(o, 2));
+  const SchemeInfo& s = scheme_info(position_options_for(o, 2));
   RPB_CHECK(s.kind != PositionKind::window || w.window >= 1, "grid model", "grid.window must be >= 1, got ", w.window);
   return o;
 }
@@ -77,11 +77,11 @@ Tensor GridBlock::forward(const Tensor& x, const AttentionPositions& pos) const 
 GridModel::GridModel(const TransformerOptions& o, const WindowOptions& windows, Generator& init_gen)
     : o_(validated(o, windows)),
       windows_(windows),
-      scheme_(&scheme_info(PositionOptions::for_model(o, 2))),
+      scheme_(&scheme_info(position_options_for(o, 2))),
       dropout_gen_(std::make_unique<Generator>(init_gen.next_u64())) {
   tok = register_module("tok", make_token_embedding(o, 2, init_gen));
   if (scheme_->kind != PositionKind::window) {
-    position_ = make_position_scheme(PositionOptions::for_model(o, 2), init_gen);
+    position_ = make_position_scheme(position_options_for(o, 2), init_gen);
     pos_ = register_module("pos", std::make_shared<ModuleDict>());
     pos_->insert(position_->name(), position_);
   }
@@ -98,7 +98,7 @@ GridModel::GridModel(const TransformerOptions& o, const WindowOptions& windows, 
 
 int64_t GridModel::parameter_count(const TransformerOptions& o, const WindowOptions& w) {
   const char* op = "grid model";
-  const PositionOptions po = PositionOptions::for_model(o, 2);
+  const PositionOptions po = position_options_for(o, 2);
   const SchemeInfo& scheme = scheme_info(po);
   int64_t n = checked_add(Embedding::parameter_count(o.vocab, o.d_model), scheme.parameters(po), op, "parameters");
   // The blocks differ only in their windows' shift, which has no parameters.
@@ -149,7 +149,7 @@ std::vector<AttentionStatsSource*> GridModel::attention_layers() const {
 }
 
 int64_t GridModel::max_side() const {
-  const PositionOptions po = PositionOptions::for_model(o_, 2);
+  const PositionOptions po = position_options_for(o_, 2);
   return scheme_->max_length(po);
 }
 

@@ -1,5 +1,6 @@
 // rpb/nn/limits.h: the largest sizes a model and its position scheme accept: one source for config validation
-// (train/config/config.cpp), `rpb bias` (cli/bias.cpp) and nn::validate().
+// (train/config/config.cpp), `rpb bias` (cli/bias.cpp), `rpb schemes` and nn::validate(). The position options'
+// ranges reach the config and the command line through their descriptors (nn/position/options.h).
 //
 // The bounds are about overflow and sanity, not memory (a separate estimate refuses what does not fit the
 // machine). With every size inside them, each tensor a run builds counts at most 2^58 elements:
@@ -17,6 +18,12 @@ namespace rpb::nn::limits {
 struct Range {
   int64_t lo, hi;
   bool contains(int64_t v) const { return v >= lo && v <= hi; }
+};
+
+/// A range of a real option: [lo, hi], open at an end when lo_open or hi_open.
+struct RealRange {
+  double lo, hi;
+  bool lo_open = false, hi_open = false;
 };
 
 /// The most positions one sequence holds, in training or in evaluation: the tokens of a line, the cells of a
@@ -37,6 +44,9 @@ inline constexpr Range max_distance{1, kMaxPosition};           // t5
 inline constexpr Range max_relative_position{1, int64_t{1} << 20};  // shaw, clipped2d: K
 inline constexpr Range max_positions{1, int64_t{1} << 24};      // learned
 inline constexpr double kMaxLambda = 1e6;                       // log_decay: lambda in [0, kMaxLambda]
+inline constexpr RealRange lambda{0.0, kMaxLambda};             // log_decay
+inline constexpr RealRange rope_base{1.0, 1e12, true};          // rope: (1, 1e12]
+inline constexpr RealRange init_std{0.0, 10.0, true};           // the learned tables: (0, 10]
 
 // [grid]
 inline constexpr Range max_side{1, int64_t{1} << 16};  // learned2d

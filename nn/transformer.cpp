@@ -34,6 +34,20 @@ double head_init_std(const TransformerOptions& o, int64_t dims) {
 
 bool ties_head(const TransformerOptions& o) { return o.tie_head && !scaled(o, 1); }
 
+PositionOptions position_options_for(const TransformerOptions& model, int64_t dims) {
+  PositionOptions p = model.position;
+  p.dims = dims;
+  p.heads = model.heads;
+  p.d_model = model.d_model;
+  p.head_dim = model.heads > 0 ? model.d_model / model.heads : 0;
+  p.causal = dims == 1 && model.causal;
+  const SchemeInfo* s = find_scheme(p.scheme, dims);
+  if (s && s->kind == PositionKind::absolute && s->learned(p) &&
+      resolve_recipe(model.embedding, p.scheme, dims) == EmbeddingRecipe::scaled && model.d_model > 0)
+    p.init_std = 1.0 / std::sqrt(static_cast<double>(model.d_model));  // fairseq's learned positions
+  return p;
+}
+
 namespace {
 
 AttentionOptions attention_options(const TransformerOptions& o) {
@@ -51,7 +65,7 @@ AttentionOptions attention_options(const TransformerOptions& o) {
 
 // Absolute, rotary and fixed schemes are one module; learned biases may be one per layer.
 bool positions_per_layer(const TransformerOptions& o) {
-  const PositionOptions po = PositionOptions::for_model(o);
+  const PositionOptions po = position_options_for(o);
   const SchemeInfo& info = scheme_info(po);
   return !o.share_position && info.per_layer && info.learned(po);
 }
@@ -66,7 +80,7 @@ TransformerBlock::TransformerBlock(const TransformerOptions& o, Generator& init_
       mlp(register_module("mlp", std::make_shared<MLP>(o.d_model, o.d_ff, o.dropout, init_gen, dropout_gen, o.gelu,
                                                       o.init_std, attention_options(o).out_init_std))) {
   if (own_position) {
-    position = make_position_scheme(PositionOptions::for_model(o), init_gen);
+    position = make_position_scheme(position_options_for(o), init_gen);
     pos_ = register_module("pos", std::make_shared<ModuleDict>());
     pos_->insert(position->name(), position);
   }
@@ -83,7 +97,7 @@ TransformerStack::TransformerStack(const TransformerOptions& o, Generator& init_
   tok = register_module("tok", make_token_embedding(o, 1, init_gen));
   const bool per_layer = positions_per_layer(o);
   if (!per_layer) {
-    position_ = make_position_scheme(PositionOptions::for_model(o), init_gen);
+    position_ = make_position_scheme(position_options_for(o), init_gen);
     pos_ = register_module("pos", std::make_shared<ModuleDict>());
     pos_->insert(position_->name(), position_);
   }
@@ -97,7 +111,7 @@ TransformerStack::TransformerStack(const TransformerOptions& o, Generator& init_
 }
 
 int64_t TransformerStack::max_length() const {
-  const PositionOptions po = PositionOptions::for_model(options_);
+  const PositionOptions po = position_options_for(options_);
   return scheme_info(po).max_length(po);
 }
 
@@ -132,7 +146,7 @@ LanguageModel::LanguageModel(const TransformerOptions& o, Generator& init_gen) :
 
 int64_t LanguageModel::parameter_count(const TransformerOptions& o) {
   const char* op = "model";
-  const PositionOptions po = PositionOptions::for_model(o);
+  const PositionOptions po = position_options_for(o);
   const int64_t position = scheme_info(po).parameters(po);
   const bool per_layer = positions_per_layer(o);
   int64_t block = checked_mul(2, LayerNorm::parameter_count(o.d_model), op, "parameters");

@@ -27,8 +27,13 @@ struct TransformerOptions {
   GeluApprox gelu = GeluApprox::tanh;
   bool fused_attention = true;    // the fused kernel (core/ops.h fused_attention) or the reference path
   PositionOptions position;       // dims, heads, d_model, head_dim and causal are filled from the above
-                                  // (PositionOptions::for_model)
+                                  // (position_options_for)
 };
+
+/// The options of `model`'s scheme: model.position with dims, heads, d_model, head_dim and causal taken from the
+/// model (a grid model, dims 2, attends bidirectionally), and init_std from the embedding recipe for the learned
+/// absolute schemes.
+PositionOptions position_options_for(const TransformerOptions& model, int64_t dims = 1);
 
 /// Checks the options (heads divide d_model, positive sizes, dropout in [0, 1)); throws naming the key.
 void validate(const TransformerOptions& options);

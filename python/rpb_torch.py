@@ -178,38 +178,51 @@ class NoPosition(nn.Module):
     """none: nothing (also the type of a block that holds no position module)."""
 
 
+def _untrained(config):
+    return config["position"].get("untrained", "keep")  # configs before the key: "keep"
+
+
+def _t5(config, d_model, heads):
+    num_buckets, max_distance = key(config, "position", "num_buckets"), key(config, "position", "max_distance")
+    return TableBias(num_buckets, heads, lambda r: t5_bucket(r, False, num_buckets, max_distance), _untrained(config),
+                     max_distance)
+
+
+def _shaw(config, d_model, heads):
+    k = key(config, "position", "max_relative_position")
+    return TableBias(2 * k + 1, heads, lambda r: r.clamp(-k, k) + k, _untrained(config), k)
+
+
+# The builder of each 1-D scheme, in nn/position/registry.cpp's order; each reads the [position] keys of its scheme
+# (the options `rpb schemes --json` lists for it, init_std aside: it only initialises). tests/python/test_rpb_torch.py
+# checks these against `rpb schemes --json`.
+POSITION_BUILDERS = {
+    "learned": lambda config, d_model, heads: LearnedEmbedding(key(config, "position", "max_positions"), d_model),
+    "sinusoidal": lambda config, d_model, heads: SinusoidalEmbedding(d_model),
+    "rope": lambda config, d_model, heads: Rotary(d_model // heads, key(config, "position", "rope_base")),
+    "t5": _t5,
+    "shaw": _shaw,
+    "log_decay": lambda config, d_model, heads: DistanceBias([key(config, "position", "lambda")] * heads,
+                                                             key(config, "position", "learnable_lambda"), torch.log1p),
+    "alibi": lambda config, d_model, heads: DistanceBias(alibi_slopes(heads), False, lambda d: d),
+    "none": lambda config, d_model, heads: NoPosition(),
+}
+SCHEMES = tuple(POSITION_BUILDERS)  # every 1-D scheme of the registry
+
+
 def make_position(config, d_model, heads):
     """The position module of [position].scheme, reading that scheme's keys strictly."""
     scheme = key(config, "position", "scheme")
-    opt = lambda name: key(config, "position", name)  # noqa: E731
-    untrained = config["position"].get("untrained", "keep")  # configs before the key: "keep"
-    if scheme == "t5":
-        num_buckets, max_distance = opt("num_buckets"), opt("max_distance")
-        return TableBias(num_buckets, heads, lambda r: t5_bucket(r, False, num_buckets, max_distance), untrained,
-                         max_distance)
-    if scheme == "shaw":
-        k = opt("max_relative_position")
-        return TableBias(2 * k + 1, heads, lambda r: r.clamp(-k, k) + k, untrained, k)
-    if scheme == "log_decay":
-        return DistanceBias([opt("lambda")] * heads, opt("learnable_lambda"), torch.log1p)
-    if scheme == "alibi":
-        return DistanceBias(alibi_slopes(heads), False, lambda d: d)
-    if scheme == "learned":
-        return LearnedEmbedding(opt("max_positions"), d_model)
-    if scheme == "sinusoidal":
-        return SinusoidalEmbedding(d_model)
-    if scheme == "rope":
-        return Rotary(d_model // heads, opt("rope_base"))
-    if scheme == "none":
-        return NoPosition()
-    raise ValueError(f"position.scheme {scheme!r}: rpb_torch builds the 1-D schemes t5, shaw, log_decay, alibi, "
-                     "learned, sinusoidal, rope and none")
+    if scheme not in POSITION_BUILDERS:
+        raise ValueError(f"position.scheme {scheme!r}: rpb_torch builds the 1-D schemes {', '.join(SCHEMES[:-1])} "
+                         f"and {SCHEMES[-1]}")
+    return POSITION_BUILDERS[scheme](config, d_model, heads)
 
 
 # ---- the model (nn/transformer.cpp) ---------------------------------------------------------------------------
 
 # model.embedding = "scheme" takes the scheme's recipe: the `embedding` column of nn/position/registry.cpp (scaled
-# for the sinusoids, gpt2 for the others).
+# for the sinusoids, gpt2 for the others; tests/python/test_rpb_torch.py checks it against `rpb schemes --json`).
 SCALED_SCHEMES = ("sinusoidal",)
 
 

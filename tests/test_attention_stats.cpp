@@ -198,7 +198,7 @@ TEST_CASE("attention stats: a grid model's global attention, Euclidean distance 
     if (std::string(scheme) != "alibi2d") continue;
     // Layer 0 written out: alibi2d adds -slope * the Euclidean distance, no embedding.
     Generator none(0);
-    const auto pos = make_position_scheme(PositionOptions::for_model(small_options(scheme, true, false), 2), none);
+    const auto pos = make_position_scheme(position_options_for(small_options(scheme, true, false), 2), none);
     const Tensor h = reshape(fused.blocks->at<GridBlock>(0).ln1->forward(fused.tok->forward(tokens)), {2, 15, 16});
     const MultiHeadAttention& attn = *fused.blocks->at<GridBlock>(0).attn;
     const auto [q, k] = project_qk(attn, h);

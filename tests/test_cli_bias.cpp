@@ -120,8 +120,8 @@ TEST_CASE("rpb bias: bad values exit 2 and name the option") {
 
 TEST_CASE("run_bias_command writes to the given streams") {
   rpb::BiasOptions o;
-  o.num_buckets = 8;
-  o.max_distance = 16;
+  o.position.num_buckets = 8;
+  o.position.max_distance = 16;
   o.query_length = 4;
   o.key_length = 4;
   o.json = true;
@@ -130,7 +130,7 @@ TEST_CASE("run_bias_command writes to the given streams") {
   CHECK(out.str() == "{\"scheme\":\"t5\",\"kind\":\"additive_bias\","
                      "\"buckets\":[[0,5,6,6],[1,0,5,6],[2,1,0,5],[2,2,1,0]]}\n");
   CHECK(err.str().empty());
-  o.num_buckets = 9;
+  o.position.num_buckets = 9;
   std::ostringstream out2, err2;
   CHECK(rpb::run_bias_command(o, out2, err2) == 2);
   CHECK(out2.str().empty());
@@ -174,9 +174,9 @@ TEST_CASE("rpb bias: sizes are capped like the config's keys, naming the flag, t
   // largest position allocates only the printed rows, and t5's largest max_distance buckets at once.
   {
     BiasOptions o;
-    o.heads = 1024;
-    o.num_buckets = 65536;
-    o.max_distance = int64_t{1} << 40;
+    o.position.heads = 1024;
+    o.position.num_buckets = 65536;
+    o.position.max_distance = int64_t{1} << 40;
     o.query_length = o.key_length = 128;
     o.query_offset = 1099511627000;
     std::ostringstream out, err;

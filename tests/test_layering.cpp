@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,50 @@ std::vector<std::string> layering_violations(const fs::path& root) {
   return out;
 }
 
+/// The headers `file` (a path from the source root) includes that exist in the tree, as paths from the source root.
+std::vector<std::string> includes_of(const fs::path& root, const std::string& file) {
+  std::vector<std::string> out;
+  std::ifstream in(root / file);
+  std::string line;
+  while (std::getline(in, line))
+    if (const std::string h = included_header(line, root, root / file); !h.empty() && fs::exists(root / h))
+      out.push_back(h);
+  return out;
+}
+
+/// Include loops through a sub-folder of a layer (nn/position/ of nn): a chain of includes from a file of `sub`
+/// through headers outside it back to `sub` or its `facade` (nn/position.h), one "a -> b -> c includes d" per
+/// header that closes a loop. The folder then depends on files that depend on it (nn/position/registry.cpp ->
+/// nn/transformer.h -> nn/attention.h -> nn/position.h).
+std::vector<std::string> sub_folder_loops(const fs::path& root, const std::string& sub, const std::string& facade) {
+  const auto inside = [&](const std::string& h) { return h == facade || h.compare(0, sub.size() + 1, sub + "/") == 0; };
+  std::vector<std::string> starts;
+  for (const auto& e : fs::recursive_directory_iterator(root / sub))
+    if (e.is_regular_file() && is_source(e.path())) starts.push_back(fs::relative(e.path(), root).generic_string());
+  std::sort(starts.begin(), starts.end());
+  // Appended piecewise: GCC 12 at -O1 warns (-Warray-bounds, a false positive) on a + chain.
+  const auto link = [](const std::string& a, const char* how, const std::string& b) {
+    std::string s = a;
+    s += how;
+    s += b;
+    return s;
+  };
+  std::map<std::string, std::string> chain;  // a header outside `sub` reached -> the chain that reached it
+  std::vector<std::string> queue;
+  for (const std::string& f : starts)
+    for (const std::string& h : includes_of(root, f))
+      if (!inside(h) && chain.emplace(h, link(f, " -> ", h)).second) queue.push_back(h);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const std::string h = queue[i];
+    for (const std::string& next : includes_of(root, h)) {
+      if (inside(next)) out.push_back(link(chain[h], " includes ", next));
+      else if (chain.emplace(next, link(chain[h], " -> ", next)).second) queue.push_back(next);
+    }
+  }
+  return out;
+}
+
 std::string joined(const std::vector<std::string>& lines) {
   std::string s;
   for (const std::string& l : lines) s += l + "\n";
@@ -179,4 +224,21 @@ TEST_CASE("layering: the check reports upward includes and internal headers with
 
   fs::remove_all(tree.path / "optim");
   CHECK(rpb::testing::contains(joined(layering_violations(tree.path)), "optim/: the folder of a layer is missing"));
+}
+
+TEST_CASE("layering: nn/position/ includes no nn/ header that includes it back (no include loop in nn)") {
+  const std::vector<std::string> loops = sub_folder_loops(RPB_SOURCE_DIR, "nn/position", "nn/position.h");
+  CHECK_MESSAGE(loops.empty(), "include loops through nn/position/:\n" << joined(loops));
+
+  rpb::testing::TempDir tree("layering_loops");
+  write_file(tree.path / "nn/position.h", "#include \"nn/position/scheme.h\"\n");
+  write_file(tree.path / "nn/position/scheme.h", "#include \"nn/module.h\"\n");
+  write_file(tree.path / "nn/module.h", "#pragma once\n");
+  write_file(tree.path / "nn/attention.h", "#include \"nn/position.h\"\n");
+  write_file(tree.path / "nn/transformer.h", "#include \"nn/attention.h\"\n");
+  write_file(tree.path / "nn/position/registry.cpp", "#include \"nn/position.h\"\n#include \"nn/transformer.h\"\n");
+  const std::vector<std::string> v = sub_folder_loops(tree.path, "nn/position", "nn/position.h");
+  INFO(joined(v));
+  REQUIRE(v.size() == 1);
+  CHECK(v[0] == "nn/position/registry.cpp -> nn/transformer.h -> nn/attention.h includes nn/position.h");
 }

@@ -347,10 +347,17 @@ TEST_CASE("schemes: kinds, names, parameters and buffers") {
       {"rope", PositionKind::rotary, false, {}, {"inv_freq"}, {}},
       {"none", PositionKind::none, false, {}, {}, {}},
   };
-  CHECK(nn::scheme_names(1).size() == wants.size());
+  // The table against the registry: one entry per 1-D scheme, each agreeing with its row.
+  for (const std::string& name : nn::scheme_names(1))
+    CHECK_MESSAGE(std::any_of(wants.begin(), wants.end(), [&](const Want& w) { return name == w.scheme; }),
+                  "the registered 1-D scheme ", name, " has no entry in this test's `wants`");
   for (const Want& w : wants) {
     INFO("scheme " << w.scheme);
     o.scheme = w.scheme;
+    const nn::SchemeInfo* info = nn::find_scheme(w.scheme, 1);
+    REQUIRE_MESSAGE(info != nullptr, "`wants` names ", w.scheme, ", which is not a registered 1-D scheme");
+    CHECK(info->kind == w.kind);
+    CHECK(info->learned(o) == w.learned);
     const auto s = make(o);
     CHECK(s->name() == w.scheme);
     CHECK(s->kind() == w.kind);
@@ -365,7 +372,7 @@ TEST_CASE("schemes: kinds, names, parameters and buffers") {
     REQUIRE(buffers.size() == w.buffers.size());
     for (std::size_t i = 0; i < buffers.size(); ++i) CHECK(buffers[i].first == w.buffers[i]);
     // Fixed state is rebuilt from the options; a table's record of the rows training read is saved.
-    const bool table = w.scheme == std::string("t5") || w.scheme == std::string("shaw");
+    const bool table = info->row_table;
     const auto persistent = s->named_buffers(/*persistent_only=*/true);
     REQUIRE(persistent.size() == (table ? 1u : 0u));
     if (table) CHECK(persistent[0].first == "trained");

@@ -138,7 +138,7 @@ TEST_CASE("models read the registry: per-layer tables, the longest length and th
       o.position.learnable_lambda = learnable;
       Generator gen(1);
       const LanguageModel lm(o, gen);
-      const PositionOptions po = PositionOptions::for_model(o);
+      const PositionOptions po = position_options_for(o);
       const SchemeInfo& info = scheme_info(po);
       const bool per_layer = info.per_layer && info.learned(po);
       CHECK((lm.position() == nullptr) == per_layer);

@@ -2,15 +2,15 @@
 //
 // Adding a scheme: its file nn/position/<name>.cpp (defining scheme_files::make_<name> and, when it reads options
 // of its own, scheme_files::validate_<name>), their names in the declarations below, one row of the table, and its
-// tests (golden values and a gradient check: tests/test_position.cpp fails for a registered scheme without them).
+// tests (golden values and a gradient check: tests/test_scheme_registry.cpp fails for a registered scheme without
+// them; tests/test_position.cpp's `wants` for a 1-D one). An option of its own: a PositionOptions field and a row of
+// nn/position/options.h's table. A 1-D scheme also needs a builder in python/rpb_torch.py (its test names one missing).
 #include <algorithm>
-#include <cmath>
 
 #include "core/checked.h"
 #include "core/text.h"
 #include "nn/position.h"
 #include "nn/position/common.h"
-#include "nn/transformer.h"
 
 namespace rpb::nn {
 
@@ -186,20 +186,6 @@ std::shared_ptr<PositionScheme> make_position_scheme(const PositionOptions& opti
   std::shared_ptr<PositionScheme> scheme = s.make(options, gen);
   scheme->info_ = &s;
   return scheme;
-}
-
-PositionOptions PositionOptions::for_model(const TransformerOptions& model, int64_t dims) {
-  PositionOptions p = model.position;
-  p.dims = dims;
-  p.heads = model.heads;
-  p.d_model = model.d_model;
-  p.head_dim = model.heads > 0 ? model.d_model / model.heads : 0;
-  p.causal = dims == 1 && model.causal;
-  const SchemeInfo* s = find_scheme(p.scheme, dims);
-  if (s && s->kind == PositionKind::absolute && s->learned(p) &&
-      resolve_recipe(model.embedding, p.scheme, dims) == EmbeddingRecipe::scaled && model.d_model > 0)
-    p.init_std = 1.0 / std::sqrt(static_cast<double>(model.d_model));  // fairseq's learned positions
-  return p;
 }
 
 int64_t position_parameter_count(const Module& root) {

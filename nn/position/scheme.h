@@ -3,7 +3,9 @@
 // Every scheme, 1-D or 2-D, is one row of the registry (nn/position/registry.cpp) and one file of its own
 // (nn/position/<name>.cpp). The row says how the scheme enters a model, whether it learns, how far it can
 // run, its label in result tables, and how to check its options and build it. Config validation, the
-// command line, `rpb bias`, `rpb inspect` and the sweep all read the row; nothing else lists schemes.
+// command line, `rpb bias`, `rpb inspect` and the sweep all read the row; `rpb schemes --json` prints the rows for
+// the copies in other languages (python/rpb_torch.py, whose test compares them). The options a config sets are
+// described once, in nn/position/options.h.
 //
 // Positions: a line of queries at q_offset .. q_offset + q_len - 1 over keys at 0 .. k_len - 1 (a KV cache
 // sets q_offset to the cached length), or the cells of an H x W grid in raster order (token t is the cell
@@ -21,8 +23,6 @@
 #include "nn/position/untrained.h"
 
 namespace rpb::nn {
-
-struct TransformerOptions;  // nn/transformer.h
 
 /// How a model makes its token embeddings (model.embedding). Each scheme trains with its published recipe unless
 /// the config chooses one for every scheme.
@@ -62,7 +62,9 @@ enum class PositionKind {
 /// "none", "absolute", "additive_bias", "rotary", "window".
 const char* kind_name(PositionKind kind);
 
-/// The options of a model's position scheme ([position] in a run config; `max_side` is [grid]'s).
+/// The options of a model's position scheme ([position] in a run config; `max_side` is [grid]'s). The options a
+/// config sets are described in nn/position/options.h; dims, heads, d_model, head_dim and causal come from the model
+/// (nn/transformer.h position_options_for).
 struct PositionOptions {
   std::string scheme = "t5";  // a registered name (scheme_names(dims))
   int64_t dims = 1;           // 1: a sequence model, 2: a grid model (only schemes of that many dims apply)
@@ -82,13 +84,9 @@ struct PositionOptions {
                                           // row no training forward read
   double init_std = 0.02;               // learned tables (t5, shaw, learned: normal; learned2d, clipped2d:
                                         // trunc_normal); under the scaled embedding recipe, learned and learned2d
-                                        // start at d_model^-1/2 instead (for_model sets it)
+                                        // start at d_model^-1/2 instead
+                                        // (nn/transformer.h position_options_for sets it)
   DType dtype = DType::f32;             // of every table and buffer the scheme builds
-
-  /// The options of `model`'s scheme: model.position with dims, heads, d_model, head_dim and causal taken from
-  /// the model (a grid model, dims 2, attends bidirectionally), and init_std from the embedding recipe for the
-  /// learned absolute schemes.
-  static PositionOptions for_model(const TransformerOptions& model, int64_t dims = 1);
 };
 
 /// Where queries and keys sit (see the file comment).

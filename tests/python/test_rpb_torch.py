@@ -1,6 +1,8 @@
 """python/rpb_torch.py against rpb: for every 1-D position scheme, train a tiny model with build/rpb, then
 score the same held-out tokens with `rpb eval` and with the PyTorch model rpb_torch builds from the checkpoint;
-the perplexities must agree to 1e-4 (relative) at 1x and 4x the train length.
+the perplexities must agree to 1e-4 (relative) at 1x and 4x the train length. The copies of the scheme registry
+(rpb_torch's builders, its scaled schemes and per-layer modules, the keys each builder reads; this test's RUNS and
+CONFIG) are checked against `rpb schemes --json`: a difference fails naming it.
 
     /usr/bin/python3 tests/python/test_rpb_torch.py --rpb build/rpb --eval-tokens build/eval_tokens
 
@@ -15,6 +17,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 import unittest
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -109,6 +112,96 @@ def eval_tokens(checkpoint):
     out = subprocess.run([ARGS.eval_tokens, checkpoint, ",".join(map(str, LENGTHS))],
                          check=True, capture_output=True, text=True).stdout
     return [int(t) for t in out.split()]
+
+
+def rpb_schemes():
+    """`rpb schemes --json` (cli/schemes.h): the registry's schemes and the position options."""
+    out = subprocess.run([ARGS.rpb, "schemes", "--json"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def run_config(scheme, **options):
+    """CONFIG for `scheme` with DEFAULTS and `options`, parsed (a dict of tables, as a checkpoint's config)."""
+    values = dict(DEFAULTS, scheme=scheme, name=scheme, out_dir="unused")
+    values.update(options)
+    return tomllib.loads(CONFIG.format(**values))
+
+
+class RecordingTable(dict):
+    """A config table that records the keys read from it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.read = set()
+
+    def __getitem__(self, name):
+        self.read.add(name)
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        self.read.add(name)
+        return super().get(name, default)
+
+
+class RegistryCopies(unittest.TestCase):
+    """rpb_torch's and this file's copies of nn/position/registry.cpp against `rpb schemes --json`."""
+
+    @classmethod
+    def setUpClass(cls):
+        listing = rpb_schemes()
+        cls.schemes = [s for s in listing["schemes"] if 1 in s["dims"]]  # the 1-D ones, none included
+        cls.names = [s["name"] for s in cls.schemes]
+        cls.options = {o["key"]: o for o in listing["options"]}
+
+    def assertSameNames(self, ours, what):
+        missing, extra = [n for n in self.names if n not in ours], [n for n in ours if n not in self.names]
+        self.assertFalse(missing or extra, f"{what}: rpb's 1-D schemes {missing} are missing, {extra} are not "
+                                           "registered 1-D schemes (rpb schemes --json)")
+
+    def test_rpb_torch_builds_every_1d_scheme(self):
+        self.assertSameNames(rpb_torch.SCHEMES, "rpb_torch.POSITION_BUILDERS")
+        self.assertEqual(list(rpb_torch.SCHEMES), self.names, "rpb_torch.POSITION_BUILDERS: not the registry's order")
+
+    def test_runs_cover_every_1d_scheme(self):
+        self.assertSameNames({options.get("scheme", run) for run, options in RUNS.items()}, "RUNS")
+
+    def test_scaled_schemes_are_the_registrys(self):
+        scaled = [s["name"] for s in self.schemes if s["embedding"] == "scaled"]
+        self.assertEqual(sorted(rpb_torch.SCALED_SCHEMES), sorted(scaled),
+                         "rpb_torch.SCALED_SCHEMES against the registry's `embedding` column")
+
+    def test_each_builder_reads_its_schemes_options(self):
+        for s in self.schemes:
+            if s["name"] not in rpb_torch.POSITION_BUILDERS:
+                continue  # test_rpb_torch_builds_every_1d_scheme names it
+            with self.subTest(scheme=s["name"]):
+                table = RecordingTable({k: o["default"] for k, o in self.options.items() if o["table"] == "position"},
+                                       scheme=s["name"])
+                rpb_torch.make_position({"position": table}, 16, 2)
+                want = {k for k in s["options"] if self.options[k]["loaded"]}
+                self.assertEqual(table.read - {"scheme"}, want,
+                                 f"{s['name']}: the [position] keys rpb_torch reads, against rpb schemes --json's "
+                                 "options of the scheme (init_std aside)")
+
+    def test_config_sets_every_key_rpb_torch_reads(self):
+        position = run_config("t5")["position"]
+        for s in self.schemes:
+            for k in s["options"]:
+                if self.options[k]["loaded"]:
+                    self.assertIn(k, position, f"CONFIG's [position] lacks {k}, which {s['name']} reads")
+
+    def test_per_layer_modules_are_the_registrys(self):
+        # nn/transformer.cpp's positions_per_layer: model.share_position = false gives each layer its own module when
+        # the registry's row says per_layer and the module has parameters.
+        for s in self.schemes:
+            if s["name"] not in rpb_torch.POSITION_BUILDERS:
+                continue
+            with self.subTest(scheme=s["name"]):
+                config = run_config(s["name"], share_position="false", learnable_lambda="true")
+                learned = any(True for _ in rpb_torch.make_position(config, 16, 2).parameters())
+                model = rpb_torch.LanguageModel(config, vocab=8)
+                self.assertEqual(model.per_layer, s["per_layer"] and learned,
+                                 f"{s['name']}: rpb_torch's per-layer modules against the registry's per_layer")
 
 
 class RpbTorch(unittest.TestCase):

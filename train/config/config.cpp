@@ -6,11 +6,15 @@
 #include <cctype>
 #include <filesystem>
 #include <sstream>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 
 #include "core/text.h"
 #include "core/unicode.h"
 #include "nn/limits.h"
 #include "nn/position.h"
+#include "nn/position/options.h"
 #include "train/config/document.h"
 #include "train/config/toml_depth.h"
 #include "train/config/toml_table.h"
@@ -144,12 +148,40 @@ void read_task(Table& task, data::TaskOptions& t) {
   task.done();
 }
 
+// The position option `o` (nn/position/options.h) from `t`, with its limits.
+void read_position_option(Table& t, const nn::PositionOptionInfo& o, nn::PositionOptions& p) {
+  std::visit(
+      [&](auto member) {
+        auto& v = p.*member;
+        using T = std::remove_reference_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          t.get(o.key, v, o.range.lo, o.range.hi);
+        } else if constexpr (std::is_same_v<T, double>) {
+          t.get(o.key, v, o.real.lo, o.real.hi, o.real.lo_open, o.real.hi_open);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          t.get(o.key, v);
+        } else {
+          static_assert(std::is_same_v<T, nn::Untrained>, "a position option type without its reader");
+          std::string name = nn::untrained_name(v);
+          t.get(o.key, name, nn::untrained_names());
+          v = nn::untrained_from_name(name);
+        }
+      },
+      o.member);
+}
+
+// The position options that live in `table` ("position" or "grid"), in the descriptors' order.
+void read_position_options(Table& t, const char* table, nn::PositionOptions& p) {
+  for (const nn::PositionOptionInfo& o : nn::position_option_table())
+    if (std::string_view(o.table) == table) read_position_option(t, o, p);
+}
+
 // [grid]'s values; its checks that depend on the scheme come after [position] (check_grid).
 void read_grid(Table& grid, GridConfig& g, nn::PositionOptions& p) {
   grid.get("window", g.window, L::window.lo, L::window.hi);
   grid.get("shift", g.shift);
   grid.get("cpb_hidden", g.cpb_hidden, L::cpb_hidden.lo, L::cpb_hidden.hi);
-  grid.get("max_side", p.max_side, L::max_side.lo, L::max_side.hi);
+  read_position_options(grid, "grid", p);  // max_side
   grid.get("eval_window", g.eval_window, 0, L::window.hi);
 }
 
@@ -160,21 +192,15 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
   const int64_t dims = c.dims();
   if (dims == 2 && !pos.has("scheme")) p.scheme = "swin";
   pos.get("scheme", p.scheme, nn::scheme_names(dims));
-  pos.get("num_buckets", p.num_buckets, L::num_buckets.lo, L::num_buckets.hi);
-  pos.get("max_distance", p.max_distance, L::max_distance.lo, L::max_distance.hi);
-  pos.get("max_relative_position", p.max_relative_position, L::max_relative_position.lo, L::max_relative_position.hi);
-  pos.get("lambda", p.lambda, 0.0, L::kMaxLambda);
-  pos.get("learnable_lambda", p.learnable_lambda);
-  pos.get("max_positions", p.max_positions, L::max_positions.lo, L::max_positions.hi);
-  pos.get("rope_base", p.rope_base, 1.0, 1e12, true);
-  pos.get("init_std", p.init_std, 0.0, 10.0, true);
-  std::string untrained = nn::untrained_name(p.untrained);
-  pos.get("untrained", untrained, nn::untrained_names());
-  p.untrained = nn::untrained_from_name(untrained);
+  read_position_options(pos, "position", p);
   const nn::PositionOptions po = c.position();
   const nn::SchemeInfo& info = nn::scheme_info(po);
-  // The option that bounds the scheme's length lives in [grid] (max_side) or [position].
-  auto table_of = [&](const std::string& field) -> Table& { return field == "max_side" ? grid : pos; };
+  // The table of an option (the one that bounds the scheme's length, or one an error names): [grid] (max_side) or
+  // [position].
+  auto table_of = [&](const std::string& field) -> Table& {
+    const nn::PositionOptionInfo* o = nn::find_position_option(field);
+    return o && std::string_view(o->table) == "grid" ? grid : pos;
+  };
   try {
     nn::validate(po);  // allocates nothing: the scheme is not built
   } catch (const OptionError& e) {

@@ -165,8 +165,8 @@ struct RunConfig {
   int64_t dims() const { return data::task_dims(task.kind); }
   /// The validation lengths (valid_multipliers x length); empty when eval_every is 0.
   std::vector<int64_t> valid_lengths() const;
-  /// The options of the model's position scheme (PositionOptions::for_model with the task's dims).
-  nn::PositionOptions position() const { return nn::PositionOptions::for_model(model, dims()); }
+  /// The options of the model's position scheme (nn::position_options_for with the task's dims).
+  nn::PositionOptions position() const { return nn::position_options_for(model, dims()); }
   /// The embedding recipe the model is built with: model.embedding, with "scheme" resolved for the position scheme
   /// (nn::resolve_recipe).
   nn::EmbeddingRecipe embedding_recipe() const;

@@ -1,0 +1,131 @@
+// rpb/nn/position/options.cpp: the table of position options (nn/position/options.h).
+#include "nn/position/options.h"
+
+#include <cstring>
+#include <type_traits>
+
+#include "nn/position/common.h"
+
+namespace rpb::nn {
+
+namespace {
+
+bool named(const SchemeInfo& s, const char* name) { return std::strcmp(s.name, name) == 0; }
+
+// The table. Its order is the order the config reads the keys: [position]'s, then [grid]'s max_side (read with
+// [grid], before [position]).
+const std::vector<PositionOptionInfo>& rows() {
+  namespace L = limits;
+  using P = PositionOptions;
+  static const std::vector<PositionOptionInfo> table = {
+      {.key = "num_buckets", .member = &P::num_buckets, .doc = "number of buckets",
+       .read_by = [](const SchemeInfo& s) { return named(s, "t5"); }, .range = L::num_buckets, .bias_flag = true},
+      {.key = "max_distance", .member = &P::max_distance, .doc = "distance where the log buckets end",
+       .read_by = [](const SchemeInfo& s) { return named(s, "t5"); }, .range = L::max_distance, .bias_flag = true},
+      {.key = "max_relative_position", .member = &P::max_relative_position, .doc = "clipping distance K",
+       .read_by = [](const SchemeInfo& s) { return named(s, "shaw") || named(s, "clipped2d"); },
+       .range = L::max_relative_position, .bias_flag = true},
+      {.key = "lambda", .member = &P::lambda, .doc = "the decay strength (the initial one when learnable)",
+       .read_by = [](const SchemeInfo& s) { return named(s, "log_decay"); }, .real = L::lambda, .bias_flag = true},
+      {.key = "learnable_lambda", .member = &P::learnable_lambda, .doc = "learn lambda per head (KERPLE-log)",
+       .read_by = [](const SchemeInfo& s) { return named(s, "log_decay"); }},
+      {.key = "max_positions", .member = &P::max_positions, .doc = "the table's length: the longest sequence",
+       .read_by = [](const SchemeInfo& s) { return named(s, "learned"); }, .range = L::max_positions},
+      {.key = "rope_base", .member = &P::rope_base, .doc = "the base of the rotation frequencies",
+       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::rope_base},
+      {.key = "max_side", .member = &P::max_side, .doc = "the table's side: the largest grid side",
+       .read_by = [](const SchemeInfo& s) { return named(s, "learned2d"); }, .range = L::max_side, .table = "grid"},
+      {.key = "init_std", .member = &P::init_std, .doc = "std of the learned table's initial values",
+       .read_by =
+           [](const SchemeInfo& s) {
+             for (const char* n : {"t5", "shaw", "learned", "learned2d", "clipped2d"})
+               if (named(s, n)) return true;
+             return false;
+           },
+       .real = L::init_std, .loaded = false},
+      {.key = "untrained", .member = &P::untrained, .doc = "what evaluation reads at a row training never read",
+       .read_by = [](const SchemeInfo& s) { return s.row_table; }},
+  };
+  return table;
+}
+
+template <class>
+inline constexpr bool always_false = false;
+
+}  // namespace
+
+const std::vector<PositionOptionInfo>& position_option_table() { return rows(); }
+
+const PositionOptionInfo* find_position_option(const std::string& key) {
+  for (const PositionOptionInfo& o : rows())
+    if (key == o.key) return &o;
+  return nullptr;
+}
+
+std::vector<const PositionOptionInfo*> options_of(const SchemeInfo& s) {
+  std::vector<const PositionOptionInfo*> out;
+  for (const PositionOptionInfo& o : rows())
+    if (o.read_by(s)) out.push_back(&o);
+  return out;
+}
+
+const char* option_type(const PositionOptionInfo& o) {
+  static const char* const names[] = {"integer", "real", "boolean", "choice"};
+  return names[o.member.index()];
+}
+
+std::string bias_flag_name(const PositionOptionInfo& o) {
+  std::string flag = std::string("--") + o.key;
+  for (char& c : flag)
+    if (c == '_') c = '-';
+  return flag;
+}
+
+std::string accepted_values(const PositionOptionInfo& o) {
+  using position_detail::shortest;
+  return std::visit(
+      [&](auto member) -> std::string {
+        using T = std::remove_reference_t<decltype(PositionOptions{}.*member)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          std::string text = "[";
+          text += std::to_string(o.range.lo);
+          text += ", ";
+          text += std::to_string(o.range.hi);
+          return text + "]";
+        } else if constexpr (std::is_same_v<T, double>) {
+          std::string text = o.real.lo_open ? "(" : "[";
+          text += shortest(o.real.lo);
+          text += ", ";
+          text += shortest(o.real.hi);
+          return text + (o.real.hi_open ? ")" : "]");
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return "true or false";
+        } else if constexpr (std::is_same_v<T, Untrained>) {
+          std::string names;
+          for (const std::string& n : untrained_names()) {
+            names += names.empty() ? "\"" : " or \"";
+            names += n;
+            names += '"';
+          }
+          return names;
+        } else {
+          static_assert(always_false<T>, "an option type without its accepted values");
+        }
+      },
+      o.member);
+}
+
+std::string option_value_text(const PositionOptionInfo& o, const PositionOptions& p) {
+  return std::visit(
+      [&](auto member) -> std::string {
+        const auto& v = p.*member;
+        using T = std::remove_cv_t<std::remove_reference_t<decltype(v)>>;
+        if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
+        else if constexpr (std::is_same_v<T, double>) return position_detail::shortest(v);
+        else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+        else return '"' + std::string(untrained_name(v)) + '"';
+      },
+      o.member);
+}
+
+}  // namespace rpb::nn

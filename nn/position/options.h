@@ -1,0 +1,59 @@
+// rpb/nn/position/options.h: the schema of the position options a run config sets, one descriptor per option.
+//
+// The config reader (train/config/config.cpp read_position), `rpb bias` (its flags) and `rpb schemes` (the list
+// of schemes and their options) read this table; nothing else lists the options. A scheme with an option of its own
+// is its PositionOptions field (nn/position/scheme.h), its check in the scheme's validate, and one row here.
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "nn/limits.h"
+#include "nn/position/scheme.h"
+
+namespace rpb::nn {
+
+/// The PositionOptions field an option sets, by type: an integer, a real, a boolean, or the choice of
+/// position.untrained (read as one of untrained_names()).
+using PositionOptionMember = std::variant<int64_t PositionOptions::*, double PositionOptions::*,
+                                          bool PositionOptions::*, Untrained PositionOptions::*>;
+
+/// One option of the position schemes.
+struct PositionOptionInfo {
+  const char* key;                  // the config key in [table] ("num_buckets"), and the field OptionError names
+  PositionOptionMember member;      // the PositionOptions field it sets
+  const char* doc;                  // one line: what it sets ("number of buckets")
+  bool (*read_by)(const SchemeInfo& s);  // true for the schemes that read it
+  limits::Range range{0, 0};        // an integer's accepted values (nn/limits.h)
+  limits::RealRange real{0, 0};     // a real's accepted values (nn/limits.h)
+  const char* table = "position";   // the config table: "position", or "grid" for max_side
+  /// False when only how training starts depends on it (init_std): a trained model's forward does not read it.
+  bool loaded = true;
+  /// True when it changes what `rpb bias` prints: `rpb bias` takes it as --<key with '-' for '_'>.
+  bool bias_flag = false;
+};
+
+/// Every option, in the order the config reader reads them (which decides the first error of a config with two).
+const std::vector<PositionOptionInfo>& position_option_table();
+
+/// The option `key` ("max_side"), or null.
+const PositionOptionInfo* find_position_option(const std::string& key);
+
+/// The options scheme `s` reads, in the table's order.
+std::vector<const PositionOptionInfo*> options_of(const SchemeInfo& s);
+
+/// "integer", "real", "boolean" or "choice".
+const char* option_type(const PositionOptionInfo& o);
+
+/// The --flag of `rpb bias` for `o` ("--num-buckets").
+std::string bias_flag_name(const PositionOptionInfo& o);
+
+/// The values it accepts, as the config reader's messages write them: "[2, 65536]", "(1, 1e+12]", "true or false",
+/// "\"keep\" or \"nearest\"".
+std::string accepted_values(const PositionOptionInfo& o);
+
+/// Its value in `p` as TOML writes it ("32", "0.3", "true", "\"keep\"").
+std::string option_value_text(const PositionOptionInfo& o, const PositionOptions& p);
+
+}  // namespace rpb::nn
