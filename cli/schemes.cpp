@@ -32,7 +32,7 @@ ordered_json scheme_json(const nn::SchemeInfo& s) {
           {"per_layer", s.per_layer},
           {"row_table", s.row_table},
           {"embedding", nn::recipe_name(s.embedding)},
-          {"window_bias", null_or(s.window_bias)},
+          {"window_bias", null_or(s.kind == nn::PositionKind::window ? nn::window_bias_name(s.window_bias) : nullptr)},
           {"length_option", null_or(s.length_option)},
           {"options", options}};
 }

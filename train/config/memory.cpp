@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/checked.h"
 #include "core/tensor.h"
 #include "core/text.h"
 #include "train/config/model.h"
@@ -23,16 +24,10 @@ constexpr const char* kOp = "memory estimate";
 constexpr int64_t kFloat = 4;  // bytes: models train in float32
 constexpr int64_t kIndex = 8;  // bytes: token ids in tensors are int64
 
-// Saturating: a size past int64 is simply too large, and the budget check names its key.
+// Saturating (core/checked.h): a size past int64 is simply too large, and the budget check names its key.
 constexpr int64_t kHuge = INT64_MAX;
-int64_t mul(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? kHuge : r;
-}
-int64_t add(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? kHuge : r;
-}
+constexpr auto mul = saturating_mul;
+constexpr auto add = saturating_add;
 // A count that throws on overflow (the models' parameter counts), saturated likewise.
 template <typename F>
 int64_t saturated(F count) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "core/checked.h"
 #include "core/error.h"
 #include "core/text.h"
 
@@ -14,15 +15,9 @@ namespace rpb::data {
 
 namespace {
 
-// Saturating: the memory estimate reads a size past int64 as too large, and names its key.
-int64_t mul(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
-int64_t add(int64_t a, int64_t b) {
-  int64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
-}
+// Saturating (core/checked.h): the memory estimate reads a size past int64 as too large, and names its key.
+constexpr auto mul = saturating_mul;
+constexpr auto add = saturating_add;
 
 // The int32 streams a generated token task builds: train, valid and test to train, the test stream to evaluate.
 int64_t stream_bytes(const TaskOptions& t, DataUse use) {
