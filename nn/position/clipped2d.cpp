@@ -35,13 +35,7 @@ class Clipped2D final : public TableScheme {
 }  // namespace
 
 namespace scheme_files {
-void validate_clipped2d(const PositionOptions& o) {
-  RPB_CHECK_OPTION(o.max_relative_position >= 1, "clipped2d", "max_relative_position", "max_relative_position ",
-                   o.max_relative_position, " must be at least 1 (K: offsets are clipped to [-K, K] per axis)");
-  position_detail::check_at_most("clipped2d", "max_relative_position", o.max_relative_position,
-                                 limits::max_relative_position.hi);
-  position_detail::check_init_std(o);
-}
+void validate_clipped2d(const PositionOptions& o) { position_detail::check_clipped_table(o, " per axis"); }
 std::shared_ptr<PositionScheme> make_clipped2d(const PositionOptions& o, Generator& gen) {
   return std::make_shared<Clipped2D>(o, gen);
 }

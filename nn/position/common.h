@@ -60,6 +60,15 @@ inline void check_init_std(const PositionOptions& o) {
                    o.init_std, " must be finite and non-negative");
 }
 
+/// The options of the clipped-offset tables (shaw, clipped2d): K = max_relative_position in [1, its limit], and
+/// init_std. `per_axis` (", per axis" for a grid) ends the reason given for K >= 1.
+inline void check_clipped_table(const PositionOptions& o, const char* per_axis) {
+  RPB_CHECK_OPTION(o.max_relative_position >= 1, o.scheme.c_str(), "max_relative_position", "max_relative_position ",
+                   o.max_relative_position, " must be at least 1 (K: offsets are clipped to [-K, K]", per_axis, ")");
+  check_at_most(o.scheme.c_str(), "max_relative_position", o.max_relative_position, limits::max_relative_position.hi);
+  check_init_std(o);
+}
+
 /// (1, q_len, k_len) table of f(|i - j|) over a line, in `dtype`; f is evaluated once per distance.
 template <typename F>
 Tensor distance_table(const Positions& p, DType dtype, F&& f) {

@@ -43,13 +43,7 @@ class ShawScheme final : public TableScheme {
 }  // namespace
 
 namespace scheme_files {
-void validate_shaw(const PositionOptions& o) {
-  RPB_CHECK_OPTION(o.max_relative_position >= 1, "shaw", "max_relative_position", "max_relative_position ",
-                   o.max_relative_position, " must be at least 1 (K: offsets are clipped to [-K, K])");
-  position_detail::check_at_most("shaw", "max_relative_position", o.max_relative_position,
-                                 limits::max_relative_position.hi);
-  position_detail::check_init_std(o);
-}
+void validate_shaw(const PositionOptions& o) { position_detail::check_clipped_table(o, ""); }
 std::shared_ptr<PositionScheme> make_shaw(const PositionOptions& o, Generator& gen) {
   return std::make_shared<ShawScheme>(o, gen);
 }
