@@ -8,7 +8,10 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "test_util.h"
@@ -95,12 +98,16 @@ TEST_CASE("eval record: written, read back (read_eval_record) equal, n/a and NaN
     const EvalRecord r = sample_record(full);
     const std::string path = write_eval_record(dir.path.string(), r);
     const std::string text = rpb::testing::file_text(path);
-    CHECK(text.find("NaN") == std::string::npos);
-    CHECK(text.find("nan") == std::string::npos);
+    const Json j = Json::parse(text);
+    CHECK(j["lengths"][0]["attention"][2]["mean_distance"].is_null());  // NaN (layer 1, head 0)
+    CHECK(j["lengths"][2]["nll"].is_null());                            // n/a
+    CHECK(j["lengths"][2]["perplexity"].is_null());
+    CHECK(j["optimal_perplexity"].is_null() == !full);
     CHECK(text.find("\"mean_distance\": null") != std::string::npos);
     CHECK(text.find("0.30000000000000004") != std::string::npos);  // the shortest text of 0.1 + 0.2
-    check_same(read_eval_record(path), r);
-    CHECK(eval_record_json(read_eval_record(path)) == text);  // and it writes back the same text
+    const EvalRecord back = read_eval_record(path);
+    check_same(back, r);
+    CHECK(eval_record_json(back) == text);  // and it writes back the same text
   }
 }
 
@@ -121,6 +128,54 @@ TEST_CASE("eval record: an rpb-eval-1 record (before nlohmann) reads, default_le
     CHECK(r.default_lengths == (name == "step_00000020-256.json"));
     CHECK(r.optimal_perplexity == 3.21);
     CHECK(r.lengths.at(0).attention.mean_distance == std::vector<std::vector<double>>{{3.25}});
+  }
+}
+
+// A kjv record as rpb wrote it before it recorded the text scored (commit d177357's train/eval_record.cpp, built and
+// run on its own): no "text", no "text_sha256".
+const char* const kOldKjvRecord = R"({
+  "format": "rpb-eval-1",
+  "checkpoint": "step_00000020.h5",
+  "step": 20,
+  "checkpoint_sha256": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+  "config_digest": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+  "run": "kjv",
+  "scheme": "t5",
+  "untrained": null,
+  "task": "kjv: character-level King James Bible from checkpoints/data/kjv.txt, vocab 65 characters",
+  "train_length": 16,
+  "max_length": null,
+  "tokens": 256,
+  "optimal_perplexity": null,
+  "entropy_rate": null,
+  "lengths": [
+    {"length": 16, "multiplier": 1, "nll": 1.5, "perplexity": 4.4816890703380645, "tokens": 256, "optimal_perplexity": null,
+     "attention": [
+      {"layer": 0, "head": 0, "mean_distance": 3.25, "entropy": 1.125}]},
+    {"length": 32, "multiplier": 2, "nll": 0.30000000000000004, "perplexity": 1.3498588075760032, "tokens": 256, "optimal_perplexity": null,
+     "attention": null}
+  ]
+}
+)";
+
+TEST_CASE("eval record: an rpb-eval-1 record without \"text\" (before rpb recorded it): unverified or generated") {
+  TempDir dir("json_eval_v1_old");
+  const std::string kjv = kOldKjvRecord;
+  std::string markov = kjv;  // the same record of a generated task (the writer copies "task" as it is)
+  const std::size_t task = markov.find("\"kjv: ") + 1;  // the value of "task"
+  markov.replace(task, markov.find('"', task) - task, "markov: order-1 chain over 16 tokens");
+  using Case = std::pair<std::string, std::string>;  // the record's text, the text it reads as
+  for (const auto& [text, expected] : {Case{kjv, "unverified"}, Case{markov, "generated"}}) {
+    std::ofstream(dir.file("step_00000020-256.json"), std::ios::trunc) << text;
+    const EvalRecord r = read_eval_record(dir.file("step_00000020-256.json"));
+    CHECK(r.text == expected);
+    CHECK(r.text_sha256.empty());
+    CHECK(r.default_lengths);
+    CHECK(r.step == 20);
+    REQUIRE(r.lengths.size() == 2);
+    CHECK(r.lengths[1].nll == 0.1 + 0.2);
+    CHECK(r.lengths[0].attention.entropy == std::vector<std::vector<double>>{{1.125}});
+    CHECK(r.lengths[1].attention.empty());
   }
 }
 
@@ -176,14 +231,10 @@ SweepResults sample_results() {
   m.perplexity = {{4.5, std::nullopt}, {1.0 / 3.0, std::nullopt}};
   m.nll = {{1.5, std::nullopt}, {0.25, std::nullopt}};
   m.tokens = {{8192, 0}, {8192, 0}};
-  m.mean = {2.4166666666666665, std::nullopt};
-  m.std = {2.9462782549439482, std::nullopt};
   AttentionDiagnostics a;
   a.mean_distance = {{1.5, kNaN}};
   a.entropy = {{0.5, 0.75}};
   m.attention = {{a, {}}, {{}, {}}};
-  m.distance_mean = {std::nullopt, std::nullopt};
-  m.distance_std = {std::nullopt, std::nullopt};
   r.rows = {m, m};
   r.rows[1].optimal_perplexity.reset();
   r.rows[1].task = "kjv";
@@ -207,10 +258,10 @@ void check_same(const SweepResults& a, const SweepResults& b) {
     CHECK(x.perplexity == y.perplexity);
     CHECK(x.nll == y.nll);
     CHECK(x.tokens == y.tokens);
-    CHECK(x.mean == y.mean);
-    CHECK(x.std == y.std);
-    CHECK(x.distance_mean == y.distance_mean);
-    CHECK(x.distance_std == y.distance_std);
+    CHECK(x.perplexity_mean() == y.perplexity_mean());
+    CHECK(x.perplexity_std() == y.perplexity_std());
+    CHECK(x.distance_mean() == y.distance_mean());
+    CHECK(x.distance_std() == y.distance_std());
     REQUIRE(x.attention.size() == y.attention.size());
     for (std::size_t s = 0; s < x.attention.size(); ++s) {
       REQUIRE(x.attention[s].size() == y.attention[s].size());
@@ -222,14 +273,23 @@ void check_same(const SweepResults& a, const SweepResults& b) {
 TEST_CASE("results.json: written, read back (read_sweep_results) equal, n/a and NaN as null") {
   TempDir dir("json_results");
   const SweepResults r = sample_results();
+  // The means and stds over the seeds, derived from the perplexities and the attention (NaN and n/a skipped).
+  using Values = std::vector<std::optional<double>>;
+  CHECK(r.rows[0].perplexity_mean() == Values{2.4166666666666665, std::nullopt});
+  CHECK(r.rows[0].perplexity_std() == Values{2.9462782549439482, std::nullopt});
+  CHECK(r.rows[0].distance_mean() == Values{std::nullopt, std::nullopt});
+  CHECK(r.rows[0].distance_std() == Values{std::nullopt, std::nullopt});
   const std::string text = json_text(sweep_results_object(r));
   std::ofstream(dir.file("results.json")) << text;
-  CHECK(text.find("nan") == std::string::npos);
   CHECK(text.find("\"format\": \"rpb-results-2\"") != std::string::npos);
   const SweepResults back = read_sweep_results(dir.file("results.json"));
   check_same(back, r);
   CHECK(json_text(sweep_results_object(back)) == text);
   const Json j = Json::parse(text);
+  CHECK(j["rows"][0]["perplexity"][0][1].is_null());  // n/a
+  CHECK(j["rows"][0]["mean"] == Json::parse("[2.4166666666666665, null]"));
+  CHECK(j["rows"][0]["std"] == Json::parse("[2.9462782549439482, null]"));
+  CHECK(j["rows"][0]["mean_attention_distance"] == Json::parse(R"({"mean": [null, null], "std": [null, null]})"));
   CHECK(j["rows"][0]["tokens"][0][1].is_null());  // where nll is null
   CHECK(j["rows"][0]["attention"][0][0]["mean_distance"][0][1].is_null());
   CHECK(j["rows"][0]["attention"][0][0]["mean_distance_overall"].is_null());  // NaN: the mean of a NaN

@@ -155,7 +155,7 @@ TEST_CASE("train: rpb train, eval, inspect and extrapolate from the command line
     CAPTURE(row.method);
     REQUIRE(row.attention.size() == 1);  // one seed
     CHECK(!row.attention[0][0].empty());
-    CHECK(row.attention[0][0].mean_distance_overall() == row.distance_mean[0]);
+    CHECK(row.attention[0][0].mean_distance_overall() == row.distance_mean()[0]);
     CHECK(row.attention[0][2].empty() == (row.method == "learned"));  // learned: 1x only
     CHECK(row.perplexity[0][2].has_value() == (row.method != "learned"));
   }

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "train/checkpoint/data_identity.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json_text.h"
 
@@ -126,13 +127,16 @@ EvalRecord eval_record_from_json(const Json& json, const std::string& source, co
   r.train_length = in["train_length"].int64();
   r.max_length = in["max_length"].is_null() ? 0 : in["max_length"].int64();
   r.optimal_perplexity = in["optimal_perplexity"].optional_number();
-  r.text = in["text"].string();
-  r.text_sha256 = in["text_sha256"].string_or_empty();
+  if (format == kEvalRecordFormat || in.has("text")) {
+    r.text = in["text"].string();
+    r.text_sha256 = in["text_sha256"].string_or_empty();
+  } else {  // an rpb-eval-1 record written before rpb recorded the text: kjv's is unknown, the others' generated
+    r.text = text_match_name(r.task.rfind("kjv:", 0) == 0 ? TextMatch::unverified : TextMatch::generated);
+  }
   for (std::size_t i = 0; i < in["lengths"].size(); ++i) r.lengths.push_back(read_length(in["lengths"][i]));
   if (format == kEvalRecordFormat) {
     r.default_lengths = in["default_lengths"].boolean();
   } else {  // rpb-eval-1 did not store it: its file name did ("-L<lengths>" when chosen on the command line)
-    r.default_lengths = true;
     r.default_lengths = file_name == eval_record_name(r);
   }
   return r;

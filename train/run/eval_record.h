@@ -64,7 +64,9 @@ Json eval_record_object(const EvalRecord& record);
 std::string eval_record_json(const EvalRecord& record);
 
 /// The record `json` holds (an "rpb-eval-2" or "rpb-eval-1" record); `source` names it in errors ("eval record
-/// <path>") and `file_name` is its file's name (an rpb-eval-1 record's default_lengths is read from it). The values
+/// <path>") and `file_name` is its file's name (an rpb-eval-1 record's default_lengths is read from it). An
+/// rpb-eval-1 record written before rpb recorded the text scored has no "text" and "text_sha256": its text reads as
+/// "unverified" for a kjv task (its "task" starts "kjv:"), else "generated", and its text_sha256 as "". The values
 /// derived from others ("tokens", "entropy_rate", "perplexity", a length's "optimal_perplexity") are not read; an
 /// attention value written as null reads as NaN. Throws rpb::Error naming the source and the key for a missing
 /// key, a value of another type or another format.

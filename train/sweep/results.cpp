@@ -1,15 +1,12 @@
 // rpb/train/sweep/results.cpp: the sweep's table and its results.csv and results.json.
 #include "train/sweep/results.h"
 
-#include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
 
 #include "train/data/task.h"
 #include "train/io/atomic_file.h"
-#include "train/io/json_text.h"
 #include "train/sweep/results_json.h"
 
 namespace fs = std::filesystem;
@@ -54,12 +51,6 @@ std::string format_table(const SweepResult& r) {
 
 namespace {
 
-// The diagnostics of seed s at length j (empty where none were recorded).
-const AttentionDiagnostics& attention_of(const MethodResult& m, std::size_t s, std::size_t j) {
-  static const AttentionDiagnostics none;
-  return s < m.attention.size() && j < m.attention[s].size() ? m.attention[s][j] : none;
-}
-
 std::string csv(const SweepResult& r) {
   std::ostringstream os;
   os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
@@ -76,7 +67,7 @@ std::string csv(const SweepResult& r) {
         if (m.ppl[s][j]) os << std::setprecision(10) << *m.nll[s][j] << "," << m.tokens[s][j];
         else os << ",";
         os << ",";
-        if (const auto d = attention_of(m, s, j).mean_distance_overall()) os << std::setprecision(10) << *d;
+        if (const auto d = m.attention_at(s, j).mean_distance_overall()) os << std::setprecision(10) << *d;
         os << "\n";
       }
   return os.str();

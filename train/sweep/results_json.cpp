@@ -9,25 +9,34 @@ namespace rpb {
 
 namespace {
 
-// The diagnostics of seed s at length j (empty where none were recorded).
-AttentionDiagnostics attention_at(const MethodResult& m, std::size_t s, std::size_t j) {
-  return s < m.attention.size() && j < m.attention[s].size() ? m.attention[s][j] : AttentionDiagnostics();
-}
-
-// The mean (first) or the std (second) over the seeds of column(j) at each length j.
-template <typename Column>
-std::pair<std::vector<std::optional<double>>, std::vector<std::optional<double>>> over_seeds(std::size_t lengths,
-                                                                                           Column column) {
-  std::pair<std::vector<std::optional<double>>, std::vector<std::optional<double>>> out;
+// The mean (second: false) or the std (second: true) over the seeds of value(s, j) at each length j of `row`.
+template <typename Value>
+std::vector<std::optional<double>> over_seeds(const SweepResultsRow& row, bool second, Value value) {
+  const std::size_t lengths = row.perplexity.empty() ? 0 : row.perplexity.front().size();
+  std::vector<std::optional<double>> out;
   for (std::size_t j = 0; j < lengths; ++j) {
-    const auto ms = mean_std(column(j));
-    out.first.push_back(ms ? std::optional<double>(ms->first) : std::nullopt);
-    out.second.push_back(ms ? std::optional<double>(ms->second) : std::nullopt);
+    std::vector<std::optional<double>> column;
+    for (std::size_t s = 0; s < row.perplexity.size(); ++s) column.push_back(value(s, j));
+    const auto ms = mean_std(column);
+    out.push_back(ms ? std::optional<double>(second ? ms->second : ms->first) : std::nullopt);
   }
   return out;
 }
 
-SweepResultsRow row_of(const MethodResult& m, std::size_t lengths) {
+std::vector<std::optional<double>> perplexity_over_seeds(const SweepResultsRow& row, bool second) {
+  return over_seeds(row, second, [&](std::size_t s, std::size_t j) {
+    return j < row.perplexity[s].size() ? row.perplexity[s][j] : std::nullopt;
+  });
+}
+
+std::vector<std::optional<double>> distance_over_seeds(const SweepResultsRow& row, bool second) {
+  return over_seeds(row, second, [&](std::size_t s, std::size_t j) {
+    return s < row.attention.size() && j < row.attention[s].size() ? row.attention[s][j].mean_distance_overall()
+                                                                     : std::nullopt;
+  });
+}
+
+SweepResultsRow row_of(const MethodResult& m) {
   SweepResultsRow row;
   row.task = m.task;
   row.method = m.method.name();
@@ -41,11 +50,8 @@ SweepResultsRow row_of(const MethodResult& m, std::size_t lengths) {
   for (std::size_t s = 0; s < m.ppl.size(); ++s)
     for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
       row.tokens[s].push_back(m.nll[s][j] ? m.tokens[s][j] : 0);
-      row.attention[s].push_back(attention_at(m, s, j));
+      row.attention[s].push_back(m.attention_at(s, j));
     }
-  std::tie(row.mean, row.std) = over_seeds(lengths, [&](std::size_t j) { return m.column(j); });
-  std::tie(row.distance_mean, row.distance_std) =
-      over_seeds(lengths, [&](std::size_t j) { return m.distance_column(j); });
   return row;
 }
 
@@ -91,20 +97,13 @@ Json row_json(const SweepResultsRow& m) {
           {"perplexity", per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.perplexity[s][j]); })},
           {"nll", per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.nll[s][j]); })},
           {"tokens", per_seed(m, [&](std::size_t s, std::size_t j) { return m.nll[s][j] ? Json(m.tokens[s][j]) : Json(); })},
-          {"mean", numbers(m.mean)},
-          {"std", numbers(m.std)},
+          {"mean", numbers(m.perplexity_mean())},
+          {"std", numbers(m.perplexity_std())},
           {"attention", per_seed(m, [&](std::size_t s, std::size_t j) { return attention_json(m.attention[s][j]); })},
-          {"mean_attention_distance", {{"mean", numbers(m.distance_mean)}, {"std", numbers(m.distance_std)}}}};
+          {"mean_attention_distance", {{"mean", numbers(m.distance_mean())}, {"std", numbers(m.distance_std())}}}};
 }
 
 // ---- reading ----
-
-std::vector<std::optional<double>> read_numbers(const JsonIn& in, std::size_t size) {
-  if (in.size() != size) in.fail("expected " + std::to_string(size) + " values, found " + std::to_string(in.size()));
-  std::vector<std::optional<double>> out;
-  for (std::size_t i = 0; i < size; ++i) out.push_back(in[i].optional_number());
-  return out;
-}
 
 std::vector<std::vector<double>> read_per_layer(const JsonIn& in) {
   std::vector<std::vector<double>> out(in.size());
@@ -151,15 +150,20 @@ SweepResultsRow read_row(const JsonIn& in, std::size_t seeds, std::size_t length
   m.nll = read_per_seed(in["nll"], seeds, lengths, number);
   m.tokens = read_per_seed(in["tokens"], seeds, lengths,
                            [](const JsonIn& x) { return x.is_null() ? int64_t(0) : x.int64(); });
-  m.mean = read_numbers(in["mean"], lengths);
-  m.std = read_numbers(in["std"], lengths);
   m.attention = read_per_seed(in["attention"], seeds, lengths, read_attention);
-  m.distance_mean = read_numbers(in["mean_attention_distance"]["mean"], lengths);
-  m.distance_std = read_numbers(in["mean_attention_distance"]["std"], lengths);
   return m;
 }
 
 }  // namespace
+
+std::vector<std::optional<double>> SweepResultsRow::perplexity_mean() const {
+  return perplexity_over_seeds(*this, false);
+}
+std::vector<std::optional<double>> SweepResultsRow::perplexity_std() const {
+  return perplexity_over_seeds(*this, true);
+}
+std::vector<std::optional<double>> SweepResultsRow::distance_mean() const { return distance_over_seeds(*this, false); }
+std::vector<std::optional<double>> SweepResultsRow::distance_std() const { return distance_over_seeds(*this, true); }
 
 SweepResults sweep_results(const SweepResult& r) {
   SweepResults out;
@@ -167,7 +171,7 @@ SweepResults sweep_results(const SweepResult& r) {
   out.train_length = r.train_length;
   out.multipliers = r.multipliers;
   out.seeds = r.seeds;
-  for (const MethodResult& m : r.rows) out.rows.push_back(row_of(m, r.multipliers.size()));
+  for (const MethodResult& m : r.rows) out.rows.push_back(row_of(m));
   return out;
 }
 

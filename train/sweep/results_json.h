@@ -29,9 +29,15 @@ struct SweepResultsRow {
   std::vector<std::vector<std::optional<double>>> perplexity;  // [seed][length]; nullopt: cannot run there
   std::vector<std::vector<std::optional<double>>> nll;         // [seed][length]: mean NLL in nats
   std::vector<std::vector<int64_t>> tokens;                    // [seed][length]: target tokens (0 where nll is nullopt)
-  std::vector<std::optional<double>> mean, std;             // [length]: perplexity mean and std over the seeds
   std::vector<std::vector<AttentionDiagnostics>> attention;  // [seed][length]: empty where not measured
-  std::vector<std::optional<double>> distance_mean, distance_std;  // [length]: mean attention distance over seeds
+
+  /// [length]: the mean and the std over the seeds (mean_std, train/sweep/sweep.h) of the perplexity, and of the
+  /// mean attention distance (AttentionDiagnostics::mean_distance_overall); nullopt where no seed has a value.
+  /// Derived from perplexity and attention: results.json's "mean", "std" and "mean_attention_distance".
+  std::vector<std::optional<double>> perplexity_mean() const;
+  std::vector<std::optional<double>> perplexity_std() const;
+  std::vector<std::optional<double>> distance_mean() const;
+  std::vector<std::optional<double>> distance_std() const;
 };
 
 /// What results.json holds.
@@ -44,7 +50,7 @@ struct SweepResults {
   std::vector<SweepResultsRow> rows;
 };
 
-/// The results of sweep `r` as results.json holds them (the means and stds over seeds computed, mean_std).
+/// The results of sweep `r` as results.json holds them.
 SweepResults sweep_results(const SweepResult& r);
 
 /// results.json's object:
@@ -55,13 +61,14 @@ SweepResults sweep_results(const SweepResult& r);
 ///              "attention": [[null | {"mean_distance": [[per head] per layer], "entropy": [[...]],
 ///                                     "mean_distance_overall": x, "entropy_overall": y}]],
 ///              "mean_attention_distance": {"mean": [per length], "std": [...]}}, ...]}
-/// Values that are not finite or not defined are null; tokens are null where nll is.
+/// "mean", "std" and "mean_attention_distance" are SweepResultsRow's perplexity_mean ... distance_std. Values that
+/// are not finite or not defined are null; tokens are null where nll is.
 Json sweep_results_object(const SweepResults& r);
 
-/// The results `json` holds; `source` names it in errors ("sweep results <path>"). The derived
-/// "mean_distance_overall" and "entropy_overall" are not read; a null inside "mean_distance" or "entropy" reads
-/// as NaN. Throws rpb::Error naming the source and the key for a missing key, a value of another type or
-/// another format, and arrays whose sizes disagree with "seeds" and "multipliers".
+/// The results `json` holds; `source` names it in errors ("sweep results <path>"). The derived "mean", "std",
+/// "mean_attention_distance", "mean_distance_overall" and "entropy_overall" are not read; a null inside
+/// "mean_distance" or "entropy" reads as NaN. Throws rpb::Error naming the source and the key for a missing key, a
+/// value of another type or another format, and arrays whose sizes disagree with "seeds" and "multipliers".
 SweepResults sweep_results_from_json(const Json& json, const std::string& source);
 
 /// Reads results.json at `path` (at most kMaxSweepResultsBytes, train/io/input_file.h). Throws rpb::Error naming

@@ -37,6 +37,11 @@ std::vector<std::optional<double>> MethodResult::distance_column(std::size_t j) 
   return c;
 }
 
+const AttentionDiagnostics& MethodResult::attention_at(std::size_t s, std::size_t j) const {
+  static const AttentionDiagnostics none;
+  return s < attention.size() && j < attention[s].size() ? attention[s][j] : none;
+}
+
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v) {
   std::vector<double> x;
   for (const auto& e : v)

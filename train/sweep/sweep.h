@@ -25,6 +25,8 @@ struct MethodResult {
   std::vector<std::optional<double>> column(std::size_t j) const;
   /// The mean attention distance (over layers and heads) at length j over the seeds; nullopt where not measured.
   std::vector<std::optional<double>> distance_column(std::size_t j) const;
+  /// The diagnostics of seed s at length j (empty where none were recorded).
+  const AttentionDiagnostics& attention_at(std::size_t s, std::size_t j) const;
 };
 
 struct SweepResult {
