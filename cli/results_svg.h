@@ -1,5 +1,5 @@
-// rpb/cli/results_svg.h: the sweep's pictures, results.svg and attention.svg (written by write_results,
-// train/sweep/results.h).
+// rpb/cli/results_svg.h: the sweep's pictures, results.svg and attention.svg (written by write_result_figures,
+// beside train/sweep/results.h's results.csv and results.json).
 #pragma once
 
 #include <string>

@@ -1,6 +1,5 @@
 // The 1-D workload: a decoder-only language model on a token stream.
 #include <algorithm>
-#include <cmath>
 
 #include "nn/transformer.h"
 #include "train/checkpoint/data_identity.h"
@@ -10,11 +9,6 @@
 #include "train/workload.h"
 
 namespace rpb {
-
-std::optional<double> LengthResult::perplexity() const {
-  if (!nll) return std::nullopt;
-  return std::exp(*nll);
-}
 
 namespace {
 

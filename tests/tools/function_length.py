@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Fails when a function of rpb's library is over 80 lines (README: "no function is over 80 lines").
+"""Fails when a function of rpb's library is over the bound (README: "no function is over 80 lines").
 
-  tests/tools/function_length.py SOURCE_DIR [--max 80]   check core/ nn/ optim/ train/ cli/ (.cpp and .h)
-  tests/tools/function_length.py --self-test             check the checker on made-up sources
+  tests/tools/function_length.py SOURCE_DIR [--max N]   check core/ nn/ optim/ train/ cli/ (.cpp and .h)
+  tests/tools/function_length.py --self-test            check the checker on made-up sources
 
-The lexical twin of clang-tidy's readability-function-size with LineThreshold 80 (.clang-tidy): a function's
+The bound is N, else SOURCE_DIR/.clang-tidy's readability-function-size.LineThreshold (the one place it is set).
+The lexical twin of clang-tidy's readability-function-size: a function's
 length is the line of its body's closing brace minus the line of its opening brace (clang-tidy's count, blank lines
 and comments included); lambdas and local classes count in the function that holds them. Comments, string and
 character literals (raw strings included) and preprocessor lines are blanked first; then every brace at namespace
@@ -115,7 +116,7 @@ def long_functions(text, bound):
     """[(line, name, length)] of the functions of `text` whose length is over `bound`."""
     code = blank(text)
     found = []
-    stack = []  # per open brace: (kind, open line, statement start, name)
+    stack = []  # per open brace: (kind, open line, name, line of the name)
     stmt_start, line = 0, 1
     for i, c in enumerate(code):
         if c == "\n":
@@ -127,13 +128,13 @@ def long_functions(text, bound):
             name = name_of(stmt) if kind == "function" else ""
             paren = depth0(stmt).find("(")  # the name's line: just before its parameter list
             decl_line = line - code[stmt_start + max(paren, 0):i].count("\n")
-            stack.append((kind, line, stmt_start, name, decl_line))
+            stack.append((kind, line, name, decl_line))
             if kind != "member-init":
                 stmt_start = i + 1
         elif c == "}":
             if not stack:
                 continue
-            kind, open_line, start, name, decl_line = stack.pop()
+            kind, open_line, name, decl_line = stack.pop()
             if kind == "function" and line - open_line > bound:
                 found.append((decl_line, name, line - open_line))
             if kind == "member-init":
@@ -143,6 +144,20 @@ def long_functions(text, bound):
         elif c == ";" and not any(k in ("function", "other", "member-init") for k, *_ in stack):
             stmt_start = i + 1
     return found
+
+
+def clang_tidy_bound(source_dir):
+    """readability-function-size.LineThreshold of SOURCE_DIR/.clang-tidy (its "value:" on the line after the key)."""
+    path = os.path.join(source_dir, ".clang-tidy")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as e:
+        sys.exit(f"function_length: cannot read {path} for the bound ({e.strerror}); pass --max N")
+    m = re.search(r"key:\s*readability-function-size\.LineThreshold\s*\n\s*value:\s*'?(\d+)'?", text)
+    if not m:
+        sys.exit(f"function_length: {path} sets no readability-function-size.LineThreshold")
+    return int(m.group(1))
 
 
 def check(source_dir, bound):
@@ -188,7 +203,7 @@ def main():
     args = sys.argv[1:]
     if args == ["--self-test"]:
         return self_test()
-    bound = 80
+    bound = None
     if "--max" in args:
         k = args.index("--max")
         bound = int(args[k + 1])
@@ -196,6 +211,8 @@ def main():
     if len(args) != 1:
         print(__doc__, file=sys.stderr)
         return 2
+    if bound is None:
+        bound = clang_tidy_bound(args[0])
     failures = check(args[0], bound)
     for f in failures:
         print(f)

@@ -105,11 +105,6 @@ bool JsonIn::boolean() const {
   return value_->get<bool>();
 }
 
-double JsonIn::number() const {
-  expect(value_->is_number(), "a number");
-  return value_->get<double>();
-}
-
 std::optional<double> JsonIn::optional_number() const {
   expect(value_->is_number() || value_->is_null(), "a number or null");
   return value_->is_null() ? std::nullopt : std::optional<double>(value_->get<double>());

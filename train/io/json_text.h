@@ -50,8 +50,6 @@ class JsonIn {
   int64_t int64() const;
   uint64_t uint64() const;
   bool boolean() const;
-  /// A number (an integer reads as a double).
-  double number() const;
   /// A number, or nullopt for null.
   std::optional<double> optional_number() const;
   /// A number, or NaN for null (a double rpb wrote as null because it was not finite).

@@ -1,6 +1,8 @@
 // rpb/train/run/eval_result.cpp: see eval_result.h.
 #include "train/run/eval_result.h"
 
+#include <cmath>
+
 namespace rpb {
 
 namespace {
@@ -14,6 +16,11 @@ std::optional<double> overall(const std::vector<std::vector<double>>& v) {
 }
 
 }  // namespace
+
+std::optional<double> LengthResult::perplexity() const {
+  if (!nll) return std::nullopt;
+  return std::exp(*nll);
+}
 
 std::optional<double> AttentionDiagnostics::mean_distance_overall() const { return overall(mean_distance); }
 std::optional<double> AttentionDiagnostics::entropy_overall() const { return overall(entropy); }

@@ -30,6 +30,7 @@ struct LengthResult {
   std::optional<double> nll;  // mean NLL in nats; nullopt where the model cannot run (learned positions past its table)
   int64_t tokens = 0;         // target tokens (grids: cells) the mean is over; 0 where nll is nullopt
   AttentionDiagnostics attention;  // test split with run.eval_diagnostics; else empty
+  /// exp(nll); nullopt where nll is.
   std::optional<double> perplexity() const;
 };
 
