@@ -12,9 +12,6 @@ void set_command_line(int argc, char** argv);
 /// The words rpb was started with, argv[0] as typed; empty when rpb runs as a library (tests call cmd_train).
 const std::vector<std::string>& command_line();
 
-/// `arg` as one shell word: as it is when it holds only letters, digits and _./=,:@+-, else in single quotes.
-std::string shell_word(const std::string& arg);
-
 /// The command that goes on with an interrupted run: `argv` as typed (argv[0] included), each word shell-quoted,
 /// without --overwrite (the folder it moved aside is gone; the run now in it is the one to continue), and for `train`
 /// without --resume-from and its value and with --resume appended (once); prefixed with "mpirun -np <ranks>" when

@@ -18,13 +18,11 @@
 #include "core/text.h"
 #include "nn/limits.h"
 #include "nn/position.h"
-#include "train/checkpoint/checkpoint.h"
 #include "train/checkpoint/stored_model.h"
 #include "train/config/memory.h"
 #include "train/data/task_registry.h"
 #include "train/dist/distributed.h"
 #include "train/interrupt.h"
-#include "train/io/sha256.h"
 #include "train/run/checkpoint_path.h"
 #include "train/sweep/results.h"
 #include "train/sweep/sweep.h"
@@ -64,8 +62,7 @@ int cmd_train(const std::string& config_path, bool resume, const std::string& re
     spdlog::error("training stopped at step {}: a non-finite loss or gradient (see {}/train.log)", s.step, run.dir());
     return 1;
   }
-  const EvalRecord record =
-      make_eval_record(run, run.evaluate(), s.checkpoint, s.step, sha256_hex(read_checkpoint_bytes(s.checkpoint, true)));
+  const EvalRecord record = make_eval_record(run, run.evaluate(), s.checkpoint, s.step, s.checkpoint_sha256);
   print_eval_table(record, std::cout);
   std::cout.flush();
   record_evaluation(run.dir(), record);

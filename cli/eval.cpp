@@ -19,6 +19,7 @@
 #include "train/run/checkpoint_path.h"
 #include "train/run/log_file_sink.h"
 #include "train/run/output_file.h"
+#include "train/run/run_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -70,7 +71,7 @@ void check_lengths_option(const std::vector<int64_t>& lengths) {
 
 // A line of the evaluation in the run's train.log (appended with one write, like the run's own lines).
 void log_in_run(const std::string& run_dir, const std::string& line) {
-  auto sink = std::make_shared<LogFileSink>((fs::path(run_dir) / "train.log").string());
+  auto sink = std::make_shared<LogFileSink>((fs::path(run_dir) / kTrainLogFileName).string());
   spdlog::logger log("eval", sink);
   log.set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
   log.info("{}", line);
@@ -95,7 +96,8 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
   r.optimal_perplexity = run.optimal_perplexity();
   r.lengths = results;
   r.text_sha256 = run.data_identity().text_sha256;
-  r.text = r.text_sha256.empty() ? "generated" : "training";  // `rpb eval` sets what it verified
+  // `rpb eval` sets what it verified.
+  r.text = text_match_name(r.text_sha256.empty() ? TextMatch::generated : TextMatch::same);
   return r;
 }
 
@@ -153,11 +155,14 @@ int cmd_eval(const EvalOptions& o) {
   // --out is checked before the checkpoint is read, and again with the text once the stored config says it is read.
   OutputOptions out{"--out", {{"checkpoint", ref.file}}};
   if (!o.out.empty()) check_output_file(o.out, out);
-  const Checkpoint c = load_checkpoint(ref.file, !ref.run_dir.empty());
-  RunConfig cfg = parse_stored_config(c.config_text, ref.file + " (stored config)");
+  StoredCheckpoint stored = read_stored_checkpoint(ref.file, !ref.run_dir.empty(), FileDigest::sha256);
+  const Checkpoint& c = stored.checkpoint;
+  RunConfig& cfg = stored.config;
   const data::TaskInfo& task = data::task_info(cfg.task.kind);
-  if (task.reads_text) out.inputs.push_back({std::string(task.name) + " text", data::kjv_text_path(o.kjv_path)});
-  if (!o.out.empty()) check_output_file(o.out, out);
+  if (task.reads_text) {
+    out.inputs.push_back({std::string(task.name) + " text", data::kjv_text_path(o.kjv_path)});
+    if (!o.out.empty()) check_output_file(o.out, out);
+  }
   // The task's data is the user's, never the file's: a stored kjv_path is not read, and no data file is written.
   cfg.task.kjv_path = o.kjv_path;
   cfg.task.generate_missing = false;
@@ -178,7 +183,6 @@ int cmd_eval(const EvalOptions& o) {
   EvalRecord record = make_eval_record(run, run.evaluate({}, cfg.dims() == 1 ? o.tokens : 0), ref.file, c.step,
                                        c.file_sha256);
   record.default_lengths = o.lengths.empty();
-  record.text_sha256 = text.text_sha256;
   record.text = text_match_name(text.match);
   if (o.json) {
     std::cout << eval_record_json(record);

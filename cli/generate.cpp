@@ -71,8 +71,9 @@ struct Printer {
 
 int cmd_generate(const GenerateRequest& r) {
   const CheckpointRef ref = resolve_checkpoint(r.checkpoint);
-  const Checkpoint c = load_checkpoint(ref.file, !ref.run_dir.empty());
-  RunConfig cfg = parse_stored_config(c.config_text, ref.file + " (stored config)");
+  StoredCheckpoint stored = read_stored_checkpoint(ref.file, !ref.run_dir.empty());
+  const Checkpoint& c = stored.checkpoint;
+  RunConfig& cfg = stored.config;
   RPB_CHECK(cfg.dims() == 1, "generate", ref.file, ": a ", cfg.task.kind,
             " model predicts the cells of a grid, not a sequence; generate runs models of the 1-D tasks (",
             join(data::task_names(1), ", "), ")");
@@ -86,7 +87,7 @@ int cmd_generate(const GenerateRequest& r) {
   check_stored_model(c, cfg, vocab, ref.file);  // first: a config that does not fit the file's parameters says so
   check_memory(estimate_memory(sized, vocab, MemoryUse::generate), memory_budget(), "generate");
   check_finite(c, ref.file);
-  std::unique_ptr<nn::Module> module = load_stored_model(c, cfg, ref.file);
+  std::unique_ptr<nn::Module> module = load_stored_model(c, cfg, vocab, ref.file);
   auto& model = dynamic_cast<nn::LanguageModel&>(*module);
   std::unique_ptr<data::Task> task;
   if (data::task_info(cfg.task.kind).reads_text) {  // the vocabulary is the text's characters

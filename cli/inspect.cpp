@@ -149,16 +149,17 @@ std::string data_line(const Checkpoint& c, const RunConfig& cfg) {
 void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& svg_path) {
   const OutputOptions svg{"--svg", {{"checkpoint", file}}};
   if (!svg_path.empty()) check_output_file(svg_path, svg);  // before the checkpoint is read: a refusal costs nothing
-  const Checkpoint c = load_checkpoint(file);
-  const RunConfig cfg = parse_stored_config(c.config_text, file + " (stored config)");
+  const StoredCheckpoint stored = read_stored_checkpoint(file);
+  const Checkpoint& c = stored.checkpoint;
+  const RunConfig& cfg = stored.config;
   // The parameters must be the ones the stored config's model has (names, shapes, dtypes), as `rpb eval`
   // requires: the position modules below report them through the config's num_buckets, K and window. Only the
   // model is built, never the task's data, and only once the file holds as many parameters as it has.
   const int64_t vocab = checkpoint_vocab(c, cfg, file);
   check_stored_model(c, cfg, vocab, file);  // first: a config that does not fit the file's parameters says so
   check_memory(estimate_memory(cfg, vocab, MemoryUse::inspect), memory_budget(), "inspect");
-  const std::unique_ptr<nn::Module> stored = load_stored_model(c, cfg, file);
-  const nn::Module& model = *stored;
+  const std::unique_ptr<nn::Module> built = load_stored_model(c, cfg, vocab, file);
+  const nn::Module& model = *built;
   if (!svg_path.empty()) write_bias_svg(model, cfg, svg_path, svg);  // before the report: a refusal prints nothing else
   const nn::PositionOptions& p = cfg.model.position;
   out << "checkpoint " << printable(file) << "\n  step " << c.step << " of " << cfg.steps << ", rpb "
@@ -166,7 +167,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
       << ", format version " << kCheckpointFormatVersion << "\n  model: d_model " << cfg.model.d_model << ", heads "
       << cfg.model.heads << ", layers " << cfg.model.layers << ", d_ff " << cfg.model.d_ff << "; position scheme "
       << p.scheme << (cfg.model.share_position ? "" : " (one per layer)") << "; token embedding "
-      << nn::recipe_name(nn::resolve_recipe(cfg.model.embedding, p.scheme, cfg.dims()))
+      << nn::recipe_name(cfg.embedding_recipe())
       << (cfg.model.embedding == nn::EmbeddingRecipe::scheme ? " (the scheme's recipe)" : "") << "\n  task: " << cfg.task.kind
       << ", train length " << cfg.length << "; optimizer " << enum_name(kOptimizerKindNames, cfg.optim.kind)
       << " at step " << c.optim.step

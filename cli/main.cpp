@@ -101,15 +101,11 @@ int main(int argc, char** argv) {
       if (*sub) return finish(run());
   } catch (const rpb::Interrupted& e) {
     return e.exit_code();  // the run has logged where it stopped and how to resume
-  } catch (const rpb::UsageError& e) {
-    spdlog::error("{}", rpb::terminal_text(e.message()));
-    if (!e.location().empty()) spdlog::debug("raised at {}", e.location());
-    return finish(2);  // usage errors exit 2
   } catch (const rpb::Error& e) {
     // The last line of defence: whatever user text a message quotes, no control byte reaches the terminal.
     spdlog::error("{}", rpb::terminal_text(e.message()));
     if (!e.location().empty()) spdlog::debug("raised at {}", e.location());
-    return finish(1);
+    return finish(dynamic_cast<const rpb::UsageError*>(&e) ? 2 : 1);  // usage errors exit 2
   } catch (const std::bad_alloc&) {
     // An allocation the memory estimate did not foresee (or a limit it cannot see, such as ulimit -v): named by
     // the estimate's largest part and its key.

@@ -10,6 +10,7 @@
 #include "cli/svg.h"
 #include "train/data/task.h"
 #include "train/io/atomic_file.h"
+#include "train/run/run_folder.h"
 
 namespace rpb {
 
@@ -184,8 +185,8 @@ std::string results_svg(const SweepResult& r) { return picture(r, kPerplexity); 
 std::string attention_svg(const SweepResult& r) { return picture(r, kDistance); }
 
 void write_result_figures(const SweepResult& r, const std::string& dir) {
-  write_file_atomically((std::filesystem::path(dir) / "results.svg").string(), results_svg(r));
-  write_file_atomically((std::filesystem::path(dir) / "attention.svg").string(), attention_svg(r));
+  write_file_atomically((std::filesystem::path(dir) / kResultsSvgName).string(), results_svg(r));
+  write_file_atomically((std::filesystem::path(dir) / kAttentionSvgName).string(), attention_svg(r));
 }
 
 }  // namespace rpb

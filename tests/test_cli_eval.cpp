@@ -112,6 +112,11 @@ TEST_CASE("train and eval record the evaluation in <run>/eval/, with the numbers
                                   fixed4(nll[i]) + " | " + fixed4(ppl[i]) + " |"));
   }
   CHECK(contains(file_text(run / "train.log"), "recorded in eval/step_00000020-256.json: perplexity 16="));
+  // A run resumed at its last step saves nothing: its record names the digest of the checkpoint it loaded.
+  fs::remove(record);
+  REQUIRE(rpb_stdout("train " + cfg + " --resume").code == 0);
+  CHECK(contains(file_text(record),
+                 "\"checkpoint_sha256\": \"" + rpb::sha256_file((run / "step_00000020.h5").string()) + "\""));
 
   // The folder, its `latest` file and the checkpoint file are one checkpoint: the same table, the same record.
   for (const fs::path& arg : {run, run / "latest", run / "step_00000020.h5"}) {

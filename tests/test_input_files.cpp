@@ -122,7 +122,13 @@ TEST_CASE("input files: a checkpoint is read once, its digest is of the bytes re
   const std::string file = testing::saved_checkpoint(dir, "ck.h5");
   std::ifstream in(file, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(load_checkpoint(file).file_sha256 == sha256_hex(bytes));
+  CHECK(load_checkpoint(file, false, FileDigest::sha256).file_sha256 == sha256_hex(bytes));
+  CHECK(load_checkpoint(file).file_sha256.empty());  // hashed only when asked for
+  // save_checkpoint hashes the image it writes, when asked for: the file's digest, with no read of it.
+  const std::string again = dir.file("again.h5");
+  const std::string written = save_checkpoint(again, testing::small_checkpoint(), FileDigest::sha256);
+  CHECK(written == sha256_file(again));
+  CHECK(save_checkpoint(again, testing::small_checkpoint()).empty());
 
   const MemoryBudget before = memory_budget();
   set_memory_budget({1000, "--max-memory 1000"});

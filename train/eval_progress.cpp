@@ -99,7 +99,7 @@ void EvalProgress::report(Clock::time_point now) {
     last_draw_ = now;
   }
   if (now - last_log_ >= log_every_) {
-    log_.log(tty_ ? spdlog::level::debug : spdlog::level::info, "{}", line(now));
+    log_.log(progress_level(tty_), "{}", line(now));
     last_log_ = now;
   }
 }

@@ -25,6 +25,10 @@ struct ProgressContext {
   double eval_log_every_s = 10;  // seconds between Run::evaluate's log lines (train/eval_progress.h); 0: every batch
 };
 
+/// The level of the progress lines a terminal line stands for (`tty`: stderr is a terminal): debug (train.log only)
+/// on a terminal, else info. Training's (Progress) and an evaluation's (train/eval_progress.h) alike.
+inline spdlog::level::level_enum progress_level(bool tty) { return tty ? spdlog::level::debug : spdlog::level::info; }
+
 /// Seconds as h:mm:ss ("0:04:05", "27:00:00"); "?" when not finite or negative.
 std::string format_duration(double seconds);
 
@@ -49,8 +53,8 @@ class Progress {
   void tick(int64_t done);
   /// The run's training time so far, over all its sessions.
   double elapsed() const;
-  /// The level of the lines the terminal line stands for: debug (train.log only) on a terminal, else info.
-  spdlog::level::level_enum level() const { return tty_ ? spdlog::level::debug : spdlog::level::info; }
+  /// The level of the lines the terminal line stands for (progress_level).
+  spdlog::level::level_enum level() const { return progress_level(tty_); }
 
  private:
   std::string timing(int64_t done, double secs) const;

@@ -47,7 +47,7 @@ namespace {
 // terminal (info and up). The file comes first, so a line shown on the terminal is already in train.log.
 std::shared_ptr<spdlog::logger> run_logger(const std::string& dir) {
   auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  auto file = std::make_shared<LogFileSink>((fs::path(dir) / "train.log").string());
+  auto file = std::make_shared<LogFileSink>((fs::path(dir) / kTrainLogFileName).string());
   console->set_level(spdlog::level::info);
   file->set_level(spdlog::level::debug);
   auto logger = std::make_shared<spdlog::logger>("run", spdlog::sinks_init_list{file, console});
@@ -131,10 +131,11 @@ void Run::restore(const Checkpoint& c, const std::string& file) {
   }
 }
 
-void Run::save(int64_t step) {
+std::string Run::save(int64_t step, FileDigest digest) {
   const std::string name = checkpoint_name(step);
-  save_checkpoint((fs::path(dir_) / name).string(), snapshot(step));
+  std::string sha256 = save_checkpoint((fs::path(dir_) / name).string(), snapshot(step), digest);
   write_latest(dir_, name);
+  return sha256;
 }
 
 std::optional<std::pair<std::string, Checkpoint>> Run::latest() const {
@@ -152,8 +153,9 @@ int64_t Run::start_afresh(TrainSummary& summary) {
 
 int64_t Run::start(bool resume, const std::string& resume_from, const StartOptions& options, TrainSummary& summary) {
   std::optional<ResumePoint> from;
-  if (!resume_from.empty()) from = explicit_resume_point(dir_, resume_from);
-  else if (resume) from = resume_point(dir_);
+  // The digest of the checkpoint resumed from is what `rpb train` records when no step follows (none is saved).
+  if (!resume_from.empty()) from = explicit_resume_point(dir_, resume_from, FileDigest::sha256);
+  else if (resume) from = resume_point(dir_, FileDigest::sha256);
   else if (!options.overwrite) check_new_run_folder(dir_);
   else if (!run_folder_checkpoints(dir_).empty()) return start_afresh(summary);
   if (!from) return 0;
@@ -171,6 +173,7 @@ int64_t Run::start(bool resume, const std::string& resume_from, const StartOptio
   if (!resume_from.empty()) write_latest(dir_, fs::path(from->file).filename().string());
   summary.resumed = true;
   summary.step = c.step;  // a run resumed at config.steps takes no step
+  summary.checkpoint_sha256 = c.file_sha256;
   return c.step;
 }
 
@@ -306,10 +309,10 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   if (shard_.count > 1) start = follow_lead(start, options);
   if (!lead_) return train_steps(start, summary, *quiet_logger(), nullptr);
   auto log = run_logger(dir_);
-  write_file_atomically((fs::path(dir_) / "config.toml").string(), digest_line(config_) + config_.text);
+  write_file_atomically((fs::path(dir_) / kConfigFileName).string(), digest_line(config_) + config_.text);
   if (!summary.moved_aside.empty()) log->info("--overwrite: moved the previous run folder aside to {}", summary.moved_aside);
   if (!extend_note_.empty()) log->info("{}", extend_note_);
-  MetricsCsv csv((fs::path(dir_) / "metrics.csv").string(), config_.valid_lengths(), metrics_);
+  MetricsCsv csv((fs::path(dir_) / kMetricsFileName).string(), config_.valid_lengths(), metrics_);
   if (!stale.empty()) {
     std::string names;
     for (const std::string& n : stale) names += (names.empty() ? "" : ", ") + n;
@@ -377,7 +380,10 @@ TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logg
   }
   // A resumed run that took no step (it had already reached config.steps) keeps its checkpoint
   // and `latest` as they are: saving again would rewrite them for nothing.
-  if (lead_ && !summary.stopped_non_finite && !saved && !(summary.resumed && summary.step == start)) save(summary.step);
+  if (lead_ && !summary.stopped_non_finite && !saved && !(summary.resumed && summary.step == start))
+    summary.checkpoint_sha256 = save(summary.step, FileDigest::sha256);
+  else if (summary.step != start)
+    summary.checkpoint_sha256.clear();  // `latest` names a periodic save, not hashed
   if (signal == 0) signal = pending_interrupt();  // during the last step or the save (data-parallel: this rank's)
   if (signal && !summary.stopped_non_finite) interrupted(signal, summary.step, log);
   if (shard_.count > 1 && summary.step > start) {

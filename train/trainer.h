@@ -27,6 +27,10 @@ struct TrainSummary {
   bool resumed = false;
   bool stopped_non_finite = false;  // on_nonfinite = "stop" ended the run early
   std::string checkpoint;           // the latest checkpoint file
+  /// The SHA-256 (hex) of `checkpoint`'s bytes: of the image the final save wrote, or, for a resumed run that took no
+  /// step (and saved nothing), of the checkpoint it was loaded from. "" on data-parallel ranks other than 0 and when
+  /// the run stopped on a non-finite value after a step.
+  std::string checkpoint_sha256;
   std::string moved_aside;          // with StartOptions::overwrite: where the previous run folder went ("" if kept)
 };
 
@@ -162,7 +166,8 @@ class Run {
   /// Logs that step `done` (saved) ends the run and how to resume it; throws Interrupted(`signal`).
   [[noreturn]] void interrupted(int signal, int64_t done, spdlog::logger& log);
   Checkpoint snapshot(int64_t step) const;
-  void save(int64_t step);
+  /// Saves the checkpoint of `step` and points `latest` at it; returns the digest save_checkpoint returns.
+  std::string save(int64_t step, FileDigest digest = FileDigest::none);
 
   RunConfig config_;
   Shard shard_;       // this rank's part of every batch

@@ -389,6 +389,18 @@ DataIdentity read_data_identity(SafeReader& r, hid_t root) {
   return d;
 }
 
+// The bytes of the checkpoint file `path`, as load_checkpoint documents: read_input_file up to the memory limit.
+std::string read_checkpoint_bytes(const std::string& path, bool in_run_folder) {
+  const MemoryBudget& budget = memory_budget();
+  InputOptions o;
+  o.what = "checkpoint";
+  o.max_bytes = budget.bytes ? budget.bytes : kMaxCheckpointBytes;
+  o.limit_source = budget.bytes ? "the memory limit (" + budget.source + ")"
+                                : "the most rpb reads of a checkpoint without a memory limit";
+  o.in_run_folder = in_run_folder;
+  return read_input_file(path, o);
+}
+
 /// Everything under the root group, in the order the layout lists it.
 Checkpoint read_layout(hid_t file, const std::string& op) {
   Checkpoint c;
@@ -409,25 +421,16 @@ Checkpoint read_layout(hid_t file, const std::string& op) {
 
 // ------------------------------------------------------------ public API ----
 
-void save_checkpoint(const std::string& path, const Checkpoint& c) {
+std::string save_checkpoint(const std::string& path, const Checkpoint& c, FileDigest digest) {
   const std::string op = "checkpoint " + path;
   QuietHdf5 quiet;
   const std::vector<char> image = hdf5_image(path, c, op);
-  write_file_atomically(path, std::string_view(image.data(), image.size()), op);
+  const std::string_view bytes(image.data(), image.size());
+  write_file_atomically(path, bytes, op);
+  return digest == FileDigest::sha256 ? sha256_hex(bytes) : std::string();
 }
 
-std::string read_checkpoint_bytes(const std::string& path, bool in_run_folder) {
-  const MemoryBudget& budget = memory_budget();
-  InputOptions o;
-  o.what = "checkpoint";
-  o.max_bytes = budget.bytes ? budget.bytes : kMaxCheckpointBytes;
-  o.limit_source = budget.bytes ? "the memory limit (" + budget.source + ")"
-                                : "the most rpb reads of a checkpoint without a memory limit";
-  o.in_run_folder = in_run_folder;
-  return read_input_file(path, o);
-}
-
-Checkpoint load_checkpoint(const std::string& path, bool in_run_folder) {
+Checkpoint load_checkpoint(const std::string& path, bool in_run_folder, FileDigest digest) {
   const std::string op = "checkpoint " + path;
   std::string bytes = read_checkpoint_bytes(path, in_run_folder);
   QuietHdf5 quiet;
@@ -437,7 +440,7 @@ Checkpoint load_checkpoint(const std::string& path, bool in_run_folder) {
     c = read_layout(file.get(), op);
     must_ok(file.close(), op, "cannot close the file");
   }
-  c.file_sha256 = sha256_hex(bytes);
+  if (digest == FileDigest::sha256) c.file_sha256 = sha256_hex(bytes);
   return c;
 }
 

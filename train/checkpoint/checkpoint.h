@@ -73,36 +73,41 @@ struct Checkpoint {
   std::vector<std::pair<std::string, int64_t>> counters;
   std::vector<MetricsRow> metrics;
   /// The SHA-256 (hex) of the file's bytes as load_checkpoint read them, the bytes it decoded: what an evaluation
-  /// record names (no second read of the path, which another file could have replaced). Not saved; empty for a
-  /// checkpoint not read from a file.
+  /// record names (no second read of the path, which another file could have replaced). Filled only when asked for
+  /// (FileDigest::sha256); not saved; empty otherwise and for a checkpoint not read from a file.
   std::string file_sha256;
   /// The identity of the run's data (/data); empty when the file records none.
   DataIdentity data;
 };
 
+/// Whether save_checkpoint and load_checkpoint hash the bytes they write or read (SHA-256, train/io/sha256.h): only
+/// what an evaluation record names needs it, and a large checkpoint takes a while to hash.
+enum class FileDigest {
+  none,    // no digest
+  sha256,  // the SHA-256 (hex) of the file's bytes
+};
+
 /// Writes `c` to `path` atomically: into ".<name>.tmp.<pid>" in the same folder, flushed, fsynced,
 /// renamed over `path`, then the folder is fsynced. On any failure the temp file is removed, an
 /// existing file at `path` is left untouched and rpb::Error is thrown naming the file. Refuses a string
-/// (the config, ...) over 1 MiB, which load_checkpoint would refuse.
-void save_checkpoint(const std::string& path, const Checkpoint& c);
+/// (the config, ...) over 1 MiB, which load_checkpoint would refuse. Returns, with FileDigest::sha256, the SHA-256
+/// (hex) of the bytes written (what Checkpoint::file_sha256 of the file reads back); else "".
+std::string save_checkpoint(const std::string& path, const Checkpoint& c, FileDigest digest = FileDigest::none);
 
-/// The most bytes read_checkpoint_bytes reads when no memory limit is set (train/config/memory.h memory_budget).
+/// The most bytes load_checkpoint reads when no memory limit is set (train/config/memory.h memory_budget).
 inline constexpr std::size_t kMaxCheckpointBytes = std::size_t{16} << 30;
-
-/// The bytes of the checkpoint file `path`, read through train/io/input_file.h read_input_file: opened once,
-/// non-blocking, refused unless a regular file ("checkpoint <path>: is a FIFO, not a regular file"), the system's
-/// reason when it cannot be opened or read ("cannot open the file: Permission denied"), and read up to the memory
-/// limit (or kMaxCheckpointBytes without one), a larger file refused naming the bound. `in_run_folder`: a checkpoint
-/// of a run folder, refused on the same descriptor when it is a symbolic link or has another hard link
-/// (InputOptions::in_run_folder), so no file swapped in after an earlier check is read.
-std::string read_checkpoint_bytes(const std::string& path, bool in_run_folder = false);
 
 /// Reads a checkpoint written by save_checkpoint. Throws rpb::Error naming the file (and the dataset,
 /// where one is at fault) when the file is missing, not a regular file, unreadable, larger than the memory limit,
 /// truncated, not HDF5, of another format version, fails a CRC check or holds an unsupported dtype. Never prints
-/// HDF5's own diagnostics. The file is read once, whole, by read_checkpoint_bytes, and those bytes are decoded
-/// in memory (an HDF5 file image): nothing can swap the file between a check and the read. `in_run_folder` as for
-/// read_checkpoint_bytes.
+/// HDF5's own diagnostics. The file is read once, whole, and those bytes are decoded in memory (an HDF5 file image):
+/// nothing can swap the file between a check and the read. It is read through train/io/input_file.h
+/// read_input_file: opened once, non-blocking, refused unless a regular file ("checkpoint <path>: is a FIFO, not a
+/// regular file"), the system's reason when it cannot be opened or read ("cannot open the file: Permission
+/// denied"), and read up to the memory limit (or kMaxCheckpointBytes without one), a larger file refused naming the
+/// bound. `in_run_folder`: a checkpoint of a run folder, refused on the same descriptor when it is a symbolic link or
+/// has another hard link (InputOptions::in_run_folder), so no file swapped in after an earlier check is read.
+/// With FileDigest::sha256 the bytes decoded are hashed into Checkpoint::file_sha256.
 ///
 /// The file is untrusted input (checkpoints are shared): reading it has no side effects and reads
 /// nothing outside it. Refused, by name: soft, external and user-defined links; an object reached by
@@ -110,7 +115,7 @@ std::string read_checkpoint_bytes(const std::string& path, bool in_run_folder = 
 /// filtered datasets; a dataset whose stored bytes are not exactly what its shape declares, or lie past
 /// the end of the file (checked before any buffer is allocated); string attributes over 1 MiB; negative
 /// steps. Names from the file appear in messages through rpb::printable().
-Checkpoint load_checkpoint(const std::string& path, bool in_run_folder = false);
+Checkpoint load_checkpoint(const std::string& path, bool in_run_folder = false, FileDigest digest = FileDigest::none);
 
 /// Checks c.params against what a model expects (`expected`: names, shapes and dtypes; the values are
 /// ignored): every expected name must exist with that shape and dtype, and the file must hold no

@@ -50,7 +50,6 @@ DataVerdict check_data_identity(const DataIdentity& trained, const DataIdentity&
                                 bool other_text, const std::string& op) {
   DataVerdict v;
   if (given.empty()) return v;  // a generated task
-  v.text_sha256 = given.text_sha256;
   if (trained.empty()) {
     v.match = TextMatch::unverified;
     v.note = "the text could not be verified: " + printable(file) +

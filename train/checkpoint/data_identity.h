@@ -32,7 +32,6 @@ const char* text_match_name(TextMatch match);
 /// What check_data_identity found.
 struct DataVerdict {
   TextMatch match = TextMatch::generated;
-  std::string text_sha256;  // the digest of the text read (kjv), "" for a generated task
   /// One sentence for logs and records: "the training text", "another text than the training text (sha256 ...,
   /// --other-text)", "the text could not be verified: ...". "" for a generated task.
   std::string note;

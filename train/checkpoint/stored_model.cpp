@@ -19,6 +19,14 @@ int64_t stored_parameters(const Checkpoint& c, const std::string& file) {
 
 }  // namespace
 
+StoredCheckpoint read_stored_checkpoint(const std::string& file, bool in_run_folder, FileDigest digest) {
+  StoredCheckpoint s;
+  s.checkpoint = load_checkpoint(file, in_run_folder, digest);
+  s.config = parse_stored_config(s.checkpoint.config_text, file + " (stored config)");
+  s.file = file;
+  return s;
+}
+
 int64_t checkpoint_vocab(const Checkpoint& c, const RunConfig& config, const std::string& file) {
   const std::string op = "checkpoint " + file;
   for (const auto& [name, value] : c.counters)
@@ -55,9 +63,8 @@ void check_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vo
             "parameters do not belong together");
 }
 
-std::unique_ptr<nn::Module> load_stored_model(const Checkpoint& c, const RunConfig& config, const std::string& file) {
-  const int64_t vocab = checkpoint_vocab(c, config, file);
-  check_stored_model(c, config, vocab, file);
+std::unique_ptr<nn::Module> load_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vocab,
+                                              const std::string& file) {
   std::unique_ptr<nn::Module> model = make_model(config, vocab);
   load_parameters(c, *model, file);
   model->eval();  // reading a checkpoint never changes it: no forward marks table rows as trained, no dropout

@@ -15,6 +15,18 @@
 
 namespace rpb {
 
+/// A checkpoint file read with the config stored in it (what `rpb eval`, `generate` and `inspect` start from).
+struct StoredCheckpoint {
+  Checkpoint checkpoint;
+  RunConfig config;  // parse_stored_config of checkpoint.config_text, its messages naming "<file> (stored config)"
+  std::string file;  // the checkpoint file read
+};
+
+/// load_checkpoint(file, in_run_folder, digest), then its stored config parsed (parse_stored_config). Throws what
+/// either throws.
+StoredCheckpoint read_stored_checkpoint(const std::string& file, bool in_run_folder = false,
+                                        FileDigest digest = FileDigest::none);
+
 /// The vocabulary of the model in `c`: its /state counter "vocab" (written since format version 1 gained it), else the
 /// one `config` fixes (markov, lag, grid2d), else (older kjv checkpoints) the one for which the config's model has
 /// exactly as many parameters as the file holds. Throws rpb::Error naming `file` when none fits.
@@ -30,9 +42,11 @@ void check_checkpoint_step(const Checkpoint& c, const RunConfig& config, const s
 /// and check_params then names every parameter that differs.
 void check_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vocab, const std::string& file);
 
-/// The stored config's model with the checkpoint's parameters and buffers loaded, after the checks above and
-/// check_params, in evaluation mode (its forwards change no buffer: a table scheme marks no row as trained). Reads
-/// and writes no file.
-std::unique_ptr<nn::Module> load_stored_model(const Checkpoint& c, const RunConfig& config, const std::string& file);
+/// The stored config's model for `vocab` with the checkpoint's parameters and buffers loaded (after check_params), in
+/// evaluation mode (its forwards change no buffer: a table scheme marks no row as trained). Call it once
+/// check_stored_model(c, config, vocab, file) has passed, with `vocab` = checkpoint_vocab(c, config, file): it builds
+/// the model those allow. Reads and writes no file.
+std::unique_ptr<nn::Module> load_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vocab,
+                                              const std::string& file);
 
 }  // namespace rpb

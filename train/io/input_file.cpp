@@ -14,10 +14,7 @@
 
 namespace rpb {
 
-namespace {
-
-// What a file of mode `mode` is, as the messages say it; "" for a regular file.
-std::string kind_of(mode_t mode) {
+std::string mode_kind(mode_t mode) {
   if (S_ISREG(mode)) return "";
   if (S_ISDIR(mode)) return "a folder";
   if (S_ISFIFO(mode)) return "a FIFO";
@@ -28,12 +25,10 @@ std::string kind_of(mode_t mode) {
   return "not a regular file";
 }
 
-}  // namespace
-
 std::string non_regular_kind(const std::string& path) {
   struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) return "";
-  return kind_of(st.st_mode);
+  return mode_kind(st.st_mode);
 }
 
 std::string read_input_file(const std::string& path, const InputOptions& o) {
@@ -51,7 +46,7 @@ std::string read_input_file(const std::string& path, const InputOptions& o) {
   }
   struct stat st{};
   RPB_CHECK(::fstat(fd.get(), &st) == 0, op.c_str(), "cannot stat the file: ", std::strerror(errno));
-  if (const std::string kind = kind_of(st.st_mode); !kind.empty())
+  if (const std::string kind = mode_kind(st.st_mode); !kind.empty())
     RPB_FAIL(op.c_str(), "is ", kind, ", not a regular file; rpb reads only regular files");
   if (o.in_run_folder)
     if (const std::string problem = foreign_file_problem(st); !problem.empty()) RPB_FAIL(op.c_str(), problem);

@@ -7,6 +7,8 @@
 // (files under /proc report 0), so no file is ever read past its bound.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 
@@ -45,9 +47,12 @@ struct InputOptions {
 /// @endcode
 std::string read_input_file(const std::string& path, const InputOptions& options);
 
-/// What the file at `path` is when it is not a regular file, as the messages say it: "a FIFO", "a folder",
-/// "a character device", "a block device", "a socket", "a symbolic link"; "" for a regular file or no file (lstat:
-/// a link is not followed).
+/// What a file of mode `mode` (stat's st_mode) is when it is not a regular file, as the messages say it: "a FIFO",
+/// "a folder", "a character device", "a block device", "a socket", "a symbolic link", else "not a regular file"; ""
+/// for a regular file.
+std::string mode_kind(mode_t mode);
+
+/// mode_kind of the file at `path` (lstat: a link is not followed); "" for a regular file or no file.
 std::string non_regular_kind(const std::string& path);
 
 }  // namespace rpb

@@ -7,6 +7,7 @@
 #include "core/text.h"
 #include "train/io/no_follow.h"
 #include "train/run/latest.h"
+#include "train/run/run_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -28,7 +29,7 @@ fs::path folder_of(const fs::path& file) {
 }  // namespace
 
 bool is_run_folder(const std::string& dir) {
-  return is_regular_file_here(fs::path(dir) / "config.toml") && is_regular_file_here(fs::path(dir) / "latest");
+  return is_regular_file_here(fs::path(dir) / kConfigFileName) && is_regular_file_here(fs::path(dir) / kLatestFileName);
 }
 
 CheckpointRef resolve_checkpoint(const std::string& arg) {
@@ -36,7 +37,7 @@ CheckpointRef resolve_checkpoint(const std::string& arg) {
   std::error_code ec;
   std::string dir;
   if (fs::is_directory(p, ec)) dir = arg;
-  else if (p.filename() == "latest") dir = folder_of(p).string();
+  else if (p.filename() == kLatestFileName) dir = folder_of(p).string();
   if (dir.empty()) {
     const std::string parent = folder_of(p).string();
     if (!is_run_folder(parent)) return {arg, ""};  // a file elsewhere (a shared one): the user's to link

@@ -11,6 +11,7 @@
 #include "core/text.h"
 #include "train/io/atomic_file.h"
 #include "train/io/input_file.h"
+#include "train/run/run_folder.h"
 
 namespace rpb {
 
@@ -30,7 +31,7 @@ bool is_bare_file_name(const std::string& name) {
 }  // namespace
 
 void write_latest(const std::string& run_dir, const std::string& file_name) {
-  const fs::path latest = fs::path(run_dir) / "latest";
+  const fs::path latest = fs::path(run_dir) / kLatestFileName;
   const std::string op = "checkpoint pointer " + latest.string();
   RPB_CHECK(is_bare_file_name(file_name), op.c_str(), "\"", printable(file_name), "\" is not a bare file name inside ",
             run_dir);
@@ -38,7 +39,7 @@ void write_latest(const std::string& run_dir, const std::string& file_name) {
 }
 
 std::string read_latest(const std::string& run_dir) {
-  const fs::path latest = fs::path(run_dir) / "latest";
+  const fs::path latest = fs::path(run_dir) / kLatestFileName;
   struct stat st{};
   if (::lstat(latest.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) return "";
   const std::string op = "checkpoint pointer " + latest.string();

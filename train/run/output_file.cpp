@@ -29,12 +29,12 @@ bool holds(const fs::path& dir, const std::string& name) {
 }
 
 bool looks_like_run_folder(const fs::path& dir) {
-  return holds(dir, "config.toml") || holds(dir, "latest") || holds(dir, "lock") ||
+  return holds(dir, kConfigFileName) || holds(dir, kLatestFileName) || holds(dir, kLockFileName) ||
          !checkpoint_files(dir.string()).empty();
 }
 
 bool looks_like_sweep_folder(const fs::path& dir) {
-  if (holds(dir, "results.json") || holds(dir, "results.csv")) return true;
+  if (holds(dir, kResultsJsonName) || holds(dir, kResultsCsvName)) return true;
   const std::vector<std::string> kinds = data::task_kinds();
   return std::any_of(kinds.begin(), kinds.end(), [&](const std::string& k) {
     std::error_code ec;
@@ -46,11 +46,11 @@ bool looks_like_sweep_folder(const fs::path& dir) {
 // rpb does not manage that name. The temp files are ".<name>.tmp.<digits>" (train/io/atomic_file.h).
 std::string run_file_role(const std::string& name) {
   if (is_checkpoint_name(name)) return "a checkpoint";
-  if (name == "latest") return "the checkpoint pointer";
-  if (name == "lock") return "the run lock";
-  if (name == "config.toml") return "the run's config";
-  if (name == "train.log") return "the training log";
-  if (name == "metrics.csv") return "the metrics file";
+  if (name == kLatestFileName) return "the checkpoint pointer";
+  if (name == kLockFileName) return "the run lock";
+  if (name == kConfigFileName) return "the run's config";
+  if (name == kTrainLogFileName) return "the training log";
+  if (name == kMetricsFileName) return "the metrics file";
   if (name == "eval") return "the folder of evaluation records";
   if (atomic_temp_target(name)) return "the temp file of an atomic write";
   return "";
@@ -58,7 +58,7 @@ std::string run_file_role(const std::string& name) {
 
 // The files `rpb extrapolate` writes into its sweep folder (train/sweep/results.cpp write_results).
 bool is_sweep_result_name(const std::string& name) {
-  return name == "results.csv" || name == "results.json" || name == "results.svg" || name == "attention.svg";
+  return name == kResultsCsvName || name == kResultsJsonName || name == kResultsSvgName || name == kAttentionSvgName;
 }
 
 // Why rpb may not write `name` in the real folder `dir`, or "".
@@ -88,7 +88,7 @@ void check_output_file(const std::string& path, const OutputOptions& o) {
   if (::lstat(path.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode))
       refuse("is a symbolic link; rpb neither writes through a link nor replaces one: name the file itself");
-    if (const std::string kind = non_regular_kind(path); !kind.empty())
+    if (const std::string kind = mode_kind(st.st_mode); !kind.empty())
       refuse("is " + kind + ", not a regular file; rpb writes only regular files");
     for (const OutputOptions::Input& in : o.inputs) {
       struct stat is{};

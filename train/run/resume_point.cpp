@@ -20,7 +20,7 @@ namespace {
 // What the folder's `latest` is, for a message: "" when there is none or it is empty.
 std::string describe_latest(const std::string& run_dir) {
   struct stat st{};
-  if (::lstat((fs::path(run_dir) / "latest").c_str(), &st) != 0) return "";
+  if (::lstat((fs::path(run_dir) / kLatestFileName).c_str(), &st) != 0) return "";
   if (S_ISLNK(st.st_mode)) return "`latest` (a symbolic link)";
   if (S_ISDIR(st.st_mode)) return "`latest` (a folder)";
   if (!S_ISREG(st.st_mode)) return "`latest` (not a regular file)";
@@ -54,7 +54,7 @@ std::string advice(const std::string& run_dir, const std::vector<CheckpointFile>
            f.path + "` (which also points `latest` at it)";
   }
   if (files.empty())
-    return "the folder holds no checkpoint file: remove " + (fs::path(run_dir) / "latest").string() +
+    return "the folder holds no checkpoint file: remove " + (fs::path(run_dir) / kLatestFileName).string() +
            " to start the run afresh, or choose another run.name";
   return "no checkpoint file in " + run_dir +
          " loads: move them away to start the run afresh, or choose another run.name";
@@ -62,9 +62,9 @@ std::string advice(const std::string& run_dir, const std::vector<CheckpointFile>
 
 }  // namespace
 
-Checkpoint load_own_checkpoint(const std::string& file, const std::string& op) {
-  check_own_file(file, op);        // the message names the op
-  return load_checkpoint(file, true);  // and the descriptor read is checked again: no file swapped in since
+Checkpoint load_own_checkpoint(const std::string& file, const std::string& op, FileDigest digest) {
+  check_own_file(file, op);                    // the message names the op
+  return load_checkpoint(file, true, digest);  // and the descriptor read is checked again: no file swapped in since
 }
 
 std::string run_folder_checkpoints(const std::string& run_dir) {
@@ -81,7 +81,7 @@ void check_new_run_folder(const std::string& run_dir) {
             "(nothing is deleted) and start afresh");
 }
 
-std::optional<ResumePoint> resume_point(const std::string& run_dir) {
+std::optional<ResumePoint> resume_point(const std::string& run_dir, FileDigest digest) {
   const std::vector<CheckpointFile> files = checkpoint_files(run_dir);
   std::string latest, problem;
   try {
@@ -91,15 +91,15 @@ std::optional<ResumePoint> resume_point(const std::string& run_dir) {
   }
   if (problem.empty() && latest.empty()) {
     if (files.empty()) return std::nullopt;  // a new run
-    const bool exists = fs::exists(fs::symlink_status(fs::path(run_dir) / "latest"));
+    const bool exists = fs::exists(fs::symlink_status(fs::path(run_dir) / kLatestFileName));
     problem = "train: run folder " + run_dir + " holds checkpoints (" + describe_checkpoints(files) + ") but " +
               (exists ? "its `latest` is empty" : "no `latest`");
   } else if (problem.empty() && !is_checkpoint_name(fs::path(latest).filename().string())) {
-    problem = "checkpoint pointer " + (fs::path(run_dir) / "latest").string() + ": names \"" +
+    problem = "checkpoint pointer " + (fs::path(run_dir) / kLatestFileName).string() + ": names \"" +
               printable(fs::path(latest).filename().string()) + "\", which is not a checkpoint file (step_<step>.h5)";
   } else if (problem.empty()) {
     try {
-      return ResumePoint{latest, load_own_checkpoint(latest, "train")};
+      return ResumePoint{latest, load_own_checkpoint(latest, "train", digest)};
     } catch (const Error& e) {
       problem = e.message() + " (the checkpoint `latest` names)";
     }
@@ -107,14 +107,14 @@ std::optional<ResumePoint> resume_point(const std::string& run_dir) {
   throw Error(problem + "; " + advice(run_dir, files));
 }
 
-ResumePoint explicit_resume_point(const std::string& run_dir, const std::string& file) {
+ResumePoint explicit_resume_point(const std::string& run_dir, const std::string& file, FileDigest digest) {
   const fs::path p(file);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::error_code ec;
   RPB_CHECK(is_checkpoint_name(p.filename().string()) && fs::equivalent(dir, run_dir, ec), "train", "--resume-from ",
             file, " is not a checkpoint file (step_<step>.h5) of the run folder ", run_dir);
   const std::string path = (fs::path(run_dir) / p.filename()).string();
-  return {path, load_own_checkpoint(path, "train")};
+  return {path, load_own_checkpoint(path, "train", digest)};
 }
 
 }  // namespace rpb

@@ -30,7 +30,7 @@ bool ends_with(const std::string& name, const std::string& suffix) {
 // Whether `name` is ".<target>.tmp.<digits>" for a file rpb writes atomically in a run folder.
 bool is_stale_temp_name(const std::string& name) {
   const std::optional<std::string> target = atomic_temp_target(name);
-  return target && (*target == "latest" || *target == "config.toml" || *target == "metrics.csv" ||
+  return target && (*target == kLatestFileName || *target == kConfigFileName || *target == kMetricsFileName ||
                     is_checkpoint_name(*target));
 }
 

@@ -1,4 +1,5 @@
-// rpb/train/run/run_folder.h: the files of a run folder: checkpoint names, the checkpoints there, stale temp files.
+// rpb/train/run/run_folder.h: the files of a run folder: their names, checkpoint names, the checkpoints there, stale temp
+// files; and the names of the result files of a sweep's folder.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,21 @@
 #include <vector>
 
 namespace rpb {
+
+/// The files of a run folder besides its checkpoints (checkpoint_name) and its evaluation records.
+inline constexpr const char* kConfigFileName = "config.toml";  // the config trained, after its digest line
+inline constexpr const char* kLatestFileName = "latest";       // the name of the newest checkpoint (train/run/latest.h)
+inline constexpr const char* kMetricsFileName = "metrics.csv";  // the logged rows (train/run/metrics_csv.h)
+inline constexpr const char* kTrainLogFileName = "train.log";   // the run's log, every level
+inline constexpr const char* kLockFileName = "lock";           // the pid of the RunLock's holder (train/run/run_lock.h)
+
+/// The result files `rpb extrapolate` writes into its sweep folder: the table (train/sweep/results.h write_results)
+/// and the figures (cli/results_svg.h write_result_figures). Named here, below train/sweep, for
+/// train/run/output_file.h, which refuses to write over them.
+inline constexpr const char* kResultsCsvName = "results.csv";
+inline constexpr const char* kResultsJsonName = "results.json";
+inline constexpr const char* kResultsSvgName = "results.svg";
+inline constexpr const char* kAttentionSvgName = "attention.svg";
 
 /// The file name of the checkpoint at `step`: "step_" + the step in 8 or more digits + ".h5"
 /// ("step_00000100.h5").

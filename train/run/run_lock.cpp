@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "train/run/run_folder.h"
 
 namespace rpb {
 
@@ -37,7 +38,7 @@ std::string holder_pid(const std::string& path) {
 }  // namespace
 
 RunLock::RunLock(const std::string& run_dir) {
-  const std::string path = (std::filesystem::path(run_dir) / kFileName).string();
+  const std::string path = (std::filesystem::path(run_dir) / kLockFileName).string();
   const std::string op = "train";
   folder_ = FileDescriptor(::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (folder_.get() < 0) {

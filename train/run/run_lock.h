@@ -30,9 +30,6 @@ class RunLock {
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;
 
-  /// The name of the file holding the holder's pid inside a run folder.
-  static constexpr const char* kFileName = "lock";
-
  private:
   FileDescriptor folder_;    // the run folder, flocked
   FileDescriptor pid_file_;  // its `lock` file, holding this process's pid

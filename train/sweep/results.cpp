@@ -7,6 +7,7 @@
 
 #include "train/data/task.h"
 #include "train/io/atomic_file.h"
+#include "train/run/run_folder.h"
 #include "train/sweep/results_json.h"
 
 namespace fs = std::filesystem;
@@ -77,8 +78,8 @@ std::string csv(const SweepResult& r) {
 
 void write_results(const SweepResult& r, const std::string& dir) {
   fs::create_directories(dir);
-  write_file_atomically((fs::path(dir) / "results.csv").string(), csv(r));
-  write_file_atomically((fs::path(dir) / "results.json").string(), json_text(sweep_results_object(sweep_results(r))));
+  write_file_atomically((fs::path(dir) / kResultsCsvName).string(), csv(r));
+  write_file_atomically((fs::path(dir) / kResultsJsonName).string(), json_text(sweep_results_object(sweep_results(r))));
 }
 
 }  // namespace rpb
