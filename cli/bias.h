@@ -12,18 +12,12 @@
 
 namespace rpb {
 
-/// The position options `rpb bias` starts from: the defaults of a config, but bidirectional (without --causal).
-inline nn::PositionOptions bias_position_defaults() {
-  nn::PositionOptions p;
-  p.causal = false;
-  return p;
-}
-
 /// The options of `rpb bias`; each field is set by the flag named beside it.
 struct BiasOptions {
   /// --scheme (a 1-D scheme: nn::scheme_names(1)), --heads, --causal, and the options that change what is printed
   /// (nn/position/options.h bias_flag: --num-buckets, --max-distance, --max-relative-position, --lambda).
-  nn::PositionOptions position = bias_position_defaults();
+  /// The defaults of a config, but bidirectional (without --causal).
+  nn::PositionOptions position{.causal = false};
   int64_t query_length = 8;  // --query-length: rows
   int64_t key_length = 8;    // --key-length: columns
   int64_t query_offset = 0;  // --query-offset: position of the first query (a KV cache's length)

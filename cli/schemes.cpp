@@ -6,6 +6,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/text.h"
 #include "nn/position.h"
 #include "nn/position/options.h"
 
@@ -68,25 +69,16 @@ void add_values(const nn::PositionOptionInfo& o, ordered_json& j) {
 ordered_json option_json(const nn::PositionOptionInfo& o) {
   ordered_json j = {{"key", o.key}, {"table", o.table}, {"type", nn::option_type(o)}};
   add_values(o, j);
-  std::vector<std::string> schemes;
-  for (const nn::SchemeInfo& s : nn::schemes())
-    if (o.read_by(s)) schemes.emplace_back(s.name);
   j["doc"] = o.doc;
   j["loaded"] = o.loaded;
   j["bias_flag"] = o.bias_flag ? ordered_json(nn::bias_flag_name(o)) : ordered_json(nullptr);
-  j["schemes"] = schemes;
+  j["schemes"] = nn::schemes_reading(o);
   return j;
 }
 
 std::string padded(std::string s, std::size_t width) {
   if (s.size() < width) s.resize(width, ' ');
   return s + "  ";
-}
-
-std::string joined(const std::vector<std::string>& parts) {
-  std::string s;
-  for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
-  return s;
 }
 
 // "an integer in [2, 65536]", "a number in (1, 1e+12]", "true or false", "\"keep\" or \"nearest\"".
@@ -103,17 +95,14 @@ void print_text(std::ostream& out) {
     std::vector<std::string> options;
     for (const nn::PositionOptionInfo* o : nn::options_of(s)) options.emplace_back(o->key);
     out << "  " << padded(s.name, 12) << padded(s.dims == 0 ? "1, 2" : std::to_string(s.dims), 4)
-        << padded(nn::kind_name(s.kind), 13) << padded(s.label, 28) << (options.empty() ? "-" : joined(options))
+        << padded(nn::kind_name(s.kind), 13) << padded(s.label, 28) << (options.empty() ? "-" : join(options, ", "))
         << "\n      " << s.description << "\n";
   }
   out << "\nOptions (key = default, accepted values, the schemes that read it: what it sets):\n";
   const nn::PositionOptions defaults;
   for (const nn::PositionOptionInfo& o : nn::position_option_table()) {
-    std::vector<std::string> schemes;
-    for (const nn::SchemeInfo& s : nn::schemes())
-      if (o.read_by(s)) schemes.emplace_back(s.name);
     out << "  " << o.table << "." << o.key << " = " << nn::option_value_text(o, defaults) << ", "
-        << in_words(o) << ", " << joined(schemes) << ": " << o.doc
+        << in_words(o) << ", " << join(nn::schemes_reading(o), ", ") << ": " << o.doc
         << (o.loaded ? "" : " (read only to initialise)") << "\n";
   }
 }

@@ -39,6 +39,10 @@ Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len
   return permute(index_select(transpose(relative, 0, 1), Tensor::indices({q_len, k_len}, idx)), {2, 0, 1});
 }
 
+double attention_scale(double scale, int64_t head_dim) {
+  return scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
+}
+
 int64_t MultiHeadAttention::parameter_count(const AttentionOptions& o) {
   return checked_add(Linear::parameter_count(o.d_model, 3 * o.d_model, true),
                      Linear::parameter_count(o.d_model, o.d_model, true), "attention", "parameters");
@@ -55,7 +59,7 @@ MultiHeadAttention::MultiHeadAttention(const AttentionOptions& o, Generator& ini
       fused_(o.fused) {
   RPB_CHECK(o.heads > 0 && o.d_model % o.heads == 0, "attention", "heads ", o.heads, " must divide d_model ",
             o.d_model);
-  scale_ = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  scale_ = attention_scale(o.scale, head_dim_);
 }
 
 bool MultiHeadAttention::uses_fused() const {

@@ -19,6 +19,10 @@ namespace rpb::nn {
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
                                     const Tensor& mask, double scale, const Dropout* dropout = nullptr);
 
+/// The factor of q k^T for an attention option `scale` (AttentionOptions::scale, WindowAttentionOptions::scale):
+/// `scale`, or 1/sqrt(head_dim) when it is 0.
+double attention_scale(double scale, int64_t head_dim);
+
 /// (Tq, Tk) i64 causal mask: 1 where key j lies after query q_offset + i.
 Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset);
 

@@ -101,6 +101,7 @@ WindowAttention::WindowAttention(const WindowAttentionOptions& options, Generato
     : o_(validated(options)),
       table_wh_(o_.window_h),
       table_ww_(o_.window_w),
+      scale_(attention_scale(o_.scale, head_dim())),
       qkv(register_module("qkv", std::make_shared<Linear>(o_.dim, 3 * o_.dim, true, gen, o_.init_std))),
       proj(register_module("proj", std::make_shared<Linear>(o_.dim, o_.dim, true, gen, o_.init_std))),
       relative_position_bias_table(
@@ -331,15 +332,14 @@ Tensor WindowAttention::window_cells(const WindowGeometry& g) const {
 
 // The diagnostics of one forward: q and k of packed (B * nW, N, 3, heads, dh) per window, with the window's bias,
 // region mask and padding, the padded cells left out as queries.
-void WindowAttention::record_stats(const Tensor& packed, int64_t H, int64_t W, const WindowGeometry& g,
-                                   double scale) const {
+void WindowAttention::record_stats(const Tensor& packed, int64_t H, int64_t W, const WindowGeometry& g) const {
   const int64_t BnW = packed.size(0), n = packed.size(1), h = o_.heads, dh = head_dim();
   const Tensor qkv5 = permute(packed, {2, 0, 3, 1, 4});  // (3, B * nW, heads, N, dh)
   auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {BnW, h, n, dh}); };
   const int64_t B = BnW / ((g.Hp / g.wh) * (g.Wp / g.ww));
   const Tensor padding = window_padding(B, H, W, g);
   AttentionInputs in;
-  in.q = part(0), in.k = part(1), in.scale = scale, in.relative = relative_position_bias_offsets(g.wh, g.ww);
+  in.q = part(0), in.k = part(1), in.scale = scale_, in.relative = relative_position_bias_offsets(g.wh, g.ww);
   in.key_padding = in.query_padding = padding;
   in.score_bias = region_mask(g, packed.dtype());
   in.cells = window_cells(g);
@@ -356,16 +356,15 @@ Tensor WindowAttention::attend(const Tensor& xp, int64_t H, int64_t W, const Win
   const Tensor windows = window_partition(shifted, g.wh, g.ww);       // (B * nW, N, C)
   // qkv(x).reshape(B_, N, 3, nH, C // nH)
   const Tensor packed = reshape(qkv->forward(windows), {B * nW, n, 3, h, dh});
-  // V1: q = q * scale (qk_scale or head_dim^-0.5); attn = q @ k^T + bias (+ mask). Scaling the product instead of q
-  // is the same value.
-  const double scale = o_.scale > 0 ? o_.scale : 1.0 / std::sqrt(static_cast<double>(dh));
+  // V1: q = q * scale (qk_scale or head_dim^-0.5: scale_); attn = q @ k^T + bias (+ mask). Scaling the product
+  // instead of q is the same value.
   Tensor merged;  // (attn @ v).transpose(1, 2).reshape(B_, N, C)
-  if (stats_) record_stats(packed, H, W, g, scale);
+  if (stats_) record_stats(packed, H, W, g);
   if (o_.fused) {
     const Tensor shift = region_mask(g, xp.dtype()), padding = window_padding(B, H, W, g);
     // Windows are the batch, window b % nW as the shift mask's G = nW rows expect; the kernel reads q, k and v
     // where the projection wrote them and writes (B * nW, N, heads, dh), the layout proj reads.
-    AttentionSpec spec{scale, false, 0};
+    AttentionSpec spec{scale_, false, 0};
     spec.packed_qkv = true;
     merged = reshape(
         fused_attention(packed, Tensor(), Tensor(), relative_position_bias_offsets(g.wh, g.ww), padding, shift, spec),
@@ -376,7 +375,7 @@ Tensor WindowAttention::attend(const Tensor& xp, int64_t H, int64_t W, const Win
     const Tensor qkv5 = permute(packed, {2, 0, 3, 1, 4});
     auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B, nW * h, n, dh}); };
     const Tensor out = scaled_dot_product_attention(part(0), part(1), part(2), window_bias(g, xp.dtype()),
-                                                    key_padding_mask(H, W, g), scale);
+                                                    key_padding_mask(H, W, g), scale_);
     merged = reshape(permute(reshape(out, {B * nW, h, n, dh}), {0, 2, 1, 3}), {B * nW, n, C});
   }
   const Tensor y = window_reverse(proj->forward(merged), g.wh, g.ww, g.Hp, g.Wp);  // (B, Hp, Wp, C)

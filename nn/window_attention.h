@@ -172,10 +172,13 @@ class WindowAttention : public Module, public Positional, public AttentionStatsS
   const WindowAttentionOptions& options() const { return o_; }
   int64_t heads() const override { return o_.heads; }
   int64_t head_dim() const { return o_.dim / o_.heads; }
+  /// The factor of q k^T: options.scale, or head_dim^-0.5 when it is 0.
+  double scale() const { return scale_; }
 
  private:
   WindowAttentionOptions o_;
   int64_t table_wh_, table_ww_;  // the window the V1 table was sized for
+  double scale_;                 // scale(), resolved once from o_.scale and head_dim()
 
  public:
   std::shared_ptr<Linear> qkv;   // weight (3dim, dim), bias (3dim)
@@ -200,7 +203,7 @@ class WindowAttention : public Module, public Positional, public AttentionStatsS
   Tensor window_padding(int64_t B, int64_t H, int64_t W, const WindowGeometry& g) const;
   Tensor region_mask(const WindowGeometry& g, DType dtype) const;
   Tensor window_cells(const WindowGeometry& g) const;
-  void record_stats(const Tensor& packed, int64_t H, int64_t W, const WindowGeometry& g, double scale) const;
+  void record_stats(const Tensor& packed, int64_t H, int64_t W, const WindowGeometry& g) const;
   void rebuild_buffers();
 
   // Derived constant tensors keyed by their arguments (window, shift, grid, dtype); cleared by set_window.

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -21,10 +22,18 @@ std::vector<std::string> strings(const nlohmann::json& array) {
   return out;
 }
 
+// The entry of `array` whose `field` is `name` (a scheme by "name", an option by "key").
+const nlohmann::json& entry(const nlohmann::json& array, const char* field, const std::string& name) {
+  for (const auto& v : array)
+    if (v.at(field) == name) return v;
+  throw std::runtime_error("no entry with " + std::string(field) + " " + name);
+}
+
 }  // namespace cli_schemes_test
 
 TEST_CASE("rpb schemes --json lists every registered scheme with its row and its options") {
   using namespace rpb::nn;
+  using cli_schemes_test::entry;
   using cli_schemes_test::strings;
   const auto r = run_rpb("schemes --json");
   REQUIRE(r.code == 0);
@@ -46,8 +55,8 @@ TEST_CASE("rpb schemes --json lists every registered scheme with its row and its
     for (const PositionOptionInfo* o : options_of(s)) keys.emplace_back(o->key);
     CHECK(strings(l.at("options")) == keys);
   }
-  CHECK(strings(listed[3].at("options")) == std::vector<std::string>{"num_buckets", "max_distance", "init_std",
-                                                                     "untrained"});  // t5
+  CHECK(strings(entry(listed, "name", "t5").at("options")) ==
+        std::vector<std::string>{"num_buckets", "max_distance", "init_std", "untrained"});
 
   const auto& options = j.at("options");
   REQUIRE(options.size() == position_option_table().size());
@@ -66,17 +75,17 @@ TEST_CASE("rpb schemes --json lists every registered scheme with its row and its
       CHECK(l.at("max") == o.range.hi);
     }
   }
-  const auto& buckets = options[0];  // num_buckets: nn/limits.h's range, PositionOptions' default
+  const auto& buckets = entry(options, "key", "num_buckets");  // nn/limits.h's range, PositionOptions' default
   CHECK(buckets.at("default") == 32);
   CHECK(buckets.at("min") == 2);
   CHECK(buckets.at("max") == 65536);
   CHECK(buckets.at("bias_flag") == "--num-buckets");
   CHECK(strings(buckets.at("schemes")) == std::vector<std::string>{"t5"});
-  const auto& rope_base = options[6];
+  const auto& rope_base = entry(options, "key", "rope_base");
   CHECK(rope_base.at("key") == "rope_base");
   CHECK(rope_base.at("min_open") == true);
   CHECK(rope_base.at("max") == 1e12);
-  CHECK(options[9].at("choices") == std::vector<std::string>{"keep", "nearest"});
+  CHECK(entry(options, "key", "untrained").at("choices") == std::vector<std::string>{"keep", "nearest"});
 }
 
 TEST_CASE("rpb schemes prints every scheme and every option as text") {

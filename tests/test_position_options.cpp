@@ -76,9 +76,11 @@ TEST_CASE("position option descriptors: unique keys, registered readers, default
       CHECK(defaults.**m <= d.real.hi);
       CHECK((d.real.lo_open ? defaults.**m > d.real.lo : defaults.**m >= d.real.lo));
     }
-    // `rpb bias` takes numbers and switches, for the 1-D schemes it prints.
+    // `rpb bias` takes numbers (cli/bias.cpp add_bias_command), for the 1-D schemes it prints.
     if (d.bias_flag) {
       CHECK(!std::holds_alternative<Untrained PositionOptions::*>(d.member));
+      CHECK((std::holds_alternative<int64_t PositionOptions::*>(d.member) ||
+             std::holds_alternative<double PositionOptions::*>(d.member)));
       CHECK(std::any_of(schemes().begin(), schemes().end(),
                         [&](const SchemeInfo& s) { return d.read_by(s) && s.dims != 2; }));
     }

@@ -10,6 +10,7 @@
 
 #include "core/core.h"
 #include "gradcheck.h"
+#include "nn/grid_model.h"
 #include "nn/init.h"
 #include "nn/position.h"
 #include "nn/window_attention.h"
@@ -65,9 +66,10 @@ int64_t swin_region(int64_t i, int64_t n, int64_t w, int64_t s) {
 // roll2d or swin_shift_mask: a real query cell (i, j) sits at (r, c) = ((i - sh) mod Hp, (j - sw) mod Wp) of the
 // rolled, zero-padded grid; it attends to the real cells in the same window, with the bias
 // table[(dy + wh - 1)(2ww - 1) + dx + ww - 1] (dy, dx = query - key inside the window) plus -100 between different
-// img_mask regions of the rolled grid. Padded cells are never keys. Returns proj(attention) at the real cells.
+// img_mask regions of the rolled grid. Padded cells are never keys. The scores are q k^T * `scale`, or
+// q k^T / sqrt(head_dim) when `scale` is 0. Returns proj(attention) at the real cells.
 Tensor reference_window_attention(const WindowAttention& m, const Tensor& x, int64_t wh, int64_t ww, int64_t sh,
-                                  int64_t sw) {
+                                  int64_t sw, double scale = 0) {
   const int64_t B = x.size(0), H = x.size(1), W = x.size(2), C = x.size(3);
   const int64_t heads = m.options().heads, dh = C / heads;
   const int64_t Hp = (H + wh - 1) / wh * wh, Wp = (W + ww - 1) / ww * ww;
@@ -101,7 +103,8 @@ Tensor reference_window_attention(const WindowAttention& m, const Tensor& x, int
             double dot = 0;
             for (int64_t d = 0; d < dh; ++d) dot += at(b, i, j, 0, h, d) * at(b, keys[k].first, keys[k].second, 1, h, d);
             const auto row = static_cast<int64_t>(extra[2 * k]);
-            s[k] = dot / std::sqrt(static_cast<double>(dh)) + table[row * heads + h] + extra[2 * k + 1];
+            s[k] = (scale > 0 ? dot * scale : dot / std::sqrt(static_cast<double>(dh))) + table[row * heads + h] +
+                   extra[2 * k + 1];
             mx = std::max(mx, s[k]);
           }
           double z = 0;
@@ -271,6 +274,42 @@ TEST_CASE("swin shifted window attention equals Swin's, written out cell by cell
     CHECK(max_abs_diff(a.forward(x), reference_window_attention(a, x, 2, 3, 0, 0)) < 1e-12);
     // The reference with a shift is a different function: the comparison can fail.
     CHECK(max_abs_diff(a.forward(x), reference_window_attention(a, x, 2, 3, 1, 1)) > 1e-3);
+  }
+}
+
+TEST_CASE("swin window attention with options.scale multiplies q k^T by it, fused and not") {
+  WindowAttentionOptions o = window_options(4, 2, 2, 3, 1, 1);
+  o.init_std = 0.5;
+  Generator gen0(1);
+  CHECK(WindowAttention(o, gen0).scale() == 1 / std::sqrt(2.0));  // 0: head_dim^-0.5
+  o.scale = 0.25;  // head_dim 2: not its default 2^-0.5
+  for (const bool fused : {true, false}) {
+    INFO("fused ", fused);
+    o.fused = fused;
+    Generator gen(5);
+    WindowAttention a(o, gen);
+    a.to(DType::f64);
+    CHECK(a.scale() == 0.25);
+    const Tensor x = randn({2, 5, 5, 4}, gen, DType::f64);
+    CHECK(max_abs_diff(a.forward(x), reference_window_attention(a, x, 2, 3, 1, 1, 0.25)) < 1e-12);
+    // The default scale gives another function: the comparison can fail.
+    CHECK(max_abs_diff(a.forward(x), reference_window_attention(a, x, 2, 3, 1, 1)) > 1e-3);
+  }
+  // The grid model passes model.attn_scale to its window attention, as to its global attention.
+  TransformerOptions m;
+  m.vocab = 3, m.d_model = 4, m.heads = 2, m.layers = 2, m.d_ff = 4, m.causal = false, m.attn_scale = 0.25;
+  WindowOptions w;
+  w.window = 2;
+  w.cpb_hidden = 4;
+  for (const char* scheme : {"swin", "swin_v2", "alibi2d"}) {
+    INFO("scheme ", std::string(scheme));
+    m.position.scheme = scheme;
+    Generator gen(6);
+    const GridModel g(m, w, gen);
+    for (int64_t i = 0; i < m.layers; ++i) {
+      const GridBlock& b = g.blocks->at<GridBlock>(i);
+      CHECK((b.window_attn ? b.window_attn->scale() : b.attn->scale()) == 0.25);
+    }
   }
 }
 

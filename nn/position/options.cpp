@@ -69,6 +69,13 @@ std::vector<const PositionOptionInfo*> options_of(const SchemeInfo& s) {
   return out;
 }
 
+std::vector<std::string> schemes_reading(const PositionOptionInfo& o, int64_t dims) {
+  std::vector<std::string> names;
+  for (const SchemeInfo& s : schemes())
+    if (o.read_by(s) && (dims == 0 || s.fits(dims))) names.emplace_back(s.name);
+  return names;
+}
+
 const char* option_type(const PositionOptionInfo& o) {
   static const char* const names[] = {"integer", "real", "boolean", "choice"};
   return names[o.member.index()];

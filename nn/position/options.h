@@ -43,6 +43,10 @@ const PositionOptionInfo* find_position_option(const std::string& key);
 /// The options scheme `s` reads, in the table's order.
 std::vector<const PositionOptionInfo*> options_of(const SchemeInfo& s);
 
+/// The names of the schemes that read `o`, in the registry's order: every one with `dims` 0, else those a model of
+/// `dims` (1 or 2) accepts (SchemeInfo::fits).
+std::vector<std::string> schemes_reading(const PositionOptionInfo& o, int64_t dims = 0);
+
 /// "integer", "real", "boolean" or "choice".
 const char* option_type(const PositionOptionInfo& o);
 

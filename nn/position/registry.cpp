@@ -87,8 +87,6 @@ const std::vector<SchemeInfo>& rows() {
   return table;
 }
 
-bool fits(const SchemeInfo& s, int64_t dims) { return s.dims == 0 || s.dims == dims; }
-
 }  // namespace
 
 const char* kind_name(PositionKind k) {
@@ -133,13 +131,13 @@ const std::vector<SchemeInfo>& schemes() { return rows(); }
 std::vector<std::string> scheme_names(int64_t dims) {
   std::vector<std::string> names;
   for (const SchemeInfo& s : rows())
-    if (fits(s, dims)) names.emplace_back(s.name);
+    if (s.fits(dims)) names.emplace_back(s.name);
   return names;
 }
 
 const SchemeInfo* find_scheme(const std::string& name, int64_t dims) {
   for (const SchemeInfo& s : rows())
-    if (name == s.name && fits(s, dims)) return &s;
+    if (name == s.name && s.fits(dims)) return &s;
   return nullptr;
 }
 
@@ -147,11 +145,9 @@ const SchemeInfo& scheme_info(const PositionOptions& o) {
   const SchemeInfo* s = find_scheme(o.scheme, o.dims);
   if (!s) {
     const std::vector<std::string> known = scheme_names(o.dims);
-    std::string names;
-    for (const std::string& n : known) names += (names.empty() ? "" : ", ") + n;
     const std::string near = closest(o.scheme, known);
     RPB_CHECK_OPTION(false, "position", "scheme", "unknown ", o.dims == 2 ? "2-D " : "", "scheme '",
-                     printable(o.scheme), "' (expected one of: ", names, ")",
+                     printable(o.scheme), "' (expected one of: ", join(known, ", "), ")",
                      near.empty() ? "" : " (did you mean '" + near + "'?)");
   }
   return *s;
@@ -164,16 +160,16 @@ void validate(const PositionOptions& o) {
   position_detail::check_at_most(s.name, "heads", o.heads, limits::heads.hi);
   RPB_CHECK_OPTION(o.dtype != DType::i64, s.name, "dtype", "dtype must be float32 or float64");
   if (o.untrained != Untrained::keep && !s.row_table) {
-    std::string tables;
+    std::vector<std::string> tables;
     for (const SchemeInfo& t : rows())
-      if (t.row_table) tables += (tables.empty() ? "" : ", ") + std::string(t.name);
+      if (t.row_table) tables.emplace_back(t.name);
     // Swin's V1 table is one, but holds only the offsets inside a window, and every training window reads them all.
     const std::string why = s.kind == PositionKind::window
                                 ? " reads its bias only inside a window, where every training window reads every offset"
                                 : " has none";
     RPB_CHECK_OPTION(false, s.name, "untrained", "untrained = \"", untrained_name(o.untrained),
-                     "\" applies to the schemes with a table row per relative position (", tables, "); ", s.name,
-                     why);
+                     "\" applies to the schemes with a table row per relative position (", join(tables, ", "), "); ",
+                     s.name, why);
   }
   s.validate(o);
 }

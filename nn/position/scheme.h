@@ -196,6 +196,8 @@ struct SchemeInfo {
   /// rows can go untrained: they record the rows training read, and position.untrained applies to them.
   bool row_table = false;
 
+  /// True when a model of `model_dims` (1 or 2) accepts it.
+  bool fits(int64_t model_dims) const { return dims == 0 || dims == model_dims; }
   /// True when the scheme built from `o` has trained parameters (window schemes: their bias table or MLP).
   bool learned(const PositionOptions& o) const { return kind == PositionKind::window || parameters(o) > 0; }
 };
