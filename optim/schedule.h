@@ -17,8 +17,6 @@ enum class ScheduleKind {
 /// optim.schedule's names: "constant", "cosine".
 inline constexpr EnumName<ScheduleKind> kScheduleKindNames[] = {{ScheduleKind::constant, "constant"},
                                                                 {ScheduleKind::cosine, "cosine"}};
-/// The name of `kind` ("constant", "cosine").
-inline const char* schedule_kind_name(ScheduleKind kind) { return enum_name(kScheduleKindNames, kind); }
 
 /// The keys mirror the config's: errors name them.
 struct ScheduleOptions {

@@ -24,7 +24,7 @@
 #include "nn/transformer.h"
 #include "test_util.h"
 #include "train/config/config.h"
-#include "train/data/task.h"
+#include "train/data/task_registry.h"
 #include "train/workload.h"
 
 namespace rpb_test_keys_honoured {
@@ -76,8 +76,7 @@ bool reads(const std::string& key, const Combo& c) {
   const std::string& s = c.scheme;
   const bool grid = c.task == "grid2d", window = c.info->kind == rpb::nn::PositionKind::window;
   const rpb::nn::PositionOptions po = c.base.position();
-  const bool scaled = rpb::nn::resolve_recipe(c.base.model.embedding, s, c.base.dims()) ==
-                      rpb::nn::EmbeddingRecipe::scaled;
+  const bool scaled = c.base.embedding_recipe() == rpb::nn::EmbeddingRecipe::scaled;
   static const std::set<std::string> every = {
       "model.d_model", "model.heads", "model.layers", "model.d_ff", "model.dropout", "model.attn_scale",
       "model.init_std", "model.gelu", "model.embedding", "run.seed", "run.batch", "run.length", "run.eval_tokens"};
@@ -121,9 +120,7 @@ std::string other_value(const std::string& key, const Combo& c, const std::strin
       {"task.order", "1"}, {"task.concentration", "2.0"}, {"task.lag", "3"}, {"task.noise", "0.3"},
       {"task.train_tokens", "2048"}, {"task.eval_tokens", "2048"}};
   if (key == "model.embedding")
-    return rpb::nn::resolve_recipe(c.base.model.embedding, c.scheme, c.base.dims()) == rpb::nn::EmbeddingRecipe::scaled
-               ? "\"gpt2\""
-               : "\"scaled\"";
+    return c.base.embedding_recipe() == rpb::nn::EmbeddingRecipe::scaled ? "\"gpt2\"" : "\"scaled\"";
   if (key == "run.length") return c.task == "grid2d" ? "3" : "16";
   if (key == "task.kjv_path") return "\"" + other_text + "\"";
   const auto it = values.find(key);
@@ -203,7 +200,7 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
   write_kjv(text, "Abel");
   write_kjv(other_text, "Seth");
   int honoured = 0, inert = 0, refused = 0;
-  for (const std::string& task : rpb::data::task_kinds()) {
+  for (const std::string& task : rpb::data::task_names()) {
     for (const std::string& scheme : rpb::nn::scheme_names(rpb::data::task_dims(task))) {
       const std::string base = base_text(task, scheme, text);
       Combo c{task, scheme, rpb::nn::find_scheme(scheme, rpb::data::task_dims(task)), rpb::parse_config(base, "base")};

@@ -527,7 +527,7 @@ TEST_CASE("schedule: invalid options raise errors naming the key") {
   CHECK(contains(error_of([] { learning_rate({.lr = 0.0}, 0); }), "schedule: lr must be finite and > 0, got 0"));
   CHECK(!enum_value(kScheduleKindNames, "linear").has_value());  // optim.schedule's names: the config refuses others
   CHECK(enum_value(kScheduleKindNames, "cosine") == ScheduleKind::cosine);
-  CHECK(std::string(schedule_kind_name(ScheduleKind::constant)) == "constant");
+  CHECK(std::string(enum_name(kScheduleKindNames, ScheduleKind::constant)) == "constant");
   CHECK(contains(error_of([] { learning_rate({.warmup_steps = -1}, 0); }), "warmup_steps must be >= 0, got -1"));
   using K = ScheduleKind;
   CHECK(contains(error_of([] { learning_rate({.kind = K::cosine, .warmup_steps = 10, .total_steps = 10}, 0); }),

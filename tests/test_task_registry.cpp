@@ -219,12 +219,18 @@ TEST_CASE("task registry: rows read consistently, and what reads them follows") 
     CHECK(static_cast<bool>(t.memory));
     CHECK((t.make != nullptr) == (t.dims == 1));               // a 2-D task is built by the grid workload
     CHECK((t.held_out == data::HeldOut::grids) == (t.dims == 2));  // grids draw their own held-out cells
-    CHECK(t.memory(data::TaskOptions{}, data::DataUse::train).bytes >= 0);
+    // Training holds data, an evaluation no more than training, a generation no more than an evaluation.
+    const data::TaskOptions o;
+    const int64_t train = t.memory(o, data::DataUse::train).bytes;
+    const int64_t evaluate = t.memory(o, data::DataUse::evaluate).bytes;
+    CHECK(train > 0);
+    CHECK(evaluate <= train);
+    CHECK(t.memory(o, data::DataUse::generate).bytes <= evaluate);
     CHECK(data::task_dims(t.name) == t.dims);
     CHECK(&data::task_info(t.name) == &t);
     CHECK(contains(data::task_help(), std::string("  ") + t.name + " "));
   }
-  CHECK(data::task_kinds() == std::vector<std::string>{"markov", "lag", "kjv", "grid2d"});
+  CHECK(data::task_names() == std::vector<std::string>{"markov", "lag", "kjv", "grid2d"});
   CHECK(data::task_names(2) == std::vector<std::string>{"grid2d"});
   CHECK(data::find_task("fibonacci") == nullptr);
   CHECK(contains(error_of([] { data::task_info("makrov"); }),
@@ -236,7 +242,7 @@ TEST_CASE("task registry: rows read consistently, and what reads them follows") 
   CHECK(contains(error_of([] { data::register_task(kCountRow), data::register_task(kCountRow); }), "already registered"));
   data::remove_task("count");
   CHECK(contains(error_of([] { data::remove_task("markov"); }), "no task 'markov' was registered"));
-  CHECK(data::task_kinds().size() == 4);
+  CHECK(data::task_names().size() == 4);
 }
 
 TEST_CASE("task registry: a task added from the tests trains end to end (config, memory estimate, trainer, eval)") {

@@ -83,7 +83,7 @@ Run::Run(const RunConfig& config, Parallel parallel, RunPurpose purpose)
     : config_(config),
       memory_(estimate_memory(config_, vocab_bound(config_),
                               purpose == RunPurpose::train ? MemoryUse::train : MemoryUse::evaluate)) {
-  if (purpose == RunPurpose::evaluate) config_.task.build_train = config_.task.build_valid = false;
+  if (purpose == RunPurpose::evaluate) config_.task.use = data::DataUse::evaluate;
   if (parallel == Parallel::ranks && dist::size() > 1) {
     shard_ = {dist::rank(), dist::size()};
     lead_ = dist::rank() == 0;
@@ -103,7 +103,7 @@ Checkpoint Run::snapshot(int64_t step) const {
   Checkpoint c;
   c.step = step;
   c.config_text = config_.text;
-  c.config_digest = config_digest(config_);
+  c.config_digest = config_digest_;
   c.library_version = version();
   c.params = workload_->model().named_parameters();
   c.buffers = workload_->model().named_buffers(true);
@@ -308,6 +308,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   }
   if (shard_.count > 1) start = follow_lead(start, options);
   if (!lead_) return train_steps(start, summary, *quiet_logger(), nullptr);
+  config_digest_ = config_digest(config_);
   auto log = run_logger(dir_);
   write_file_atomically((fs::path(dir_) / kConfigFileName).string(), digest_line(config_) + config_.text);
   if (!summary.moved_aside.empty()) log->info("--overwrite: moved the previous run folder aside to {}", summary.moved_aside);

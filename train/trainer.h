@@ -59,7 +59,7 @@ enum class RunPurpose {
   /// Training (and the evaluation after it): the whole task, the model and the optimizer.
   train,
   /// Evaluating a checkpoint (`rpb eval`): the model and the task's test split only; no optimizer and no train or
-  /// valid stream (TaskOptions::build_train, build_valid), and the memory estimate counts only those
+  /// valid stream (TaskOptions::use is DataUse::evaluate), and the memory estimate counts only those
   /// (MemoryUse::evaluate). train() refuses; restore() loads the parameters alone.
   evaluate,
 };
@@ -170,6 +170,7 @@ class Run {
   std::string save(int64_t step, FileDigest digest = FileDigest::none);
 
   RunConfig config_;
+  std::string config_digest_;  // config_digest(config_), set by train() once start() has fixed config_
   Shard shard_;       // this rank's part of every batch
   bool lead_ = true;  // writes the run folder: rank 0, or this process alone
   GradientAverager averager_;

@@ -21,12 +21,13 @@ class LmWorkload final : public Workload {
     // and checked now rather than after training.
     data::make_eval_plan(static_cast<int64_t>(task_->test_stream().size()), c.length, c.eval_multipliers,
                          c.eval_tokens);
-    if (c.eval_every > 0 && c.task.build_valid)
+    const bool training = c.task.use == data::DataUse::train;  // an evaluation builds no train or valid stream
+    if (c.eval_every > 0 && training)
       data::make_eval_plan(static_cast<int64_t>(task_->valid_stream().size()), c.length, c.valid_multipliers,
                            c.valid_tokens);
     Generator init_gen(c.seed);
     model_ = std::make_unique<nn::LanguageModel>(model_options(c, task_->vocab()), init_gen);
-    if (c.task.build_train)  // an evaluation builds no training stream (TaskOptions::build_train)
+    if (training)
       sampler_ =
           std::make_unique<data::BatchSampler>(task_->train_stream(), c.batch, c.length, c.seed ^ kSamplerSeedSalt);
   }

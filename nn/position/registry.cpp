@@ -109,14 +109,7 @@ const char* window_bias_name(WindowBias b) {
   return "?";
 }
 
-const char* recipe_name(EmbeddingRecipe r) {
-  switch (r) {
-    case EmbeddingRecipe::scheme: return "scheme";
-    case EmbeddingRecipe::gpt2: return "gpt2";
-    case EmbeddingRecipe::scaled: return "scaled";
-  }
-  return "?";
-}
+const char* recipe_name(EmbeddingRecipe r) { return enum_name(kEmbeddingRecipeNames, r); }
 
 EmbeddingRecipe resolve_recipe(EmbeddingRecipe choice, const std::string& scheme, int64_t dims) {
   if (choice != EmbeddingRecipe::scheme) return choice;

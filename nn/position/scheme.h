@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/ops.h"
 #include "core/rng.h"
 #include "nn/module.h"
@@ -35,10 +36,10 @@ enum class EmbeddingRecipe {
            // baseline used; see ties_head in nn/transformer.h)
 };
 
-/// Every recipe, in the order of recipe_name's choices.
-inline constexpr EmbeddingRecipe kEmbeddingRecipes[] = {EmbeddingRecipe::scheme, EmbeddingRecipe::gpt2,
-                                                        EmbeddingRecipe::scaled};
-/// "scheme", "gpt2", "scaled": the value of model.embedding.
+/// model.embedding's names: "scheme", "gpt2", "scaled".
+inline constexpr EnumName<EmbeddingRecipe> kEmbeddingRecipeNames[] = {
+    {EmbeddingRecipe::scheme, "scheme"}, {EmbeddingRecipe::gpt2, "gpt2"}, {EmbeddingRecipe::scaled, "scaled"}};
+/// The name of `recipe` in kEmbeddingRecipeNames: the value of model.embedding.
 const char* recipe_name(EmbeddingRecipe recipe);
 
 /// The bias inside Swin's window attention (WindowAttentionOptions::bias).

@@ -9,15 +9,15 @@
 
 namespace rpb::nn {
 
-const char* untrained_name(Untrained u) { return u == Untrained::keep ? "keep" : "nearest"; }
+const char* untrained_name(Untrained u) { return enum_name(kUntrainedNames, u); }
 
-std::vector<std::string> untrained_names() { return {untrained_name(Untrained::keep), untrained_name(Untrained::nearest)}; }
+std::vector<std::string> untrained_names() { return enum_names(kUntrainedNames); }
 
 Untrained untrained_from_name(const std::string& name) {
-  const Untrained u = name == untrained_name(Untrained::keep) ? Untrained::keep : Untrained::nearest;
-  RPB_CHECK_OPTION(name == untrained_name(u), "position", "untrained", "untrained '", printable(name),
+  const std::optional<Untrained> u = enum_value(kUntrainedNames, name);
+  RPB_CHECK_OPTION(u.has_value(), "position", "untrained", "untrained '", printable(name),
                    "': expected keep or nearest");
-  return u;
+  return *u;
 }
 
 namespace {

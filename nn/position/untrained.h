@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "nn/position/report.h"
 
 namespace rpb::nn {
@@ -21,9 +22,11 @@ enum class Untrained {
   nearest  // a row no training forward read takes the values of the nearest trained row
 };
 
-/// "keep", "nearest": the values of position.untrained.
+/// position.untrained's names: "keep", "nearest".
+inline constexpr EnumName<Untrained> kUntrainedNames[] = {{Untrained::keep, "keep"}, {Untrained::nearest, "nearest"}};
+/// The name of `u` in kUntrainedNames.
 const char* untrained_name(Untrained u);
-/// Every value's name, in the enum's order.
+/// Every name of kUntrainedNames, in its order.
 std::vector<std::string> untrained_names();
 /// The value named `name` (one of untrained_names()); throws rpb::OptionError (field "untrained") otherwise.
 Untrained untrained_from_name(const std::string& name);

@@ -119,15 +119,8 @@ void read_model(Table& model, nn::TransformerOptions& m) {
   model.get("attn_scale", m.attn_scale, 0.0, 1e6);
   model.get("fused_attention", m.fused_attention);
   model.get("init_std", m.init_std, 0.0, 10.0, true);
-  std::string gelu = m.gelu == GeluApprox::tanh ? "tanh" : "erf";
-  model.get("gelu", gelu, {"tanh", "erf"});
-  m.gelu = gelu == "tanh" ? GeluApprox::tanh : GeluApprox::erf;
-  std::string embedding = nn::recipe_name(m.embedding);
-  std::vector<std::string> recipes;
-  for (const nn::EmbeddingRecipe r : nn::kEmbeddingRecipes) recipes.emplace_back(nn::recipe_name(r));
-  model.get("embedding", embedding, recipes);
-  for (const nn::EmbeddingRecipe r : nn::kEmbeddingRecipes)
-    if (embedding == nn::recipe_name(r)) m.embedding = r;
+  get_enum(model, "gelu", m.gelu, kGeluApproxNames);
+  get_enum(model, "embedding", m.embedding, nn::kEmbeddingRecipeNames);
   if (m.d_model % m.heads != 0)
     model.fail_at("heads", "heads " + std::to_string(m.heads) + " must divide model.d_model " + std::to_string(m.d_model) +
                                model.set_by("d_model"));
@@ -135,7 +128,7 @@ void read_model(Table& model, nn::TransformerOptions& m) {
 }
 
 void read_task(Table& task, data::TaskOptions& t) {
-  task.get("kind", t.kind, data::task_kinds());
+  task.get("kind", t.kind, data::task_names());
   task.get("vocab", t.vocab, 2, kMaxVocab);
   task.get("order", t.order, 1, 16);
   task.get("concentration", t.concentration, 0.0, 1e6, true);
@@ -162,9 +155,7 @@ void read_position_option(Table& t, const nn::PositionOptionInfo& o, nn::Positio
           t.get(o.key, v);
         } else {
           static_assert(std::is_same_v<T, nn::Untrained>, "a position option type without its reader");
-          std::string name = nn::untrained_name(v);
-          t.get(o.key, name, nn::untrained_names());
-          v = nn::untrained_from_name(name);
+          get_enum(t, o.key, v, nn::kUntrainedNames);
         }
       },
       o.member);
@@ -338,7 +329,7 @@ void read_sweep(Table& sweep, RunConfig& c) {
   std::vector<std::string> methods;
   sweep.get("methods", methods, {}, kMaxSweepMethods);
   sweep.get("seeds", c.sweep.seeds, kMaxSweepSeeds);
-  sweep.get("tasks", c.sweep.tasks, data::task_kinds(), data::task_kinds().size());
+  sweep.get("tasks", c.sweep.tasks, data::task_names(), data::task_names().size());
   const std::vector<std::string> tasks = c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks;
   const auto grid_task =
       std::find_if(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });

@@ -56,6 +56,9 @@ enum class OptimizerKind {
 inline constexpr EnumName<OptimizerKind> kOptimizerKindNames[] = {
     {OptimizerKind::adamw, "adamw"}, {OptimizerKind::adam, "adam"}, {OptimizerKind::sgd, "sgd"}};
 
+/// model.gelu's names: "tanh", "erf".
+inline constexpr EnumName<GeluApprox> kGeluApproxNames[] = {{GeluApprox::tanh, "tanh"}, {GeluApprox::erf, "erf"}};
+
 /// run.on_nonfinite: what a non-finite loss or gradient does.
 enum class OnNonFinite {
   stop,  // the run stops (rpb train exits non-zero); the last checkpoint stays

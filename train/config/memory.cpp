@@ -56,14 +56,17 @@ MemoryPart weights_part(const RunConfig& c, int64_t parameters, int64_t vocab) {
   return part;
 }
 
-MemoryPart training_part(const RunConfig& c, int64_t parameters) {
+// 0 bytes unless `use` trains: only training holds gradients and optimizer state.
+MemoryPart training_part(const RunConfig& c, int64_t parameters, MemoryUse use) {
+  MemoryPart part{"gradients and optimizer state", "model.layers", 0};
+  if (use != MemoryUse::train) return part;
   int64_t slots = 1;  // the gradient
   if (c.optim.kind == OptimizerKind::sgd)
     slots += c.optim.sgd.momentum != 0 ? 1 : 0;
   else
     slots += 2;  // Adam's two moments
-  return {"gradients and optimizer state", "model.layers",
-          static_cast<std::size_t>(mul(mul(parameters, slots), kFloat))};
+  part.bytes = static_cast<std::size_t>(mul(mul(parameters, slots), kFloat));
+  return part;
 }
 
 // Floats held per token by one forward through the blocks: with `grad`, everything saved for backward plus the
@@ -121,7 +124,7 @@ MemoryPart data_part(const RunConfig& c, MemoryUse use) {
   const data::TaskOptions& t = c.task;
   MemoryPart part{"data", use == MemoryUse::train ? "task.train_tokens" : "task.eval_tokens", 0};
   if (use == MemoryUse::inspect) return part;
-  // Training builds the train, valid and test streams, an evaluation the test stream alone (TaskOptions::build_train).
+  // Training builds the train, valid and test streams, an evaluation the test stream alone (TaskOptions::use).
   const data::DataUse built = use == MemoryUse::train      ? data::DataUse::train
                               : use == MemoryUse::generate ? data::DataUse::generate
                                                            : data::DataUse::evaluate;
@@ -177,8 +180,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, int64_t vocab, MemoryUse use)
   MemoryEstimate e;
   e.parameters = saturated([&] { return model_parameter_count(c, vocab); });
   e.weights = weights_part(c, e.parameters, vocab);
-  e.training = training_part(c, e.parameters);
-  if (use != MemoryUse::train) e.training.bytes = 0;
+  e.training = training_part(c, e.parameters, use);
   e.activations = use == MemoryUse::inspect ? MemoryPart{"activations", "run.eval_batch", 0}
                                             : activations_part(c, vocab, use);
   e.data = data_part(c, use);

@@ -58,9 +58,19 @@ std::string where(const toml::source_region& r, const std::string& fallback) {
   return os.str();
 }
 
-std::string node_location(const toml::node& n, const std::string& source, const OverrideMap& overrides) {
+namespace {
+
+// Where `n` came from: the --set that inserted it, else the region `r` (its own, or its key's) in `source`.
+std::string located(const toml::node& n, const toml::source_region& r, const std::string& source,
+                    const OverrideMap& overrides) {
   const auto it = overrides.find(&n);
-  return it != overrides.end() ? it->second : where(n.source(), source);
+  return it != overrides.end() ? it->second : where(r, source);
+}
+
+}  // namespace
+
+std::string node_location(const toml::node& n, const std::string& source, const OverrideMap& overrides) {
+  return located(n, n.source(), source, overrides);
 }
 
 std::string repr(const toml::node& n) {
@@ -212,8 +222,7 @@ std::string Table::set_by(const char* key) const {
 }
 
 std::string Table::location(const toml::node& n, const toml::source_region& r) const {
-  const auto it = overrides_->find(&n);
-  return it != overrides_->end() ? it->second : where(r, source_);
+  return located(n, r, source_, *overrides_);
 }
 
 void Table::done() const {

@@ -221,8 +221,10 @@ void MarkovTask::finish(const TaskOptions& o) {
     }
     return out;
   };
-  if (o.build_train) train_ = sample(kTrainStream, o.train_tokens);
-  if (o.build_valid) valid_ = sample(kValidStream, o.eval_tokens);
+  if (o.use == DataUse::train) {
+    train_ = sample(kTrainStream, o.train_tokens);
+    valid_ = sample(kValidStream, o.eval_tokens);
+  }
   test_ = sample(kTestStream, o.eval_tokens);
 }
 
@@ -259,8 +261,10 @@ LagTask::LagTask(const TaskOptions& options) : opt_(options) {
     }
     return out;
   };
-  if (options.build_train) train_ = sample(kTrainStream, options.train_tokens);
-  if (options.build_valid) valid_ = sample(kValidStream, options.eval_tokens);
+  if (options.use == DataUse::train) {
+    train_ = sample(kTrainStream, options.train_tokens);
+    valid_ = sample(kValidStream, options.eval_tokens);
+  }
   test_ = sample(kTestStream, options.eval_tokens);
 }
 

@@ -27,9 +27,16 @@ inline uint64_t derive_seed(uint64_t seed, uint64_t id) {
 /// A held-out split: valid (scored during training, run.eval_every) or test (scored by evaluations).
 enum class Split { valid, test };
 
+/// What a command builds of a task's data (TaskOptions::use), and so what the memory estimate counts.
+enum class DataUse {
+  train,     // the train, valid and test splits
+  evaluate,  // the test split
+  generate   // only what gives the vocabulary (a text), no stream
+};
+
 /// What `make_task` builds ([task] in a run config).
 struct TaskOptions {
-  std::string kind = "markov";  // a registered task's name (task_kinds(); its row: find_task in task_registry.h)
+  std::string kind = "markov";  // a registered task's name (task_names(); its row: find_task in task_registry.h)
   int64_t vocab = 16;           // markov, lag: number of token ids (kjv: set by the text)
   int64_t order = 2;            // markov: k-gram context
   double concentration = 0.5;   // markov: Dirichlet concentration of each row's next-token distribution (smaller: lower entropy)
@@ -42,11 +49,11 @@ struct TaskOptions {
   /// kjv: write the text to kjv_path when it is missing. Not a config key: `rpb eval` turns it off, as reading
   /// a checkpoint must not write files.
   bool generate_missing = true;
-  /// markov, lag: build the train and valid streams (the test stream is always built). Not config keys: `rpb eval`
-  /// reads only the test split and turns them off, so a large task.train_tokens costs it nothing; a stream not
-  /// built is empty, and describe() still names its configured size. kjv builds every split (its text is bounded).
-  bool build_train = true;
-  bool build_valid = true;
+  /// markov, lag: the train and valid streams are built for DataUse::train only (the test stream always is). Not a
+  /// config key: `rpb eval` reads only the test split (DataUse::evaluate), so a large task.train_tokens costs it
+  /// nothing; a stream not built is empty, and describe() still names its configured size. kjv builds every split
+  /// (its text is bounded).
+  DataUse use = DataUse::train;
 };
 
 /// A source of token streams. Train, valid and test are independent (synthetic tasks: separate
@@ -73,9 +80,6 @@ class Task {
   std::vector<int32_t> train_, valid_, test_;
 };
 
-/// Every task kind a run config accepts (task.kind): the names of the registry's rows (train/data/task_registry.h),
-/// the token tasks below and the grid task (train/data/grid2d.h).
-std::vector<std::string> task_kinds();
 /// The dims of a task's positions (its registry row's): 2 for a grid task (cells of a grid), 1 for the token tasks and
 /// for an unknown kind.
 int64_t task_dims(const std::string& kind);

@@ -19,9 +19,9 @@ namespace {
 constexpr auto mul = saturating_mul;
 constexpr auto add = saturating_add;
 
-// The int32 streams a generated token task builds: train, valid and test to train, the test stream to evaluate.
+// The int32 streams a generated token task builds: train, valid and test to train, the test stream to evaluate (a
+// generation builds none: the callers return first).
 int64_t stream_bytes(const TaskOptions& t, DataUse use) {
-  if (use == DataUse::generate) return 0;
   return mul(use == DataUse::train ? add(t.train_tokens, mul(2, t.eval_tokens)) : t.eval_tokens, 4);
 }
 
@@ -36,7 +36,10 @@ DataMemory markov_memory(const TaskOptions& t, DataUse use) {
   return m;
 }
 
-DataMemory lag_memory(const TaskOptions& t, DataUse use) { return {stream_bytes(t, use)}; }
+DataMemory lag_memory(const TaskOptions& t, DataUse use) {
+  if (use == DataUse::generate) return {};
+  return {stream_bytes(t, use)};
+}
 
 // The text (at most kMaxKjvTextBytes; the KJV is 4.3 MB) and its splits' ids (int32), and some slack; every use reads
 // the whole text.
@@ -44,31 +47,31 @@ DataMemory kjv_memory(const TaskOptions&, DataUse) {
   return {static_cast<int64_t>(5 * kMaxKjvTextBytes) + (int64_t{4} << 20)};
 }
 
-// The table T of (V + 1)^2 entries; the grids themselves are sized with the evaluation's segments.
-DataMemory grid2d_memory(const TaskOptions& t, DataUse use) {
-  if (use == DataUse::generate) return {};
-  return {mul(mul(t.vocab + 1, t.vocab + 1), 8)};
-}
+// The table T of (V + 1)^2 entries, for every use (rpb generate refuses a 2-D task before it estimates); the grids
+// themselves are sized with the evaluation's segments.
+DataMemory grid2d_memory(const TaskOptions& t, DataUse) { return {mul(mul(t.vocab + 1, t.vocab + 1), 8)}; }
 
 std::unique_ptr<Task> make_markov(const TaskOptions& o) { return std::make_unique<MarkovTask>(o); }
 std::unique_ptr<Task> make_lag(const TaskOptions& o) { return std::make_unique<LagTask>(o); }
 std::unique_ptr<Task> make_kjv(const TaskOptions& o) { return std::make_unique<KjvTask>(o); }
 
-constexpr std::size_t kBuiltIn = 4;  // the rows below; register_task adds after them
+// The built-in rows. Their order is the order of every list of names (config choices, help, sweep folders);
+// register_task adds after them.
+const TaskInfo kBuiltIn[] = {
+    // name, dims, summary, make, data_vocab_bound, memory, held_out, reads_text
+    {"markov", 1, "a random order-k Markov chain of tokens (task.order, task.concentration); exact entropy rate",
+     make_markov, 0, markov_memory, HeldOut::eval_tokens, false},
+    {"lag", 1, "x_t copies x_{t-lag} except with probability task.noise; exact entropy rate", make_lag, 0, lag_memory,
+     HeldOut::eval_tokens, false},
+    {"kjv", 1, "the King James Bible by character (task.kjv_path), split by book", make_kjv, 256, kjv_memory,
+     HeldOut::data, true},
+    {"grid2d", 2, "grids whose targets read a table of each cell's left and upper neighbours; exact entropy", nullptr,
+     0, grid2d_memory, HeldOut::grids, false},
+};
 
-// The registry. Its order is the order of every list of names (config choices, help, sweep folders).
+// The registry: the built-in rows, then those register_task added.
 std::list<TaskInfo>& rows() {
-  static std::list<TaskInfo> table = {
-      // name, dims, summary, make, data_vocab_bound, memory, held_out, reads_text
-      {"markov", 1, "a random order-k Markov chain of tokens (task.order, task.concentration); exact entropy rate",
-       make_markov, 0, markov_memory, HeldOut::eval_tokens, false},
-      {"lag", 1, "x_t copies x_{t-lag} except with probability task.noise; exact entropy rate", make_lag, 0, lag_memory,
-       HeldOut::eval_tokens, false},
-      {"kjv", 1, "the King James Bible by character (task.kjv_path), split by book", make_kjv, 256, kjv_memory,
-       HeldOut::data, true},
-      {"grid2d", 2, "grids whose targets read a table of each cell's left and upper neighbours; exact entropy",
-       nullptr, 0, grid2d_memory, HeldOut::grids, false},
-  };
+  static std::list<TaskInfo> table(std::begin(kBuiltIn), std::end(kBuiltIn));
   return table;
 }
 
@@ -120,7 +123,7 @@ const TaskInfo& register_task(const TaskInfo& row) {
 
 void remove_task(const std::string& name) {
   std::list<TaskInfo>& table = rows();
-  auto it = std::next(table.begin(), static_cast<std::ptrdiff_t>(kBuiltIn));
+  auto it = std::next(table.begin(), static_cast<std::ptrdiff_t>(std::size(kBuiltIn)));
   for (; it != table.end(); ++it)
     if (name == it->name) {
       table.erase(it);
@@ -131,8 +134,6 @@ void remove_task(const std::string& name) {
 
 // ---- what train/data/task.h reads of the registry
 
-std::vector<std::string> task_kinds() { return task_names(); }
-
 int64_t task_dims(const std::string& kind) {
   const TaskInfo* t = find_task(kind);
   return t ? t->dims : 1;
@@ -141,10 +142,7 @@ int64_t task_dims(const std::string& kind) {
 std::unique_ptr<Task> make_task(const TaskOptions& options) {
   const TaskInfo* t = find_task(options.kind);
   if (!t || !t->make) {
-    std::vector<std::string> tokens;
-    for (const TaskInfo& row : rows())
-      if (row.make) tokens.emplace_back(row.name);
-    RPB_FAIL("task", "task.kind must be one of ", join(tokens, ", "), "; got \"", options.kind, "\"",
+    RPB_FAIL("task", "task.kind must be one of ", join(task_names(1), ", "), "; got \"", options.kind, "\"",
              t ? " (a 2-D task: the grid workload builds it)" : "");
   }
   return t->make(options);

@@ -26,13 +26,6 @@ enum class HeldOut {
   grids         // every evaluation size draws its own held-out grids (run.eval_tokens cells): no stream to check
 };
 
-/// What a command builds of a task's data, for the memory estimate.
-enum class DataUse {
-  train,     // the train, valid and test splits
-  evaluate,  // the test split
-  generate   // only what gives the vocabulary (a text), no stream
-};
-
 /// A task's data in memory, for the memory estimate.
 struct DataMemory {
   int64_t bytes = 0;          // saturating: a size past int64 reads as INT64_MAX

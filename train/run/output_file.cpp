@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
-#include "train/data/task.h"
+#include "train/data/task_registry.h"
 #include "train/io/atomic_file.h"
 #include "train/io/input_file.h"
 #include "train/run/run_folder.h"
@@ -35,7 +35,7 @@ bool looks_like_run_folder(const fs::path& dir) {
 
 bool looks_like_sweep_folder(const fs::path& dir) {
   if (holds(dir, kResultsJsonName) || holds(dir, kResultsCsvName)) return true;
-  const std::vector<std::string> kinds = data::task_kinds();
+  const std::vector<std::string> kinds = data::task_names();
   return std::any_of(kinds.begin(), kinds.end(), [&](const std::string& k) {
     std::error_code ec;
     return fs::is_directory(dir / k, ec);
