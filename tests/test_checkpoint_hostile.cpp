@@ -242,7 +242,7 @@ TEST_CASE("hostile checkpoint: a virtual dataset is refused before its sources a
   }
 }
 
-TEST_CASE("hostile checkpoint: chunked and compressed datasets are refused with a hint; compact ones load") {
+TEST_CASE("hostile checkpoint: chunked and compressed datasets are refused with a hint, compact ones load") {
   TempDir dir("hostile");
   const std::string hint =
       "; rpb reads contiguous and compact datasets (what rpb and h5py write by default): re-save it without "
@@ -366,7 +366,7 @@ void put_int_attr(hid_t file, const char* path, const char* name, int64_t value)
 
 }  // namespace
 
-TEST_CASE("hostile checkpoint: a config over 1 MiB is refused; a variable-length one (h5py) loads") {
+TEST_CASE("hostile checkpoint: a config over 1 MiB is refused, a variable-length one (h5py) loads") {
   TempDir dir("hostile");
   const std::string path = saved_checkpoint(dir, "config.h5");
   const std::string big(2u << 20, '#');

@@ -22,7 +22,7 @@ TEST_CASE("rpb --help lists the subcommands and the exit codes") {
   CHECK(r.out.find("130 / 143 interrupted") != std::string::npos);
 }
 
-TEST_CASE("run errors print no source location; --verbose logs it at debug level") {
+TEST_CASE("run errors print no source location, --verbose logs it at debug level") {
   rpb::testing::TempDir tmp("cli_verbose");
   const std::string bad = tmp.file("not_hdf5.h5");
   { std::ofstream(bad) << "not an HDF5 file"; }

@@ -305,7 +305,7 @@ TEST_CASE("damaged checkpoints: another architecture's parameters and another fo
   }
 }
 
-TEST_CASE("CLI misuse: unknown subcommands, options and arguments exit 2 naming them; missing files exit 1") {
+TEST_CASE("CLI misuse: unknown subcommands, options and arguments exit 2 naming them, missing files exit 1") {
   TempDir tmp("misuse");
   const std::string ckpt = train_run(tmp.path / "run").file.string(), missing = (tmp.path / "missing.h5").string();
   const fs::path cfg = tmp.path / "run" / "run.toml";

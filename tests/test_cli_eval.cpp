@@ -169,7 +169,7 @@ TEST_CASE("eval --tokens goes past run.eval_tokens and the markov test stream, s
   CHECK(contains(few.out, "--tokens 32 is fewer than the longest length 64"));
 }
 
-TEST_CASE("eval of a checkpoint outside a run folder writes nothing unless --out; --no-record; no link is followed") {
+TEST_CASE("eval of a checkpoint outside a run folder writes nothing unless --out, --no-record, no link is followed") {
   TempDir tmp("evalshared");
   REQUIRE(rpb_stdout("train " + write_config(tmp.path, "markov")).code == 0);
   const fs::path run = tmp.path / "markov", shared = tmp.path / "shared";
@@ -193,7 +193,7 @@ TEST_CASE("eval of a checkpoint outside a run folder writes nothing unless --out
   CHECK(std::distance(fs::directory_iterator(shared), fs::directory_iterator()) == 1);
 }
 
-TEST_CASE("generate from a markov run: ids, deterministic for a seed; bad prompts exit 2; learned tables end") {
+TEST_CASE("generate from a markov run: ids, deterministic for a seed, bad prompts exit 2, learned tables end") {
   TempDir tmp("genmarkov");
   REQUIRE(rpb_stdout("train " + write_config(tmp.path, "markov", "[position]\nscheme = \"learned\"\nmax_positions = 64\n"))
               .code == 0);
@@ -215,7 +215,7 @@ TEST_CASE("generate from a markov run: ids, deterministic for a seed; bad prompt
   CHECK(rpb_stdout("generate " + run + " --prompt 1 --tokens 63").code == 0);
 }
 
-TEST_CASE("kjv: generate prints text from a prompt of the vocabulary; eval refuses more tokens than the test split") {
+TEST_CASE("kjv: generate prints text from a prompt of the vocabulary, eval refuses more tokens than the test split") {
   TempDir tmp("genkjv");
   {
     std::ofstream f(tmp.path / "kjv.txt");

@@ -37,7 +37,7 @@ TEST_CASE("tensor factories, element access and dtype checks") {
         std::string::npos);
 }
 
-TEST_CASE("reshape is a view that shares storage; permute copies") {
+TEST_CASE("reshape is a view that shares storage, permute copies") {
   Tensor x = Tensor::arange(6);
   Tensor v = reshape(x, {2, -1});
   CHECK(v.shape() == Shape{2, 3});
@@ -106,7 +106,7 @@ TEST_CASE("scale_grad_ copies a gradient another tensor shares, and scales an ow
   CHECK(plain.item() == 1.0);
 }
 
-TEST_CASE("set_ repoints every copy of a handle; storage_id names the buffer a tensor and its views share") {
+TEST_CASE("set_ repoints every copy of a handle, storage_id names the buffer a tensor and its views share") {
   Tensor x = Tensor::arange(6);
   const Tensor view = reshape(x, {2, 3});
   CHECK(view.storage_id() == x.storage_id());
@@ -204,7 +204,7 @@ TEST_CASE("no-grad scope records nothing and detach leaves the graph") {
   CHECK(tape().size() == 0);
 }
 
-TEST_CASE("an op without a backward rule throws; it never returns zeros") {
+TEST_CASE("an op without a backward rule throws, it never returns zeros") {
   Tensor x = Tensor::ones({2}).requires_grad_();
   Tensor y;
   {

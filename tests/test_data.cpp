@@ -89,7 +89,7 @@ TEST_CASE("data: task options are validated and errors name the option and the v
   CHECK(contains(error_of([&] { MarkovTask(o, {0.5, 0.5, 0.7, 0.7}); }), "row 1 sums to 1.4"));
 }
 
-TEST_CASE("data: streams are deterministic from the options; the seed changes them") {
+TEST_CASE("data: streams are deterministic from the options, the seed changes them") {
   for (const std::string kind : {"markov", "lag"}) {
     CAPTURE(kind);
     TaskOptions o = small(kind);

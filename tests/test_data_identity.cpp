@@ -125,7 +125,7 @@ TEST_CASE("eval and generate with a kjv text other than the training text: refus
   CHECK(contains(x.out, "in the checkpoint and \"x\" in the text (the checkpoint has 30 characters, the text 31)"));
 }
 
-TEST_CASE("a kjv checkpoint written before /data loads and evaluates, recorded as unverified; /data is checked") {
+TEST_CASE("a kjv checkpoint written before /data loads and evaluates, recorded as unverified, /data is checked") {
   TempDir dir("data_identity_old");
   const std::string run = train_kjv(dir);
   const std::string file = run + "/step_00000010.h5";

@@ -18,14 +18,14 @@ TEST_CASE("sha256: the FIPS 180-4 test vectors, across block boundaries") {
   CHECK(sha256_hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-TEST_CASE("json_number writes null for what JSON lacks; json_text prints the shortest round-trip doubles") {
+TEST_CASE("json_number writes null for what JSON lacks, json_text prints the shortest round-trip doubles") {
   CHECK(json_number(std::nullopt).is_null());
   CHECK(json_number(1.0 / 0.0).is_null());
   CHECK(json_number(std::nan("")).is_null());
   CHECK(json_text(Json{{"a\"b\n", 0.1}, {"x", json_number(-1.0 / 0.0)}}) == "{\n  \"a\\\"b\\n\": 0.1,\n  \"x\": null\n}\n");
 }
 
-TEST_CASE("eval record: its name says the checkpoint, the tokens and chosen lengths; n/a lengths are null") {
+TEST_CASE("eval record: its name says the checkpoint, the tokens and chosen lengths, n/a lengths are null") {
   EvalRecord r;
   r.checkpoint = "step_00000600.h5";
   r.train_length = 64;

@@ -113,7 +113,7 @@ const Tensor& param_named(const Checkpoint& c, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("faults: 30 kill -9 at random moments leave only loadable checkpoints; the resumed run is bit-identical") {
+TEST_CASE("faults: 30 kill -9 at random moments leave only loadable checkpoints, the resumed run is bit-identical") {
   TempDir tmp("kill");
   // A step takes ~5 ms and a checkpoint (fsync) ~10 ms, so kills land in the start-up, in steps
   // and in checkpoint writes, and 30 kills rarely get the run to its end. Checkpoints every 3
@@ -434,7 +434,7 @@ TEST_CASE("faults: on_nonfinite = skip leaves parameters and optimizer state bit
   CHECK(contains(log, "step skipped"));
 }
 
-TEST_CASE("faults: on_nonfinite = stop makes rpb train exit non-zero, naming the step; the last checkpoint stays") {
+TEST_CASE("faults: on_nonfinite = stop makes rpb train exit non-zero, naming the step, the last checkpoint stays") {
   TempDir tmp("stop");
   const std::string param = "blocks.0.attn.qkv.weight";
   const fs::path cfg = write_text(tmp.path / "nan.toml", overflowing_run(tmp.path, "stop", param));

@@ -69,7 +69,7 @@ TEST_CASE("grid model: float64 gradient check through windows, shifts, padding a
   }
 }
 
-TEST_CASE("grid model: swin_v2 runs with a larger window; learned2d stops at its table") {
+TEST_CASE("grid model: swin_v2 runs with a larger window, learned2d stops at its table") {
   Generator gen(2);
   GridModel v2(tiny_grid("swin_v2"), tiny_windows(), gen);
   v2.eval();

@@ -141,7 +141,7 @@ TEST_CASE("interrupt: SIGUSR1 (what mpirun forwards to its ranks) saves the step
   CHECK(temp_files(dir).empty());
 }
 
-TEST_CASE("interrupt: a second signal ends rpb train at once, without the checkpoint; the run resumes") {
+TEST_CASE("interrupt: a second signal ends rpb train at once, without the checkpoint, the run resumes") {
   TempDir tmp("twice");
   const fs::path cfg = tmp.path / "twice.toml", out = tmp.path / "out.txt", dir = tmp.path / "run";
   std::ofstream(cfg) << signal_config(tmp.path);

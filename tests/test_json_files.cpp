@@ -295,7 +295,7 @@ TEST_CASE("results.json: written, read back (read_sweep_results) equal, n/a and 
   CHECK(j["rows"][0]["attention"][0][0]["mean_distance_overall"].is_null());  // NaN: the mean of a NaN
 }
 
-TEST_CASE("results.json: a damaged file is refused naming the file and the key; an unversioned one reads") {
+TEST_CASE("results.json: a damaged file is refused naming the file and the key, an unversioned one reads") {
   TempDir dir("json_results_bad");
   const std::string path = dir.file("results.json");
   const auto read = [&](const Json& j) {

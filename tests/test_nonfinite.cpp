@@ -66,7 +66,7 @@ TEST_CASE("non-finite checkpoint values: named by dataset, first index and count
   CHECK(contains(msg, "`rpb inspect ck.h5` lists every non-finite dataset"));
 }
 
-TEST_CASE("eval, generate and train --resume-from refuse a checkpoint with one NaN parameter; inspect lists it") {
+TEST_CASE("eval, generate and train --resume-from refuse a checkpoint with one NaN parameter, inspect lists it") {
   TempDir dir("nonfinite");
   const std::string args = train_tiny(dir);
   const std::string run = (dir.path / "nf").string(), last = run + "/step_00000010.h5", mid = run + "/step_00000005.h5";

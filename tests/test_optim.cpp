@@ -406,7 +406,7 @@ TEST_CASE("Adam state: contents, and a fresh optimizer without the state diverge
   CHECK(bit_equal(m0, s.tensors[0].second));
 }
 
-TEST_CASE("load_state: errors name the tensor, expected and found; nothing changes on error") {
+TEST_CASE("load_state: errors name the tensor, expected and found, nothing changes on error") {
   Tensor w3 = Tensor::ones({3}).requires_grad_();
   Adam src({{"w", w3}});
   set_grad(w3, {1, 2, 3});

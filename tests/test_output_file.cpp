@@ -55,7 +55,7 @@ fs::path tiny_run(const TempDir& dir) {
   return dir.path / "run";
 }
 
-TEST_CASE("output file: devices, FIFOs, sockets, folders and links are refused; a regular file is replaced") {
+TEST_CASE("output file: devices, FIFOs, sockets, folders and links are refused, a regular file is replaced") {
   TempDir tmp("out_kinds");
   const std::string dev = tmp.file("full");
   REQUIRE(::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);  // our own /dev/full, never the system's

@@ -60,7 +60,7 @@ TEST_CASE("recipe: the sinusoids are published with scaled embeddings, every oth
   }
 }
 
-TEST_CASE("recipe: scaled token embeddings start at std d^-1/2 and enter times sqrt(d); learned positions too") {
+TEST_CASE("recipe: scaled token embeddings start at std d^-1/2 and enter times sqrt(d), learned positions too") {
   Generator g1(3), g2(3);
   const nn::LanguageModel sin(small("sinusoidal"), g1), t5(small("t5"), g2);
   CHECK(sin.tok->scale == doctest::Approx(8.0));  // sqrt(64)

@@ -74,7 +74,7 @@ std::vector<fs::path> moved_aside(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("effective config: every key the parser accepts, with its value; parsing it gives the same config") {
+TEST_CASE("effective config: every key the parser accepts, with its value, parsing it gives the same config") {
   const std::vector<std::pair<std::string, std::string>> texts = {
       {"empty", ""},
       {"t5.toml", file_text(kSource + "/configs/t5.toml")},
@@ -114,7 +114,7 @@ TEST_CASE("effective config: every key the parser accepts, with its value; parsi
   }
 }
 
-TEST_CASE("config digest: stable across order, spacing, comments and non-identity keys; changes with optim.lr") {
+TEST_CASE("config digest: stable across order, spacing, comments and non-identity keys, changes with optim.lr") {
   const std::string a = "[run]\nsteps = 10\nseed = 1\n[optim]\nlr = 0.001\n";
   const std::string b = "# a comment\n[optim]\n  lr   =   1e-3   # the rate\n\n[run]\nname = \"other\"\n"
                         "log_every = 3\nseed = 1\nsteps = 10\n[sweep]\nseeds = [4]\n";
@@ -138,7 +138,7 @@ TEST_CASE("config digest: stable across order, spacing, comments and non-identit
   CHECK(contains(listed, "run.name"));
 }
 
-TEST_CASE("train --resume: a changed config is refused naming the keys; --overwrite moves the folder aside") {
+TEST_CASE("train --resume: a changed config is refused naming the keys, --overwrite moves the folder aside") {
   TempDir tmp("identity_resume");
   const fs::path dir = tmp.path / "run";
   REQUIRE(run_rpb(train_command(tmp.path, "run", 4, "")).code == 0);
@@ -183,7 +183,7 @@ TEST_CASE("train --resume: a changed config is refused naming the keys; --overwr
   CHECK(fs::is_directory(y));
 }
 
-TEST_CASE("train --resume with more run.steps: refused without --extend; with it the rate stays at the floor") {
+TEST_CASE("train --resume with more run.steps: refused without --extend, with it the rate stays at the floor") {
   TempDir tmp("identity_extend");
   const fs::path dir = tmp.path / "run";
   REQUIRE(run_rpb(train_command(tmp.path, "run", 6, "")).code == 0);
@@ -224,7 +224,7 @@ TEST_CASE("train --resume with more run.steps: refused without --extend; with it
   CHECK(contains(shorter.out, "step 12"));
 }
 
-TEST_CASE("extrapolate: a changed config reruns nothing silently; --overwrite retrains the changed runs") {
+TEST_CASE("extrapolate: a changed config reruns nothing silently, --overwrite retrains the changed runs") {
   TempDir tmp("identity_sweep");
   std::string sets = " --set 'run.out_dir=\"" + tmp.path.string() + "\"' --set run.name=sweep"
                      " --set 'sweep.methods=[\"t5\"]' --set 'sweep.seeds=[0]'";

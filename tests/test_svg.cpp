@@ -120,7 +120,7 @@ TEST_CASE("svg: attention.svg draws the mean attention distance per method with 
   check_renders(dir.file("attention.svg"));
 }
 
-TEST_CASE("svg: rpb inspect --svg draws each head's bias; a scheme without one gets a message and no file") {
+TEST_CASE("svg: rpb inspect --svg draws each head's bias, a scheme without one gets a message and no file") {
   TempDir dir("inspect_svg");
   const std::string common = " --set run.out_dir=" + dir.path.string() +
                              " --set run.steps=4 --set run.batch=2 --set run.length=16 --set run.eval_multipliers=[1]"

@@ -43,7 +43,7 @@ TEST_CASE("toml depth: a key or header of 50,000 dotted parts is refused by file
                  "ck.h5 (stored config):1: " + bound));
 }
 
-TEST_CASE("toml depth: arrays and inline tables count; strings, comments and numbers do not") {
+TEST_CASE("toml depth: arrays and inline tables count, strings, comments and numbers do not") {
   auto depth_error = [](const std::string& text) { return error_of([&] { check_toml_depth(text, "t.toml"); }); };
   // At the bound: passes; one deeper: refused.
   CHECK(depth_error("[run]\n" + dotted(kMaxTomlDepth - 1) + " = 1\n").empty());

@@ -88,7 +88,7 @@ TEST_CASE("train: no run is overwritten, and a resume refuses a changed model") 
   CHECK(Run(parse_config(text, "tiny.toml", {"run.steps=8"})).train(true, {}, {.extend = true}).step == 8);
 }
 
-TEST_CASE("train: evaluation scores every length; learned positions are n/a past their table") {
+TEST_CASE("train: evaluation scores every length, learned positions are n/a past their table") {
   TempDir tmp("eval");
   Run run(parse_config(tiny_config(tmp.path, "learned"), "tiny.toml"));
   run.train(false);

@@ -122,7 +122,7 @@ TEST_CASE("train loop: the logged loss is the mean of the steps since the previo
   }
 }
 
-TEST_CASE("train loop: SIGINT in a step saves that step; resumed, the run and metrics.csv match an uninterrupted one") {
+TEST_CASE("train loop: SIGINT in a step saves that step, resumed, the run and metrics.csv match an uninterrupted one") {
   TempDir tmp("sigint");
   const std::string keys = "eval_every = 4\n";
   const std::vector<std::string> every10 = {"run.checkpoint_every=10"};
@@ -157,7 +157,7 @@ TEST_CASE("train loop: SIGINT in a step saves that step; resumed, the run and me
         csv_without_times(fs::path(straight.dir()) / "metrics.csv"));
 }
 
-TEST_CASE("train loop: metrics rows keep their valid losses and elapsed time; files without them still load") {
+TEST_CASE("train loop: metrics rows keep their valid losses and elapsed time, files without them still load") {
   TempDir tmp("rows");
   Run run(loop_run(tmp.path, "eval_every = 10\nvalid_multipliers = [1, 2]\nvalid_tokens = 64\n", "rows"));
   run.train(false);

@@ -89,7 +89,7 @@ TEST_CASE("untrained rows: 1-D nearest trained row on the same side of the query
   CHECK(ns == std::vector<int64_t>{2, 2, 2, 3, 4, 5, 6, 7, 8});  // the future rows have no trained row: kept
 }
 
-TEST_CASE("untrained rows: 2-D nearest trained offset; a box of trained offsets clamps to the box") {
+TEST_CASE("untrained rows: 2-D nearest trained offset, a box of trained offsets clamps to the box") {
   const int64_t R = 8, side = 2 * R + 1;
   std::vector<bool> trained(static_cast<std::size_t>(side * side), false);
   for (int64_t dy = -7; dy <= 7; ++dy)
@@ -104,7 +104,7 @@ TEST_CASE("untrained rows: 2-D nearest trained offset; a box of trained offsets 
   CHECK(contains(error_of([] { nearest_trained_rows_2d(2, std::vector<bool>(9)); }), "(2R + 1)^2"));
 }
 
-TEST_CASE("untrained rows: training forwards mark the rows unmasked scores read; evaluation reads nearest rows") {
+TEST_CASE("untrained rows: training forwards mark the rows unmasked scores read, evaluation reads nearest rows") {
   for (const bool reference : {false, true}) {
     CAPTURE(reference);
     PositionOptions o = t5_options(true);
@@ -148,7 +148,7 @@ TEST_CASE("untrained rows: training forwards mark the rows unmasked scores read;
   }
 }
 
-TEST_CASE("untrained rows: clipped2d on a grid model marks the trained offsets; nearest clamps at larger grids") {
+TEST_CASE("untrained rows: clipped2d on a grid model marks the trained offsets, nearest clamps at larger grids") {
   TransformerOptions o;
   o.vocab = 3; o.d_model = 8; o.heads = 2; o.layers = 1; o.d_ff = 8; o.causal = false;
   o.position.scheme = "clipped2d";
