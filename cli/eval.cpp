@@ -18,6 +18,7 @@
 #include "train/data/task_registry.h"
 #include "train/run/checkpoint_path.h"
 #include "train/run/log_file_sink.h"
+#include "train/run/log_format.h"
 #include "train/run/output_file.h"
 #include "train/run/run_folder.h"
 
@@ -73,7 +74,7 @@ void check_lengths_option(const std::vector<int64_t>& lengths) {
 void log_in_run(const std::string& run_dir, const std::string& line) {
   auto sink = std::make_shared<LogFileSink>((fs::path(run_dir) / kTrainLogFileName).string());
   spdlog::logger log("eval", sink);
-  log.set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
+  log.set_pattern(log_pattern());
   log.info("{}", line);
 }
 

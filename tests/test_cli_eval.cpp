@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 using rpb::testing::CommandResult;
 using rpb::testing::contains;
 using rpb::testing::file_text;
+using rpb::testing::lines_stamped_otherwise;
 using rpb::testing::run_rpb;
 using rpb::testing::TempDir;
 
@@ -112,6 +113,8 @@ TEST_CASE("train and eval record the evaluation in <run>/eval/, with the numbers
                                   fixed4(nll[i]) + " | " + fixed4(ppl[i]) + " |"));
   }
   CHECK(contains(file_text(run / "train.log"), "recorded in eval/step_00000020-256.json: perplexity 16="));
+  // The run's lines and the evaluation's, in one timestamp layout (train/run/log_format.h).
+  CHECK(lines_stamped_otherwise(file_text(run / "train.log"), /*every_line=*/true).empty());
   // A run resumed at its last step saves nothing: its record names the digest of the checkpoint it loaded.
   fs::remove(record);
   REQUIRE(rpb_stdout("train " + cfg + " --resume").code == 0);

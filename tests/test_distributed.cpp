@@ -42,6 +42,19 @@ TEST_CASE("distributed: a process not started by mpirun is rank 0 of 1, and the 
   CHECK(w.grad().to_vector() == std::vector<double>{3, 3});
 }
 
+TEST_CASE("distributed: one process runs on_root's work and rethrows its error; its ending settles at once") {
+  int calls = 0;
+  dist::on_root([&] { ++calls; });
+  CHECK(calls == 1);
+  CHECK_THROWS_AS(dist::on_root([] { throw UsageError("train: a usage error"); }), UsageError);
+  CHECK(error_of([] { dist::on_root([] { RPB_FAIL("train", "the run folder exists"); }); })
+            .rfind("train: the run folder exists [", 0) == 0);  // rank 0's own error, its location kept
+  const dist::Settled s = dist::settle_ending(1, "train: failed", std::chrono::milliseconds(0));
+  CHECK(s.every_rank);
+  CHECK(s.codes == std::vector<int>{1});
+  CHECK(s.messages == std::vector<std::string>{"train: failed"});
+}
+
 TEST_CASE("distributed: rpb --version says whether MPI is built in") {
   const auto r = rpb::testing::run_rpb("--version");
   CHECK(r.code == 0);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "run_checks.h"
@@ -25,6 +26,7 @@ using rpb::testing::check_same_bits;
 using rpb::testing::csv_without_times;
 using rpb::testing::contains;
 using rpb::testing::file_text;
+using rpb::testing::lines_stamped_otherwise;
 using rpb::testing::run_rpb;
 using rpb::testing::spawn_rpb;
 using rpb::testing::temp_files;
@@ -183,8 +185,16 @@ TEST_CASE("interrupt: SIGINT during a sweep's second run saves it, exits 130, an
   ::kill(pid, SIGINT);
   CHECK(exit_code(pid) == 128 + SIGINT);
   const std::string text = file_text(out);
-  CHECK(contains(text, "[2/2] step 5/200 "));  // the sweep's prefix and ETA on the progress lines
+  // The sweep's prefix (its count, the run's task, method and seed) and ETA on the progress lines.
+  CHECK(contains(text, "[2/2] markov / alibi / seed 0: step 5/200 "));
   CHECK(contains(text, ", sweep elapsed "));
+  // Every line of the sweep's log names its run, in one timestamp layout, on the terminal as in train.log.
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (!contains(line, "] markov / t5 / seed 0: ") && !contains(line, "] markov / alibi / seed 0: ")) FAIL_CHECK(line);
+  CHECK(lines_stamped_otherwise(text, /*every_line=*/true).empty());
+  CHECK(lines_stamped_otherwise(file_text(second / "train.log"), /*every_line=*/true).empty());
+  CHECK(contains(file_text(second / "train.log"), "] [warning] [2/2] markov / alibi / seed 0: interrupted at step "));
   const std::string resume = "resume with: " RPB_BINARY " extrapolate " + cfg.string() + " --set run.steps=200\n";
   REQUIRE_MESSAGE(contains(text, resume), text);
   CHECK(load_checkpoint(read_latest(second.string())).step < 200);

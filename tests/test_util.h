@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -129,6 +130,17 @@ inline std::string file_text(const std::filesystem::path& file) {
   std::ostringstream os;
   os << in.rdbuf();
   return os.str();
+}
+
+/// The log lines of `text` (lines starting with '[', or with `every_line` all of them: a train.log) that do not
+/// start with rpb's one timestamp layout, "[2026-11-24 22:16:11.123] " (train/run/log_format.h).
+inline std::vector<std::string> lines_stamped_otherwise(const std::string& text, bool every_line = false) {
+  static const std::regex stamp(R"(^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] )");
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if ((every_line || line.rfind('[', 0) == 0) && !std::regex_search(line, stamp)) out.push_back(line);
+  return out;
 }
 
 }  // namespace rpb::testing

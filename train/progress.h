@@ -17,7 +17,8 @@ namespace rpb {
 /// What a caller tells Run::train and Run::evaluate about the run's place (Run::set_context): a sweep's position
 /// and time, shown in the progress lines, and the command that resumes it, shown when a signal interrupts it.
 struct ProgressContext {
-  std::string prefix;          // before every progress line, e.g. "[3/72]"; empty: none
+  std::string prefix;          // before every line the run logs, e.g. "[3/72] markov / t5 / seed 0:" (a sweep's
+                               // count, task, method and seed); empty: none
   int64_t runs_done = 0;       // a sweep's runs finished before this one
   int64_t runs_total = 0;      // a sweep's runs in all; 0: not a sweep (no sweep ETA)
   double elapsed_s = 0;        // the sweep's time before this run

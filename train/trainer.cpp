@@ -27,6 +27,7 @@
 #include "train/io/version.h"
 #include "train/run/latest.h"
 #include "train/run/log_file_sink.h"
+#include "train/run/log_format.h"
 #include "train/run/metrics_csv.h"
 #include "train/run/resume_point.h"
 #include "train/run/run_folder.h"
@@ -44,25 +45,36 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const OptimConfig& c, const nn:
 namespace {
 
 // The run's logger: train.log (every level, each line written as it is logged, see LogFileSink) and the
-// terminal (info and up). The file comes first, so a line shown on the terminal is already in train.log.
+// terminal (info and up; naming the rank under MPI, as every terminal line does). The file comes first, so a line
+// shown on the terminal is already in train.log. One line layout for both (train/run/log_format.h).
 std::shared_ptr<spdlog::logger> run_logger(const std::string& dir) {
   auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   auto file = std::make_shared<LogFileSink>((fs::path(dir) / kTrainLogFileName).string());
   console->set_level(spdlog::level::info);
+  console->set_pattern(log_pattern(dist::rank(), dist::size(), /*colour=*/true));
   file->set_level(spdlog::level::debug);
+  file->set_pattern(log_pattern());
   auto logger = std::make_shared<spdlog::logger>("run", spdlog::sinks_init_list{file, console});
   logger->set_level(spdlog::level::debug);
-  logger->set_pattern("[%Y-%m-%d %H:%M:%S] [%l] %v");
   return logger;
 }
 
 // The logger of a data-parallel rank other than 0: errors only, to the terminal, naming the rank.
 std::shared_ptr<spdlog::logger> quiet_logger() {
   auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  console->set_pattern(log_pattern(dist::rank(), dist::size(), /*colour=*/true));
   auto logger = std::make_shared<spdlog::logger>("run", console);
   logger->set_level(spdlog::level::err);
-  logger->set_pattern(fmt::format("[%Y-%m-%d %H:%M:%S] [rank {}/{}] [%l] %v", dist::rank(), dist::size()));
   return logger;
+}
+
+// What starts each of a run's log lines: a sweep's prefix ("[3/72] markov / t5 / seed 0:", naming the run's task,
+// method and seed) and a space; "" for a run of its own.
+std::string lead(const ProgressContext& c) { return c.prefix.empty() ? "" : c.prefix + " "; }
+
+// Who a run's summary lines are about: the sweep's prefix, else "run <name>:".
+std::string who(const ProgressContext& c, const std::string& name) {
+  return c.prefix.empty() ? "run " + name + ":" : c.prefix;
 }
 
 // The first parameter (in order) holding a NaN or an Inf: the likely cause of a non-finite loss.
@@ -275,7 +287,8 @@ void Run::log_row(int64_t done, double lr, double grad_norm, Progress& progress,
     std::string line;
     for (const auto& [length, nll] : valid)
       line += fmt::format("{}length {} loss {:.4f} ppl {:.3f}", line.empty() ? "" : ", ", length, nll, std::exp(nll));
-    log.log(progress.level(), "step {}/{} valid: {} ({:.2f} s)", done, config_.steps, line, valid_secs);
+    log.log(progress.level(), "{}step {}/{} valid: {} ({:.2f} s)", lead(context_), done, config_.steps, line,
+            valid_secs);
   }
   row.valid_loss = std::move(valid);
   csv.append(row);
@@ -285,8 +298,8 @@ void Run::log_row(int64_t done, double lr, double grad_norm, Progress& progress,
 void Run::interrupted(int signal, int64_t done, spdlog::logger& log) {
   const std::string command =
       context_.resume_command.empty() ? "build/rpb train " + config_.source + " --resume" : context_.resume_command;
-  log.warn("{}: checkpoint {} saved", Interrupted(signal).what(), read_latest(dir_));
-  log.warn("interrupted at step {}; resume with: {}", done, command);
+  log.warn("{}{}: checkpoint {} saved", lead(context_), Interrupted(signal).what(), read_latest(dir_));
+  log.warn("{}interrupted at step {}; resume with: {}", lead(context_), done, command);
   log.flush();
   throw Interrupted(signal);
 }
@@ -299,29 +312,34 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   std::vector<std::string> stale;
   int64_t start = 0;
   if (shard_.count > 1) check_same_config();
-  if (lead_) {
+  const auto open_folder = [&] {
     create_run_folder(config_.out_dir, dir_);
     lock = std::make_unique<RunLock>(dir_);
     stale = remove_stale_temp_files(dir_);
     start = this->start(resume, resume_from, options, summary);
     if (!summary.moved_aside.empty()) lock = std::make_unique<RunLock>(dir_);  // the new folder's
-  }
+  };
+  // Data-parallel, the folder is rank 0's: an error there (a run folder that may not be continued) ends every
+  // rank alike, through MPI_Finalize, rather than rank 0 alone while the others wait in follow_lead.
+  if (shard_.count > 1) dist::on_root(open_folder);
+  else open_folder();
   if (shard_.count > 1) start = follow_lead(start, options);
   if (!lead_) return train_steps(start, summary, *quiet_logger(), nullptr);
   config_digest_ = config_digest(config_);
   auto log = run_logger(dir_);
   write_file_atomically((fs::path(dir_) / kConfigFileName).string(), digest_line(config_) + config_.text);
-  if (!summary.moved_aside.empty()) log->info("--overwrite: moved the previous run folder aside to {}", summary.moved_aside);
-  if (!extend_note_.empty()) log->info("{}", extend_note_);
+  if (!summary.moved_aside.empty())
+    log->info("{}--overwrite: moved the previous run folder aside to {}", lead(context_), summary.moved_aside);
+  if (!extend_note_.empty()) log->info("{}{}", lead(context_), extend_note_);
   MetricsCsv csv((fs::path(dir_) / kMetricsFileName).string(), config_.valid_lengths(), metrics_);
   if (!stale.empty()) {
     std::string names;
     for (const std::string& n : stale) names += (names.empty() ? "" : ", ") + n;
-    log->info("removed {} stale temp file(s) of interrupted saves: {}", stale.size(), names);
+    log->info("{}removed {} stale temp file(s) of interrupted saves: {}", lead(context_), stale.size(), names);
   }
-  log->info("run {}: {} on {}, {} parameters, steps {}..{}", config_.name, config_.model.position.scheme,
+  log->info("{} {} on {}, {} parameters, steps {}..{}", who(context_, config_.name), config_.model.position.scheme,
             workload_->describe(), workload_->model().parameter_count(), start, config_.steps);
-  log->info("memory: {} estimated, limit {}", memory_.describe(),
+  log->info("{}memory: {} estimated, limit {}", lead(context_), memory_.describe(),
             memory_budget().bytes ? format_bytes(memory_budget().bytes) + " (" + memory_budget().source + ")" : "none");
   if (shard_.count > 1)
     log->info("data-parallel over {} ranks: {} rows each of the batch of {}, {} thread{} per rank ({} hardware "
@@ -350,7 +368,7 @@ TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logg
       if (r.bad.empty()) {
         last_loss = r.loss;
       } else {
-        log.warn("step {}: non-finite value in {} ({})", step + 1, r.bad,
+        log.warn("{}step {}: non-finite value in {} ({})", lead(context_), step + 1, r.bad,
                  config_.on_nonfinite == OnNonFinite::skip ? "step skipped" : "run stopped");
         if (config_.on_nonfinite == OnNonFinite::stop) {
           summary.stopped_non_finite = true;
@@ -396,7 +414,7 @@ TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logg
   }
   summary.last_loss = last_loss;
   if (lead_) summary.checkpoint = read_latest(dir_);
-  log.info("run {}: finished at step {} (loss {:.4f}); checkpoint {}", config_.name, summary.step, last_loss,
+  log.info("{} finished at step {} (loss {:.4f}); checkpoint {}", who(context_, config_.name), summary.step, last_loss,
            summary.checkpoint);
   log.flush();
   return summary;

@@ -30,6 +30,16 @@ def run(ranks, *args, timeout=300):
     return subprocess.run(command(ranks, *args), env=mpi_env(), capture_output=True, text=True, timeout=timeout)
 
 
+# What Open MPI prints when a job ends abnormally: MPI_Abort's banner, and mpirun's notices of ranks that exited
+# with a non-zero status (any non-zero status, even after MPI_Finalize: Open MPI 4.1 then aborts the job).
+BANNERS = ["MPI_ABORT", "job has been aborted", "exited with non-zero status", "exiting improperly"]
+
+
+def banners(text):
+    """The abort banners of Open MPI in `text`."""
+    return [b for b in BANNERS if b in text]
+
+
 def main(doc):
     global ARGS
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])

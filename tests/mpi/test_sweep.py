@@ -1,7 +1,8 @@
 """Distributed sweeps (`mpirun -np N build/rpb extrapolate CFG`, train/sweep/work_queue.h): the ranks train whole runs,
 each on one rank, handed out as ranks free up; rank 0 evaluates and writes results.{csv,json,svg}, bit-identical
 to a one-process sweep's; a second sweep reuses every finished run; evaluation-only methods train nothing; a sweep
-stopped with SIGUSR1 saves each rank's run and, resumed, gives the one-process table.
+stopped with SIGUSR1 saves each rank's run, exits 0 without Open MPI's abort banners and, resumed, gives the
+one-process table; every log line names its run's task, method and seed, in one timestamp layout.
 
     /usr/bin/python3 tests/mpi/test_sweep.py --rpb build/rpb --mpirun /usr/bin/mpirun
 
@@ -17,7 +18,7 @@ import time
 import unittest
 
 import mpi_common
-from mpi_common import command, mpi_env, run
+from mpi_common import banners, command, mpi_env, run
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUICK = os.path.join(SOURCE, "configs", "extrapolation_quick.toml")
@@ -76,6 +77,31 @@ class DistributedSweep(unittest.TestCase):
         self.assertEqual(results(self.two), results(self.one))
 
 
+# rpb's one timestamp layout (train/run/log_format.h), and what names a sweep run in its log lines.
+STAMP = r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] "
+NAMED = r"\] markov / (t5|alibi|rope|t5@untrained=nearest) / seed [01]: "
+
+
+class SweepLog(unittest.TestCase):
+    def assert_named_and_stamped(self, text):
+        lines = text.splitlines()
+        self.assertTrue(lines)
+        for line in lines:
+            self.assertRegex(line, STAMP)
+            self.assertRegex(line, NAMED)
+
+    def test_every_log_line_names_its_run_in_one_timestamp_layout(self):
+        with tempfile.TemporaryDirectory(prefix="rpb-mpi-log-") as tmp:
+            for ranks in [0, 2]:
+                with self.subTest(ranks=ranks):
+                    out_dir = os.path.join(tmp, str(ranks))
+                    r = sweep(ranks, out_dir, "--set", 'sweep.methods=["t5", "t5@untrained=nearest"]',
+                              "--set", "sweep.seeds=[1]")
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assert_named_and_stamped(r.stderr)
+                    self.assert_named_and_stamped(read_logs(out_dir))
+
+
 class StoppedSweep(unittest.TestCase):
     def test_sigusr1_saves_every_rank_s_run_and_the_resumed_table_is_the_one_process_table(self):
         longer = ["--set", "run.steps=160", "--set", 'sweep.methods=["t5", "alibi"]']  # 4 runs
@@ -89,7 +115,8 @@ class StoppedSweep(unittest.TestCase):
                 time.sleep(0.05)
             job.send_signal(signal.SIGUSR1)  # mpirun forwards it to both ranks, each mid-run
             out, _ = job.communicate(timeout=60)
-            self.assertEqual(job.returncode, 138, out)
+            self.assertEqual(job.returncode, 0, out)  # a clean stop of every rank (138 would make mpirun abort)
+            self.assertEqual(banners(out), [], out)
             self.assertIn("resume with: mpirun -np 2 " + mpi_common.ARGS.rpb + " extrapolate", out)  # argv[0] as run
             resumed = sweep(2, stopped, *longer)
             self.assertEqual(resumed.returncode, 0, resumed.stderr)

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <thread>
 
@@ -42,6 +43,8 @@ int g_rank = 0, g_size = 1, g_local = 1;
 
 namespace {
 
+MPI_Comm g_ending = MPI_COMM_NULL;  // settle_ending's own communicator (a duplicate of MPI_COMM_WORLD)
+
 // Throws rpb::Error naming the call and MPI's message when `code` is not MPI_SUCCESS.
 void check(int code, const char* call) {
   if (code == MPI_SUCCESS) return;
@@ -75,12 +78,14 @@ Session::Session(int& argc, char**& argv) {
           "MPI_Comm_split_type");
     check(MPI_Comm_size(node, &g_local), "MPI_Comm_size");
     MPI_Comm_free(&node);
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &g_ending), "MPI_Comm_dup");
     if (std::getenv("RPB_NUM_THREADS") == nullptr) set_num_threads(default_threads());
   }
 }
 
 Session::~Session() {
   if (!g_started) return;
+  if (g_ending != MPI_COMM_NULL) MPI_Comm_free(&g_ending);
   MPI_Finalize();
   g_started = false;
 }
@@ -171,6 +176,56 @@ void receive(std::string& s, int from, int tag) {
   check(MPI_Recv(s.data(), count, MPI_CHAR, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
 }
 
+namespace {
+
+// Waits for every rank to start settling: without a limit when this rank is done (`code` 0), else until `wait`.
+bool every_rank_arrives(int code, std::chrono::milliseconds wait) {
+  MPI_Request arrived;
+  if (MPI_Ibarrier(g_ending, &arrived) != MPI_SUCCESS) return false;
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (true) {
+    int done = 0;
+    if (MPI_Test(&arrived, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (done) return true;
+    if (code != 0 && std::chrono::steady_clock::now() >= deadline) return false;  // left pending: abort() follows
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+// Every rank's message, on rank 0 (elsewhere empty); false when MPI failed.
+bool gather_messages(const std::string& message, std::vector<std::string>& out) {
+  const int length = static_cast<int>(message.size());
+  std::vector<int> lengths(static_cast<std::size_t>(g_size)), at(static_cast<std::size_t>(g_size));
+  if (MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, g_ending) != MPI_SUCCESS) return false;
+  int total = 0;
+  for (int r = 0; r < g_size; ++r) {
+    at[static_cast<std::size_t>(r)] = total;
+    total += lengths[static_cast<std::size_t>(r)];
+  }
+  std::string all(static_cast<std::size_t>(g_rank == 0 ? total : 0), '\0');
+  if (MPI_Gatherv(message.data(), length, MPI_CHAR, all.data(), lengths.data(), at.data(), MPI_CHAR, 0,
+                  g_ending) != MPI_SUCCESS)
+    return false;
+  if (g_rank == 0)
+    for (int r = 0; r < g_size; ++r)
+      out.push_back(all.substr(static_cast<std::size_t>(at[static_cast<std::size_t>(r)]),
+                               static_cast<std::size_t>(lengths[static_cast<std::size_t>(r)])));
+  return true;
+}
+
+}  // namespace
+
+Settled settle_ending(int code, const std::string& message, std::chrono::milliseconds wait) {
+  Settled s;
+  if (!g_started || g_size == 1) return {true, {code}, {message}};
+  if (!every_rank_arrives(code, wait)) return s;
+  s.codes.assign(static_cast<std::size_t>(g_size), 0);
+  if (MPI_Allgather(&code, 1, MPI_INT, s.codes.data(), 1, MPI_INT, g_ending) != MPI_SUCCESS) return s;
+  if (!gather_messages(message, s.messages)) return s;
+  s.every_rank = true;
+  return s;
+}
+
 void abort(int code) {
   std::cerr.flush();
   std::fflush(stderr);
@@ -201,6 +256,9 @@ int receive(std::vector<int64_t>&, int) { throw Error("mpi: receive without MPI 
 bool message_waiting(int) { return false; }
 void send(const std::string&, int, int) { throw Error("mpi: send without MPI (a single process)"); }
 void receive(std::string&, int, int) { throw Error("mpi: receive without MPI (a single process)"); }
+Settled settle_ending(int code, const std::string& message, std::chrono::milliseconds) {
+  return {true, {code}, {message}};
+}
 
 void abort(int code) {
   std::cerr.flush();
@@ -209,6 +267,35 @@ void abort(int code) {
 }
 
 #endif
+
+void on_root(const std::function<void()>& f, int root) {
+  if (g_size == 1) {
+    f();
+    return;
+  }
+  enum : uint8_t { kDone, kError, kUsageError };
+  uint8_t outcome = kDone;
+  std::string message;
+  std::exception_ptr own;
+  if (g_rank == root) {
+    try {
+      f();
+    } catch (const UsageError& e) {
+      outcome = kUsageError;
+      message = e.message();
+      own = std::current_exception();
+    } catch (const Error& e) {
+      outcome = kError;
+      message = e.message();
+      own = std::current_exception();
+    }
+  }
+  broadcast(&outcome, sizeof outcome, root);
+  broadcast(message, root);
+  if (own) std::rethrow_exception(own);
+  if (outcome == kUsageError) throw UsageError(message);
+  if (outcome == kError) throw Error(message);
+}
 
 bool initialized() { return g_started; }
 int rank() { return g_rank; }

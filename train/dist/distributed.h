@@ -5,12 +5,16 @@
 // MPI starts only when the process was launched by an MPI launcher (mpirun / mpiexec / srun set
 // OMPI_COMM_WORLD_SIZE, PMIX_RANK or PMI_SIZE); a plain `build/rpb ...` never touches MPI and is rank 0 of 1.
 // Every call below is collective over all ranks (MPI_COMM_WORLD) unless it says otherwise, and throws rpb::Error
-// naming the MPI call and MPI's message when it fails. A process that fails alone ends the whole job with
-// abort() (cli/main.cpp does), so no rank waits forever in a collective the failed one will not reach.
+// naming the MPI call and MPI's message when it fails. When a command ends, every rank settles its ending with the
+// others (settle_ending, cli/main.cpp): an error every rank met ends the job through MPI_Finalize; a rank that
+// failed alone ends the whole job with abort(), so no rank waits forever in a collective the failed one will not
+// reach.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,6 +66,30 @@ bool message_waiting(int tag);
 /// Sends a string to rank `to` / receives one from rank `from` (length first, then the bytes).
 void send(const std::string& s, int to, int tag);
 void receive(std::string& s, int from, int tag);
+
+/// Runs `f` on rank `root` alone and tells every rank how it went: when it threw rpb::Error, the other ranks throw
+/// the same message (an rpb::UsageError stays one) and `root` rethrows its own, so an error only `root` can see (a
+/// run folder only rank 0 opens) ends every rank alike instead of leaving them waiting in the next collective.
+/// Any other exception ends `root` alone. Without MPI, or with one rank: f().
+void on_root(const std::function<void()>& f, int root = 0);
+
+/// How the ranks' command ended, once settled (settle_ending).
+struct Settled {
+  bool every_rank = false;            // every rank reached settle_ending; false: this rank must abort()
+  std::vector<int> codes;             // every_rank: each rank's exit code, by rank (0: done)
+  std::vector<std::string> messages;  // every_rank, on rank 0: each rank's message, by rank ("" for none)
+};
+
+/// Called once by every rank when its command has ended with exit code `code` (0: done) and `message` (what it
+/// would print; "" when it has printed its own). A rank that is done waits for the others as long as they take
+/// (polling every few milliseconds, so it leaves the cores to the ranks still working); a rank with a non-zero
+/// code waits at most `wait`: when every rank arrives in time (an error they all met alike: a bad config, a
+/// refused run folder; or a stop all ranks made) they exchange their codes (and rank 0 gets the messages), and
+/// all can exit through MPI_Finalize; when one does not (it waits in a collective for the failed rank, or works
+/// on), the result says so and the caller ends the job with abort(). Uses a communicator of its own, so a rank
+/// still inside another collective is never mistaken for one that ended. Never throws. Without MPI, or with one
+/// rank: every_rank, {code}, {message}.
+Settled settle_ending(int code, const std::string& message, std::chrono::milliseconds wait);
 
 /// Ends every rank of the job with `code` (MPI_Abort) after flushing this process's stderr; without MPI, or
 /// before MPI started, std::exit(code). Called by a rank that failed, so no other rank hangs.

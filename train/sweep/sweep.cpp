@@ -59,8 +59,11 @@ std::optional<std::pair<double, double>> mean_std(const std::vector<std::optiona
 namespace {
 
 // The run of one method, task and seed: trained, or resumed, or reused when it has finished; a folder trained with
-// another config is refused, or with `overwrite` moved aside (by Run::train) and the run trained afresh.
+// another config is refused, or with `overwrite` moved aside (by Run::train) and the run trained afresh. `what`
+// names it ("[3/72] markov / t5 / seed 0"): it starts every line the sweep, the run's training and its
+// evaluation log about it (the context's prefix, "<what>:").
 void train_or_reuse(Run& run, const std::string& what, bool overwrite, ProgressContext context) {
+  context.prefix = what + ":";
   const auto latest = run.latest();
   std::vector<ConfigChange> changes;
   if (latest) changes = match_run(latest->second.config_text, latest->first, run.config(), /*extend=*/false).changes;
@@ -91,6 +94,11 @@ SweepRun sweep_run(const RunConfig& base, const std::string& task, const SweepMe
           "seed" + std::to_string(seed)};
 }
 
+// A sweep run's task, method and seed, as its log lines name it: "markov / t5@untrained=nearest / seed 0".
+std::string run_label(const SweepRun& sr) {
+  return fmt::format("{} / {} / seed {}", sr.task, sr.method.name(), sr.seed);
+}
+
 // Each run folder the sweep trains, once (an evaluation-only method shares its scheme's runs), in sweep order.
 std::vector<SweepRun> runs_to_train(const RunConfig& base, const std::vector<std::string>& tasks) {
   std::vector<SweepRun> out;
@@ -114,10 +122,9 @@ void train_distributed(const RunConfig& base, const std::vector<std::string>& ta
     const SweepRun& sr = runs[static_cast<std::size_t>(i)];
     Run run(run_config(base, sr), Parallel::this_process);
     run.on_step([&serve](int64_t) { serve(); });
-    const std::string prefix = fmt::format("[rank {}: run {}/{}]", dist::rank(), i + 1, runs.size());
+    const std::string what = fmt::format("[rank {}: run {}/{}] {}", dist::rank(), i + 1, runs.size(), run_label(sr));
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    train_or_reuse(run, fmt::format("{} {} / {} / seed {}", prefix, sr.task, sr.method.name(), sr.seed),
-                   overwrite, {prefix, 0, 0, secs, resume_command});
+    train_or_reuse(run, what, overwrite, {"", 0, 0, secs, resume_command});
   });
 }
 
@@ -153,10 +160,10 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
       for (uint64_t seed : base.sweep.seeds) {
         const SweepRun sr = sweep_run(base, task, method, seed);
         Run run(run_config(base, sr));
-        const std::string prefix = fmt::format("[{}/{}]", done + 1, total);
+        const std::string what = fmt::format("[{}/{}] {}", done + 1, total, run_label(sr));
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        train_or_reuse(run, fmt::format("{} {} / {} / seed {}", prefix, task, method.name(), seed), overwrite,
-                       {prefix, static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command});
+        train_or_reuse(run, what, overwrite,
+                       {"", static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command});
         ++done;
         std::vector<std::optional<double>> ppl, nll;
         std::vector<int64_t> tokens;
