@@ -42,7 +42,7 @@ TEST_CASE("distributed: a process not started by mpirun is rank 0 of 1, and the 
   CHECK(w.grad().to_vector() == std::vector<double>{3, 3});
 }
 
-TEST_CASE("distributed: one process runs on_root's work and rethrows its error; its ending settles at once") {
+TEST_CASE("distributed: one process runs on_root's work and rethrows its error, its ending settles at once") {
   int calls = 0;
   dist::on_root([&] { ++calls; });
   CHECK(calls == 1);
