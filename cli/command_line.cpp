@@ -2,31 +2,13 @@
 #include "cli/command_line.h"
 
 #include "core/text.h"
+#include "train/io/provenance.h"
 
 namespace rpb {
 
-namespace {
+void set_command_line(int argc, char** argv) { set_process_command({argv, argv + argc}); }
 
-std::vector<std::string>& stored_command_line() {
-  static std::vector<std::string> argv;
-  return argv;
-}
-
-// `arg` as one shell word: as it is when it holds only letters, digits and _./=,:@+-, else in single quotes.
-std::string shell_word(const std::string& arg) {
-  const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                           "0123456789_./=,:@+-") == std::string::npos;
-  if (plain) return arg;
-  std::string q = "'";
-  for (const char ch : arg) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
-}
-
-}  // namespace
-
-void set_command_line(int argc, char** argv) { stored_command_line().assign(argv, argv + argc); }
-
-const std::vector<std::string>& command_line() { return stored_command_line(); }
+const std::vector<std::string>& command_line() { return process_command(); }
 
 std::string resume_command(const std::vector<std::string>& argv, bool train, int ranks) {
   std::string c = ranks > 1 ? "mpirun -np " + std::to_string(ranks) : std::string();

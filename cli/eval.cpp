@@ -78,6 +78,16 @@ void log_in_run(const std::string& run_dir, const std::string& line) {
   log.info("{}", line);
 }
 
+// What `o` asks that changes the record (train/run/eval_record.h EvalRecordOptions), which names its file.
+EvalRecordOptions record_options(const EvalOptions& o, const EvalRecord& record) {
+  EvalRecordOptions r;
+  r.lengths = o.lengths;
+  r.untrained = o.untrained;
+  r.diagnostics = o.diagnostics;
+  if (record.text == text_match_name(TextMatch::other)) r.other_text = record.text_sha256;
+  return r;
+}
+
 }  // namespace
 
 EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& results, const std::string& file,
@@ -99,6 +109,7 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
   r.text_sha256 = run.data_identity().text_sha256;
   // `rpb eval` sets what it verified.
   r.text = text_match_name(r.text_sha256.empty() ? TextMatch::generated : TextMatch::same);
+  r.provenance = current_provenance();
   return r;
 }
 
@@ -183,8 +194,8 @@ int cmd_eval(const EvalOptions& o) {
   // Grids score run.eval_tokens cells (set above), not an exact token count.
   EvalRecord record = make_eval_record(run, run.evaluate({}, cfg.dims() == 1 ? o.tokens : 0), ref.file, c.step,
                                        c.file_sha256);
-  record.default_lengths = o.lengths.empty();
   record.text = text_match_name(text.match);
+  record.options = record_options(o, record);
   if (o.json) {
     std::cout << eval_record_json(record);
   } else {

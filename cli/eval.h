@@ -30,7 +30,11 @@ struct EvalOptions {
 /// <run>/eval/ when the checkpoint lies in a run folder of ours (is_run_folder) and no_record is off, and to `out`
 /// when given (first: train/run/output_file.h; an `out` it refuses, such as the checkpoint itself or a file of a run
 /// folder, is refused with rpb::UsageError before the checkpoint is read, and nothing is written); a checkpoint
-/// elsewhere (a shared file) gets nothing written unless `out` is given. Where a record went is said on stderr.
+/// elsewhere (a shared file) gets nothing written unless `out` is given. Where a record went is said on stderr. The
+/// record's file name holds every option that changes the record (lengths, untrained, diagnostics, another text:
+/// train/run/eval_record.h EvalRecordOptions), so evaluations asked differently never replace each other's record;
+/// `json`, `no_record` and `out` change where it goes, not what it holds. The record carries the provenance
+/// (train/io/provenance.h: rpb's version and commit, the command line, the date).
 /// `lengths` holding a length twice, or more than run_limits::kMaxLengths, is refused (rpb::UsageError) first.
 int cmd_eval(const EvalOptions& options);
 

@@ -163,8 +163,8 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
   if (!svg_path.empty()) write_bias_svg(model, cfg, svg_path, svg);  // before the report: a refusal prints nothing else
   const nn::PositionOptions& p = cfg.model.position;
   out << "checkpoint " << printable(file) << "\n  step " << c.step << " of " << cfg.steps << ", rpb "
-      << printable(c.library_version)
-      << ", format version " << kCheckpointFormatVersion << "\n  model: d_model " << cfg.model.d_model << ", heads "
+      << printable(c.library_version) << " (commit "
+      << (c.commit.empty() ? std::string("not recorded") : printable(c.commit)) << "), format version " << kCheckpointFormatVersion << "\n  model: d_model " << cfg.model.d_model << ", heads "
       << cfg.model.heads << ", layers " << cfg.model.layers << ", d_ff " << cfg.model.d_ff << "; position scheme "
       << p.scheme << (cfg.model.share_position ? "" : " (one per layer)") << "; token embedding "
       << nn::recipe_name(cfg.embedding_recipe())

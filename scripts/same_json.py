@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Compares two JSON outputs of rpb as parsed values, not as text: the refactoring check of scripts/same_results.sh.
 
-  scripts/same_json.py OLD NEW [--digits N] [--lines] [--new-key KEY=VALUE ...]
+  scripts/same_json.py OLD NEW [--digits N] [--lines] [--new-key KEY=VALUE ...] [--ignore PATH ...]
 
 Numbers match when NEW's value, printed with N significant digits (the precision OLD's writer printed, e.g. 10
 for results.json before format rpb-results-2), reads back as OLD's value; without --digits they must be equal.
 Objects must hold the same keys in the same order, but for the top-level --new-key members NEW adds (e.g.
-format=rpb-results-2). With --lines the files are compared line by line: a line starting with "{" as JSON,
-others as text. Exits 0 when they match; else prints the first differences (their path) and exits 1.
+format=rpb-results-2). --ignore PATH drops a member from both sides wherever it is present, before comparing:
+PATH is keys joined by "." from the top, "*" standing for every element of an array ("provenance",
+"rows.*.runs"); scripts/same_results.sh names the provenance fields this way. With --lines the files are compared
+line by line: a line starting with "{" as JSON, others as text. Exits 0 when they match; else prints the first
+differences (their path) and exits 1.
 """
 import argparse
 import json
@@ -40,8 +43,24 @@ def differences(old, new, digits, path, out):
             differences(old[k], new[k], digits, f"{path}.{k}", out)
 
 
+def drop(value, path):
+    """`value` without the member at `path` (a list of keys, "*" for every array element), wherever present."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if head == "*" and isinstance(value, list):
+        return [drop(v, rest) for v in value]
+    if isinstance(value, dict):
+        if not rest:
+            return {k: v for k, v in value.items() if k != head}
+        return {k: (drop(v, rest) if k == head else v) for k, v in value.items()}
+    return value
+
+
 def compare_json(old_text, new_text, args, where, out):
     old, new = json.loads(old_text), json.loads(new_text)
+    for path in args.ignore:
+        old, new = drop(old, path.split(".")), drop(new, path.split("."))
     for kv in args.new_key:
         key, value = kv.split("=", 1)
         if not isinstance(new, dict) or new.get(key) != value:
@@ -58,6 +77,7 @@ def main():
     p.add_argument("--digits", type=int, default=0)
     p.add_argument("--lines", action="store_true")
     p.add_argument("--new-key", action="append", default=[])
+    p.add_argument("--ignore", action="append", default=[])
     args = p.parse_args()
     with open(args.old) as f:
         old_text = f.read()

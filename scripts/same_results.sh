@@ -4,16 +4,26 @@
 # Each binary runs short sweeps of every position scheme on every task (markov, lag and kjv with
 # the 1-D schemes; grid2d with the 2-D ones, swin_v2@window8 included), with a checkpoint midway.
 # Then every checkpoint's datasets and attributes (but the `created` time stamp) must be identical,
-# and so must results.json and `rpb bias --json` as parsed JSON (scripts/same_json.py), results.csv, the
-# printed tables, `rpb inspect` of each final checkpoint, `rpb eval` of each midway one and `rpb bias` of every
-# 1-D scheme. Exit 0 when everything matches;
+# and so must results.json and `rpb bias --json` as parsed JSON (scripts/same_json.py), results.csv cell by cell
+# (scripts/same_csv.py), the printed tables, `rpb inspect` of each final checkpoint, `rpb eval` of each midway one
+# and `rpb bias` of every 1-D scheme. Exit 0 when everything matches;
 # otherwise each difference is shown (the first lines of its diff).
+#
+# Provenance (where a result came from: the commit, the command line, the date, the run folders and checkpoint
+# digests) differs between two builds by design, and an older build writes none. These fields, and only these, are
+# ignored (see prov_* below): a checkpoint's `commit` attribute, inspect's "(commit ...)", results.json's
+# "provenance", its rows' "runs" and its "format" (rpb-results-3 added the two), and results.csv's provenance columns.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: scripts/same_results.sh OLD_RPB NEW_RPB [WORK_DIR]" >&2; exit 2; }
 old=$(realpath "$1") new=$(realpath "$2")
 work=${3:-$(mktemp -d /tmp/rpb-same.XXXXXX)}
 mkdir -p "$work"
+# The provenance fields (train/io/provenance.h, train/sweep/results.h kResultsCsvProvenanceColumns).
+prov_h5_attributes='commit'
+prov_inspect_sed='s/ (commit [^)]*)//'
+prov_json=(--ignore format --ignore provenance --ignore 'rows.*.runs')
+prov_csv_columns=(run_folder config_digest checkpoint checkpoint_sha256 rpb_version commit command date)
 short=(--set run.steps=20 --set run.checkpoint_every=10 --set optim.warmup_steps=2 --set run.log_every=5
        --set run.eval_tokens=1024 --set 'sweep.seeds=[0]')
 
@@ -28,13 +38,15 @@ run_all() {  # <binary> <label>
     > "$out/table_2d.txt" 2> "$out/log_2d.txt"
   for f in $(cd "$out" && find . -name 'step_*.h5' | sort); do
     # Without the blocks that depend on the clock: the `created` attribute (and its CRC), the measured tokens/s and the
-    # elapsed training time.
-    h5dump "$out/$f" | awk '!skip && /(ATTRIBUTE "created(\.crc32)?"|DATASET "(tokens_per_sec|elapsed_s)") \{/ {
+    # elapsed training time; and without the provenance attributes.
+    h5dump "$out/$f" | awk '!skip && /(ATTRIBUTE "(created|'"$prov_h5_attributes"')(\.crc32)?"|DATASET "(tokens_per_sec|elapsed_s)") \{/ {
         skip = 1; match($0, /^ */); indent = RLENGTH; next }
       skip && /^ *}$/ { match($0, /^ */); if (RLENGTH == indent) skip = 0; next }
       !skip' > "$out/$f.dump"
   done
-  for f in $(cd "$out" && find . -name 'step_00000020.h5' | sort); do "$rpb" inspect "$out/$f" > "$out/$f.inspect"; done
+  for f in $(cd "$out" && find . -name 'step_00000020.h5' | sort); do
+    "$rpb" inspect "$out/$f" | sed "$prov_inspect_sed" > "$out/$f.inspect"
+  done
   for f in $(cd "$out" && find . -name 'step_00000010.h5' | sort); do "$rpb" eval "$out/$f" > "$out/$f.eval"; done
   for scheme in learned sinusoidal rope t5 shaw log_decay alibi none; do
     for flags in "" "--json" "--causal --heads 3 --query-length 5 --key-length 9 --query-offset 4"; do
@@ -50,25 +62,32 @@ run_all() {  # <binary> <label>
 run_all "$old" old
 run_all "$new" new
 status=0
-# JSON is compared as parsed values (scripts/same_json.py): `bias --json` lines exactly, results.json at the 10
-# significant digits rpb printed before format rpb-results-2 (JSON through nlohmann: shortest round-trip doubles,
-# another layout) when the old binary wrote that earlier format, else exactly.
+# JSON is compared as parsed values (scripts/same_json.py): `bias --json` lines exactly, results.json without its
+# provenance, at the 10 significant digits rpb printed before format rpb-results-2 (JSON through nlohmann: shortest
+# round-trip doubles, another layout) when the old binary wrote that earlier format, else exactly.
 same_json() {  # <file relative to old/ and new/>
   local f=$1 flags=()
   case "$f" in
     */bias.txt) flags=(--lines) ;;
-    *.json) grep -q '"format"' "$work/old/$f" || flags=(--digits 10 --new-key format=rpb-results-2) ;;
+    *.json) flags=("${prov_json[@]}"); grep -q '"format"' "$work/old/$f" || flags+=(--digits 10) ;;
   esac
   python3 scripts/same_json.py "${flags[@]}" "$work/old/$f" "$work/new/$f"
+}
+same_csv() {  # <file relative to old/ and new/>
+  local flags=()
+  for c in "${prov_csv_columns[@]}"; do flags+=(--ignore-column "$c"); done
+  python3 scripts/same_csv.py "${flags[@]}" "$work/old/$1" "$work/new/$1"
 }
 for pattern in 'bias.txt' 'table_*.txt' 'results.csv' 'results.json' '*.h5.dump' '*.inspect' '*.eval'; do
   n=0
   for f in $(cd "$work/old" && find . -name "$pattern" | sort); do
     n=$((n + 1))
-    if [ "$pattern" = bias.txt ] || [ "$pattern" = results.json ]; then
+    if [ "$pattern" = results.csv ]; then
+      same_csv "$f" > "$work/csv_diff.txt" || { echo "differs: $f"; head -n 20 "$work/csv_diff.txt"; status=1; }
+    elif [ "$pattern" = bias.txt ] || [ "$pattern" = results.json ]; then
       same_json "$f" > "$work/json_diff.txt" || { echo "differs: $f"; head -n 20 "$work/json_diff.txt"; status=1; }
     elif ! cmp -s "$work/old/$f" "$work/new/$f"; then
-      echo "differs: $f"; diff "$work/old/$f" "$work/new/$f" | head -n 20; status=1
+      echo "differs: $f"; { diff "$work/old/$f" "$work/new/$f" || true; } | head -n 20; status=1
     fi
   done
   [ "$(cd "$work/new" && find . -name "$pattern" | wc -l)" = "$n" ] || { echo "the new binary wrote another number of $pattern files"; status=1; }

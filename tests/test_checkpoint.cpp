@@ -284,7 +284,7 @@ TEST_CASE("checkpoint: the file layout is what h5py and h5dump users see") {
   H5Aread(fv, H5T_NATIVE_INT, &format);
   CHECK(format == rpb::kCheckpointFormatVersion);
   H5Aclose(fv);
-  for (const char* name : {"rpb_version", "config", "created"}) {
+  for (const char* name : {"rpb_version", "commit", "config", "created"}) {
     const hid_t a = H5Aopen_by_name(f, "/", name, H5P_DEFAULT, H5P_DEFAULT);
     REQUIRE(a >= 0);
     const hid_t t = H5Aget_type(a);
@@ -300,6 +300,12 @@ TEST_CASE("checkpoint: the file layout is what h5py and h5dump users see") {
       CHECK(text.size() == 20);  // 2024-05-01T12:34:56Z
       CHECK(text[10] == 'T');
       CHECK(text.back() == 'Z');
+    }
+    if (std::string(name) == "commit") {  // the build's commit (train/io/version.h)
+      char* chars = nullptr;
+      H5Aread(a, t, &chars);
+      CHECK(std::string(chars) == rpb::build_commit());
+      H5free_memory(chars);
     }
     H5Tclose(t);
     H5Aclose(a);

@@ -52,7 +52,11 @@ void check_same(const EvalRecord& a, const EvalRecord& b) {
   CHECK(a.train_length == b.train_length);
   CHECK(a.max_length == b.max_length);
   CHECK(a.optimal_perplexity == b.optimal_perplexity);
-  CHECK(a.default_lengths == b.default_lengths);
+  CHECK(a.options == b.options);
+  CHECK(a.provenance.rpb_version == b.provenance.rpb_version);
+  CHECK(a.provenance.commit == b.provenance.commit);
+  CHECK(a.provenance.command == b.provenance.command);
+  CHECK(a.provenance.date == b.provenance.date);
   CHECK(a.text == b.text);
   CHECK(a.text_sha256 == b.text_sha256);
   REQUIRE(a.lengths.size() == b.lengths.size());
@@ -86,7 +90,8 @@ EvalRecord sample_record(bool full) {
     r.optimal_perplexity = std::exp(1.17);
     r.text = "other";
     r.text_sha256 = std::string(64, 'c');
-    r.default_lengths = false;
+    r.options = {{64, 128, 1024}, "nearest", true, std::string(64, 'c')};
+    r.provenance = {"0.1.0", std::string(40, 'd') + "-dirty", "rpb eval 'a b'", "2025-01-31T12:34:56Z"};
   }
   return r;
 }
@@ -125,7 +130,7 @@ TEST_CASE("eval record: an rpb-eval-1 record (before nlohmann) reads, default_le
   for (const std::string name : {"step_00000020-256.json", "step_00000020-256-L16.json"}) {
     std::ofstream(dir.file(name)) << v1;
     const EvalRecord r = read_eval_record(dir.file(name));
-    CHECK(r.default_lengths == (name == "step_00000020-256.json"));
+    CHECK(r.default_lengths() == (name == "step_00000020-256.json"));
     CHECK(r.optimal_perplexity == 3.21);
     CHECK(r.lengths.at(0).attention.mean_distance == std::vector<std::vector<double>>{{3.25}});
   }
@@ -170,7 +175,7 @@ TEST_CASE("eval record: an rpb-eval-1 record without \"text\" (before rpb record
     const EvalRecord r = read_eval_record(dir.file("step_00000020-256.json"));
     CHECK(r.text == expected);
     CHECK(r.text_sha256.empty());
-    CHECK(r.default_lengths);
+    CHECK(r.default_lengths());
     CHECK(r.step == 20);
     REQUIRE(r.lengths.size() == 2);
     CHECK(r.lengths[1].nll == 0.1 + 0.2);
@@ -207,7 +212,8 @@ TEST_CASE("eval record: a damaged record is refused naming the file and the key"
   CHECK(refusal(j.dump()).find("key lengths[0].attention[1]: layer 0 head 5 out of order") != std::string::npos);
   j = good;
   j["format"] = "rpb-eval-9";
-  CHECK(refusal(j.dump()).find(": key format: \"rpb-eval-9\", rpb reads \"rpb-eval-2\"") != std::string::npos);
+  CHECK(refusal(j.dump()).find(": key format: \"rpb-eval-9\", rpb reads \"rpb-eval-3\", \"rpb-eval-2\" and \"rpb-eval-1\"") !=
+        std::string::npos);
   CHECK(refusal("{\"format\": ").find("eval record " + path + ": not valid JSON: parse error at line 1, column 12") == 0);
   CHECK(refusal("[]") == "eval record " + path + ": expected an object, found an array");
   CHECK(refusal(std::string(40, '[') + std::string(40, ']')) ==
@@ -235,7 +241,10 @@ SweepResults sample_results() {
   a.mean_distance = {{1.5, kNaN}};
   a.entropy = {{0.5, 0.75}};
   m.attention = {{a, {}}, {{}, {}}};
+  m.runs = {{"runs/quick/markov/t5@buckets16/seed0", std::string(64, 'e'), "step_00000600.h5", std::string(64, 'f')},
+            {"runs/a,\"b\"/seed18446744073709551615", std::string(64, '0'), "step_00000010.h5", ""}};
   r.rows = {m, m};
+  r.provenance = {"0.1.0", "unknown", "build/rpb extrapolate 'x y.toml'", "2025-01-31T12:34:56Z"};
   r.rows[1].optimal_perplexity.reset();
   r.rows[1].task = "kjv";
   return r;
@@ -247,6 +256,10 @@ void check_same(const SweepResults& a, const SweepResults& b) {
   CHECK(a.train_length == b.train_length);
   CHECK(a.multipliers == b.multipliers);
   CHECK(a.seeds == b.seeds);
+  CHECK(a.provenance.commit == b.provenance.commit);
+  CHECK(a.provenance.command == b.provenance.command);
+  CHECK(a.provenance.date == b.provenance.date);
+  CHECK(a.provenance.rpb_version == b.provenance.rpb_version);
   REQUIRE(a.rows.size() == b.rows.size());
   for (std::size_t i = 0; i < a.rows.size(); ++i) {
     const SweepResultsRow &x = a.rows[i], &y = b.rows[i];
@@ -255,6 +268,13 @@ void check_same(const SweepResults& a, const SweepResults& b) {
     CHECK(x.label == y.label);
     CHECK(x.position_params == y.position_params);
     CHECK(x.optimal_perplexity == y.optimal_perplexity);
+    REQUIRE(x.runs.size() == y.runs.size());
+    for (std::size_t s = 0; s < x.runs.size(); ++s) {
+      CHECK(x.runs[s].folder == y.runs[s].folder);
+      CHECK(x.runs[s].config_digest == y.runs[s].config_digest);
+      CHECK(x.runs[s].checkpoint == y.runs[s].checkpoint);
+      CHECK(x.runs[s].checkpoint_sha256 == y.runs[s].checkpoint_sha256);
+    }
     CHECK(x.perplexity == y.perplexity);
     CHECK(x.nll == y.nll);
     CHECK(x.tokens == y.tokens);
@@ -281,7 +301,7 @@ TEST_CASE("results.json: written, read back (read_sweep_results) equal, n/a and 
   CHECK(r.rows[0].distance_std() == Values{std::nullopt, std::nullopt});
   const std::string text = json_text(sweep_results_object(r));
   std::ofstream(dir.file("results.json")) << text;
-  CHECK(text.find("\"format\": \"rpb-results-2\"") != std::string::npos);
+  CHECK(text.find("\"format\": \"rpb-results-3\"") != std::string::npos);
   const SweepResults back = read_sweep_results(dir.file("results.json"));
   check_same(back, r);
   CHECK(json_text(sweep_results_object(back)) == text);

@@ -150,10 +150,10 @@ std::string Run::save(int64_t step, FileDigest digest) {
   return sha256;
 }
 
-std::optional<std::pair<std::string, Checkpoint>> Run::latest() const {
+std::optional<std::pair<std::string, Checkpoint>> Run::latest(FileDigest digest) const {
   std::string file = read_latest(dir_);
   if (file.empty()) return std::nullopt;
-  Checkpoint c = load_own_checkpoint(file, "checkpoint");
+  Checkpoint c = load_own_checkpoint(file, "checkpoint", digest);
   return std::make_pair(std::move(file), std::move(c));
 }
 

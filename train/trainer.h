@@ -96,8 +96,9 @@ class Run {
   /// `latest`), a log line "interrupted at step N; resume with: ...", then rpb::Interrupted is thrown.
   TrainSummary train(bool resume, const std::string& resume_from = {}, const StartOptions& options = {});
 
-  /// The checkpoint the run folder's `latest` names, read, with its file; nullopt when there is none.
-  std::optional<std::pair<std::string, Checkpoint>> latest() const;
+  /// The checkpoint the run folder's `latest` names, read, with its file; nullopt when there is none. With
+  /// FileDigest::sha256, its Checkpoint::file_sha256 holds the digest of the bytes read.
+  std::optional<std::pair<std::string, Checkpoint>> latest(FileDigest digest = FileDigest::none) const;
   /// Puts checkpoint `c` (read from `file`, of this run's architecture) into the model, optimizer and samplers.
   /// Refuses (check_finite, train/checkpoint/checkpoint_finite.h) parameters, buffers or optimizer state that are not finite.
   void restore(const Checkpoint& c, const std::string& file);

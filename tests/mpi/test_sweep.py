@@ -8,6 +8,7 @@ one-process table; every log line names its run's task, method and seed, in one 
 
 ctest runs it when rpb was built with MPI (CMakeLists.txt, test mpi.sweep).
 """
+import csv
 import json
 import os
 import re
@@ -31,13 +32,21 @@ def sweep(ranks, out_dir, *more):
     return run(ranks, "extrapolate", QUICK, *SETTINGS, "--set", "run.out_dir=" + out_dir, *more)
 
 
+# results.csv's provenance columns (train/sweep/results.h): the run folders, checkpoint digests (a checkpoint holds
+# its creation time), command and date differ between two sweeps by design.
+PROVENANCE_COLUMNS = {"run_folder", "config_digest", "checkpoint", "checkpoint_sha256", "rpb_version", "commit",
+                      "command", "date"}
+
+
 def results(out_dir):
+    """results.json's rows and results.csv's cells, without their provenance (rows' "runs", the CSV's columns)."""
     folder = os.path.join(out_dir, "extrapolation_quick")
     with open(os.path.join(folder, "results.json")) as f:
-        rows = json.load(f)["rows"]
-    with open(os.path.join(folder, "results.csv")) as f:
-        table = f.read()
-    return rows, table
+        rows = [{k: v for k, v in row.items() if k != "runs"} for row in json.load(f)["rows"]]
+    with open(os.path.join(folder, "results.csv"), newline="") as f:
+        table = list(csv.reader(f))
+    keep = [i for i, name in enumerate(table[0]) if name not in PROVENANCE_COLUMNS]
+    return rows, [[line[i] for i in keep] for line in table]
 
 
 class DistributedSweep(unittest.TestCase):

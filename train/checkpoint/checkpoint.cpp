@@ -24,6 +24,7 @@
 #include "train/config/memory.h"
 #include "train/io/atomic_file.h"
 #include "train/io/input_file.h"
+#include "train/io/provenance.h"
 #include "train/io/sha256.h"
 #include "train/io/version.h"
 
@@ -35,15 +36,6 @@ namespace {
 using namespace hdf5;
 
 // ------------------------------------------------------------- writing ----
-
-std::string iso_time_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 void write_tensor(hid_t parent, const std::string& name, const std::string& full, const Tensor& t,
                   const std::string& op) {
@@ -62,14 +54,15 @@ void write_tensor_group(hid_t file, const std::string& group_name, const nn::Nam
   }
 }
 
-/// The root attributes: format_version, rpb_version, config, config_digest (when known), step, created.
+/// The root attributes: format_version, rpb_version, commit, config, config_digest (when known), step, created.
 void write_root_attrs(hid_t root, const Checkpoint& c, const std::string& op) {
   write_attr(root, "format_version", H5T_NATIVE_INT, kCheckpointFormatVersion, "/", op);
   write_string_attr(root, "rpb_version", c.library_version.empty() ? version() : c.library_version, "/", op);
+  write_string_attr(root, "commit", c.commit.empty() ? build_commit() : c.commit, "/", op);
   write_string_attr(root, "config", c.config_text, "/", op);
   if (!c.config_digest.empty()) write_string_attr(root, "config_digest", c.config_digest, "/", op);
   write_attr(root, "step", H5T_NATIVE_INT64, c.step, "/", op);
-  write_string_attr(root, "created", iso_time_now(), "/", op);
+  write_string_attr(root, "created", utc_now_iso8601(), "/", op);
 }
 
 /// /optim: its attributes (kind, step, groups, then the hyper-parameters) and its tensors.
@@ -270,6 +263,7 @@ void read_root_attrs(hid_t root, Checkpoint& c, const std::string& op) {
   CKPT_CHECK(format == kCheckpointFormatVersion, "format version ", format, " is not supported (this rpb reads ",
              kCheckpointFormatVersion, ")");
   c.library_version = read_string_attr(root, "rpb_version", "/", op);
+  if (H5Aexists(root, "commit") > 0) c.commit = read_string_attr(root, "commit", "/", op);
   c.config_text = read_string_attr(root, "config", "/", op);
   if (H5Aexists(root, "config_digest") > 0) c.config_digest = read_string_attr(root, "config_digest", "/", op);
   c.step = read_int_attr(root, "step", "/", op);

@@ -32,8 +32,8 @@ struct DataIdentity {
 /// Everything needed to resume a run, and what `rpb inspect`, h5dump and h5py show.
 ///
 /// File layout (HDF5):
-///   /                attributes format_version (int32), rpb_version, config, config_digest (optional), created
-///                    (ISO 8601 UTC) (strings), step (int64)
+///   /                attributes format_version (int32), rpb_version, commit (optional on load: older files lack
+///                    it), config, config_digest (optional), created (ISO 8601 UTC) (strings), step (int64)
 ///   /params/<path>   one dataset per parameter, named by its module path ("blocks.0.attn.qkv.weight")
 ///   /buffers/<path>  persistent buffers, likewise
 ///   /optim           attributes kind, groups (strings), step (int64), and one float64 attribute per hyper-parameter
@@ -63,6 +63,9 @@ struct Checkpoint {
   std::string config_digest;
   /// Root attribute "rpb_version"; save_checkpoint fills in rpb::version() when empty.
   std::string library_version;
+  /// Root attribute "commit": the git commit of the rpb that wrote the file (train/io/version.h build_commit);
+  /// save_checkpoint fills in build_commit() when empty; "" when read from a file written before rpb recorded it.
+  std::string commit;
   nn::NamedTensors params;
   /// Persistent buffers only.
   nn::NamedTensors buffers;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <system_error>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "train/checkpoint/data_identity.h"
 #include "train/io/atomic_file.h"
@@ -75,6 +76,29 @@ LengthResult read_length(const JsonIn& in) {
   return r;
 }
 
+Json options_json(const EvalRecordOptions& o) {
+  const auto text_or_null = [](const std::string& t) { return t.empty() ? Json(nullptr) : Json(t); };
+  return {{"lengths", o.lengths.empty() ? Json(nullptr) : Json(o.lengths)},
+          {"untrained", text_or_null(o.untrained)},
+          {"diagnostics", o.diagnostics},
+          {"other_text", text_or_null(o.other_text)}};
+}
+
+EvalRecordOptions read_options(const JsonIn& in) {
+  EvalRecordOptions o;
+  if (!in["lengths"].is_null())
+    for (std::size_t i = 0; i < in["lengths"].size(); ++i) o.lengths.push_back(in["lengths"][i].int64());
+  o.untrained = in["untrained"].string_or_empty();
+  if (!o.untrained.empty() && !enum_value(nn::kUntrainedNames, o.untrained))
+    in["untrained"].fail("\"" + o.untrained + "\" is not a position.untrained value");
+  o.diagnostics = in["diagnostics"].boolean();
+  o.other_text = in["other_text"].string_or_empty();
+  if (!o.other_text.empty() && (o.other_text.size() != 64 || o.other_text.find_first_not_of("0123456789abcdef") !=
+                                                                  std::string::npos))
+    in["other_text"].fail("expected null or 64 lowercase hex digits (a SHA-256)");
+  return o;
+}
+
 }  // namespace
 
 int64_t EvalRecord::tokens() const {
@@ -89,6 +113,7 @@ Json eval_record_object(const EvalRecord& r) {
   Json lengths = Json::array();
   for (const LengthResult& l : r.lengths) lengths.push_back(length_json(l, r.optimal_perplexity));
   return {{"format", kEvalRecordFormat},
+          {"provenance", provenance_object(r.provenance)},
           {"checkpoint", r.checkpoint},
           {"step", r.step},
           {"checkpoint_sha256", r.checkpoint_sha256},
@@ -104,7 +129,8 @@ Json eval_record_object(const EvalRecord& r) {
           {"entropy_rate", json_number(entropy)},
           {"text", r.text},
           {"text_sha256", r.text_sha256.empty() ? Json(nullptr) : Json(r.text_sha256)},
-          {"default_lengths", r.default_lengths},
+          {"default_lengths", r.default_lengths()},
+          {"options", options_json(r.options)},
           {"lengths", std::move(lengths)}};
 }
 
@@ -113,9 +139,11 @@ std::string eval_record_json(const EvalRecord& record) { return json_text(eval_r
 EvalRecord eval_record_from_json(const Json& json, const std::string& source, const std::string& file_name) {
   const JsonIn in(json, source);
   const std::string format = in["format"].string();
-  if (format != kEvalRecordFormat && format != "rpb-eval-1")
-    in["format"].fail("\"" + format + "\", rpb reads \"" + kEvalRecordFormat + "\" and \"rpb-eval-1\"");
+  const bool v1 = format == "rpb-eval-1", v3 = format == kEvalRecordFormat;
+  if (!v3 && format != "rpb-eval-2" && !v1)
+    in["format"].fail("\"" + format + "\", rpb reads \"" + kEvalRecordFormat + "\", \"rpb-eval-2\" and \"rpb-eval-1\"");
   EvalRecord r;
+  if (v3) r.provenance = provenance_from_json(in["provenance"]);
   r.checkpoint = in["checkpoint"].string();
   r.step = in["step"].int64();
   r.checkpoint_sha256 = in["checkpoint_sha256"].string();
@@ -127,18 +155,24 @@ EvalRecord eval_record_from_json(const Json& json, const std::string& source, co
   r.train_length = in["train_length"].int64();
   r.max_length = in["max_length"].is_null() ? 0 : in["max_length"].int64();
   r.optimal_perplexity = in["optimal_perplexity"].optional_number();
-  if (format == kEvalRecordFormat || in.has("text")) {
+  if (!v1 || in.has("text")) {
     r.text = in["text"].string();
     r.text_sha256 = in["text_sha256"].string_or_empty();
   } else {  // an rpb-eval-1 record written before rpb recorded the text: kjv's is unknown, the others' generated
     r.text = text_match_name(r.task.rfind("kjv:", 0) == 0 ? TextMatch::unverified : TextMatch::generated);
   }
   for (std::size_t i = 0; i < in["lengths"].size(); ++i) r.lengths.push_back(read_length(in["lengths"][i]));
-  if (format == kEvalRecordFormat) {
-    r.default_lengths = in["default_lengths"].boolean();
-  } else {  // rpb-eval-1 did not store it: its file name did ("-L<lengths>" when chosen on the command line)
-    r.default_lengths = file_name == eval_record_name(r);
+  if (v3) {
+    r.options = read_options(in["options"]);
+    return r;
   }
+  // rpb-eval-2 and -1 stored no options: the ones their file names showed.
+  if (r.untrained == nn::untrained_name(nn::Untrained::nearest)) r.options.untrained = r.untrained;
+  if (r.text == "other") r.options.other_text = r.text_sha256;
+  // rpb-eval-1 did not store default_lengths either: its file name did ("-L<lengths>" when chosen on the command line)
+  const bool default_lengths = v1 ? file_name == eval_record_name(r) : in["default_lengths"].boolean();
+  if (!default_lengths)
+    for (const LengthResult& l : r.lengths) r.options.lengths.push_back(l.length);
   return r;
 }
 
@@ -148,17 +182,24 @@ EvalRecord read_eval_record(const std::string& path) {
                                fs::path(path).filename().string());
 }
 
-std::string eval_record_name(const EvalRecord& r) {
+std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options) {
+  // Every member, by name: an option added to EvalRecordOptions stops this from compiling until it is named here.
+  const auto& [lengths, untrained, diagnostics, other_text] = options;
   std::ostringstream name;  // a stream, not a + chain: GCC 12 warns falsely (-Wstringop-overflow) on that
-  name << fs::path(r.checkpoint).stem().string() << "-" << r.tokens();
-  if (!r.default_lengths) {
+  name << fs::path(checkpoint).stem().string() << "-" << tokens;
+  if (!lengths.empty()) {
     name << "-L";
-    for (std::size_t i = 0; i < r.lengths.size(); ++i) name << (i ? "_" : "") << r.lengths[i].length;
+    for (std::size_t i = 0; i < lengths.size(); ++i) name << (i ? "_" : "") << lengths[i];
   }
-  if (r.untrained == nn::untrained_name(nn::Untrained::nearest)) name << "-nearest";
-  if (r.text == "other") name << "-text" << r.text_sha256.substr(0, 12);
+  if (!untrained.empty()) name << "-" << untrained;
+  if (diagnostics) name << "-diag";
+  if (!other_text.empty()) name << "-text" << other_text.substr(0, 12);
   name << ".json";
   return name.str();
+}
+
+std::string eval_record_name(const EvalRecord& r) {
+  return eval_record_name(r.checkpoint, r.tokens(), r.options);
 }
 
 std::string write_eval_record(const std::string& run_dir, const EvalRecord& record) {

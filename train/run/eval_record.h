@@ -1,5 +1,5 @@
 // rpb/train/run/eval_record.h: the record of one evaluation of a checkpoint, as `rpb train` and `rpb eval` write it into
-// the run folder: <run>/eval/<checkpoint stem>-<tokens>.json (format below).
+// the run folder: <run>/eval/<checkpoint stem>-<tokens><options>.json (format below, name eval_record_name).
 #pragma once
 
 #include <cstddef>
@@ -9,9 +9,23 @@
 #include <vector>
 
 #include "train/io/json_text.h"
+#include "train/io/provenance.h"
 #include "train/run/eval_result.h"
 
 namespace rpb {
+
+/// Every option of an evaluation that changes its record (what `rpb eval` was asked beyond the checkpoint and its
+/// stored config), as eval_record_name puts it into the file name: two evaluations of one checkpoint share a file
+/// only when they were asked the same (and scored as many tokens, always in the name). A new option that changes
+/// the record (a stride, ...) goes here: eval_record_name takes the struct apart member by member (a structured
+/// binding of all of them), so it does not compile until the option has its place in the name.
+struct EvalRecordOptions {
+  std::vector<int64_t> lengths;  // eval --lengths: the lengths asked for, in order; empty: the config's eval_multipliers
+  std::string untrained;         // eval --untrained: "keep" or "nearest"; "": the stored config's position.untrained
+  bool diagnostics = false;      // eval --diagnostics: attention diagnostics measured whatever run.eval_diagnostics says
+  std::string other_text;        // eval --other-text scoring another text: its SHA-256; "": the training text (or none)
+  bool operator==(const EvalRecordOptions&) const = default;
+};
 
 /// One evaluation: which checkpoint, on what, and the result at every length.
 struct EvalRecord {
@@ -27,30 +41,38 @@ struct EvalRecord {
   int64_t max_length = 0;         // the longest length the scheme runs at (0: unbounded)
   std::optional<double> optimal_perplexity;  // exp(entropy rate) where the task knows it
   std::vector<LengthResult> lengths;
-  bool default_lengths = true;    // the config's eval_multipliers (false: lengths chosen on the command line)
+  EvalRecordOptions options;      // what the evaluation was asked (none for `rpb train`'s)
   /// The data scored (train/checkpoint/data_identity.h text_match_name): "generated" (markov, lag, grid2d: the config fixes
   /// it), "training" (kjv: the training text), "other" (kjv: another text, eval --other-text) or "unverified" (kjv:
   /// a checkpoint written before rpb recorded its text).
   std::string text = "generated";
   std::string text_sha256;        // kjv: the SHA-256 of the text scored (data::KjvTask::text_sha256); "" otherwise
+  Provenance provenance;          // who wrote the record, how and when; empty when read from an rpb-eval-2 or -1 record
 
   /// The target tokens scored at every length (0 when no length ran).
   int64_t tokens() const;
+  /// Whether the lengths are the config's eval_multipliers (not chosen on the command line).
+  bool default_lengths() const { return options.lengths.empty(); }
 };
 
-/// The format an eval record's "format" key names ("rpb-eval-1": before rpb wrote JSON through nlohmann, numbers
-/// with 17 significant digits and no "default_lengths").
-inline constexpr const char* kEvalRecordFormat = "rpb-eval-2";
+/// The format an eval record's "format" key names ("rpb-eval-2": without "provenance"; "rpb-eval-1": before rpb wrote
+/// JSON through nlohmann, numbers with 17 significant digits and no "default_lengths").
+inline constexpr const char* kEvalRecordFormat = "rpb-eval-3";
 /// The largest eval record read_eval_record reads (a record of 64 lengths x 64 layers x 64 heads is ~30 MiB).
 inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 
 /// The record as JSON (members in this order):
-///   {"format": "rpb-eval-2", "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
+///   {"format": "rpb-eval-3",
+///    "provenance": {"rpb_version": "0.1.0", "commit": "<40 hex>[-dirty]" | "unknown", "command": "...",
+///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
+///    "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
 ///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null, "task": "...",
 ///    "train_length": 64, "max_length": null | N, "tokens": 8192,
 ///    "optimal_perplexity": 3.21 | null, "entropy_rate": 1.17 | null,
 ///    "text": "generated" | "training" | "other" | "unverified", "text_sha256": "<64 hex>" | null,
 ///    "default_lengths": true | false,
+///    "options": {"lengths": null | [64, 1024], "untrained": null | "keep" | "nearest", "diagnostics": true | false,
+///                "other_text": null | "<64 hex>"} (EvalRecordOptions; null: not asked),
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null,
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
@@ -63,8 +85,11 @@ Json eval_record_object(const EvalRecord& record);
 /// eval_record_object's text (train/io/json_text.h json_text: indented by 2, a final newline).
 std::string eval_record_json(const EvalRecord& record);
 
-/// The record `json` holds (an "rpb-eval-2" or "rpb-eval-1" record); `source` names it in errors ("eval record
-/// <path>") and `file_name` is its file's name (an rpb-eval-1 record's default_lengths is read from it). An
+/// The record `json` holds (an "rpb-eval-3", "rpb-eval-2" or "rpb-eval-1" record; the older ones have no
+/// provenance, read as empty); `source` names it in errors ("eval record <path>") and `file_name` is its file's name
+/// (an rpb-eval-1 record's default_lengths is read from it). An rpb-eval-2 or -1 record's options are those its
+/// file name showed: its lengths when not the default ones, "nearest" for a record evaluated so and the text's
+/// SHA-256 for another text. An
 /// rpb-eval-1 record written before rpb recorded the text scored has no "text" and "text_sha256": its text reads as
 /// "unverified" for a kjv task (its "task" starts "kjv:"), else "generated", and its text_sha256 as "". The values
 /// derived from others ("tokens", "entropy_rate", "perplexity", a length's "optimal_perplexity") are not read; an
@@ -76,10 +101,14 @@ EvalRecord eval_record_from_json(const Json& json, const std::string& source, co
 /// write_eval_record wrote, as eval_record_from_json reads it. Throws rpb::Error naming the file (and the key).
 EvalRecord read_eval_record(const std::string& path);
 
-/// The record's file name: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), with "-L<l1>_<l2>..."
-/// before ".json" when the lengths were chosen on the command line ("step_00000600-8192-L64_1024.json") and
-/// "-nearest" when untrained rows read their nearest trained row, and "-text<first 12 hex digits of its sha256>" for
-/// another text than the training text. The same checkpoint evaluated the same way again replaces its record.
+
+/// The file name of the record of `checkpoint` (a file name or path) scoring `tokens` tokens at each length with
+/// `options`: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), and before ".json" one part per option
+/// that is set, in the struct's order: "-L<l1>_<l2>..." (lengths), "-<untrained>" ("-nearest"), "-diag"
+/// (diagnostics) and "-text<first 12 hex digits>" (other_text): "step_00000600-8192-L64_1024-nearest-diag.json".
+std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options);
+/// The record's file name: eval_record_name of its checkpoint, tokens() and options. The same checkpoint evaluated
+/// the same way again replaces its record.
 std::string eval_record_name(const EvalRecord& record);
 
 /// Writes the record into `run_dir`/eval/ (created when missing) atomically (write_file_atomically) and returns the

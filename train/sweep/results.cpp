@@ -7,6 +7,7 @@
 
 #include "train/data/task.h"
 #include "train/io/atomic_file.h"
+#include "train/io/provenance.h"
 #include "train/run/run_folder.h"
 #include "train/sweep/results_json.h"
 
@@ -52,10 +53,30 @@ std::string format_table(const SweepResult& r) {
 
 namespace {
 
-std::string csv(const SweepResult& r) {
+// `text` as one CSV field (RFC 4180): in double quotes, a quote doubled, when it holds a comma, quote or line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string q = "\"";
+  for (const char ch : text) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+// The provenance columns of a row: where seed `s`'s run lives and what wrote the file.
+std::string provenance_cells(const MethodResult& m, std::size_t s, const Provenance& p) {
+  const SweepRunRecord run = s < m.runs.size() ? m.runs[s] : SweepRunRecord{};
+  std::string out;
+  for (const std::string* cell : {&run.folder, &run.config_digest, &run.checkpoint, &run.checkpoint_sha256,
+                                  &p.rpb_version, &p.commit, &p.command, &p.date})
+    out += "," + csv_field(*cell);
+  return out;
+}
+
+std::string csv(const SweepResult& r, const Provenance& p) {
   std::ostringstream os;
   os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
-        "mean_attention_distance\n";
+        "mean_attention_distance";
+  for (const char* column : kResultsCsvProvenanceColumns) os << "," << column;
+  os << "\n";
   for (const MethodResult& m : r.rows)
     for (std::size_t s = 0; s < m.ppl.size(); ++s)
       for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
@@ -69,7 +90,7 @@ std::string csv(const SweepResult& r) {
         else os << ",";
         os << ",";
         if (const auto d = m.attention_at(s, j).mean_distance_overall()) os << std::setprecision(10) << *d;
-        os << "\n";
+        os << provenance_cells(m, s, p) << "\n";
       }
   return os.str();
 }
@@ -78,8 +99,10 @@ std::string csv(const SweepResult& r) {
 
 void write_results(const SweepResult& r, const std::string& dir) {
   fs::create_directories(dir);
-  write_file_atomically((fs::path(dir) / kResultsCsvName).string(), csv(r));
-  write_file_atomically((fs::path(dir) / kResultsJsonName).string(), json_text(sweep_results_object(sweep_results(r))));
+  const Provenance provenance = current_provenance();  // one date for both files
+  write_file_atomically((fs::path(dir) / kResultsCsvName).string(), csv(r, provenance));
+  write_file_atomically((fs::path(dir) / kResultsJsonName).string(),
+                        json_text(sweep_results_object(sweep_results(r, provenance))));
 }
 
 }  // namespace rpb

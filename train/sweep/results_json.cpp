@@ -43,6 +43,8 @@ SweepResultsRow row_of(const MethodResult& m) {
   row.label = m.method.label();
   row.position_params = m.position_params;
   row.optimal_perplexity = m.optimal_ppl;
+  row.runs = m.runs;
+  row.runs.resize(m.ppl.size());  // one per seed (a result built without runs: empty records)
   row.perplexity = m.ppl;
   row.nll = m.nll;
   row.tokens.resize(m.ppl.size());
@@ -88,11 +90,26 @@ Json per_seed(const SweepResultsRow& m, Cell cell) {
   return out;
 }
 
-Json row_json(const SweepResultsRow& m) {
+// [{"seed": 0, "folder": ..., "config_digest": ..., "checkpoint": ..., "checkpoint_sha256": ... | null}, ...].
+Json runs_json(const std::vector<SweepRunRecord>& runs, const std::vector<uint64_t>& seeds) {
+  Json out = Json::array();
+  for (std::size_t s = 0; s < runs.size(); ++s) {
+    const SweepRunRecord& r = runs[s];
+    out.push_back({{"seed", s < seeds.size() ? Json(seeds[s]) : Json(nullptr)},
+                   {"folder", r.folder},
+                   {"config_digest", r.config_digest},
+                   {"checkpoint", r.checkpoint},
+                   {"checkpoint_sha256", r.checkpoint_sha256.empty() ? Json(nullptr) : Json(r.checkpoint_sha256)}});
+  }
+  return out;
+}
+
+Json row_json(const SweepResultsRow& m, const std::vector<uint64_t>& seeds) {
   return {{"task", m.task},
           {"method", m.method},
           {"label", m.label},
           {"position_params", m.position_params},
+          {"runs", runs_json(m.runs, seeds)},
           {"optimal_perplexity", json_number(m.optimal_perplexity)},
           {"perplexity", per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.perplexity[s][j]); })},
           {"nll", per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.nll[s][j]); })},
@@ -138,12 +155,30 @@ auto read_per_seed(const JsonIn& in, std::size_t seeds, std::size_t lengths, Rea
   return out;
 }
 
-SweepResultsRow read_row(const JsonIn& in, std::size_t seeds, std::size_t lengths) {
+std::vector<SweepRunRecord> read_runs(const JsonIn& in, const std::vector<uint64_t>& seeds) {
+  if (in.size() != seeds.size())
+    in.fail("expected " + std::to_string(seeds.size()) + " runs (one per seed), found " + std::to_string(in.size()));
+  std::vector<SweepRunRecord> runs;
+  for (std::size_t s = 0; s < seeds.size(); ++s) {
+    const JsonIn r = in[s];
+    if (r["seed"].uint64() != seeds[s])
+      r["seed"].fail("expected seed " + std::to_string(seeds[s]) + " (\"seeds\" at this place), found " +
+                     std::to_string(r["seed"].uint64()));
+    runs.push_back({r["folder"].string(), r["config_digest"].string(), r["checkpoint"].string(),
+                    r["checkpoint_sha256"].string_or_empty()});
+  }
+  return runs;
+}
+
+SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_list, std::size_t lengths,
+                         bool with_runs) {
+  const std::size_t seeds = seed_list.size();
   SweepResultsRow m;
   m.task = in["task"].string();
   m.method = in["method"].string();
   m.label = in["label"].string();
   m.position_params = in["position_params"].int64();
+  if (with_runs) m.runs = read_runs(in["runs"], seed_list);
   m.optimal_perplexity = in["optimal_perplexity"].optional_number();
   const auto number = [](const JsonIn& x) { return x.optional_number(); };
   m.perplexity = read_per_seed(in["perplexity"], seeds, lengths, number);
@@ -165,8 +200,9 @@ std::vector<std::optional<double>> SweepResultsRow::perplexity_std() const {
 std::vector<std::optional<double>> SweepResultsRow::distance_mean() const { return distance_over_seeds(*this, false); }
 std::vector<std::optional<double>> SweepResultsRow::distance_std() const { return distance_over_seeds(*this, true); }
 
-SweepResults sweep_results(const SweepResult& r) {
+SweepResults sweep_results(const SweepResult& r, const Provenance& provenance) {
   SweepResults out;
+  out.provenance = provenance;
   out.name = r.name;
   out.train_length = r.train_length;
   out.multipliers = r.multipliers;
@@ -177,23 +213,28 @@ SweepResults sweep_results(const SweepResult& r) {
 
 Json sweep_results_object(const SweepResults& r) {
   Json rows = Json::array();
-  for (const SweepResultsRow& m : r.rows) rows.push_back(row_json(m));
-  return {{"format", kSweepResultsFormat}, {"name", r.name},         {"train_length", r.train_length},
-          {"multipliers", r.multipliers},  {"seeds", r.seeds},       {"rows", std::move(rows)}};
+  for (const SweepResultsRow& m : r.rows) rows.push_back(row_json(m, r.seeds));
+  return {{"format", kSweepResultsFormat},   {"provenance", provenance_object(r.provenance)},
+          {"name", r.name},                  {"train_length", r.train_length},
+          {"multipliers", r.multipliers},    {"seeds", r.seeds},
+          {"rows", std::move(rows)}};
 }
 
 SweepResults sweep_results_from_json(const Json& json, const std::string& source) {
   const JsonIn in(json, source);
   SweepResults r;
   r.format = in.has("format") ? in["format"].string() : std::string();
-  if (r.format != kSweepResultsFormat && !r.format.empty())
-    in["format"].fail("\"" + r.format + "\", rpb reads \"" + kSweepResultsFormat + "\" (and results.json without a format)");
+  const bool current = r.format == kSweepResultsFormat;
+  if (!current && r.format != "rpb-results-2" && !r.format.empty())
+    in["format"].fail("\"" + r.format + "\", rpb reads \"" + kSweepResultsFormat +
+                      "\", \"rpb-results-2\" (and results.json without a format)");
+  if (current) r.provenance = provenance_from_json(in["provenance"]);
   r.name = in["name"].string();
   r.train_length = in["train_length"].int64();
   for (std::size_t j = 0; j < in["multipliers"].size(); ++j) r.multipliers.push_back(in["multipliers"][j].int64());
   for (std::size_t s = 0; s < in["seeds"].size(); ++s) r.seeds.push_back(in["seeds"][s].uint64());
   for (std::size_t i = 0; i < in["rows"].size(); ++i)
-    r.rows.push_back(read_row(in["rows"][i], r.seeds.size(), r.multipliers.size()));
+    r.rows.push_back(read_row(in["rows"][i], r.seeds, r.multipliers.size(), current));
   return r;
 }
 

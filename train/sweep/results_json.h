@@ -8,14 +8,16 @@
 #include <vector>
 
 #include "train/io/json_text.h"
+#include "train/io/provenance.h"
 #include "train/run/eval_result.h"
 #include "train/sweep/sweep.h"
 
 namespace rpb {
 
-/// The format results.json's "format" key names. A results.json without one is rpb's earlier format (numbers with
-/// 10 significant digits, the same keys), which read_sweep_results reads too.
-inline constexpr const char* kSweepResultsFormat = "rpb-results-2";
+/// The format results.json's "format" key names. read_sweep_results reads the earlier ones too: "rpb-results-2"
+/// (without "provenance" and the rows' "runs") and a results.json without a format (numbers with 10 significant
+/// digits, the keys of rpb-results-2).
+inline constexpr const char* kSweepResultsFormat = "rpb-results-3";
 /// The largest results.json read_sweep_results reads.
 inline constexpr std::size_t kMaxSweepResultsBytes = std::size_t(256) << 20;
 
@@ -30,6 +32,8 @@ struct SweepResultsRow {
   std::vector<std::vector<std::optional<double>>> nll;         // [seed][length]: mean NLL in nats
   std::vector<std::vector<int64_t>> tokens;                    // [seed][length]: target tokens (0 where nll is nullopt)
   std::vector<std::vector<AttentionDiagnostics>> attention;  // [seed][length]: empty where not measured
+  std::vector<SweepRunRecord> runs;  // [seed]: the run folder, config digest and checkpoint of each seed; empty when
+                                     // read from an earlier format
 
   /// [length]: the mean and the std over the seeds (mean_std, train/sweep/sweep.h) of the perplexity, and of the
   /// mean attention distance (AttentionDiagnostics::mean_distance_overall); nullopt where no seed has a value.
@@ -48,14 +52,22 @@ struct SweepResults {
   std::vector<int64_t> multipliers;
   std::vector<uint64_t> seeds;
   std::vector<SweepResultsRow> rows;
+  Provenance provenance;  // the rpb, command and date that wrote the file (train/io/provenance.h); empty when read
+                          // from an earlier format
 };
 
-/// The results of sweep `r` as results.json holds them.
-SweepResults sweep_results(const SweepResult& r);
+/// The results of sweep `r` as results.json holds them, with `provenance` (write_results: current_provenance()).
+SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = {});
 
 /// results.json's object:
-///   {"format": "rpb-results-2", "name": ..., "train_length": 64, "multipliers": [1, 2, 4], "seeds": [0, 1],
-///    "rows": [{"task": ..., "method": ..., "label": ..., "position_params": 32, "optimal_perplexity": x | null,
+///   {"format": "rpb-results-3",
+///    "provenance": {"rpb_version": "0.1.0", "commit": "<40 hex>[-dirty]" | "unknown", "command": "...",
+///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
+///    "name": ..., "train_length": 64, "multipliers": [1, 2, 4], "seeds": [0, 1],
+///    "rows": [{"task": ..., "method": ..., "label": ..., "position_params": 32,
+///              "runs": [{"seed": 0, "folder": "runs/quick/markov/t5/seed0", "config_digest": "<64 hex>",
+///                        "checkpoint": "step_00000600.h5", "checkpoint_sha256": "<64 hex>" | null} per seed],
+///              "optimal_perplexity": x | null,
 ///              "perplexity": [[per length] per seed], "nll": [[...]], "tokens": [[n | null]],
 ///              "mean": [per length], "std": [...],
 ///              "attention": [[null | {"mean_distance": [[per head] per layer], "entropy": [[...]],
@@ -68,7 +80,8 @@ Json sweep_results_object(const SweepResults& r);
 /// The results `json` holds; `source` names it in errors ("sweep results <path>"). The derived "mean", "std",
 /// "mean_attention_distance", "mean_distance_overall" and "entropy_overall" are not read; a null inside
 /// "mean_distance" or "entropy" reads as NaN. Throws rpb::Error naming the source and the key for a missing key, a
-/// value of another type or another format, and arrays whose sizes disagree with "seeds" and "multipliers".
+/// value of another type or another format, and arrays whose sizes disagree with "seeds" and "multipliers" (a row's
+/// "runs" included). A run's "seed" must be the sweep's seed at its place.
 SweepResults sweep_results_from_json(const Json& json, const std::string& source);
 
 /// Reads results.json at `path` (at most kMaxSweepResultsBytes, train/io/input_file.h). Throws rpb::Error naming

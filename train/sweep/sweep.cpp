@@ -61,10 +61,11 @@ namespace {
 // The run of one method, task and seed: trained, or resumed, or reused when it has finished; a folder trained with
 // another config is refused, or with `overwrite` moved aside (by Run::train) and the run trained afresh. `what`
 // names it ("[3/72] markov / t5 / seed 0"): it starts every line the sweep, the run's training and its
-// evaluation log about it (the context's prefix, "<what>:").
-void train_or_reuse(Run& run, const std::string& what, bool overwrite, ProgressContext context) {
+// evaluation log about it (the context's prefix, "<what>:"). Returns the run's record: its folder, config digest and
+// final checkpoint (with the SHA-256 of the bytes loaded or saved).
+SweepRunRecord train_or_reuse(Run& run, const std::string& what, bool overwrite, ProgressContext context) {
   context.prefix = what + ":";
-  const auto latest = run.latest();
+  const auto latest = run.latest(FileDigest::sha256);
   std::vector<ConfigChange> changes;
   if (latest) changes = match_run(latest->second.config_text, latest->first, run.config(), /*extend=*/false).changes;
   if (!changes.empty() && !overwrite)
@@ -73,10 +74,12 @@ void train_or_reuse(Run& run, const std::string& what, bool overwrite, ProgressC
   if (latest && changes.empty() && latest->second.step >= run.config().steps) {
     spdlog::info("{}: finished earlier, reusing {}", what, run.dir());
     run.restore(latest->second, latest->first);
-    return;
+    return {run.dir(), config_digest(run.config()), fs::path(latest->first).filename().string(),
+            latest->second.file_sha256};
   }
   spdlog::info("{}: training in {}", what, run.dir());
-  run.train(/*resume=*/true, {}, {.extend = false, .overwrite = overwrite});
+  const TrainSummary s = run.train(/*resume=*/true, {}, {.extend = false, .overwrite = overwrite});
+  return {run.dir(), config_digest(run.config()), fs::path(s.checkpoint).filename().string(), s.checkpoint_sha256};
 }
 
 // The folder of a method's runs: its scheme's when the method sets only evaluation keys (it evaluates that scheme's
@@ -162,8 +165,8 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
         Run run(run_config(base, sr));
         const std::string what = fmt::format("[{}/{}] {}", done + 1, total, run_label(sr));
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        train_or_reuse(run, what, overwrite,
-                       {"", static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command});
+        row.runs.push_back(train_or_reuse(
+            run, what, overwrite, {"", static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command}));
         ++done;
         std::vector<std::optional<double>> ppl, nll;
         std::vector<int64_t> tokens;

@@ -10,6 +10,15 @@
 
 namespace rpb {
 
+/// Where one seed's run of a sweep row lives and what it evaluated: a number of results.json or results.csv traces
+/// back to its checkpoint through these.
+struct SweepRunRecord {
+  std::string folder;             // the run folder, as the sweep named it: <out_dir>/<name>/<task>/<method folder>/seed<k>
+  std::string config_digest;      // of the run's config identity (train/config/run_identity.h config_digest)
+  std::string checkpoint;         // the checkpoint evaluated, a file name in `folder` ("step_00000600.h5")
+  std::string checkpoint_sha256;  // of its bytes as loaded or saved; "" when not known (a run stopped on a NaN)
+};
+
 /// One method (position scheme) on one task, over the sweep's seeds.
 struct MethodResult {
   std::string task;
@@ -21,6 +30,7 @@ struct MethodResult {
   std::vector<std::vector<int64_t>> tokens;                // [seed][length]: target tokens scored (0 where nullopt)
   std::vector<std::vector<AttentionDiagnostics>> attention;  // [seed][length]: empty where not measured
   std::optional<double> optimal_ppl;                       // exp(entropy rate) for synthetic tasks
+  std::vector<SweepRunRecord> runs;                        // [seed]: the run each seed's numbers come from
   /// The perplexities at length j over the seeds.
   std::vector<std::optional<double>> column(std::size_t j) const;
   /// The mean attention distance (over layers and heads) at length j over the seeds; nullopt where not measured.
