@@ -76,7 +76,7 @@ TEST_CASE("eval record names: every option has its place, no two option sets sha
   CHECK(eval_record_name("step_00000600.h5", 8192, keep) == "step_00000600-8192-keep.json");
 }
 
-TEST_CASE("eval records: --json and --diagnostics write separate files; records carry the provenance") {
+TEST_CASE("eval records: --json and --diagnostics write separate files, records carry the provenance") {
   TempDir tmp("prov_eval");
   const fs::path cfg = tmp.path / "tiny.toml";
   // eval_diagnostics off: --diagnostics changes the record.
@@ -114,7 +114,7 @@ TEST_CASE("eval records: --json and --diagnostics write separate files; records 
   CHECK(!back.options.diagnostics);
 }
 
-TEST_CASE("results.json: rpb-results-2 (no provenance, no runs) still reads; runs must match the seeds") {
+TEST_CASE("results.json: rpb-results-2 (no provenance, no runs) still reads, runs must match the seeds") {
   TempDir tmp("prov_results");
   SweepResults r;
   r.name = "s";
