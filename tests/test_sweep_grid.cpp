@@ -34,6 +34,7 @@ std::string grid_error(const std::string& text) {
 
 TEST_CASE("sweep grid: the cartesian product, in order, with typed settings") {
   const RunConfig c = parse_config(kTwoByTwo, "g.toml");
+  REQUIRE(c.sweep.methods.size() == 4);
   // With grids and no sweep.methods, the sweep is the grids' points alone; keys in sorted order, the last fastest.
   CHECK(names_of(c) == std::vector<std::string>{"t5@max_distance=64@optim.lr=0.001", "t5@max_distance=64@optim.lr=0.003",
                                                 "t5@max_distance=128@optim.lr=0.001",
@@ -67,6 +68,7 @@ TEST_CASE("sweep grid: a point and the same hand-written method share their name
   const RunConfig grid = parse_config(kTwoByTwo, "g.toml");
   const RunConfig hand = parse_config(
       "[sweep]\nmethods = [\"t5@max_distance=128@optim.lr=0.003\"]\n", "h.toml");
+  REQUIRE(grid.sweep.methods.size() == 4);
   const SweepMethod& point = grid.sweep.methods[3];
   const SweepMethod& written = hand.sweep.methods.at(0);
   CHECK(point.text == written.text);  // the run folder: <out_dir>/<name>/<task>/<method>/seed<k>
