@@ -325,7 +325,10 @@ Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accept
   return opt;
 }
 
-void read_sweep(Table& sweep, RunConfig& c) {
+// [sweep]: sweep.methods, then the points of its [[sweep.grid]] tables (`st` is the table as written; `accepted` are
+// the keys the other readers accept).
+void read_sweep(Table& sweep, const toml::table* st, const Reader& r, const std::vector<std::string>& accepted,
+                RunConfig& c) {
   std::vector<std::string> methods;
   sweep.get("methods", methods, {}, kMaxSweepMethods);
   sweep.get("seeds", c.sweep.seeds, kMaxSweepSeeds);
@@ -337,15 +340,25 @@ void read_sweep(Table& sweep, RunConfig& c) {
   if (grid_sweep && tasks.size() > 1)
     sweep.fail_at("tasks", *grid_task + " needs the 2-D schemes; sweep it on its own");
   const int64_t dims = grid_sweep ? 2 : 1;
-  if (!sweep.has("methods")) methods = nn::scheme_names(dims);  // the default sweep: every scheme of the tasks' dims
+  const toml::node* grids = st ? st->get("grid") : nullptr;
+  sweep.ignore("grid");
+  // The default sweep: every scheme of the tasks' dims; with grids, none besides their points.
+  if (!sweep.has("methods") && !grids) methods = nn::scheme_names(dims);
   c.sweep.methods.clear();
   for (const std::string& m : methods) c.sweep.methods.push_back(parse_method(sweep, m, dims));
-  const std::size_t runs = c.sweep.methods.size() * tasks.size() * c.sweep.seeds.size();  // <= 256 x 4 x 1000
+  std::size_t points = 0;
+  if (grids) {
+    const std::vector<SweepMethod> grid = grid_methods(*grids, {r.source, r.applied, dims, accepted, c.sweep.methods});
+    points = grid.size();  // <= kMaxSweepRuns
+    c.sweep.methods.insert(c.sweep.methods.end(), grid.begin(), grid.end());
+  }
+  const std::size_t runs = c.sweep.methods.size() * tasks.size() * c.sweep.seeds.size();  // <= 4352 x 4 x 1000
   if (runs > kMaxSweepRuns)
-    sweep.fail_at("seeds", std::to_string(c.sweep.methods.size()) + " methods x " + std::to_string(tasks.size()) +
-                               " tasks x " + std::to_string(c.sweep.seeds.size()) + " seeds make " +
-                               std::to_string(runs) + " runs; expected at most " + std::to_string(kMaxSweepRuns) +
-                               " runs in one sweep");
+    sweep.fail_at("seeds", std::to_string(c.sweep.methods.size()) + " methods" +
+                               (grids ? " (" + std::to_string(points) + " of them [[sweep.grid]] points)" : "") + " x " +
+                               std::to_string(tasks.size()) + " tasks x " + std::to_string(c.sweep.seeds.size()) +
+                               " seeds make " + std::to_string(runs) + " runs; expected at most " +
+                               std::to_string(kMaxSweepRuns) + " runs in one sweep");
   sweep.done();
 }
 
@@ -369,7 +382,12 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   read_position(pos, grid, run, c);
   check_grid(grid, c);
   const Table opt = read_optim(r, c, accepted);
-  read_sweep(sweep, c);
+  std::vector<std::string> keys;  // the dotted keys of the tables read (accepted_keys), [[optim.group]]'s aside
+  for (const auto& [prefix, t] : {std::pair<std::string, const Table*>{"run.", &run}, {"model.", &model},
+                                  {"task.", &task}, {"grid.", &grid}, {"position.", &pos}, {"optim.", &opt}})
+    for (const std::string& k : t->seen())
+      if (prefix + k != "optim.group") keys.push_back(prefix + k);
+  read_sweep(sweep, toml_config::subtable(root, "sweep", source, applied), r, keys, c);
   for (const std::string& kind : c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks) {
     check_eval_lengths(run, c, kind,
                        {c.eval_multipliers, c.eval_tokens, "eval_multipliers", "eval_tokens", "evaluation", "test"});
@@ -381,14 +399,11 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
 
   // The sweep table stays as written: its defaults depend on the tasks, and it is not part of a run's identity.
   effective.erase("sweep");
-  if (const toml::table* st = toml_config::subtable(root, "sweep", source, applied)) effective.insert("sweep", *st);
+  if (const toml::table* st = toml_config::subtable(root, "sweep", source, applied))
+    effective.insert("sweep", nested_grids(*st));
   c.text = toml_config::document_text(effective);
   c.document = std::make_shared<const ConfigDocument>(ConfigDocument{std::move(effective)});
-  if (accepted)
-    for (const auto& [prefix, t] : {std::pair<std::string, const Table*>{"run.", &run}, {"model.", &model},
-                                    {"task.", &task}, {"grid.", &grid}, {"position.", &pos}, {"optim.", &opt}})
-      for (const std::string& k : t->seen())
-        if (prefix + k != "optim.group") accepted->push_back(prefix + k);
+  if (accepted) accepted->insert(accepted->end(), keys.begin(), keys.end());
   return c;
 }
 

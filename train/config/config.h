@@ -38,7 +38,8 @@ inline constexpr int64_t kMaxTokens = int64_t{1} << 32;  // task.train_tokens, t
 inline constexpr int64_t kMaxMultiplier = 1024;          // each of run.eval_multipliers and run.valid_multipliers
 inline constexpr std::size_t kMaxLengths = 64;           // lengths per evaluation: run.eval_multipliers,
                                                          // run.valid_multipliers, eval --lengths
-inline constexpr std::size_t kMaxSweepMethods = 256;     // sweep.methods
+inline constexpr std::size_t kMaxSweepMethods = 256;     // sweep.methods, and each [[sweep.grid]]'s methods
+inline constexpr std::size_t kMaxSweepGrids = 64;        // [[sweep.grid]] tables
 inline constexpr std::size_t kMaxSweepSeeds = 1000;      // sweep.seeds
 inline constexpr std::size_t kMaxSweepRuns = 4096;       // methods x tasks x seeds: the runs of one sweep
 inline constexpr int64_t kMaxVocab = int64_t{1} << 16;   // task.vocab
@@ -89,6 +90,11 @@ struct SettingValue {
   std::variant<bool, int64_t, double, std::string, std::vector<SettingValue>> value;
 };
 
+/// `v` as a sweep method writes it after "<key>=": TOML's text (toml_config::value_text: floats in their shortest
+/// form, 0.001 not 1e-3; arrays "[1, 2]"), a string bare when --set reads the bare word back as the same string
+/// ("nearest"), else quoted. What a [[sweep.grid]] point's name and a results.json reader's settings show.
+std::string setting_text(const SettingValue& v);
+
 /// One config key set to a typed value, read and validated by the schema like a key of the file.
 struct ConfigSetting {
   std::string key;     // dotted: "position.max_distance"
@@ -119,8 +125,21 @@ struct SweepMethod {
 };
 
 /// What `rpb extrapolate` sweeps: each method x task x seed is one run.
+///
+/// A [[sweep.grid]] table names methods and, for each key it sweeps, a list of values:
+///   [[sweep.grid]]
+///   methods = ["t5"]
+///   "optim.lr" = [1e-3, 3e-3]         (quoted: a dotted key; optim.lr = [...] unquoted reads the same)
+///   max_distance = [64, 128]          (a key without a dot is one of [position], as in a method's settings)
+/// and adds the cartesian product of its methods and values to `methods`, after sweep.methods, one method per point
+/// named as it would be written by hand, the keys in sorted order: "t5@max_distance=64@optim.lr=0.001", ... (values
+/// as setting_text writes them), so a grid point and the same hand-written method share their runs. A grid refuses a
+/// key that one of its methods does not read (nn/position/options.h; [grid]'s window keys only the window schemes
+/// read), a key the sweep sets itself (position.scheme, task.kind, run.seed, run.name, run.out_dir), an unknown key,
+/// an empty list, a value listed twice, and a point equal to another method; with grids, sweep.methods defaults to
+/// none, and methods x tasks x seeds stays within run_limits::kMaxSweepRuns.
 struct SweepConfig {
-  std::vector<SweepMethod> methods;  // default: every scheme of the tasks' dims
+  std::vector<SweepMethod> methods;  // sweep.methods then each grid's points; default: every scheme of the tasks' dims
   std::vector<uint64_t> seeds = {0};
   std::vector<std::string> tasks;  // task kinds; empty: the [task] table's kind only
 };

@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include <string>
+#include <vector>
 
 #include "train/config/config.h"
 #include "train/config/toml_table.h"
@@ -32,5 +33,25 @@ std::string path_problem(const std::string& v, std::size_t max_bytes, bool compo
 /// One of sweep.methods, "t5@max_distance=64@untrained=nearest", parsed for the sweep's dims: its scheme and its
 /// typed settings; errors fail at sweep.methods.
 SweepMethod parse_method(toml_config::Table& sweep, const std::string& text, int64_t dims);
+
+/// Where a sweep's [[sweep.grid]] tables are read.
+struct GridContext {
+  const std::string& source;                 // the config's source and overrides: error locations
+  const toml_config::OverrideMap& applied;
+  int64_t dims;                              // the sweep's: its schemes'
+  const std::vector<std::string>& accepted;  // every dotted key the readers accept: a grid key outside is refused
+  const std::vector<SweepMethod>& listed;    // sweep.methods: a grid point equal to one is refused
+};
+
+/// The methods of the [[sweep.grid]] tables in `grid` (the [sweep] table's "grid" node), table by table: each
+/// table's methods x the cartesian product of its value lists (the last key varying fastest), parsed by parse_method
+/// from the names they would be written with by hand (SweepConfig). Throws rpb::Error at the key at fault; a point
+/// that sets the same keys to the same values as another method (in any order) is refused.
+std::vector<SweepMethod> grid_methods(const toml::node& grid, const GridContext& context);
+
+/// `sweep` (a [sweep] table as written, whose grids grid_methods read) with each [[sweep.grid]] table's quoted dotted
+/// keys ("optim.lr" = [...]) set as nested tables (optim.lr = [...]), which read the same: so that document_text
+/// writes TOML that reads back ("optim.lr" beside optim.warmup_steps would write the table optim twice).
+toml::table nested_grids(const toml::table& sweep);
 
 }  // namespace rpb

@@ -1,9 +1,10 @@
 // rpb/train/config/sweep_method.cpp: a sweep's methods ("t5@max_distance=64", "swin_v2@window8"), parsed once into a
-// scheme and typed settings when the config is read, and their labels; typed settings in and out of TOML.
+// scheme and typed settings when the config is read, and their labels; typed settings in and out of TOML and text.
 #include <algorithm>
 #include <cctype>
 #include <type_traits>
 
+#include "core/error.h"
 #include "core/text.h"
 #include "nn/position.h"
 #include "train/config/document.h"
@@ -49,6 +50,18 @@ toml::table setting_table(const SettingValue& v) {
   toml::table t;
   t.insert("value", *a.get(0));
   return t;
+}
+
+std::string setting_text(const SettingValue& v) {
+  if (const auto* s = std::get_if<std::string>(&v.value)) {
+    try {  // a bare word when --set reads it back as the same string
+      const toml::table back = toml_config::parse_value("value", *s, "a setting");
+      if (const toml::value<std::string>* read = back["value"].as_string(); read && read->get() == *s) return *s;
+    } catch (const Error&) {
+    }
+  }
+  const toml::table t = setting_table(v);
+  return toml_config::value_text(*t.get("value"));
 }
 
 SettingValue setting_value(const toml::node& n, const std::string& from) {

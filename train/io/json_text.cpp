@@ -78,6 +78,13 @@ bool JsonIn::has(const std::string& key) const {
   return value_->contains(key);
 }
 
+std::vector<std::string> JsonIn::keys() const {
+  expect(value_->is_object(), "an object");
+  std::vector<std::string> out;
+  for (const auto& item : value_->items()) out.push_back(item.key());
+  return out;
+}
+
 std::string JsonIn::string() const {
   expect(value_->is_string(), "a string");
   return value_->get<std::string>();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,10 @@ class JsonIn {
   std::size_t size() const;
   /// Whether the member `key` is in the object.
   bool has(const std::string& key) const;
+  /// The member names of an object, in order.
+  std::vector<std::string> keys() const;
+  /// The value itself, for a reader that takes several types (each accessor still checks the one it reads).
+  const Json& json() const { return *value_; }
 
   bool is_null() const { return value_->is_null(); }
   std::string string() const;

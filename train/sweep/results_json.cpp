@@ -1,7 +1,9 @@
 // rpb/train/sweep/results_json.cpp: see results_json.h.
 #include "train/sweep/results_json.h"
 
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "core/error.h"
 
@@ -41,6 +43,7 @@ SweepResultsRow row_of(const MethodResult& m) {
   row.task = m.task;
   row.method = m.method.name();
   row.label = m.method.label();
+  row.settings = m.method.settings;
   row.position_params = m.position_params;
   row.optimal_perplexity = m.optimal_ppl;
   row.runs = m.runs;
@@ -104,10 +107,35 @@ Json runs_json(const std::vector<SweepRunRecord>& runs, const std::vector<uint64
   return out;
 }
 
+// A setting's value as its JSON type: a boolean, a number (null when not finite), a string or an array.
+Json setting_json(const SettingValue& v) {
+  return std::visit(
+      [](const auto& x) -> Json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, double>) {
+          return json_number(x);
+        } else if constexpr (std::is_same_v<T, std::vector<SettingValue>>) {
+          Json a = Json::array();
+          for (const SettingValue& e : x) a.push_back(setting_json(e));
+          return a;
+        } else {
+          return Json(x);
+        }
+      },
+      v.value);
+}
+
+Json settings_json(const std::vector<ConfigSetting>& settings) {
+  Json out = Json::object();
+  for (const ConfigSetting& s : settings) out[s.key] = setting_json(s.value);
+  return out;
+}
+
 Json row_json(const SweepResultsRow& m, const std::vector<uint64_t>& seeds) {
   return {{"task", m.task},
           {"method", m.method},
           {"label", m.label},
+          {"settings", settings_json(m.settings)},
           {"position_params", m.position_params},
           {"runs", runs_json(m.runs, seeds)},
           {"optimal_perplexity", json_number(m.optimal_perplexity)},
@@ -170,6 +198,37 @@ std::vector<SweepRunRecord> read_runs(const JsonIn& in, const std::vector<uint64
   return runs;
 }
 
+SettingValue read_setting(const JsonIn& in) {
+  const Json& j = in.json();
+  SettingValue v;
+  if (j.is_boolean()) {
+    v.value = in.boolean();
+  } else if (j.is_number_integer()) {
+    v.value = in.int64();
+  } else if (j.is_number_float() || j.is_null()) {
+    v.value = in.number_or_nan();
+  } else if (j.is_string()) {
+    v.value = in.string();
+  } else if (j.is_array()) {
+    std::vector<SettingValue> elements;
+    for (std::size_t i = 0; i < in.size(); ++i) elements.push_back(read_setting(in[i]));
+    v.value = std::move(elements);
+  } else {
+    in.fail("expected a boolean, a number, a string or an array of them");
+  }
+  return v;
+}
+
+std::vector<ConfigSetting> read_settings(const JsonIn& in) {
+  std::vector<ConfigSetting> out;
+  for (const std::string& key : in.keys()) {
+    SettingValue v = read_setting(in[key]);
+    const std::string text = setting_text(v);
+    out.push_back({key, std::move(v), text});
+  }
+  return out;
+}
+
 SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_list, std::size_t lengths,
                          bool with_runs) {
   const std::size_t seeds = seed_list.size();
@@ -177,6 +236,7 @@ SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_lis
   m.task = in["task"].string();
   m.method = in["method"].string();
   m.label = in["label"].string();
+  if (in.has("settings")) m.settings = read_settings(in["settings"]);
   m.position_params = in["position_params"].int64();
   if (with_runs) m.runs = read_runs(in["runs"], seed_list);
   m.optimal_perplexity = in["optimal_perplexity"].optional_number();

@@ -26,6 +26,8 @@ struct SweepResultsRow {
   std::string task;                                         // "markov"
   std::string method;                                       // SweepMethod::name() ("t5@buckets16")
   std::string label;                                        // SweepMethod::label(), the table's Method column
+  std::vector<ConfigSetting> settings;  // the method's settings in order ({"optim.lr", 0.001}); empty for a plain
+                                        // method; read back with text setting_text(value)
   int64_t position_params = 0;
   std::optional<double> optimal_perplexity;                 // exp(entropy rate) where the task knows it
   std::vector<std::vector<std::optional<double>>> perplexity;  // [seed][length]; nullopt: cannot run there
@@ -64,7 +66,9 @@ SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = 
 ///    "provenance": {"rpb_version": "0.1.0", "commit": "<40 hex>[-dirty]" | "unknown", "command": "...",
 ///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
 ///    "name": ..., "train_length": 64, "multipliers": [1, 2, 4], "seeds": [0, 1],
-///    "rows": [{"task": ..., "method": ..., "label": ..., "position_params": 32,
+///    "rows": [{"task": ..., "method": ..., "label": ...,
+///              "settings": {"optim.lr": 0.001, "position.max_distance": 64} ({} for a plain method),
+///              "position_params": 32,
 ///              "runs": [{"seed": 0, "folder": "runs/quick/markov/t5/seed0", "config_digest": "<64 hex>",
 ///                        "checkpoint": "step_00000600.h5", "checkpoint_sha256": "<64 hex>" | null} per seed],
 ///              "optimal_perplexity": x | null,
@@ -77,7 +81,9 @@ SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = 
 /// are not finite or not defined are null; tokens are null where nll is.
 Json sweep_results_object(const SweepResults& r);
 
-/// The results `json` holds; `source` names it in errors ("sweep results <path>"). The derived "mean", "std",
+/// The results `json` holds; `source` names it in errors ("sweep results <path>"). A row without "settings" (written
+/// before settings were) reads with none; a setting's value reads as the type JSON gives it (64 an integer, 0.001 and
+/// 1.0 a float; null, a setting that was not finite, NaN). The derived "mean", "std",
 /// "mean_attention_distance", "mean_distance_overall" and "entropy_overall" are not read; a null inside
 /// "mean_distance" or "entropy" reads as NaN. Throws rpb::Error naming the source and the key for a missing key, a
 /// value of another type or another format, and arrays whose sizes disagree with "seeds" and "multipliers" (a row's
