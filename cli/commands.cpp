@@ -89,7 +89,7 @@ int cmd_extrapolate(const std::string& config_path, const std::vector<std::strin
     write_result_figures(r, dir);
   }
   if (const int sig = pending_interrupt()) throw Interrupted(sig);
-  std::cout << format_table(r) << "\nResults: " << dir << "/results.{csv,json,svg}\n";
+  std::cout << format_table(r) << "\nResults: " << dir << "/results.{csv,json,tex,svg}\n";
   return 0;
 }
 

@@ -114,19 +114,20 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
 }
 
 void print_eval_table(const EvalRecord& r, std::ostream& out) {
-  out << "Perplexity on the held-out test split (" << r.task << "), trained at length " << r.train_length
-      << ", checkpoint " << r.checkpoint << " (step " << r.step << "), " << r.tokens()
-      << " tokens scored at each length";
-  if (r.text == "other") out << ", on another text than the training text (sha256 " << r.text_sha256 << ")";
-  if (r.text == "unverified") out << " (the text could not be verified: the checkpoint records no training text)";
-  out << ":\n\n| length | x train | NLL (nats) | perplexity |\n|---|---|---|---|\n";
+  out << "| length | x train | NLL (nats) | perplexity |\n|---|---|---|---|\n";
   for (const LengthResult& l : r.lengths) {
     out << "| " << l.length << " | " << l.multiplier << "x | ";
     if (l.nll) out << std::fixed << std::setprecision(4) << *l.nll << " | " << *l.perplexity() << " |\n";
     else out << "n/a | n/a (" << r.scheme << " positions end at " << r.max_length << ") |\n";
   }
+  // What the table shows, under it: the task's description is a long line.
+  out << "\nPerplexity on the held-out test split, trained at length " << r.train_length << ", checkpoint "
+      << r.checkpoint << " (step " << r.step << "), " << r.tokens() << " tokens scored at each length";
+  if (r.text == "other") out << ", on another text than the training text (sha256 " << r.text_sha256 << ")";
+  if (r.text == "unverified") out << " (the text could not be verified: the checkpoint records no training text)";
+  out << ".\nTask: " << r.task << "\n";
   if (r.optimal_perplexity)
-    out << "\noptimal perplexity (exp of the entropy rate): " << std::fixed << std::setprecision(4)
+    out << "optimal perplexity (exp of the entropy rate): " << std::fixed << std::setprecision(4)
         << *r.optimal_perplexity << "\n";
   out.unsetf(std::ios::fixed);
 }

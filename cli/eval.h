@@ -43,7 +43,8 @@ int cmd_eval(const EvalOptions& options);
 EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& results, const std::string& file,
                             int64_t step, const std::string& sha256);
 
-/// The perplexity table of `record` (markdown), as `rpb train` and `rpb eval` print it.
+/// The perplexity table of `record` (markdown), as `rpb train` and `rpb eval` print it, and under it what it shows:
+/// the checkpoint, the tokens scored, the task's description and its optimal perplexity.
 void print_eval_table(const EvalRecord& record, std::ostream& out);
 
 /// The attention diagnostics of `record`, a markdown table per length (layer, head, mean distance, entropy), as

@@ -10,7 +10,7 @@
 //     link or another spelling of the same path is caught;
 //   - a file rpb manages in a run folder: a checkpoint (step_*.h5), `latest`, `lock`, `config.toml`, `train.log`,
 //     `metrics.csv`, `eval` and anything under `eval/`, and the temp files of atomic writes (".<name>.tmp.<pid>");
-//     and a sweep folder's results.csv, results.json, results.svg and attention.svg.
+//     and a sweep folder's results.csv, results.json, results.tex, results.svg and attention.svg.
 // A folder is taken for a run folder when it holds an entry (of any kind) named `config.toml`, `latest` or `lock`,
 // or one with a checkpoint name: the lock and config.toml are the first files a run writes, so a run that has not
 // saved a checkpoint yet is covered, and `latest` and the checkpoints stay one when config.toml is gone. A folder is

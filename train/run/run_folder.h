@@ -21,6 +21,7 @@ inline constexpr const char* kLockFileName = "lock";           // the pid of the
 /// train/run/output_file.h, which refuses to write over them.
 inline constexpr const char* kResultsCsvName = "results.csv";
 inline constexpr const char* kResultsJsonName = "results.json";
+inline constexpr const char* kResultsTexName = "results.tex";  // train/sweep/results_tex.h
 inline constexpr const char* kResultsSvgName = "results.svg";
 inline constexpr const char* kAttentionSvgName = "attention.svg";
 

@@ -1,8 +1,10 @@
-// rpb/train/sweep/results.cpp: the sweep's table and its results.csv and results.json.
+// rpb/train/sweep/results.cpp: the sweep's table and its results.csv, results.json and results.tex.
 #include "train/sweep/results.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 
 #include "train/data/task.h"
@@ -10,6 +12,7 @@
 #include "train/io/provenance.h"
 #include "train/run/run_folder.h"
 #include "train/sweep/results_json.h"
+#include "train/sweep/results_tex.h"
 
 namespace fs = std::filesystem;
 
@@ -25,20 +28,29 @@ std::string cell(const std::optional<std::pair<double, double>>& ms, bool with_s
   return os.str();
 }
 
+// The line under a task's table: "Task: markov (train length 64, 2 seeds, perplexity mean ± std); optimal ...".
+std::string task_line(const SweepResult& r, const MethodResult& m) {
+  std::ostringstream os;
+  const bool grid = data::task_dims(m.task) == 2;
+  os << "Task: " << m.task << " (train " << (grid ? "grid " : "length ") << r.train_length;
+  if (grid) os << " x " << r.train_length << ", columns: grid side";
+  os << ", " << r.seeds.size() << " seed" << (r.seeds.size() == 1 ? "" : "s") << ", perplexity mean ± std)";
+  if (m.optimal_ppl) os << "; optimal perplexity " << std::fixed << std::setprecision(3) << *m.optimal_ppl;
+  os << "\n";
+  return os.str();
+}
+
 }  // namespace
 
 std::string format_table(const SweepResult& r) {
   std::ostringstream os;
   std::string current_task;
-  for (const MethodResult& m : r.rows) {
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    const MethodResult& m = r.rows[i];
     if (m.task != current_task) {
       current_task = m.task;
       const bool grid = data::task_dims(m.task) == 2;
-      os << "\nTask: " << m.task << " (train " << (grid ? "grid " : "length ") << r.train_length;
-      if (grid) os << " x " << r.train_length << ", columns: grid side";
-      os << ", " << r.seeds.size() << " seed" << (r.seeds.size() == 1 ? "" : "s") << ", perplexity mean ± std)";
-      if (m.optimal_ppl) os << "; optimal perplexity " << std::fixed << std::setprecision(3) << *m.optimal_ppl;
-      os << "\n\n| Method | Position params | PPL at train " << (grid ? "size" : "length");
+      os << "\n| Method | Position params | PPL at train " << (grid ? "size" : "length");
       for (std::size_t j = 1; j < r.multipliers.size(); ++j) os << " | " << r.multipliers[j] << "x";
       os << " |\n|---|---|---";
       for (std::size_t j = 1; j < r.multipliers.size(); ++j) os << "|---";
@@ -47,6 +59,7 @@ std::string format_table(const SweepResult& r) {
     os << "| " << m.method.label() << " | " << m.position_params;
     for (std::size_t j = 0; j < r.multipliers.size(); ++j) os << " | " << cell(mean_std(m.column(j)), r.seeds.size() > 1);
     os << " |\n";
+    if (i + 1 == r.rows.size() || r.rows[i + 1].task != m.task) os << "\n" << task_line(r, m);  // under its table
   }
   return os.str();
 }
@@ -95,14 +108,48 @@ std::string csv(const SweepResult& r, const Provenance& p) {
   return os.str();
 }
 
+// An aggregated value: mean (second: false) or std (second: true) of `column` over the seeds; "" when none.
+std::string aggregate(const std::vector<std::optional<double>>& column, bool second) {
+  const auto ms = mean_std(column);
+  if (!ms) return "";
+  std::ostringstream os;
+  os << std::setprecision(10) << (second ? ms->second : ms->first);
+  return os.str();
+}
+
+// The aggregated rows (results.h): per task x method x length a row with seed "mean", then one with seed "std",
+// after every per-seed row; their provenance columns name what wrote the file, the run columns are empty.
+std::string csv_aggregate_rows(const SweepResult& r, const Provenance& p) {
+  constexpr std::size_t kNoRun = std::numeric_limits<std::size_t>::max();
+  std::ostringstream os;
+  for (const MethodResult& m : r.rows)
+    for (std::size_t j = 0; j < m.lengths.size() && j < r.multipliers.size(); ++j) {
+      std::vector<std::optional<double>> nll, tokens;
+      for (std::size_t s = 0; s < m.nll.size(); ++s) {
+        nll.push_back(j < m.nll[s].size() ? m.nll[s][j] : std::nullopt);
+        const bool scored = j < m.nll[s].size() && m.nll[s][j] && s < m.tokens.size() && j < m.tokens[s].size();
+        tokens.push_back(scored ? std::optional<double>(static_cast<double>(m.tokens[s][j])) : std::nullopt);
+      }
+      for (const bool second : {false, true}) {
+        os << m.task << "," << m.method.name() << "," << m.position_params << "," << (second ? "std" : "mean") << ","
+           << r.multipliers[j] << "," << m.lengths[j] << "," << aggregate(m.column(j), second) << ",";
+        if (m.optimal_ppl) os << std::setprecision(10) << *m.optimal_ppl;
+        os << "," << aggregate(nll, second) << "," << aggregate(tokens, second) << ","
+           << aggregate(m.distance_column(j), second) << provenance_cells(m, kNoRun, p) << "\n";
+      }
+    }
+  return os.str();
+}
+
 }  // namespace
 
 void write_results(const SweepResult& r, const std::string& dir) {
   fs::create_directories(dir);
-  const Provenance provenance = current_provenance();  // one date for both files
-  write_file_atomically((fs::path(dir) / kResultsCsvName).string(), csv(r, provenance));
-  write_file_atomically((fs::path(dir) / kResultsJsonName).string(),
-                        json_text(sweep_results_object(sweep_results(r, provenance))));
+  const Provenance provenance = current_provenance();  // one date for all three files
+  write_file_atomically((fs::path(dir) / kResultsCsvName).string(), csv(r, provenance) + csv_aggregate_rows(r, provenance));
+  const SweepResults results = sweep_results(r, provenance);
+  write_file_atomically((fs::path(dir) / kResultsJsonName).string(), json_text(sweep_results_object(results)));
+  write_file_atomically((fs::path(dir) / kResultsTexName).string(), results_tex(results));
 }
 
 }  // namespace rpb

@@ -1,0 +1,43 @@
+// rpb/train/sweep/results_tex.h: the sweep's results.tex, a LaTeX table per task for a paper.
+#pragma once
+
+#include <string>
+
+#include "train/sweep/results_json.h"
+
+namespace rpb {
+
+/// `text` as LaTeX text that prints it verbatim: \ _ % & # $ { } ~ ^ become \textbackslash{}, \_, \%, \&, \#, \$,
+/// \{, \}, \textasciitilde{}, \textasciicircum{}; < > | (which print other glyphs in LaTeX's default font encoding)
+/// become \textless{}, \textgreater{}, \textbar{}; @ becomes {@}, so that it can never join a command name (in a
+/// file \input under \makeatletter, @ is a letter); a control character becomes a space. Other characters (UTF-8
+/// included) are kept.
+std::string latex_escape(const std::string& text);
+
+/// results.tex of the sweep `r`: a comment naming the sweep and the packages it needs (booktabs), then one table
+/// environment per task, in the order of r.rows (each row of the tabular ends with \\ and a newline, left out here):
+///
+///   \begin{table}[htbp]
+///     \centering
+///     \caption{<task>: perplexity against evaluation length, trained at length 64; mean $\pm$ std over 3 seeds ...}
+///     \label{tab:<sweep>-<task>}
+///     \begin{tabular}{lrrrr}
+///       \toprule
+///        & & \multicolumn{3}{c}{Evaluation length}
+///       \cmidrule(l){3-5}
+///       Method & Position params & 64 & 128 & 256
+///       \midrule
+///       T5 bias, max\_distance 64 & 128 & $\mathbf{8.39 \pm 0.01}$ & $8.38 \pm 0.01$ & n/a
+///       \bottomrule
+///     \end{tabular}
+///   \end{table}
+///
+/// A row per method (its label, latex_escape'd), a column per evaluation length (on a 2-D task, the grid side).
+/// Cells are the mean $\pm$ the sample std over the seeds (SweepResultsRow::perplexity_mean and perplexity_std;
+/// with one seed, the mean alone), as the terminal table prints them (2 decimals below 100, else 1); "n/a" where the
+/// method cannot run. In each length column the lowest mean perplexity is bold ($\mathbf{...}$), and so is every
+/// mean that prints the same digits (a tie at the printed precision). Label keys are made of letters, digits and
+/// '-' only (other characters of the sweep or task name become '-').
+std::string results_tex(const SweepResults& r);
+
+}  // namespace rpb
