@@ -325,11 +325,23 @@ Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accept
   return opt;
 }
 
+// sweep.figures: false (none), true (the default formats) or a list of formats.
+void read_figures(Table& sweep, SweepConfig& s) {
+  if (sweep.holds_boolean("figures")) {
+    bool on = true;
+    sweep.get("figures", on);
+    if (!on) s.figures.clear();
+    return;
+  }
+  sweep.get("figures", s.figures, {"svg", "pdf", "png"}, 3);
+}
+
 void read_sweep(Table& sweep, RunConfig& c) {
   std::vector<std::string> methods;
   sweep.get("methods", methods, {}, kMaxSweepMethods);
   sweep.get("seeds", c.sweep.seeds, kMaxSweepSeeds);
   sweep.get("tasks", c.sweep.tasks, data::task_names(), data::task_names().size());
+  read_figures(sweep, c.sweep);
   const std::vector<std::string> tasks = c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks;
   const auto grid_task =
       std::find_if(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });
