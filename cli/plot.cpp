@@ -33,6 +33,13 @@ namespace {
 constexpr std::size_t kMaxMetricsBytes = std::size_t(256) << 20;  // a metrics.csv read for its header
 constexpr std::size_t kMaxConfigBytes = std::size_t(1) << 20;     // a run folder's config.toml
 
+InputOptions input_options(const std::string& what, std::size_t max_bytes) {
+  InputOptions o;
+  o.what = what;
+  o.max_bytes = max_bytes;
+  return o;
+}
+
 // One PATH: a run (its metrics.csv) or a sweep (its results.json).
 struct Input {
   bool run = false;
@@ -41,7 +48,7 @@ struct Input {
   std::string folder; // the run folder (runs)
 };
 
-bool exists(const fs::path& p) {
+bool has_entry(const fs::path& p) {
   struct stat st{};
   return ::lstat(p.c_str(), &st) == 0;
 }
@@ -51,8 +58,8 @@ Input classify(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) throw Error("plot: " + printable(path) + ": no such file or folder");
   const fs::path p = fs::absolute(path);
   if (S_ISDIR(st.st_mode)) {
-    if (exists(p / kResultsJsonName)) return {false, path, (p / kResultsJsonName).string(), ""};
-    if (exists(p / kMetricsFileName)) return {true, path, (p / kMetricsFileName).string(), p.string()};
+    if (has_entry(p / kResultsJsonName)) return {false, path, (p / kResultsJsonName).string(), ""};
+    if (has_entry(p / kMetricsFileName)) return {true, path, (p / kMetricsFileName).string(), p.string()};
     throw Error("plot: " + printable(path) + ": a folder with neither " + kResultsJsonName + " (a sweep folder) nor " +
                 kMetricsFileName + " (a run folder)");
   }
@@ -108,11 +115,11 @@ void check_sweeps(const std::vector<Input>& inputs, const PlotArgs& a) {
 std::string run_scheme(const std::string& folder, const std::string& label) {
   const std::string path = (fs::path(folder) / kConfigFileName).string();
   try {
-    if (exists(path))
-      return parse_config(read_input_file(path, {"run config", kMaxConfigBytes}), path).model.position.scheme;
+    if (has_entry(path))
+      return parse_config(read_input_file(path, input_options("run config", kMaxConfigBytes)), path).model.position.scheme;
   } catch (const Error&) {
   }
-  const std::string head = label.substr(0, label.find('@'));
+  const std::string head = label.substr(0, label.find_first_of("@/"));
   for (const nn::SchemeInfo& s : nn::schemes())
     if (head == s.name) return head;
   return "";
@@ -123,7 +130,7 @@ std::string run_scheme(const std::string& folder, const std::string& label) {
 std::vector<CurveRun> read_runs(const std::vector<Input>& inputs, const std::string& x) {
   std::vector<CurveRun> runs;
   for (const Input& in : inputs) {
-    const std::string text = read_input_file(in.file, {"metrics", kMaxMetricsBytes});
+    const std::string text = read_input_file(in.file, input_options("metrics", kMaxMetricsBytes));
     const std::string header = text.substr(0, text.find('\n'));
     if (header.rfind("step,train_loss", 0) != 0)
       throw Error("metrics " + printable(in.file) + ": expected rpb's metrics.csv header (step,train_loss,...), found \"" +

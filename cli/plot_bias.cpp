@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cli/python_runner.h"
+#include "core/autograd.h"
 #include "core/error.h"
 #include "nn/position.h"
 #include "nn/position/table_scheme.h"
@@ -129,6 +130,7 @@ ordered_json bias_block(const nn::Module& model, const RunConfig& config, const 
     throw Error("inspect " + flag + ": position scheme " + po.scheme + " enters the model as " +
                 nn::kind_name(nn::scheme_info(po).kind) + " and adds no bias to draw (" + flag + " draws the schemes " +
                 additive_scheme_names() + "); no file written");
+  const NoGradGuard no_grad;  // reading the bias records nothing (no training forward: the trained rows stay as stored)
   const bool grid = po.dims == 2 || config.dims() == 2;
   const int64_t distances = std::clamp<int64_t>(4 * config.length, 16, 4096);
   const int64_t side = std::clamp<int64_t>(config.length, 2, kMaxGridSide);

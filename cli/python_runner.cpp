@@ -44,6 +44,19 @@ bool executable(const std::string& path) {
   return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
+// The first executable `name` in the folders of $PATH, or "".
+std::string on_path(const std::string& name) {
+  const std::string path = env("PATH");
+  for (std::size_t at = 0; at <= path.size();) {
+    const std::size_t end = std::min(path.find(':', at), path.size());
+    const std::string dir = path.substr(at, end - at);
+    if (const std::string candidate = (fs::path(dir.empty() ? "." : dir) / name).string(); executable(candidate))
+      return candidate;
+    at = end + 1;
+  }
+  return "";
+}
+
 // The last lines of the module's output, at most a few, escaped for the terminal.
 std::string last_lines(const std::string& text, std::size_t lines = 6) {
   std::string t = text;
@@ -118,17 +131,10 @@ std::string matplotlib_hint() {
 }
 
 std::string plot_python() {
-  if (const std::string p = env("RPB_PYTHON"); !p.empty()) return p;
+  if (const std::string p = env("RPB_PYTHON"); !p.empty())
+    return p.find('/') == std::string::npos && !on_path(p).empty() ? on_path(p) : p;  // a bare name: found on PATH
   if (executable("/usr/bin/python3")) return "/usr/bin/python3";
-  const std::string path = env("PATH");
-  for (std::size_t at = 0; at <= path.size();) {
-    const std::size_t end = std::min(path.find(':', at), path.size());
-    const std::string dir = path.substr(at, end - at);
-    if (const std::string candidate = (fs::path(dir.empty() ? "." : dir) / "python3").string(); executable(candidate))
-      return candidate;
-    at = end + 1;
-  }
-  return "";
+  return on_path("python3");
 }
 
 std::string plot_module_dir() {

@@ -30,8 +30,8 @@ class PlotUnavailable : public Error {
 /// python3-matplotlib` (scripts/deps.sh does)".
 std::string matplotlib_hint();
 
-/// The Python that draws: $RPB_PYTHON when set and not empty, else /usr/bin/python3 when it is executable, else the
-/// first executable python3 on $PATH; "" when there is none.
+/// The Python that draws: $RPB_PYTHON when set and not empty (a bare name is looked up on $PATH), else
+/// /usr/bin/python3 when it is executable, else the first executable python3 on $PATH; "" when there is none.
 std::string plot_python();
 
 /// The folder of rpb_plot.py: $RPB_PYTHON_DIR when set and not empty, else the source tree's python/.

@@ -148,7 +148,7 @@ TEST_CASE("output file: the files of a run folder, before and after its first ch
   CHECK(refusal((sweep / "mine.svg").string()).empty());
 }
 
-TEST_CASE("rpb inspect --plot (--svg) and eval --out refuse the checkpoint, the run's files and a device: exit 2, files intact") {
+TEST_CASE("rpb inspect --svg (--plot) and eval --out refuse the checkpoint, the run's files and a device: exit 2, files intact") {
   TempDir tmp("out_cli");
   const fs::path run = tiny_run(tmp);
   const std::string ck = tmp.file("ck.h5"), dev = tmp.file("full"), junk = tmp.file("junk.h5");
