@@ -116,7 +116,8 @@ std::string run_scheme(const std::string& folder, const std::string& label) {
   const std::string path = (fs::path(folder) / kConfigFileName).string();
   try {
     if (has_entry(path))
-      return parse_config(read_input_file(path, input_options("run config", kMaxConfigBytes)), path).model.position.scheme;
+      return parse_config(read_input_file(path, input_options("run config", kMaxConfigBytes)), path)
+          .model.position.scheme;
   } catch (const Error&) {
   }
   const std::string head = label.substr(0, label.find_first_of("@/"));
@@ -133,14 +134,15 @@ std::vector<CurveRun> read_runs(const std::vector<Input>& inputs, const std::str
     const std::string text = read_input_file(in.file, input_options("metrics", kMaxMetricsBytes));
     const std::string header = text.substr(0, text.find('\n'));
     if (header.rfind("step,train_loss", 0) != 0)
-      throw Error("metrics " + printable(in.file) + ": expected rpb's metrics.csv header (step,train_loss,...), found \"" +
-                  printable(header, 80) + "\"");
+      throw Error("metrics " + printable(in.file) + ": expected rpb's metrics.csv header (step,train_loss,...), " +
+                  "found \"" + printable(header, 80) + "\"");
     if (x == "tokens" && (header + ",").find(",tokens,") == std::string::npos)
       throw Error("metrics " + printable(in.file) + ": no tokens column (a run trained before metrics.csv had one): "
                   "draw it against the step (--x step)");
     const fs::path folder(in.folder);
     std::string label = folder.filename().string();
-    if (std::regex_match(label, std::regex("seed[0-9]+"))) label = folder.parent_path().filename().string() + "/" + label;
+    if (std::regex_match(label, std::regex("seed[0-9]+")))
+      label = folder.parent_path().filename().string() + "/" + label;
     runs.push_back({label, run_scheme(in.folder, label), in.file});
   }
   for (std::size_t i = 0; i < runs.size(); ++i)
@@ -236,7 +238,8 @@ CommandRunner add_plot_command(CLI::App& cmd) {
                  "the figure: .pdf, .png or .svg (default curves.pdf or results.pdf here); a new or replaced regular "
                  "file, never a link, a device, an input or a file rpb manages in a run or sweep folder");
   cmd.add_option("--tasks", a->tasks, "sweeps: the tasks to draw (comma-separated; default all)")->delimiter(',');
-  cmd.add_option("--methods", a->methods, "sweeps: the methods to draw, as results.json names them (t5@untrained=nearest)")
+  cmd.add_option("--methods", a->methods,
+                 "sweeps: the methods to draw, as results.json names them (t5@untrained=nearest)")
       ->delimiter(',');
   cmd.add_option("--lengths", a->lengths, "sweeps: the evaluation lengths to draw, in tokens (comma-separated)")
       ->delimiter(',');

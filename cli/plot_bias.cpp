@@ -67,7 +67,8 @@ ordered_json line_module(const BiasModule& m, const RunConfig& config, int64_t d
   ordered_json values = ordered_json::array(), trained = ordered_json::array(), ds = ordered_json::array();
   for (int64_t h = 0; h < heads; ++h) {
     ordered_json head = ordered_json::array();
-    for (int64_t d = 0; d < distances; ++d) head.push_back(v[static_cast<std::size_t>(h * distances + distances - 1 - d)]);
+    for (int64_t d = 0; d < distances; ++d)
+      head.push_back(v[static_cast<std::size_t>(h * distances + distances - 1 - d)]);
     values.push_back(std::move(head));
   }
   for (int64_t d = 0; d < distances; ++d) {
@@ -96,7 +97,8 @@ ordered_json grid_module(const BiasModule& m, const RunConfig& config, int64_t s
       for (int64_t k = 0; k < cells; ++k) {
         const int64_t dy = k / side - q / side, dx = k % side - q % side;
         const auto row = static_cast<std::size_t>(rows[static_cast<std::size_t>(q * cells + k)]);
-        offset_trained[static_cast<std::size_t>((dy + side - 1) * n + dx + side - 1)] = row < flags.size() && flags[row];
+        const auto at = static_cast<std::size_t>((dy + side - 1) * n + dx + side - 1);
+        offset_trained[at] = row < flags.size() && flags[row];
       }
   }
   ordered_json offsets = ordered_json::array(), values = ordered_json::array(), trained = ordered_json::array();
@@ -112,7 +114,8 @@ ordered_json grid_module(const BiasModule& m, const RunConfig& config, int64_t s
   }
   for (int64_t y = 0; y < n; ++y) {
     ordered_json row = ordered_json::array();
-    for (int64_t x = 0; x < n; ++x) row.push_back(static_cast<bool>(offset_trained[static_cast<std::size_t>(y * n + x)]));
+    for (int64_t x = 0; x < n; ++x)
+      row.push_back(static_cast<bool>(offset_trained[static_cast<std::size_t>(y * n + x)]));
     trained.push_back(std::move(row));
   }
   ordered_json out = {{"name", m.path}, {"dy", offsets}, {"dx", offsets}, {"values", values}, {"trained", trained}};

@@ -185,7 +185,8 @@ void draw_figures(nlohmann::ordered_json request, const std::vector<PlotOutput>&
     remove_all(temps);
     if (code == 3) throw PlotUnavailable(matplotlib_hint());
     const std::string how = code < 0 ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                                     : "exited with code " + std::to_string(code) + (code == 2 ? " (a bad request)" : "");
+                                     : "exited with code " + std::to_string(code) +
+                                           (code == 2 ? " (a bad request)" : "");
     throw Error("plot: " + printable(python) + " " + printable(module) + " " + how +
                 (output.empty() ? std::string() : ":\n" + last_lines(output)));
   }

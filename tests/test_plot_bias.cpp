@@ -27,7 +27,8 @@ using rpb::testing::ScopedEnv;
 using rpb::testing::TempDir;
 
 rpb::RunConfig config_of(const std::string& position, const std::string& task = "") {
-  const std::string grid = task.empty() ? "" : "[grid]\nwindow = 2\nmax_side = 4\n[task]\nkind = \"grid2d\"\nvocab = 3\n";
+  const std::string grid =
+      task.empty() ? "" : "[grid]\nwindow = 2\nmax_side = 4\n[task]\nkind = \"" + task + "\"\nvocab = 3\n";
   return rpb::parse_config("[model]\nd_model = 8\nheads = 2\nlayers = 1\nd_ff = 8\n[position]\n" + position +
                                "[run]\nlength = 4\neval_multipliers = [1]\n" + grid,
                            "plot_bias");
