@@ -13,7 +13,8 @@
 #include "cli/eval.h"
 #include "cli/generate.h"
 #include "cli/inspect.h"
-#include "cli/results_svg.h"
+#include "cli/plot.h"
+#include "cli/plot_request.h"
 #include "cli/schemes.h"
 #include "core/text.h"
 #include "nn/limits.h"
@@ -86,15 +87,18 @@ int cmd_extrapolate(const std::string& config_path, const std::vector<std::strin
   {
     const DeferInterrupts defer;  // the result files are written whole
     write_results(r, dir);
-    write_result_figures(r, dir);
   }
   if (const int sig = pending_interrupt()) throw Interrupted(sig);
-  std::cout << format_table(r) << "\nResults: " << dir << "/results.{csv,json,tex,svg}\n";
+  // The figures after the results: a figure that cannot be drawn (no matplotlib) leaves the results whole.
+  const bool drawn = draw_sweep_figures(dir, cfg.sweep.figures);
+  std::string files = "csv,json,tex";
+  for (const std::string& f : drawn ? cfg.sweep.figures : std::vector<std::string>{}) files += "," + f;
+  std::cout << format_table(r) << "\nResults: " << dir << "/results.{" << files << "}\n";
   return 0;
 }
 
-int cmd_inspect(const std::string& checkpoint, const std::string& svg_path) {
-  inspect_checkpoint(resolve_checkpoint(checkpoint).file, std::cout, svg_path);
+int cmd_inspect(const std::string& checkpoint, const std::string& plot_path, const std::string& plot_flag) {
+  inspect_checkpoint(resolve_checkpoint(checkpoint).file, std::cout, plot_path, plot_flag);
   return 0;
 }
 
@@ -232,19 +236,22 @@ CommandRunner add_inspect(CLI::App& cmd) {
   struct Args {
     std::string checkpoint;
     std::string max_memory;
-    std::string svg;
+    std::string plot, svg;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("checkpoint", a->checkpoint,
                  "a checkpoint .h5 file, a run folder (its latest checkpoint) or a run folder's `latest` file")
       ->required();
-  cmd.add_option("--svg", a->svg,
-                 "also draw each head's position bias against distance into this SVG file: a new or replaced regular "
-                 "file, never a link, a device, the checkpoint or a file rpb manages in a run folder");
+  CLI::Option* plot = cmd.add_option(
+      "--plot", a->plot,
+      "also draw each head's position bias (against distance d = query - key; 2-D: a heatmap per head) into this "
+      "figure, .pdf, .png or .svg, with matplotlib: a new or replaced regular file, never a link, a device, the "
+      "checkpoint or a file rpb manages in a run folder");
+  cmd.add_option("--svg", a->svg, "the same as --plot (its earlier name)")->excludes(plot);
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
-    return cmd_inspect(a->checkpoint, a->svg);
+    return a->svg.empty() ? cmd_inspect(a->checkpoint, a->plot, "--plot") : cmd_inspect(a->checkpoint, a->svg, "--svg");
   };
 }
 
@@ -261,6 +268,8 @@ const std::vector<Command>& commands() {
       {"generate", "Generate tokens from a checkpoint (KV-cache decoding)", add_generate_command},
       {"extrapolate", "Train every position scheme and print perplexity against length", add_extrapolate},
       {"inspect", "Report a checkpoint: config, metrics, parameters, bias tables", add_inspect},
+      {"plot", "Draw runs' training curves (their metrics.csv) or a sweep's figure (its results.json) with matplotlib",
+       add_plot_command},
   };
   return table;
 }

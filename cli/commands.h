@@ -44,7 +44,8 @@ int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths,
 /// The perplexity-vs-length sweep: trains or reuses every run, prints the table, writes results.*. With `overwrite`
 /// (--overwrite), a run folder trained with another config is moved aside and the run trained afresh.
 int cmd_extrapolate(const std::string& config_path, const std::vector<std::string>& overrides, bool overwrite = false);
-/// A readable report of a checkpoint.
-int cmd_inspect(const std::string& checkpoint, const std::string& svg_path = "");
+/// A readable report of a checkpoint; with `plot_path`, its bias drawn there (`plot_flag`: "--plot" or "--svg").
+int cmd_inspect(const std::string& checkpoint, const std::string& plot_path = "",
+                const std::string& plot_flag = "--plot");
 
 }  // namespace rpb

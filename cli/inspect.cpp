@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <map>
 #include <sstream>
 
-#include "cli/inspect_svg.h"
+#include "cli/plot_bias.h"
+#include "cli/python_runner.h"
 #include "core/text.h"
 #include "nn/position.h"
 #include "train/checkpoint/checkpoint.h"
@@ -144,11 +146,23 @@ std::string data_line(const Checkpoint& c, const RunConfig& cfg) {
   return "generated from the config ([task] and its seed)";
 }
 
+// The title of the bias figure: "T5 bias (t5), step_00000600.h5 at step 600 of 600, trained at length 64".
+std::string bias_title(const Checkpoint& c, const RunConfig& cfg, const std::string& file) {
+  const nn::PositionOptions p = cfg.position();
+  return std::string(nn::scheme_info(p).label) + " (" + p.scheme + "), " +
+         printable(std::filesystem::path(file).filename().string(), 100) + " at step " + std::to_string(c.step) +
+         " of " + std::to_string(cfg.steps) + ", trained at length " + std::to_string(cfg.length);
+}
+
 }  // namespace
 
-void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& svg_path) {
-  const OutputOptions svg{"--svg", {{"checkpoint", file}}};
-  if (!svg_path.empty()) check_output_file(svg_path, svg);  // before the checkpoint is read: a refusal costs nothing
+void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& plot_path,
+                        const std::string& plot_flag) {
+  const OutputOptions plot{plot_flag, {{"checkpoint", file}}};
+  if (!plot_path.empty()) {  // before the checkpoint is read: a refusal costs nothing
+    check_output_file(plot_path, plot);
+    figure_format(plot_path, plot_flag);
+  }
   const StoredCheckpoint stored = read_stored_checkpoint(file);
   const Checkpoint& c = stored.checkpoint;
   const RunConfig& cfg = stored.config;
@@ -160,7 +174,8 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
   check_memory(estimate_memory(cfg, vocab, MemoryUse::inspect), memory_budget(), "inspect");
   const std::unique_ptr<nn::Module> built = load_stored_model(c, cfg, vocab, file);
   const nn::Module& model = *built;
-  if (!svg_path.empty()) write_bias_svg(model, cfg, svg_path, svg);  // before the report: a refusal prints nothing else
+  if (!plot_path.empty())  // before the report: a refusal prints nothing else
+    draw_bias(model, cfg, bias_title(c, cfg, file), plot_path, plot);
   const nn::PositionOptions& p = cfg.model.position;
   out << "checkpoint " << printable(file) << "\n  step " << c.step << " of " << cfg.steps << ", rpb "
       << printable(c.library_version) << " (commit "
@@ -181,7 +196,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
   // What each position module (a scheme, Swin's window attention) has learned.
   for (const auto& [path, m] : model.named_modules())
     if (const auto* pos = dynamic_cast<const nn::Positional*>(m)) out << pos->report(path + ".");
-  if (!svg_path.empty()) out << "\nbias plot: " << printable(svg_path) << "\n";
+  if (!plot_path.empty()) out << "\nbias plot: " << printable(plot_path) << "\n";
 }
 
 }  // namespace rpb

@@ -29,6 +29,8 @@ ordered_json scheme_json(const nn::SchemeInfo& s) {
           {"dims", dims_of(s)},
           {"kind", nn::kind_name(s.kind)},
           {"label", s.label},
+          {"color", s.color},
+          {"marker", s.marker},
           {"description", s.description},
           {"per_layer", s.per_layer},
           {"row_table", s.row_table},

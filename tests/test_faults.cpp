@@ -342,7 +342,7 @@ TEST_CASE("faults: an extrapolate sweep killed during its second run resumes wit
   const fs::path cfg = write_text(tmp.path / "sweep.toml", fault_config(tmp.path, 200, 10));
   const fs::path root = tmp.path / "sweep" / "markov";
   const fs::path second = root / "learned" / "seed0";
-  const pid_t pid = spawn_rpb({"extrapolate", cfg.string(), "--set", "run.name=sweep"});
+  const pid_t pid = spawn_rpb({"extrapolate", cfg.string(), "--set", "run.name=sweep", "--set", "sweep.figures=false"});
   // Kill it once the second method's run has written its first checkpoint.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!fs::exists(second / "latest") && std::chrono::steady_clock::now() < deadline)
@@ -367,7 +367,7 @@ TEST_CASE("faults: an extrapolate sweep killed during its second run resumes wit
   const auto first_before = listing(root / "t5" / "seed0");
   CHECK(first_before.count("step_00000200.h5") == 1);
 
-  const auto r = run_rpb("extrapolate " + cfg.string() + " --set run.name=sweep");
+  const auto r = run_rpb("extrapolate " + cfg.string() + " --set run.name=sweep --set sweep.figures=false");
   REQUIRE_MESSAGE(r.code == 0, r.out);
   CHECK(contains(r.out, "markov / t5 / seed 0: finished earlier, reusing"));
   CHECK(contains(r.out, "markov / learned / seed 0: training in"));

@@ -109,7 +109,8 @@ TEST_CASE("grid model: rpb extrapolate prints the 2-D table") {
                                 << "\"\nsteps = 6\nbatch = 2\nlength = 4\nlog_every = 3\neval_multipliers = [1, 2]\n"
                                    "eval_tokens = 64\n[model]\nd_model = 8\nheads = 2\nlayers = 2\nd_ff = 8\n"
                                    "[grid]\nwindow = 2\ncpb_hidden = 8\nmax_side = 4\n[task]\nkind = \"grid2d\"\nvocab = 3\n"
-                                   "[optim]\nlr = 1e-2\n[sweep]\nmethods = [\"swin\", \"swin_v2\", \"swin_v2@window4\", \"learned2d\"]\n";
+                                   "[optim]\nlr = 1e-2\n[sweep]\nmethods = [\"swin\", \"swin_v2\", \"swin_v2@window4\", \"learned2d\"]\n"
+                                   "figures = false\n";
   const auto r = run_rpb("extrapolate " + (dir / "g.toml").string());
   CHECK(r.code == 0);
   CHECK(contains(r.out, "Task: grid2d"));

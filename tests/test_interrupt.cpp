@@ -178,7 +178,7 @@ TEST_CASE("interrupt: a signal during the evaluation after training exits with i
 TEST_CASE("interrupt: SIGINT during a sweep's second run saves it, exits 130, and the printed command finishes it") {
   TempDir tmp("sweepsig");
   const fs::path cfg = tmp.path / "sweep.toml", out = tmp.path / "out.txt";
-  std::ofstream(cfg) << signal_config(tmp.path) << "[sweep]\nmethods = [\"t5\", \"alibi\"]\nseeds = [0]\n";
+  std::ofstream(cfg) << signal_config(tmp.path) << "[sweep]\nmethods = [\"t5\", \"alibi\"]\nseeds = [0]\nfigures = false\n";
   const fs::path second = tmp.path / "run" / "markov" / "alibi" / "seed0";
   const pid_t pid = spawn_rpb({"extrapolate", cfg.string(), "--set", "run.steps=200"}, out.string());
   REQUIRE_MESSAGE(wait_for(pid, [&] { return logged_step(second) >= 20; }), file_text(out));

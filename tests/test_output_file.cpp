@@ -1,6 +1,6 @@
-// Output flags never destroy a file (train/run/output_file.h): `inspect --svg` and `eval --out` write only regular files,
-// never an input, a device or a file rpb manages in a run or sweep folder; a refusal exits 2 before any work and
-// leaves every file byte-identical.
+// Output flags never destroy a file (train/run/output_file.h): `inspect --plot` (alias --svg) and `eval --out` write
+// only regular files, never an input, a device or a file rpb manages in a run or sweep folder; a refusal exits 2
+// before any work and leaves every file byte-identical. (`rpb plot --out`: tests/test_plot.cpp.)
 #include <doctest/doctest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -142,12 +142,13 @@ TEST_CASE("output file: the files of a run folder, before and after its first ch
   // A sweep folder: results.* and attention.svg, before (its task folders) and after the sweep wrote them.
   const fs::path sweep = tmp.path / "sweep";
   fs::create_directories(sweep / "markov" / "t5" / "seed0");
-  for (const std::string name : {"results.csv", "results.json", "results.svg", "attention.svg"})
+  for (const std::string name : {"results.csv", "results.json", "results.svg", "results.pdf", "results.png",
+                                 "attention.svg"})
     CHECK_MESSAGE(contains(refusal((sweep / name).string()), "is a result file of the sweep folder"), name);
   CHECK(refusal((sweep / "mine.svg").string()).empty());
 }
 
-TEST_CASE("rpb inspect --svg and eval --out refuse the checkpoint, the run's files and a device: exit 2, files intact") {
+TEST_CASE("rpb inspect --svg (--plot) and eval --out refuse the checkpoint, the run's files and a device: exit 2, files intact") {
   TempDir tmp("out_cli");
   const fs::path run = tiny_run(tmp);
   const std::string ck = tmp.file("ck.h5"), dev = tmp.file("full"), junk = tmp.file("junk.h5");
@@ -158,15 +159,18 @@ TEST_CASE("rpb inspect --svg and eval --out refuse the checkpoint, the run's fil
     std::string args, message;
   };
   const std::vector<Case> cases = {
-      {"inspect " + ck + " --svg " + ck, "--svg " + ck + ": is the checkpoint this command reads"},
+      {"inspect " + ck + " --plot " + ck, "--plot " + ck + ": is the checkpoint this command reads"},
+      {"inspect " + ck + " --svg " + ck, "--svg " + ck + ": is the checkpoint this command reads"},  // the alias
       {"eval " + ck + " --out " + ck, "--out " + ck + ": is the checkpoint this command reads"},
       {"eval " + run.string() + " --out " + (run / "config.toml").string(), "is the run's config in the run folder"},
       {"eval " + run.string() + " --out " + (run / "latest").string(), "is the checkpoint pointer in the run folder"},
       {"eval " + run.string() + " --out " + (run / "eval" / "x.json").string(), "the evaluation records of a run folder"},
-      {"inspect " + run.string() + " --svg " + dev, "--svg " + dev + ": is a character device"},
+      {"inspect " + run.string() + " --plot " + dev, "--plot " + dev + ": is a character device"},
+      {"inspect " + run.string() + " --plot " + (run / "metrics.csv").string(), "is the metrics file in the run folder"},
+      {"inspect " + run.string() + " --plot " + tmp.file("bias.txt"), "expected a file name ending in .pdf, .png or .svg"},
       {"eval " + ck + " --out " + dev, "--out " + dev + ": is a character device"},
       // Checked before the checkpoint is read: an unreadable one is refused as the output, not reported as damaged.
-      {"inspect " + junk + " --svg " + junk, "--svg " + junk + ": is the checkpoint this command reads"},
+      {"inspect " + junk + " --plot " + junk, "--plot " + junk + ": is the checkpoint this command reads"},
       {"eval " + junk + " --out " + junk, "--out " + junk + ": is the checkpoint this command reads"},
   };
   for (const Case& c : cases) {

@@ -227,7 +227,7 @@ TEST_CASE("train --resume with more run.steps: refused without --extend, with it
 TEST_CASE("extrapolate: a changed config reruns nothing silently, --overwrite retrains the changed runs") {
   TempDir tmp("identity_sweep");
   std::string sets = " --set 'run.out_dir=\"" + tmp.path.string() + "\"' --set run.name=sweep"
-                     " --set 'sweep.methods=[\"t5\"]' --set 'sweep.seeds=[0]'";
+                     " --set 'sweep.methods=[\"t5\"]' --set 'sweep.seeds=[0]' --set sweep.figures=false";
   for (const std::string& o : identity_tiny(tmp.path, "sweep", 4))
     if (o.rfind("run.out_dir", 0) != 0 && o.rfind("run.name", 0) != 0) sets += " --set '" + o + "'";
   const std::string cmd = "extrapolate " + kSource + "/configs/t5.toml" + sets;

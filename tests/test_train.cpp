@@ -104,6 +104,7 @@ TEST_CASE("train: evaluation scores every length, learned positions are n/a past
 
 TEST_CASE("train: rpb train, eval, inspect and extrapolate from the command line") {
   TempDir tmp("cli");
+  const rpb::testing::ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);  // the figures: a stand-in module
   const fs::path cfg = tmp.path / "tiny.toml";
   std::ofstream(cfg) << tiny_config(tmp.path);
 
@@ -140,8 +141,9 @@ TEST_CASE("train: rpb train, eval, inspect and extrapolate from the command line
   CHECK(contains(r.out, "| T5 bias | 16 |"));
   CHECK(contains(r.out, "| Learned PE | 256 |"));
   CHECK(contains(r.out, "n/a"));
-  for (const char* f : {"results.csv", "results.json", "results.svg", "attention.svg"})
+  for (const char* f : {"results.csv", "results.json", "results.svg", "results.pdf"})  // sweep.figures' default
     CHECK(fs::exists(tmp.path / "sweep" / f));
+  CHECK(contains(r.out, "/results.{csv,json,svg,pdf}"));
   // Attention diagnostics: per seed and length in results.json, their mean over layers and heads in results.csv
   // (empty where learned positions cannot run).
   const std::string csv = rpb::testing::file_text(tmp.path / "sweep" / "results.csv");

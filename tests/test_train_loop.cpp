@@ -183,11 +183,11 @@ TEST_CASE("train loop: metrics rows keep their valid losses and elapsed time, fi
 TEST_CASE("train loop: metrics.csv lines leave empty cells where a row has no validation") {
   const std::vector<int64_t> lengths = {64, 128};
   CHECK(metrics_csv_header(lengths) ==
-        "step,train_loss,valid_loss@64,valid_loss@128,lr,grad_norm,tokens_per_sec,elapsed_s\n");
+        "step,train_loss,valid_loss@64,valid_loss@128,lr,grad_norm,tokens,tokens_per_sec,elapsed_s\n");
   MetricsRow r{50, 2.5, 0.001, 0.25, 1000, 12.5};
-  CHECK(metrics_csv_line(r, lengths) == "50,2.5,,,0.001,0.25,1000,12.5\n");
+  CHECK(metrics_csv_line(r, lengths, 256) == "50,2.5,,,0.001,0.25,12800,1000,12.5\n");  // 50 steps of 256 tokens
   r.valid_loss = {{128, 2.75}};
-  CHECK(metrics_csv_line(r, lengths) == "50,2.5,,2.75,0.001,0.25,1000,12.5\n");
+  CHECK(metrics_csv_line(r, lengths, 256) == "50,2.5,,2.75,0.001,0.25,12800,1000,12.5\n");
 }
 
 TEST_CASE("train loop: durations print as h:mm:ss") {

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -142,5 +143,30 @@ inline std::vector<std::string> lines_stamped_otherwise(const std::string& text,
     if ((every_line || line.rfind('[', 0) == 0) && !std::regex_search(line, stamp)) out.push_back(line);
   return out;
 }
+
+/// Sets (or with `value` null, unsets) an environment variable for the scope: the rpb commands run_rpb starts
+/// inherit it. The previous value comes back at the end of the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+/// The folder of the stand-in plotting module (tests/plot_stub/rpb_plot.py: checks a plot request, writes stub
+/// files, no matplotlib): RPB_PYTHON_DIR for tests that draw figures.
+inline constexpr const char* kPlotStubDir = RPB_SOURCE_DIR "/tests/plot_stub";
 
 }  // namespace rpb::testing

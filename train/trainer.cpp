@@ -331,7 +331,8 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   if (!summary.moved_aside.empty())
     log->info("{}--overwrite: moved the previous run folder aside to {}", lead(context_), summary.moved_aside);
   if (!extend_note_.empty()) log->info("{}{}", lead(context_), extend_note_);
-  MetricsCsv csv((fs::path(dir_) / kMetricsFileName).string(), config_.valid_lengths(), metrics_);
+  MetricsCsv csv((fs::path(dir_) / kMetricsFileName).string(), config_.valid_lengths(), metrics_,
+                 workload_->batch_tokens());
   if (!stale.empty()) {
     std::string names;
     for (const std::string& n : stale) names += (names.empty() ? "" : ", ") + n;

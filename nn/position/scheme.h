@@ -172,6 +172,10 @@ struct SchemeInfo {
   int64_t dims;             // 1 or 2; 0: either (none)
   PositionKind kind;
   const char* label;        // in result tables ("T5 bias")
+  /// The base style of the scheme's methods in every figure (python/rpb_plot.py reads them through `rpb schemes
+  /// --json`): a colour "#rrggbb" and a matplotlib marker ("o"), each distinct among the schemes of one dims.
+  const char* color;
+  const char* marker;
   const char* description;  // one line for help texts
   /// With model.share_position = false, each layer owns one (when it has parameters: t5, shaw, learnable
   /// log_decay); otherwise one module serves every layer.

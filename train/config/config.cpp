@@ -325,6 +325,17 @@ Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accept
   return opt;
 }
 
+// sweep.figures: false (none), true (the default formats) or a list of formats.
+void read_figures(Table& sweep, SweepConfig& s) {
+  if (sweep.holds_boolean("figures")) {
+    bool on = true;
+    sweep.get("figures", on);
+    if (!on) s.figures.clear();
+    return;
+  }
+  sweep.get("figures", s.figures, {"svg", "pdf", "png"}, 3);
+}
+
 // [sweep]: sweep.methods, then the points of its [[sweep.grid]] tables (`st` is the table as written; `accepted` are
 // the keys the other readers accept).
 void read_sweep(Table& sweep, const toml::table* st, const Reader& r, const std::vector<std::string>& accepted,
@@ -333,6 +344,7 @@ void read_sweep(Table& sweep, const toml::table* st, const Reader& r, const std:
   sweep.get("methods", methods, {}, kMaxSweepMethods);
   sweep.get("seeds", c.sweep.seeds, kMaxSweepSeeds);
   sweep.get("tasks", c.sweep.tasks, data::task_names(), data::task_names().size());
+  read_figures(sweep, c.sweep);
   const std::vector<std::string> tasks = c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks;
   const auto grid_task =
       std::find_if(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });

@@ -36,6 +36,11 @@ class Table {
   Table(const toml::table* t, std::string prefix, const std::string& source, const OverrideMap& overrides);
 
   bool has(const char* key) const { return t_ && t_->contains(key); }
+  /// True when `key` holds a boolean (for a key that takes either a boolean or a list, as sweep.figures).
+  bool holds_boolean(const char* key) const {
+    const toml::node* n = t_ ? t_->get(key) : nullptr;
+    return n && n->is_boolean();
+  }
 
   void get(const char* key, int64_t& out, int64_t lo, int64_t hi);
   void get(const char* key, uint64_t& out);

@@ -2,6 +2,7 @@
 #include "train/io/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -63,6 +64,35 @@ void write_file_atomically(const std::string& path, std::string_view content, co
 
 void write_file_atomically(const std::string& path, std::string_view content) {
   write_file_atomically(path, content, "write " + path);
+}
+
+std::string atomic_temp_path(const std::string& path) {
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  std::string name = ".";
+  name += p.filename().string();
+  name += ".tmp.";
+  name += std::to_string(::getpid());
+  return (dir / name).string();
+}
+
+void commit_temp_file(const std::string& tmp, const std::string& path, const std::string& op) {
+  std::error_code ec;
+  try {
+    // O_NOFOLLOW: a link planted under the temp name is refused, never renamed over `path`.
+    FileDescriptor fd(::open(tmp.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    RPB_CHECK(fd.get() >= 0, op.c_str(), "cannot open ", tmp, ": ", std::strerror(errno));
+    struct stat st{};
+    RPB_CHECK(::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode), op.c_str(), tmp, " is not a regular file");
+    RPB_CHECK(::fsync(fd.get()) == 0, op.c_str(), "cannot fsync ", tmp, ": ", std::strerror(errno));
+    RPB_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, op.c_str(), "cannot rename ", tmp, " over it: ",
+              std::strerror(errno));
+  } catch (...) {
+    fs::remove(tmp, ec);
+    throw;
+  }
+  const fs::path dir = fs::path(path).parent_path();
+  fsync_folder(dir.empty() ? fs::path(".") : dir, op);
 }
 
 }  // namespace rpb

@@ -19,4 +19,13 @@ void write_file_atomically(const std::string& path, std::string_view content, co
 /// The same with the op "write <path>".
 void write_file_atomically(const std::string& path, std::string_view content);
 
+/// The temp file write_file_atomically uses for `path`: ".<name>.tmp.<pid>" in `path`'s folder (a name the output
+/// rules and remove_stale_temp_files know). For a file another program writes (a figure the plotting module saves).
+std::string atomic_temp_path(const std::string& path);
+
+/// The second half of an atomic write another program did into `tmp` (atomic_temp_path(path)): checks that `tmp` is
+/// a regular file (not a link: lstat), fsyncs it, renames it over `path` and fsyncs the folder. On failure `tmp` is
+/// removed and the rpb::Error names `op`.
+void commit_temp_file(const std::string& tmp, const std::string& path, const std::string& op);
+
 }  // namespace rpb

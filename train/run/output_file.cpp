@@ -58,8 +58,9 @@ std::string run_file_role(const std::string& name) {
 
 // The files `rpb extrapolate` writes into its sweep folder (train/sweep/results.cpp write_results).
 bool is_sweep_result_name(const std::string& name) {
-  if (name == kResultsTexName) return true;
-  return name == kResultsCsvName || name == kResultsJsonName || name == kResultsSvgName || name == kAttentionSvgName;
+  const auto figure = std::find(std::begin(kSweepFigureNames), std::end(kSweepFigureNames), name);
+  return name == kResultsCsvName || name == kResultsJsonName || name == kResultsTexName ||
+         figure != std::end(kSweepFigureNames);
 }
 
 // Why rpb may not write `name` in the real folder `dir`, or "".

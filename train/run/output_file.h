@@ -1,5 +1,5 @@
-// rpb/train/run/output_file.h: writing the file a command-line flag names (`inspect --svg`, `eval --out`, and any
-// later flag that writes a file), so that no such flag destroys a file it was not asked to make.
+// rpb/train/run/output_file.h: writing the file a command-line flag names (`inspect --plot`, `eval --out`, `plot
+// --out`, and any later flag that writes a file), so that no such flag destroys a file it was not asked to make.
 //
 // The output is written atomically (write_file_atomically: a temp file renamed over the path) and only as a
 // regular file. Refused, with rpb::UsageError (exit 2) naming the flag, the path and the reason, before anything
@@ -10,7 +10,8 @@
 //     link or another spelling of the same path is caught;
 //   - a file rpb manages in a run folder: a checkpoint (step_*.h5), `latest`, `lock`, `config.toml`, `train.log`,
 //     `metrics.csv`, `eval` and anything under `eval/`, and the temp files of atomic writes (".<name>.tmp.<pid>");
-//     and a sweep folder's results.csv, results.json, results.tex, results.svg and attention.svg.
+//     and a sweep folder's results.csv, results.json, results.tex and figures (results.svg, results.pdf, results.png,
+//     attention.svg).
 // A folder is taken for a run folder when it holds an entry (of any kind) named `config.toml`, `latest` or `lock`,
 // or one with a checkpoint name: the lock and config.toml are the first files a run writes, so a run that has not
 // saved a checkpoint yet is covered, and `latest` and the checkpoints stay one when config.toml is gone. A folder is
@@ -27,7 +28,7 @@ namespace rpb {
 
 /// The flag that names an output file and the files its command reads.
 struct OutputOptions {
-  /// The flag, as messages name it: "--svg", "--out".
+  /// The flag, as messages name it: "--plot", "--out".
   std::string flag;
   /// A file the command reads: what it is ("checkpoint", "kjv text") and its path as given.
   struct Input {

@@ -17,13 +17,13 @@ inline constexpr const char* kTrainLogFileName = "train.log";   // the run's log
 inline constexpr const char* kLockFileName = "lock";           // the pid of the RunLock's holder (train/run/run_lock.h)
 
 /// The result files `rpb extrapolate` writes into its sweep folder: the table (train/sweep/results.h write_results)
-/// and the figures (cli/results_svg.h write_result_figures). Named here, below train/sweep, for
-/// train/run/output_file.h, which refuses to write over them.
+/// and the figures (cli/plot_request.h draw_sweep_figures: results.<format> for sweep.figures; attention.svg is
+/// what sweeps wrote before). Named here, below train/sweep, for train/run/output_file.h, which refuses to write over
+/// them.
 inline constexpr const char* kResultsCsvName = "results.csv";
 inline constexpr const char* kResultsJsonName = "results.json";
 inline constexpr const char* kResultsTexName = "results.tex";  // train/sweep/results_tex.h
-inline constexpr const char* kResultsSvgName = "results.svg";
-inline constexpr const char* kAttentionSvgName = "attention.svg";
+inline constexpr const char* kSweepFigureNames[] = {"results.svg", "results.pdf", "results.png", "attention.svg"};
 
 /// The file name of the checkpoint at `step`: "step_" + the step in 8 or more digits + ".h5"
 /// ("step_00000100.h5").

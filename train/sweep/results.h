@@ -18,8 +18,8 @@ std::string format_table(const SweepResult& r);
 inline constexpr const char* kResultsCsvProvenanceColumns[] = {
     "run_folder", "config_digest", "checkpoint", "checkpoint_sha256", "rpb_version", "commit", "command", "date"};
 
-/// Writes results.csv, results.json and results.tex into `dir` (atomically, each; the figures are drawn by
-/// cli/plot's runner; results.json's format and its reader are train/sweep/results_json.h's, results.tex's
+/// Writes results.csv, results.json and results.tex into `dir` (atomically, each; the figures are cli/plot_request.h's;
+/// results.json's format and its reader are train/sweep/results_json.h's, results.tex's
 /// train/sweep/results_tex.h's). Per row, seed and length, results.json carries the attention diagnostics
 /// ("attention": {"mean_distance": [[per layer, per head]], "entropy": [[...]], "mean_distance_overall",
 /// "entropy_overall"} or null) and, per length, the mean and std over seeds of the mean attention distance

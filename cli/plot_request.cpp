@@ -1,0 +1,63 @@
+// rpb/cli/plot_request.cpp: see plot_request.h.
+#include "cli/plot_request.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "cli/python_runner.h"
+#include "core/text.h"
+#include "train/run/run_folder.h"
+
+namespace fs = std::filesystem;
+
+namespace rpb {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json ylim_json(const YLimits& ylim) {
+  return ylim ? ordered_json::array({ylim->first, ylim->second}) : ordered_json();
+}
+
+}  // namespace
+
+ordered_json plot_request(const std::string& kind, ordered_json block) {
+  ordered_json request = {{"format", "rpb-plot-1"}, {"kind", kind}, {"outputs", ordered_json::array()},
+                          {"styles", plot_styles()}};
+  request[kind] = std::move(block);
+  return request;
+}
+
+ordered_json sweep_block(const SweepFigure& f) {
+  return {{"results", f.results}, {"tasks", f.tasks},         {"methods", f.methods},   {"lengths", f.lengths},
+          {"metrics", f.metrics}, {"ylim", ylim_json(f.ylim)}, {"against", f.against}};
+}
+
+ordered_json curves_block(const std::vector<CurveRun>& runs, const std::string& x, const YLimits& ylim) {
+  ordered_json list = ordered_json::array();
+  for (const CurveRun& r : runs)
+    list.push_back({{"label", r.label}, {"scheme", r.scheme}, {"metrics_csv", r.metrics_csv}});
+  return {{"runs", list}, {"x", x}, {"ylim", ylim_json(ylim)}};
+}
+
+std::string sweep_figure_name(const std::string& format) { return "results." + format; }
+
+bool draw_sweep_figures(const std::string& dir, const std::vector<std::string>& formats) {
+  if (formats.empty()) return false;
+  SweepFigure f;
+  f.results = {fs::absolute(fs::path(dir) / kResultsJsonName).string()};
+  std::vector<PlotOutput> outputs;
+  for (const std::string& format : formats) outputs.push_back({(fs::path(dir) / sweep_figure_name(format)).string()});
+  try {
+    draw_figures(plot_request("sweep", sweep_block(f)), outputs);
+  } catch (const PlotUnavailable& e) {
+    spdlog::warn("the sweep's figures were not drawn: {} (the results stand; draw them later with `rpb plot {}`)",
+                 terminal_text(e.message()), printable(dir));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace rpb

@@ -1,0 +1,283 @@
+// Figures through python/rpb_plot.py (cli/python_runner.h, cli/plot.h, cli/plot_request.h), tested against the
+// stand-in tests/plot_stub/rpb_plot.py, which checks the request's fields, copies it for the test to read
+// (RPB_PLOT_STUB_LOG) and writes a stub file to each output, or exits with RPB_PLOT_STUB_EXIT (3: matplotlib missing).
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/plot_request.h"
+#include "cli/python_runner.h"
+#include "test_util.h"
+#include "train/config/config.h"
+#include "train/sweep/results.h"
+
+namespace rpb_test_plot {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+using rpb::testing::contains;
+using rpb::testing::file_text;
+using rpb::testing::run_rpb;
+using rpb::testing::ScopedEnv;
+using rpb::testing::TempDir;
+
+// A sweep folder holding results.csv and results.json of two methods on markov, seeds 0 and 1, lengths 64 .. 256.
+fs::path sweep_folder(const TempDir& dir) {
+  rpb::SweepResult r;
+  r.name = "s";
+  r.train_length = 64;
+  r.multipliers = {1, 2, 4};
+  r.seeds = {0, 1};
+  for (const char* scheme : {"t5", "learned"}) {
+    rpb::MethodResult m;
+    m.task = "markov";
+    m.method = {scheme, scheme, {}};
+    m.lengths = {64, 128, 256};
+    const bool learned = std::string(scheme) == "learned";
+    for (int s = 0; s < 2; ++s) {
+      m.ppl.push_back({8.0 + s, learned ? std::nullopt : std::optional<double>(9.0), std::nullopt});
+      m.nll.push_back({2.0, learned ? std::nullopt : std::optional<double>(2.2), std::nullopt});
+      m.tokens.push_back({100, 100, 0});
+    }
+    r.rows.push_back(m);
+  }
+  const fs::path folder = dir.path / "sweep";
+  fs::create_directories(folder);
+  rpb::write_results(r, folder.string());
+  return folder;
+}
+
+// A run folder with a metrics.csv of `header` and two rows (and no checkpoint): enough for curves.
+fs::path run_folder(const TempDir& dir, const std::string& name, const std::string& header) {
+  const fs::path folder = dir.path / name;
+  fs::create_directories(folder);
+  std::ofstream(folder / "metrics.csv") << header << "\n1,2.5,0.1,1,16,1000,0.5\n2,2.4,0.1,1,32,1000,1.0\n";
+  return folder;
+}
+
+const std::string kHeader = "step,train_loss,lr,grad_norm,tokens,tokens_per_sec,elapsed_s";
+
+ordered_json logged(const TempDir& dir) { return ordered_json::parse(file_text(dir.file("request.json"))); }
+
+bool no_temp_files(const fs::path& dir) {
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (contains(e.path().filename().string(), ".tmp.")) return false;
+  return true;
+}
+
+}  // namespace rpb_test_plot
+
+using namespace rpb_test_plot;
+
+TEST_CASE("plot runner: the module writes a temp file in the output's folder, which rpb renames over the output") {
+  TempDir dir("plot_runner");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const rpb::OutputOptions rules{"--out", {}};
+  const std::string out = dir.file("f.png");
+  std::ofstream(out) << "old";
+  const std::string csv = (run_folder(dir, "r", kHeader) / "metrics.csv").string();
+  rpb::draw_figures(rpb::plot_request("curves", rpb::curves_block({{"r", "t5", csv}}, "step", std::nullopt)),
+                    {{out, &rules}});
+  CHECK(file_text(out).substr(1, 3) == "PNG");
+  CHECK(no_temp_files(dir.path));
+}
+
+TEST_CASE("plot runner: a bad request, a missing matplotlib, a missing module and no Python are named") {
+  TempDir dir("plot_runner_errors");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const rpb::OutputOptions rules{"--out", {}};
+  const std::string out = dir.file("f.pdf");
+  std::ofstream(out) << "old";
+  const auto draw = [&] {
+    rpb::draw_figures(rpb::plot_request("curves", rpb::curves_block({}, "step", std::nullopt)), {{out, &rules}});
+  };
+  const std::string bad = rpb::testing::error_of(draw);
+  CHECK(contains(bad, "exited with code 2 (a bad request):\nrpb_plot stub: bad request: curves.runs"));
+  {
+    const ScopedEnv missing("RPB_PLOT_STUB_EXIT", "3");
+    CHECK_THROWS_WITH_AS(draw(), doctest::Contains("matplotlib is missing: install it with `apt-get install "
+                                                   "python3-matplotlib` (scripts/deps.sh does)"),
+                         rpb::PlotUnavailable);
+  }
+  {
+    const ScopedEnv failing("RPB_PLOT_STUB_EXIT", "1");
+    CHECK_THROWS_WITH_AS(draw(), doctest::Contains("exited with code 1:\nrpb_plot stub: exit 1"), rpb::Error);
+  }
+  {
+    const ScopedEnv elsewhere("RPB_PYTHON_DIR", dir.path.c_str());
+    CHECK_THROWS_AS(draw(), rpb::PlotUnavailable);
+    CHECK(contains(rpb::testing::error_of(draw), "the plotting module " + dir.file("rpb_plot.py") + " is missing"));
+  }
+  {
+    const ScopedEnv no_python("RPB_PYTHON", dir.file("no_python").c_str());
+    CHECK_THROWS_AS(draw(), rpb::PlotUnavailable);
+  }
+  CHECK(file_text(out) == "old");
+  CHECK(no_temp_files(dir.path));
+  CHECK(rpb::figure_format("a/b.PDF", "--out") == "pdf");
+  CHECK(rpb::figure_format("b.svg", "--out") == "svg");
+  CHECK_THROWS_WITH_AS(rpb::figure_format("b.jpg", "--out"),
+                       doctest::Contains("--out b.jpg: expected a file name ending in .pdf, .png or .svg"),
+                       rpb::UsageError);
+  CHECK_THROWS_AS(rpb::figure_format("b", "--out"), rpb::UsageError);
+}
+
+TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and --x; a run without tokens is named") {
+  TempDir dir("plot_curves");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const ScopedEnv log("RPB_PLOT_STUB_LOG", dir.file("request.json").c_str());
+  const fs::path t5 = run_folder(dir, "t5", kHeader), alibi = run_folder(dir, "alibi@lr", kHeader);
+  const std::string out = dir.file("c.pdf");
+  auto r = run_rpb("plot " + t5.string() + " " + (alibi / "metrics.csv").string() + " --out " + out +
+                   " --x tokens --ylim 1,3.5");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(contains(r.out, "figure: " + out));
+  CHECK(file_text(out).substr(0, 4) == "%PDF");
+  const ordered_json q = logged(dir);
+  CHECK(q.at("kind") == "curves");
+  CHECK(q.at("curves").at("x") == "tokens");
+  CHECK(q.at("curves").at("ylim") == ordered_json({1.0, 3.5}));
+  const ordered_json& runs = q.at("curves").at("runs");
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].at("label") == "t5");
+  CHECK(runs[0].at("scheme") == "t5");  // no config.toml: the label's scheme
+  CHECK(runs[1].at("label") == "alibi@lr");
+  CHECK(runs[1].at("scheme") == "alibi");
+  CHECK(runs[0].at("metrics_csv") == fs::absolute(t5 / "metrics.csv").string());
+
+  const fs::path old = run_folder(dir, "old", "step,train_loss,lr,grad_norm,tokens_per_sec,elapsed_s");
+  r = run_rpb("plot " + old.string() + " --out " + dir.file("o.pdf") + " --x tokens");
+  CHECK(r.code == 1);
+  CHECK(contains(r.out, "no tokens column (a run trained before metrics.csv had one): draw it against the step"));
+  CHECK(run_rpb("plot " + old.string() + " --out " + dir.file("o.pdf")).code == 0);
+  r = run_rpb("plot " + old.string() + " --out " + dir.file("o.pdf") + " --tasks markov");
+  CHECK(r.code == 2);
+  CHECK(contains(r.out, "--tasks applies to sweeps (results.json), not to run folders"));
+  r = run_rpb("plot " + old.string() + " --out " + dir.file("o.pdf") + " --ylim 3,1");
+  CHECK(r.code == 2);
+  CHECK(contains(r.out, "--ylim 3,1: expected LO,HI, two finite numbers with LO < HI"));
+}
+
+TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the results; mixing kinds exits 2") {
+  TempDir dir("plot_sweep");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const ScopedEnv log("RPB_PLOT_STUB_LOG", dir.file("request.json").c_str());
+  const fs::path sweep = sweep_folder(dir);
+  const std::string out = dir.file("s.svg");
+  auto r = run_rpb("plot " + sweep.string() + " --out " + out +
+                   " --tasks markov --methods t5,learned --lengths 64,128 --metric perplexity");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const ordered_json q = logged(dir);
+  CHECK(q.at("kind") == "sweep");
+  CHECK(!q.contains("curves"));
+  const ordered_json& s = q.at("sweep");
+  CHECK(s.at("results") == ordered_json({fs::absolute(sweep / "results.json").string()}));
+  CHECK(s.at("tasks") == ordered_json({"markov"}));
+  CHECK(s.at("methods") == ordered_json({"t5", "learned"}));
+  CHECK(s.at("lengths") == ordered_json({64, 128}));
+  CHECK(s.at("metrics") == ordered_json({"perplexity"}));
+  CHECK(s.at("ylim").is_null());
+  CHECK(s.at("against") == "length");
+  CHECK(q.at("styles").at("schemes")[3].at("name") == "t5");
+  CHECK(q.at("styles").at("schemes")[3].at("color") == "#1f77b4");
+
+  struct Case {
+    std::string args, message;
+  };
+  const fs::path run = run_folder(dir, "t5", kHeader);
+  for (const Case& c : std::vector<Case>{
+           {"--tasks lag", "--tasks lag: not in the results (they hold: markov)"},
+           {"--methods rope", "--methods rope: not in the results (they hold: learned, t5)"},
+           {"--lengths 96", "--lengths 96: not in the results (they hold: 64, 128, 256)"},
+           {"--metric accuracy", "--metric accuracy: not in the results (they hold: perplexity)"},
+           {"--against optim.lr", "--against optim.lr: not in the results (they hold: length)"},
+           {"--x tokens", "--x applies to run folders (curves), not to sweeps"},
+           {run.string(), "mix a run folder (training curves) with a sweep (its results)"}}) {
+    CAPTURE(c.args);
+    r = run_rpb("plot " + sweep.string() + " --out " + dir.file("x.pdf") + " " + c.args);
+    CHECK(r.code == 2);
+    CHECK(contains(r.out, c.message));
+    CHECK(!fs::exists(dir.file("x.pdf")));
+  }
+  // A swept setting in the rows ("settings", from [[sweep.grid]]) may be drawn against.
+  ordered_json json = ordered_json::parse(file_text(sweep / "results.json"));
+  json["rows"][0]["settings"] = {{"optim.lr", 0.001}};
+  std::ofstream(dir.file("grid.json")) << json.dump();
+  r = run_rpb("plot " + dir.file("grid.json") + " --out " + dir.file("g.pdf") + " --against optim.lr");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(logged(dir).at("sweep").at("against") == "optim.lr");
+}
+
+TEST_CASE("rpb plot --out: never an input, a run's or a sweep's own file or a device; without matplotlib exit 1") {
+  TempDir dir("plot_out");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const fs::path sweep = sweep_folder(dir);
+  const fs::path run = run_folder(dir, "run", kHeader);
+  std::ofstream(run / "config.toml") << "# config_digest = x\n";
+  const std::string dev = dir.file("full");
+  REQUIRE(::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
+  const std::string json = (sweep / "results.json").string(), csv = (run / "metrics.csv").string();
+  const std::string json_text = file_text(json), csv_text = file_text(csv);
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {sweep.string() + " --out " + json, "--out " + json + ": is the sweep results this command reads"},
+           {sweep.string() + " --out " + (sweep / "results.pdf").string(), "is a result file of the sweep folder"},
+           {sweep.string() + " --out " + dev, "--out " + dev + ": is a character device"},
+           {sweep.string() + " --out " + dir.file("s.eps"), "expected a file name ending in .pdf, .png or .svg"},
+           {run.string() + " --out " + csv, "--out " + csv + ": is the metrics file this command reads"},
+           {run.string() + " --out " + (run / "config.toml").string(), "is the run config this command reads"},
+           {run.string() + " --out " + (run / "latest").string(), "is the checkpoint pointer in the run folder"}}) {
+    CAPTURE(c.args);
+    const auto r = run_rpb("plot " + c.args);
+    CHECK(r.code == 2);
+    CHECK(contains(r.out, c.message));
+  }
+  CHECK(file_text(json) == json_text);
+  CHECK(file_text(csv) == csv_text);
+  CHECK(!fs::exists(sweep / "results.pdf"));
+  CHECK(fs::is_character_file(dev));
+  const ScopedEnv missing("RPB_PLOT_STUB_EXIT", "3");
+  const auto r = run_rpb("plot " + sweep.string() + " --out " + dir.file("s.pdf"));
+  CHECK(r.code == 1);
+  CHECK(contains(r.out, "matplotlib is missing: install it with `apt-get install python3-matplotlib`"));
+  CHECK(!fs::exists(dir.file("s.pdf")));
+  CHECK(no_temp_files(dir.path));
+}
+
+TEST_CASE("sweep figures: sweep.figures picks the formats; without matplotlib the sweep warns and its results stand") {
+  TempDir dir("plot_sweep_figures");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const ScopedEnv log("RPB_PLOT_STUB_LOG", dir.file("request.json").c_str());
+  const fs::path sweep = sweep_folder(dir);
+  CHECK(rpb::draw_sweep_figures(sweep.string(), {"png", "svg"}));
+  CHECK(fs::exists(sweep / "results.png"));
+  CHECK(fs::exists(sweep / "results.svg"));
+  CHECK(!fs::exists(sweep / "results.pdf"));
+  const ordered_json q = logged(dir);
+  CHECK(q.at("sweep").at("results") == ordered_json({fs::absolute(sweep / "results.json").string()}));
+  CHECK(q.at("sweep").at("tasks").empty());
+  CHECK(q.at("outputs").size() == 2);
+  CHECK(!rpb::draw_sweep_figures(sweep.string(), {}));
+  {
+    const ScopedEnv missing("RPB_PLOT_STUB_EXIT", "3");
+    fs::remove(sweep / "results.png");
+    CHECK(!rpb::draw_sweep_figures(sweep.string(), {"png"}));  // a warning, no throw
+    CHECK(!fs::exists(sweep / "results.png"));
+  }
+  const std::string base = "[run]\nlength = 4\neval_multipliers = [1]\n[sweep]\n";
+  CHECK(rpb::parse_config(base, "s.toml").sweep.figures == std::vector<std::string>{"svg", "pdf"});
+  CHECK(rpb::parse_config(base + "figures = false\n", "s.toml").sweep.figures.empty());
+  CHECK(rpb::parse_config(base + "figures = true\n", "s.toml").sweep.figures == std::vector<std::string>{"svg", "pdf"});
+  CHECK(rpb::parse_config(base + "figures = [\"png\"]\n", "s.toml").sweep.figures == std::vector<std::string>{"png"});
+  CHECK(contains(rpb::testing::error_of([&] { rpb::parse_config(base + "figures = [\"eps\"]\n", "s.toml"); }),
+                 "sweep.figures"));
+}
