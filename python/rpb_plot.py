@@ -210,12 +210,19 @@ def nice_ticks(lo, hi, log=False):
 
 
 def tick_labels(ticks):
-    """The shortest %g labels that tell the ticks apart and read back as them."""
+    """The shortest labels that tell the ticks apart and read back as them: fixed-point (15.32, 0.001, 64), or %g
+    (1e-05, 2.5e+07) when fixed-point would need more than 6 digits."""
     span = (max(ticks) - min(ticks)) or abs(ticks[0]) or 1.0
-    for digits in range(1, 13):
-        labels = ["%.*g" % (digits, t) for t in ticks]
-        if len(set(labels)) == len(labels) and all(abs(float(s) - t) <= 1e-6 * span for s, t in zip(labels, ticks)):
-            return labels
+
+    def fits(labels):
+        return len(set(labels)) == len(labels) and all(abs(float(s) - t) <= 1e-6 * span
+                                                       for s, t in zip(labels, ticks))
+    for fmt in ("%.*f", "%.*g"):
+        for digits in range(0 if fmt == "%.*f" else 1, 13):
+            labels = [(fmt % (digits, t)).replace("-0", "0") if float(fmt % (digits, t)) == 0 else fmt % (digits, t)
+                      for t in ticks]
+            if fits(labels) and (fmt == "%.*g" or max(len(s.lstrip("-")) for s in labels) <= 7):
+                return labels
     return ["%r" % t for t in ticks]
 
 
@@ -277,8 +284,8 @@ def si_labels(ticks):
     """Tick labels of large counts with k, M or G (1200000 -> "1.2M"); tick_labels below 10^4."""
     top = max(abs(t) for t in ticks)
     for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if top >= 10 * scale or (scale == 1e3 and top >= 1e4):
-            return [s + suffix if s != "0" else s for s in tick_labels([t / scale for t in ticks])]
+        if top >= max(scale, 1e4):
+            return [s + suffix if float(s) else "0" for s in tick_labels([t / scale for t in ticks])]
     return tick_labels(ticks)
 
 
@@ -506,7 +513,8 @@ def _setting_axis(values):
     if all(_finite(v) for v in values):
         ticks = sorted(set(values))
         log = ticks[0] > 0 and ticks[-1] / ticks[0] >= 8
-        return list(values), ticks, tick_labels(ticks), log
+        labels = ["%g" % t for t in ticks]  # the values as a config writes them
+        return list(values), ticks, labels if len(set(labels)) == len(labels) else tick_labels(ticks), log
     order = list(dict.fromkeys(str(v) for v in values))
     return [order.index(str(v)) for v in values], list(range(len(order))), order, False
 
