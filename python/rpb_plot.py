@@ -183,11 +183,12 @@ def _finite(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def linear_ticks(lo, hi, count=5):
-    """1-2-2.5-5 ticks inside [lo, hi] (lo < hi), at least two (lo and hi themselves if nothing nicer fits)."""
-    raw = (hi - lo) / count
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+def linear_ticks(lo, hi, most=6):
+    """Ticks inside [lo, hi] (lo < hi) at the finest 1-2-2.5-5 step giving at most `most` of them; at least two
+    (lo and hi themselves if nothing nicer fits)."""
+    power = 10.0 ** math.floor(math.log10((hi - lo) / 10))
+    steps = [m * power * 10 ** k for k in range(3) for m in (1, 2, 2.5, 5)]
+    step = next(s for s in steps if math.floor(hi / s + 1e-9) - math.ceil(lo / s - 1e-9) + 1 <= most)
     first = math.ceil(lo / step - 1e-9)
     decimals = max(0, 3 - math.floor(math.log10(step)))
     ticks = [round(k * step, decimals) for k in range(first, int(math.floor(hi / step + 1e-9)) + 1)]
@@ -200,7 +201,7 @@ def nice_ticks(lo, hi, log=False):
     decades would leave the data unlabelled) linear_ticks."""
     if not hi > lo:
         return [lo]
-    if log and lo > 0 and hi / lo >= 10:
+    if log and lo > 0 and hi / lo >= 5:
         decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
         for mantissas in ((1,), (1, 2, 5), tuple(range(1, 10))):
             ticks = [m * 10.0 ** e for e in decades for m in mantissas if lo <= m * 10.0 ** e <= hi]
@@ -737,8 +738,9 @@ def draw_curves(request_curves, styles):
             ticks = nice_ticks(min(xs), max(xs)) if max(xs) > min(xs) else None
             set_axis(ax, "x", min(xs), max(xs), ticks=ticks, labels=si_labels(ticks) if ticks else None)
             set_axis(ax, "y", *(ylim or (min(ys), max(ys))))
-        ax.set(title=title, xlabel="tokens seen" if x == "tokens" else "step", ylabel=ylabel)
-        ax.title.set_fontsize(9.5)
+        ax.set_title(title, fontsize=9.5)
+        ax.set_xlabel("tokens seen" if x == "tokens" else "step", fontsize=9)
+        ax.set_ylabel(ylabel, fontsize=9)
         ax.tick_params(labelsize=8)
         ax.grid(True, color="0.92", linewidth=0.6)
     for ax in axes[len(panels):]:
@@ -800,8 +802,10 @@ def draw_bias_line(ax, module, train_length, untrained_rule):
     ax.xaxis.set_minor_locator(NullLocator())
     ys = [v for head in module["values"] for v in head if _finite(v)]
     set_axis(ax, "y", min(ys), max(ys))
-    ax.set(xlabel="distance d = query - key (positions; symlog)", ylabel="bias (added to the score)")
+    ax.set_xlabel("distance d = query - key (positions; symlog)", fontsize=9)
+    ax.set_ylabel("bias (added to the score)", fontsize=9)
     ax.set_title(module["name"], fontsize=9.5)
+    ax.tick_params(labelsize=8)
     legend_below(ax, handles, 2 if len(handles) <= 2 * FEW_HEADS else 4)
     return len(handles)
 
@@ -836,7 +840,8 @@ def draw_heatmap(fig, ax, module, h):
         ticks = [t for t in ticks if float(t).is_integer()] or ticks
         (ax.xaxis if which == "x" else ax.yaxis).set_major_locator(FixedLocator(ticks))
         (ax.xaxis if which == "x" else ax.yaxis).set_major_formatter(FixedFormatter(tick_labels(ticks)))
-    ax.set(xlabel="dx = query col - key col", ylabel="dy = query row - key row")
+    ax.set_xlabel("dx = query col - key col", fontsize=8.5)
+    ax.set_ylabel("dy = query row - key row", fontsize=8.5)
     ax.set_title("head %d" % h, fontsize=9)
     ax.tick_params(labelsize=7)
 
@@ -955,8 +960,8 @@ def draw(request):
 
 
 def save(fig, path, fmt=None):
-    """Writes `fig` to `path` as `fmt` (else by the path's extension: pdf, png or svg), without dates or random
-    ids in the file, so the same figure gives the same bytes."""
+    """Writes `fig` to `path` as `fmt` (else by the path's extension: pdf, png or svg), without a date in the
+    file (a redrawn figure differs from the committed one only where the drawing does)."""
     fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
     require(fmt in FORMATS, 'cannot write "%s": the format must be one of %s' % (path, ", ".join(FORMATS)))
     metadata = {"pdf": {"CreationDate": None}, "svg": {"Date": None}, "png": {}}[fmt]
