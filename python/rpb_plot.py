@@ -542,7 +542,8 @@ def setting_panels(pairs, metric, lengths, key):
             if any(s is not None for g in groups.values() for s in g.stats):
                 length = res0.multipliers[j] * res0.train_length
                 panels.append(Panel("%s, length %d (%dx)" % (task, length, res0.multipliers[j]), metric,
-                                    [_sorted(g) for g in groups.values()], _optimum([(r, w) for r, w, _ in mine], metric),
+                                    [_sorted(g) for g in groups.values()],
+                                    _optimum([(r, w) for r, w, _ in mine], metric),
                                     ticks, labels, key, log, 10, max(len(r.seeds) for r, _, _ in mine),
                                     (task, j)))
     return panels
@@ -1002,15 +1003,26 @@ def _run_scheme(run_dir):
         return None
 
 
+def _run_label(folder):
+    """A run folder's name; a sweep's seed folder with its method's ("t5/seed0")."""
+    folder = os.path.normpath(os.path.abspath(folder))
+    name = os.path.basename(folder)
+    if name[:4] == "seed" and name[4:].isdigit():
+        return "%s/%s" % (os.path.basename(os.path.dirname(folder)), name)
+    return name
+
+
 def plot_curves(run_dirs, out=None, x="step", ylim=None, labels=None, styles=None):
-    """Training curves of run folders (or metrics.csv paths), labelled by folder name unless `labels` are given,
+    """Training curves of run folders (or metrics.csv paths), labelled by folder name ("t5/seed0" in a sweep) unless
+    `labels` are given,
     styled by the scheme of each run's config.toml; written to `out` when given; returns the Figure."""
     runs = []
     for i, path in enumerate(run_dirs):
         folder = os.path.dirname(path) if path.endswith(".csv") else path
-        label = labels[i] if labels else os.path.basename(os.path.normpath(folder))
+        label = labels[i] if labels else _run_label(folder)
         runs.append({"label": label, "scheme": _run_scheme(folder) or scheme_of(label),
-                     "metrics_csv": os.path.abspath(path if path.endswith(".csv") else os.path.join(path, "metrics.csv"))})
+                     "metrics_csv": os.path.abspath(path if path.endswith(".csv")
+                                                    else os.path.join(path, "metrics.csv"))})
     return render(request_for("curves", {"runs": runs, "x": x, "ylim": list(ylim) if ylim else None}, out, styles))
 
 
