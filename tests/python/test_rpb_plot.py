@@ -1,4 +1,4 @@
-"""python/rpb_plot.py: every kind of figure read back through matplotlib's objects (the Figure the module
+"""python/rpb_plot/: every kind of figure read back through matplotlib's objects (the Figure the package
 returns): each method label's colour and marker (the registry's for a scheme, a derived variant otherwise, the
 same in every figure), tick labels inside the data's range on every axis, nothing drawn at an n/a point inside
 the axes (n/a named in the legend), no text outside the figure or over another axes' labels; and the script's
@@ -399,7 +399,7 @@ class ScriptTest(unittest.TestCase):
                 out["path"] = os.path.join(tmp, out["path"])
             with open(path, "w") as f:
                 json.dump(req, f)
-            p = subprocess.run([sys.executable, os.path.join(SOURCE, "python", "rpb_plot.py"), path],
+            p = subprocess.run([sys.executable, os.path.join(SOURCE, "python", "rpb_plot"), path],
                                capture_output=True, text=True, env=env)
             written = {}
             for out in req.get("outputs", []):
