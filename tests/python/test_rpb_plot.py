@@ -1,0 +1,453 @@
+"""python/rpb_plot/: every kind of figure read back through matplotlib's objects (the Figure the package
+returns): each method label's colour and marker (the registry's for a scheme, a derived variant otherwise, the
+same in every figure), tick labels inside the data's range on every axis, nothing drawn at an n/a point inside
+the axes (n/a named in the legend), no text outside the figure or over another axes' labels; and the script's
+exit codes and output formats.
+
+    /usr/bin/python3 tests/python/test_rpb_plot.py
+
+Fixtures are hand-written: tests/data/plot/ (results.json files, two runs' metrics.csv) and the bias data below.
+ctest runs it (CMakeLists.txt, test python.rpb_plot); exits 77 (ctest: skipped) when matplotlib is missing.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(SOURCE, "tests", "data", "plot")
+sys.path.insert(0, os.path.join(SOURCE, "python"))
+
+try:
+    import matplotlib  # noqa: F401
+    from matplotlib.colors import to_hex
+    from matplotlib.text import Text
+except ImportError:
+    print("SKIPPED: matplotlib is missing (apt-get install python3-matplotlib)")
+    sys.exit(77)
+
+import rpb_plot  # noqa: E402
+
+# The registry's styles as `rpb schemes --json` gives them (a few schemes).
+STYLES = {"schemes": [
+    {"name": "learned", "dims": 1, "color": "#8c564b", "marker": "s"},
+    {"name": "t5", "dims": 1, "color": "#1f77b4", "marker": "o"},
+    {"name": "alibi", "dims": 1, "color": "#d62728", "marker": "^"},
+    {"name": "swin", "dims": 2, "color": "#2ca02c", "marker": "D"},
+    {"name": "learned2d", "dims": 2, "color": "#9467bd", "marker": "v"},
+    {"name": "alibi2d", "dims": 2, "color": "#ff7f0e", "marker": "P"},
+    {"name": "none", "dims": [1, 2], "color": "#7f7f7f", "marker": "X"},
+]}
+BASE = {s["name"]: (s["color"], s["marker"]) for s in STYLES["schemes"]}
+
+
+def sweep_request(results, **sweep):
+    block = {"results": [os.path.join(DATA, r) for r in results], "tasks": [], "methods": [], "lengths": [],
+             "metrics": [], "ylim": None, "against": "length"}
+    block.update(sweep)
+    return {"format": "rpb-plot-1", "kind": "sweep", "outputs": [], "styles": STYLES, "sweep": block}
+
+
+def bias_1d():
+    distances = list(range(0, 41))
+    values = [[-0.1 * math.log1p(d) for d in distances], [0.5 - 0.02 * d for d in distances]]
+    return {"dims": 1, "scheme": "t5", "title": "T5 bias", "train_length": 16,
+            "modules": [{"name": "blocks.0.attn.position", "distances": distances, "values": values,
+                         "trained": [d < 24 for d in distances], "untrained_rows": "nearest"}]}
+
+
+def bias_2d():
+    offsets = list(range(-3, 4))
+    heads = [[[h - 0.1 * (abs(y) + abs(x)) for x in offsets] for y in offsets] for h in range(3)]
+    return {"dims": 2, "scheme": "clipped2d", "title": "Clipped 2-D", "train_length": 8,
+            "modules": [{"name": "pos.clipped2d", "dy": offsets, "dx": offsets, "values": heads,
+                         "trained": [[abs(y) <= 2 and abs(x) <= 2 for x in offsets] for y in offsets]}]}
+
+
+def request(kind, block):
+    return {"format": "rpb-plot-1", "kind": kind, "outputs": [], "styles": STYLES, kind: block}
+
+
+# ---- reading figures back --------------------------------------------------------------------------------------
+
+def data_axes(fig):
+    """The axes that hold data (not colour bars)."""
+    return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+
+
+def labelled(ax, which):
+    """Positions of the major ticks with a non-empty label inside the view limits."""
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    lo, hi = sorted(ax.get_ylim() if which == "y" else ax.get_xlim())
+    return [loc for loc, text in zip(axis.get_majorticklocs(), axis.get_majorticklabels())
+            if text.get_text() and lo <= loc <= hi]
+
+
+def method_lines(ax):
+    """{gid: Line2D} of the lines the module tagged with a label (methods, runs, heads)."""
+    return {line.get_gid(): line for line in ax.get_lines()
+            if line.get_gid() and line.get_gid() != "optimum" and not line.get_gid().endswith(" band")}
+
+
+def finite_points(line):
+    return [(x, y) for x, y in zip(line.get_xdata(), line.get_ydata()) if math.isfinite(x) and math.isfinite(y)]
+
+
+def legend_texts(ax):
+    legend = ax.get_legend()
+    return [t.get_text() for t in legend.get_texts()] if legend else []
+
+
+class FigureChecks(unittest.TestCase):
+    """Assertions on a Figure's matplotlib objects."""
+
+    def assert_ticks_inside(self, ax, which, lo, hi):
+        """At least two labelled ticks inside the data range [lo, hi] (one inside the view for a lone value)."""
+        ticks = labelled(ax, which)
+        if hi > lo:
+            inside = [t for t in ticks if lo - 1e-9 * abs(hi) <= t <= hi + 1e-9 * abs(hi)]
+            self.assertGreaterEqual(len(inside), 2, "%s: %s ticks %s, data %g .. %g" % (ax.get_title(), which, ticks,
+                                                                                        lo, hi))
+        else:
+            self.assertGreaterEqual(len(ticks), 1, "%s: no labelled %s tick in view" % (ax.get_title(), which))
+
+    def assert_data_ticks(self, ax, skip_x=False):
+        """Ticks inside the range of the axes' line data, on both axes."""
+        points = [p for line in method_lines(ax).values() for p in finite_points(line)]
+        optimum = [line.get_ydata()[0] for line in ax.get_lines() if line.get_gid() == "optimum"]
+        ys = [y for _, y in points] + optimum
+        self.assert_ticks_inside(ax, "y", min(ys), max(ys))
+        if not skip_x:
+            xs = [x for x, _ in points]
+            self.assert_ticks_inside(ax, "x", min(xs), max(xs))
+
+    def assert_style(self, line, label, base):
+        """A base label has its scheme's registry colour and marker; a variant a different look of its own."""
+        color, marker = to_hex(line.get_color()), line.get_marker()
+        if label == base:
+            self.assertEqual((color, marker), BASE[base], label)
+            self.assertEqual(line.get_linestyle(), "-", label)
+        else:
+            self.assertNotEqual((color, marker), BASE[base], label)
+            self.assertNotEqual(line.get_linestyle(), "-", label)
+
+    def assert_nothing_clipped(self, fig):
+        """Every text lies inside the figure; no legend covers another text of its axes."""
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        box = fig.bbox
+        for text in fig.findobj(Text):
+            if text.get_visible() and text.get_text().strip():
+                e = text.get_window_extent(renderer)
+                self.assertTrue(e.x0 >= box.x0 - 1 and e.y0 >= box.y0 - 1 and e.x1 <= box.x1 + 1
+                                and e.y1 <= box.y1 + 1, "clipped: %r at %s" % (text.get_text(), e))
+        for ax in data_axes(fig):
+            legend = ax.get_legend()
+            if legend is None:
+                continue
+            lb = legend.get_window_extent(renderer)
+            others = [ax.xaxis.label] + ax.get_xticklabels() + [ax.title]
+            for t in others:
+                if t.get_text().strip():
+                    self.assertFalse(lb.overlaps(t.get_window_extent(renderer)),
+                                     "legend over %r in %s" % (t.get_text(), ax.get_title()))
+
+    def assert_no_na_drawn(self, ax, label, na_xs):
+        """No artist of the label's colour has a point at an n/a x; its line is NaN there; the legend names it."""
+        line = method_lines(ax)[label]
+        for x in na_xs:
+            self.assertNotIn(x, [p[0] for p in finite_points(line)], "%s drawn at n/a x=%s" % (label, x))
+        color = to_hex(line.get_color())
+        for other in ax.get_lines():
+            if other is not line and to_hex(other.get_color()) == color:
+                self.assertFalse(set(x for x, _ in finite_points(other)) & set(na_xs), label)
+        for coll in ax.collections:
+            if coll.get_gid() and coll.get_gid().startswith(label + " "):
+                xs = {round(v[0], 9) for path in coll.get_paths() for v in path.vertices}
+                self.assertFalse(xs & {round(x, 9) for x in na_xs}, "%s band at n/a" % label)
+        self.assertEqual(list(ax.texts), [], "text inside the axes")
+        entry = [t for t in legend_texts(ax) if t.startswith(label + " (n/a at")]
+        self.assertEqual(len(entry), 1, legend_texts(ax))
+
+
+# ---- the tests -------------------------------------------------------------------------------------------------
+
+class StyleTest(unittest.TestCase):
+    def test_scheme_and_variants(self):
+        self.assertEqual(rpb_plot.style_of("t5", STYLES), rpb_plot.Style("#1f77b4", "o", "-"))
+        v = rpb_plot.style_of("t5@untrained=nearest", STYLES)
+        self.assertEqual(v, rpb_plot.style_of("t5@untrained=nearest", STYLES))
+        self.assertNotEqual(v.color, "#1f77b4")
+        self.assertNotEqual(v.marker, "o")
+        self.assertNotEqual(v.linestyle, "-")
+        # Without styles: a deterministic fallback, the same for the same label.
+        self.assertEqual(rpb_plot.style_of("shaw", {}), rpb_plot.style_of("shaw", None))
+        looks = {rpb_plot.style_of("t5@optim.lr=%g" % lr, STYLES) for lr in (1e-4, 3e-4, 1e-3, 3e-3)}
+        self.assertGreater(len(looks), 1)
+
+    def test_ticks(self):
+        for lo, hi, log in ((15.30, 15.35, True), (3.6, 3.9, True), (8.1, 15.4, True), (1.5, 400.0, True),
+                            (0.0, 0.003, False), (5120.0, 25600.0, False), (-0.7, 0.5, False)):
+            ticks = rpb_plot.nice_ticks(lo, hi, log)
+            self.assertGreaterEqual(len([t for t in ticks if lo <= t <= hi]), 2, (lo, hi, ticks))
+            labels = rpb_plot.tick_labels(ticks)
+            self.assertEqual(len(set(labels)), len(labels), labels)
+
+
+class SweepFigureTest(FigureChecks):
+    @classmethod
+    def setUpClass(cls):
+        cls.fig = rpb_plot.draw(sweep_request(["results.json"]))
+        cls.axes = cls.fig.axes
+
+    def panel(self, task, ylabel):
+        found = [ax for ax in self.axes if ax.get_title().startswith(task + " ") and ax.get_ylabel().startswith(ylabel)]
+        self.assertEqual(len(found), 1, [(a.get_title(), a.get_ylabel()) for a in self.axes])
+        return found[0]
+
+    def test_every_metric_of_every_task(self):
+        for task, label in (("markov", "perplexity"), ("lag", "perplexity"), ("markov", "mean attention"),
+                            ("lag", "accuracy")):
+            self.panel(task, label)
+        self.assertEqual(len(self.axes), 4)  # lag has no attention distance, markov no accuracy
+
+    def test_colour_and_marker_per_label(self):
+        seen = {}
+        for ax in self.axes:
+            for label, line in method_lines(ax).items():
+                self.assert_style(line, label, rpb_plot.scheme_of(label))
+                look = (to_hex(line.get_color()), line.get_marker(), str(line.get_linestyle()))
+                self.assertEqual(seen.setdefault(label, look), look, "%s differs between panels" % label)
+        self.assertEqual(set(seen), {"learned", "t5", "t5@untrained=nearest", "alibi"})
+
+    def test_ticks_inside_data(self):
+        for ax in self.axes:
+            self.assert_data_ticks(ax)
+        self.assertEqual(self.panel("markov", "perplexity").get_yscale(), "log")
+        self.assertEqual(self.panel("lag", "accuracy").get_yscale(), "linear")
+        x = self.panel("markov", "perplexity").xaxis
+        self.assertEqual([t.get_text() for t in x.get_majorticklabels()], ["16\n1x", "32\n2x", "64\n4x"])
+
+    def test_na_not_drawn(self):
+        for task, label in (("markov", "perplexity"), ("lag", "perplexity"), ("markov", "mean attention"),
+                            ("lag", "accuracy")):
+            ax = self.panel(task, label)
+            self.assert_no_na_drawn(ax, "learned", [32, 64])
+            self.assertIn("learned (n/a at 2x, 4x)", legend_texts(ax))
+
+    def test_optimum_and_bands(self):
+        ax = self.panel("markov", "perplexity")
+        optimum = [line for line in ax.get_lines() if line.get_gid() == "optimum"]
+        self.assertEqual(len(optimum), 1)
+        self.assertEqual(optimum[0].get_ydata()[0], 4.2)
+        self.assertNotEqual(optimum[0].get_linestyle(), "-")
+        self.assertIn("optimal perplexity (4.200)", legend_texts(ax))
+        self.assertIn("band: mean ± std over seeds", legend_texts(ax))
+        bands = {c.get_gid() for c in ax.collections}
+        self.assertTrue({"t5 band", "alibi band", "learned band"} <= bands, bands)
+        self.assertEqual([line for line in self.panel("lag", "perplexity").get_lines()
+                          if line.get_gid() == "optimum"], [])  # lag has no optimum
+
+    def test_nothing_clipped(self):
+        self.assert_nothing_clipped(self.fig)
+
+    def test_filters(self):
+        fig = rpb_plot.draw(sweep_request(["results.json"], tasks=["lag"], methods=["t5", "alibi"],
+                                          lengths=[16, "4x"], metrics=["perplexity"], ylim=[11, 12]))
+        (ax,) = fig.axes
+        self.assertEqual(set(method_lines(ax)), {"t5", "alibi"})
+        self.assertEqual(list(method_lines(ax)["t5"].get_xdata()), [16, 64])
+        self.assertEqual(ax.get_ylim()[0] < 11 < 12 < ax.get_ylim()[1], True)
+        with self.assertRaisesRegex(rpb_plot.RequestError, "no task kjv"):
+            rpb_plot.draw(sweep_request(["results.json"], tasks=["kjv"]))
+
+    def test_grid_task_axis(self):
+        fig = rpb_plot.draw(sweep_request(["results_2d.json"]))
+        (ax,) = fig.axes
+        self.assertIn("grid side", ax.get_xlabel())
+        for label, line in method_lines(ax).items():
+            self.assert_style(line, label, label)
+        self.assert_no_na_drawn(ax, "learned2d", [16, 32])
+        self.assert_data_ticks(ax)
+        self.assert_nothing_clipped(fig)
+
+
+class AgainstSettingTest(FigureChecks):
+    def test_metric_against_a_swept_value(self):
+        fig = rpb_plot.draw(sweep_request(["results_grid.json"], against="optim.lr"))
+        self.assertEqual([ax.get_title() for ax in fig.axes], ["markov, length 16 (1x)", "markov, length 64 (4x)"])
+        for ax in fig.axes:
+            lines = method_lines(ax)
+            self.assertEqual(set(lines), {"t5@position.max_distance=64", "t5@position.max_distance=128"})
+            for label, line in lines.items():
+                self.assert_style(line, label, "t5")
+            self.assertEqual(ax.get_xscale(), "log")
+            self.assertEqual([t.get_text() for t in ax.xaxis.get_majorticklabels()], ["0.001", "0.003", "0.01"])
+            self.assertEqual(ax.get_xlabel(), "optim.lr")
+            self.assert_data_ticks(ax)
+        self.assert_no_na_drawn(fig.axes[1], "t5@position.max_distance=128", [0.003])
+        self.assertIn("t5@position.max_distance=128 (n/a at optim.lr=0.003)", legend_texts(fig.axes[1]))
+        self.assert_nothing_clipped(fig)
+
+    def test_unknown_setting(self):
+        with self.assertRaisesRegex(rpb_plot.RequestError, "optim.wd"):
+            rpb_plot.draw(sweep_request(["results_grid.json"], against="optim.wd"))
+
+
+class CurvesFigureTest(FigureChecks):
+    def runs(self, labels=("t5", "alibi"), schemes=("t5", "alibi"), folders=("run_a", "run_b")):
+        return [{"label": lab, "scheme": s, "metrics_csv": os.path.join(DATA, f, "metrics.csv")}
+                for lab, s, f in zip(labels, schemes, folders)]
+
+    def test_curves_against_step(self):
+        fig = rpb_plot.draw(request("curves", {"runs": self.runs(), "x": "step", "ylim": None}))
+        titles = [ax.get_title() for ax in fig.axes]
+        self.assertEqual(titles, ["train loss", "valid loss at length 16", "valid loss at length 64", "learning rate"])
+        for ax in fig.axes:
+            lines = method_lines(ax)
+            for label, line in lines.items():
+                self.assert_style(line, label, label)
+            self.assert_data_ticks(ax)
+        valid64 = fig.axes[2]
+        self.assertEqual(set(method_lines(valid64)), {"alibi"})  # run_a has no valid loss at 64: not drawn
+        self.assertIn("t5 (n/a)", legend_texts(valid64))
+        self.assertEqual([p[0] for p in finite_points(method_lines(fig.axes[1])["t5"])], [20, 40])
+        self.assert_nothing_clipped(fig)
+
+    def test_curves_against_tokens(self):
+        with self.assertRaisesRegex(rpb_plot.RequestError, "tokens"):
+            rpb_plot.draw(request("curves", {"runs": self.runs(), "x": "tokens"}))
+        fig = rpb_plot.draw(request("curves", {"runs": self.runs()[:1], "x": "tokens"}))
+        self.assertEqual(fig.axes[0].get_xlabel(), "tokens seen")
+        self.assertEqual(list(method_lines(fig.axes[0])["t5"].get_xdata()), [5120, 10240, 15360, 20480, 25600])
+        for ax in fig.axes:
+            self.assert_data_ticks(ax)
+
+    def test_variant_runs_and_python_api(self):
+        fig = rpb_plot.plot_curves([os.path.join(DATA, "run_a"), os.path.join(DATA, "run_b")], styles=STYLES)
+        lines = method_lines(fig.axes[0])
+        self.assert_style(lines["run_a"], "run_a", "t5")  # scheme from run_a/config.toml
+        self.assert_style(lines["run_b"], "run_b", "alibi")
+        self.assertEqual(to_hex(lines["run_a"].get_color()), rpb_plot.style_of("run_a", STYLES, "t5").color)
+
+
+class BiasFigureTest(FigureChecks):
+    def test_bias_1d(self):
+        block = bias_1d()
+        fig = rpb_plot.draw(request("bias", block))
+        (ax,) = fig.axes
+        self.assertEqual(ax.get_xscale(), "symlog")
+        trained = [p for p in ax.patches if p.get_gid() == "trained"]
+        self.assertEqual(len(trained), 1)
+        span = trained[0]
+        xs = ([x for x, _ in span.get_xy()] if hasattr(span, "get_xy")  # a Polygon (3.6), a Rectangle (3.9)
+              else [span.get_x(), span.get_x() + span.get_width()])
+        self.assertEqual((min(xs), max(xs)), (0, 15))
+        lines = method_lines(ax)
+        colors = set()
+        for h in range(2):
+            solid, dotted = lines["head %d" % h], lines["head %d untrained" % h]
+            self.assertEqual(max(x for x, _ in finite_points(solid)), 23)
+            self.assertEqual(min(x for x, _ in finite_points(dotted)), 23)  # joins the solid line
+            self.assertEqual(max(x for x, _ in finite_points(dotted)), 40)
+            self.assertNotEqual(dotted.get_linestyle(), "-")
+            colors.add(to_hex(solid.get_color()))
+            self.assertEqual(to_hex(dotted.get_color()), to_hex(solid.get_color()))
+        self.assertEqual(len(colors), 2)
+        texts = legend_texts(ax)
+        self.assertIn("head 0: b(0) = 0, b(1) = -0.0693, b(15) = -0.277", texts)
+        self.assertIn("untrained rows (filled: nearest)", texts)
+        self.assertIn("trained: |d| < 16", texts)
+        ticks = labelled(ax, "x")
+        self.assertEqual(ticks, [0, 1, 2, 4, 8, 16, 32])
+        self.assert_data_ticks(ax)
+        self.assert_nothing_clipped(fig)
+
+    def test_bias_2d(self):
+        fig = rpb_plot.draw(request("bias", bias_2d()))
+        heads = data_axes(fig)
+        self.assertEqual(len(heads), 3)
+        self.assertEqual(len(fig.axes), 6)  # a colour bar per head
+        for h, ax in enumerate(heads):
+            (image,) = ax.images
+            self.assertIsNotNone(image.colorbar)
+            lo, hi = image.get_clim()
+            self.assertAlmostEqual(lo, -hi)  # zero is the colour map's middle
+            hatched = [c for c in ax.collections if c.get_gid() == "untrained"]
+            self.assertEqual(len(hatched), 1)
+            self.assertEqual(len(hatched[0].get_paths()), 7 * 7 - 5 * 5)
+            for which in ("x", "y"):
+                self.assert_ticks_inside(ax, which, -3, 3)
+            self.assertEqual(ax.get_title(), "head %d" % h)
+        self.assert_nothing_clipped(fig)
+
+    def test_bad_bias(self):
+        block = bias_1d()
+        block["modules"][0]["values"][1] = block["modules"][0]["values"][1][:-1]
+        with self.assertRaisesRegex(rpb_plot.RequestError, r"modules\[0\].values"):
+            rpb_plot.draw(request("bias", block))
+
+
+class ScriptTest(unittest.TestCase):
+    def run_script(self, req, env=None):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "request.json")
+            for out in req.get("outputs", []):
+                out["path"] = os.path.join(tmp, out["path"])
+            with open(path, "w") as f:
+                json.dump(req, f)
+            p = subprocess.run([sys.executable, os.path.join(SOURCE, "python", "rpb_plot"), path],
+                               capture_output=True, text=True, env=env)
+            written = {}
+            for out in req.get("outputs", []):
+                if os.path.exists(out["path"]):
+                    with open(out["path"], "rb") as f:
+                        written[out["format"]] = f.read()
+            return p, written
+
+    def test_formats_by_output(self):
+        req = sweep_request(["results.json"])
+        req["outputs"] = [{"path": ".r.pdf.tmp1", "format": "pdf"}, {"path": "r.png", "format": "png"},
+                          {"path": "r.svg", "format": "svg"}]
+        p, written = self.run_script(req)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(written["pdf"].startswith(b"%PDF"))
+        self.assertTrue(written["png"].startswith(b"\x89PNG"))
+        self.assertIn(b"<svg", written["svg"][:400])
+        self.assertNotIn(b"<dc:date>", written["svg"])  # no date: a redrawn figure differs only where it should
+
+    def test_bad_request(self):
+        req = sweep_request(["results.json"])
+        req["format"] = "rpb-plot-0"
+        p, _ = self.run_script(req)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("rpb-plot-1", p.stderr)
+        p, _ = self.run_script(sweep_request(["missing.json"]))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("missing.json", p.stderr)
+
+    def test_matplotlib_missing(self):
+        with tempfile.TemporaryDirectory() as fake:
+            os.mkdir(os.path.join(fake, "matplotlib"))
+            with open(os.path.join(fake, "matplotlib", "__init__.py"), "w") as f:
+                f.write("raise ImportError('no matplotlib here')\n")
+            p, _ = self.run_script(sweep_request(["results.json"]), dict(os.environ, PYTHONPATH=fake))
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("apt-get install python3-matplotlib", p.stderr)
+
+    def test_plot_sweep_writes_by_extension(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "results.pdf")
+            fig = rpb_plot.plot_sweep([DATA], out, tasks=["markov"], metrics=["ppl"], styles=STYLES)
+            with open(out, "rb") as f:
+                self.assertTrue(f.read().startswith(b"%PDF"))
+            self.assertEqual(len(fig.axes), 1)
+            with self.assertRaisesRegex(rpb_plot.RequestError, "format"):
+                rpb_plot.save(fig, os.path.join(tmp, "results.jpeg"))
+
+
+if __name__ == "__main__":
+    unittest.main()
