@@ -10,7 +10,7 @@ namespace rpb {
 /// (a mismatch, a config edited after the checkpoint was written, is flagged "MISMATCH" and warned about on
 /// stderr), its config, metrics summary, every parameter's name, shape and statistics, and each learned position
 /// table per head against relative distance (a table and a text bar plot). With `plot_path`, first draws each head's
-/// bias into that file (draw_bias, cli/plot_bias.h: python/rpb_plot.py) and says so at the end; a `plot_path` that
+/// bias into that file (draw_bias, cli/plot_bias.h: python/rpb_plot/) and says so at the end; a `plot_path` that
 /// train/run/output_file.h refuses (the checkpoint itself, a device, a file of a run folder) or that is no .pdf,
 /// .png or .svg is refused before the checkpoint is read. `plot_flag` names the flag in messages ("--plot", or its
 /// alias "--svg").

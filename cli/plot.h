@@ -1,5 +1,5 @@
 // rpb/cli/plot.h: `rpb plot PATH... [--out FILE] [filters]`, runs' training curves or a sweep's figure, drawn by
-// python/rpb_plot.py (cli/python_runner.h).
+// python/rpb_plot/ (cli/python_runner.h).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// rpb/cli/plot_bias.h: `rpb inspect CKPT --plot FILE`, each head's position bias handed to python/rpb_plot.py as a
+// rpb/cli/plot_bias.h: `rpb inspect CKPT --plot FILE`, each head's position bias handed to python/rpb_plot/ as a
 // plot request of kind "bias" (cli/python_runner.h).
 #pragma once
 
@@ -29,7 +29,7 @@ nlohmann::ordered_json bias_block(const nn::Module& model, const RunConfig& conf
                                   const std::string& title);
 
 /// Draws the bias of `model` into `path` (a new or replaced regular file that `output` accepts; .pdf, .png or .svg)
-/// through python/rpb_plot.py. Throws as bias_block and draw_figures (cli/python_runner.h) do, writing nothing.
+/// through python/rpb_plot/. Throws as bias_block and draw_figures (cli/python_runner.h) do, writing nothing.
 void draw_bias(const nn::Module& model, const RunConfig& config, const std::string& title, const std::string& path,
                const OutputOptions& output);
 

@@ -1,4 +1,4 @@
-// rpb/cli/plot_request.h: the plot requests of a sweep's figure and of runs' training curves (python/rpb_plot.py,
+// rpb/cli/plot_request.h: the plot requests of a sweep's figure and of runs' training curves (python/rpb_plot/,
 // run by cli/python_runner.h), and the sweep's own figures (results.svg, results.pdf beside results.json).
 #pragma once
 

@@ -164,11 +164,12 @@ void draw_figures(nlohmann::ordered_json request, const std::vector<PlotOutput>&
     throw PlotUnavailable("no Python to draw with (RPB_PYTHON, /usr/bin/python3, python3 on PATH): install python3 "
                           "and python3-matplotlib (scripts/deps.sh does)");
   if (!executable(python)) throw PlotUnavailable("RPB_PYTHON " + printable(python) + ": not an executable file");
-  const std::string module = (fs::path(plot_module_dir()) / "rpb_plot.py").string();
+  // The package folder runs as a script (its __main__.py): `<python> <dir>/rpb_plot <request>`.
+  const std::string module = (fs::path(plot_module_dir()) / "rpb_plot").string();
   struct stat st{};
-  if (::stat(module.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-    throw PlotUnavailable("the plotting module " + printable(module) +
-                          " is missing (set RPB_PYTHON_DIR to the folder holding rpb_plot.py)");
+  if (::stat((module + "/__main__.py").c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw PlotUnavailable("the plotting package " + printable(module) +
+                          " is missing (set RPB_PYTHON_DIR to the folder holding rpb_plot/)");
   std::vector<std::string> temps;
   request["outputs"] = nlohmann::ordered_json::array();
   for (const PlotOutput& o : outputs) {

@@ -1,7 +1,7 @@
-// rpb/cli/python_runner.h: drawing a figure with python/rpb_plot.py (matplotlib), from a plot request.
+// rpb/cli/python_runner.h: drawing a figure with python/rpb_plot/ (matplotlib), from a plot request.
 //
-// rpb writes the request (the JSON object python/rpb_plot.py describes: "format" "rpb-plot-1", "kind",
-// "outputs", "styles" and the block of its kind) to a temp file and runs `<python> <dir>/rpb_plot.py <request>`
+// rpb writes the request (the JSON object python/rpb_plot/ describes: "format" "rpb-plot-1", "kind",
+// "outputs", "styles" and the block of its kind) to a temp file and runs `<python> <dir>/rpb_plot <request>`
 // without a shell (posix_spawn, argv as a vector). The Python is $RPB_PYTHON, else /usr/bin/python3 (Debian's, with
 // Debian's python3-matplotlib), else python3 on PATH; the module's folder is $RPB_PYTHON_DIR, else the source tree's
 // python/ (compiled in). The module saves each figure into a temp file in its output's folder
@@ -34,7 +34,7 @@ std::string matplotlib_hint();
 /// /usr/bin/python3 when it is executable, else the first executable python3 on $PATH; "" when there is none.
 std::string plot_python();
 
-/// The folder of rpb_plot.py: $RPB_PYTHON_DIR when set and not empty, else the source tree's python/.
+/// The folder of the rpb_plot package: $RPB_PYTHON_DIR when set and not empty, else the source tree's python/.
 std::string plot_module_dir();
 
 /// The figure format of `path` by its extension: "pdf", "png" or "svg" (any case). Throws rpb::UsageError naming

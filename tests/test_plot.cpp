@@ -1,5 +1,5 @@
-// Figures through python/rpb_plot.py (cli/python_runner.h, cli/plot.h, cli/plot_request.h), tested against the
-// stand-in tests/plot_stub/rpb_plot.py, which checks the request's fields, copies it for the test to read
+// Figures through python/rpb_plot/ (cli/python_runner.h, cli/plot.h, cli/plot_request.h), tested against the
+// stand-in tests/plot_stub/rpb_plot/, which checks the request's fields, copies it for the test to read
 // (RPB_PLOT_STUB_LOG) and writes a stub file to each output, or exits with RPB_PLOT_STUB_EXIT (3: matplotlib missing).
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -113,7 +113,7 @@ TEST_CASE("plot runner: a bad request, a missing matplotlib, a missing module an
   {
     const ScopedEnv elsewhere("RPB_PYTHON_DIR", dir.path.c_str());
     CHECK_THROWS_AS(draw(), rpb::PlotUnavailable);
-    CHECK(contains(rpb::testing::error_of(draw), "the plotting module " + dir.file("rpb_plot.py") + " is missing"));
+    CHECK(contains(rpb::testing::error_of(draw), "the plotting package " + dir.file("rpb_plot") + " is missing"));
   }
   {
     const ScopedEnv no_python("RPB_PYTHON", dir.file("no_python").c_str());

@@ -1,6 +1,6 @@
 // The bias request of `rpb inspect --plot` (cli/plot_bias.h): the values per head against d = query - key, the
 // trained flags of table rows, the 2-D offsets, and the CLI that hands them to the plotting module (here the
-// stand-in tests/plot_stub/rpb_plot.py, which copies the request for the test to read).
+// stand-in tests/plot_stub/rpb_plot/, which copies the request for the test to read).
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>

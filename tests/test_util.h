@@ -165,7 +165,7 @@ class ScopedEnv {
   bool had_ = false;
 };
 
-/// The folder of the stand-in plotting module (tests/plot_stub/rpb_plot.py: checks a plot request, writes stub
+/// The folder of the stand-in plotting module (tests/plot_stub/rpb_plot/: checks a plot request, writes stub
 /// files, no matplotlib): RPB_PYTHON_DIR for tests that draw figures.
 inline constexpr const char* kPlotStubDir = RPB_SOURCE_DIR "/tests/plot_stub";
 

@@ -172,7 +172,7 @@ struct SchemeInfo {
   int64_t dims;             // 1 or 2; 0: either (none)
   PositionKind kind;
   const char* label;        // in result tables ("T5 bias")
-  /// The base style of the scheme's methods in every figure (python/rpb_plot.py reads them through `rpb schemes
+  /// The base style of the scheme's methods in every figure (python/rpb_plot/ reads them through `rpb schemes
   /// --json`): a colour "#rrggbb" and a matplotlib marker ("o"), each distinct among the schemes of one dims.
   const char* color;
   const char* marker;

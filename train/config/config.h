@@ -142,7 +142,7 @@ struct SweepConfig {
   std::vector<SweepMethod> methods;  // sweep.methods then each grid's points; default: every scheme of the tasks' dims
   std::vector<uint64_t> seeds = {0};
   std::vector<std::string> tasks;  // task kinds; empty: the [task] table's kind only
-  /// The formats of the sweep's figures (results.<format> beside results.json, drawn by python/rpb_plot.py): "svg",
+  /// The formats of the sweep's figures (results.<format> beside results.json, drawn by python/rpb_plot/): "svg",
   /// "pdf", "png". sweep.figures = false: none; true or absent: svg and pdf.
   std::vector<std::string> figures = {"svg", "pdf"};
 };

@@ -1,4 +1,4 @@
-"""A stand-in for python/rpb_plot.py in rpb's C++ tests (tests/test_plot.cpp): checks a plot request's fields as
+"""A stand-in for python/rpb_plot/ in rpb's C++ tests (tests/test_plot.cpp): checks a plot request's fields as
 cli/python_runner.h describes them, and writes a small file of the right kind to each output path, without
 matplotlib. The environment steers it:
   RPB_PLOT_STUB_EXIT=<n>   exit with code n (3: "matplotlib is missing") before writing anything
