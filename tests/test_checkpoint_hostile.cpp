@@ -375,6 +375,7 @@ TEST_CASE("hostile checkpoint: a config over 1 MiB is refused, a variable-length
   edit_hdf5(path, [&](hid_t f) {
     put_string_attr(f, "rpb_version", "0.1", false);
     put_string_attr(f, "created", "2026-11-23T00:00:00Z", false);
+    put_string_attr(f, "commit", "unknown", false);
     put_string_attr(f, "config", big, false);
   });
   CHECK(contains(load_error(path),

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "test_util.h"
 #include "train/run/output_file.h"
+#include "train/io/version.h"
 #include "train/sweep/results.h"
 #include "train/sweep/results_json.h"
 #include "train/sweep/results_tex.h"
@@ -224,12 +225,24 @@ TEST_CASE("results.csv: the per-seed rows, then a mean and a std row per task x 
   CAPTURE(csv);
   std::vector<std::string> lines;
   std::istringstream in(csv);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::vector<std::string> provenance;  // each line's provenance columns (results.h), after the 11 of the numbers
+  for (std::string line; std::getline(in, line);) {
+    std::size_t cut = 0;
+    for (int commas = 0; commas < 11 && cut != std::string::npos; ++commas) cut = line.find(',', cut + (commas > 0));
+    provenance.push_back(cut == std::string::npos ? "" : line.substr(cut));
+    lines.push_back(line.substr(0, cut));
+  }
   REQUIRE(lines.size() == 1 + 8 + 8);  // header, 2 methods x 2 seeds x 2 lengths, 2 methods x 2 lengths x {mean, std}
   const auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ',') + 1; };
   CHECK(lines[0] == "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
                     "mean_attention_distance");
   for (const std::string& line : lines) CHECK_MESSAGE(fields(line) == fields(lines[0]), line);
+  // The aggregated rows name no run (the run columns empty) but what wrote the file, as the per-seed rows do.
+  CHECK(provenance[0] == ",run_folder,config_digest,checkpoint,checkpoint_sha256,rpb_version,commit,command,date");
+  for (std::size_t i = 9; i <= 16; ++i) {
+    CHECK(provenance[i].rfind(",,,,," + std::string(version()) + "," + build_commit() + ",", 0) == 0);
+    CHECK(provenance[i] == provenance[1]);  // this sweep's runs have no records: its per-seed run columns are empty
+  }
   for (std::size_t i = 1; i <= 8; ++i) CHECK(std::regex_search(lines[i], std::regex("^markov,[a-z0-9]+,16,[01],")));
   // t5 at 1x: 8.0 and 8.5; at 2x: 9.0 and 10.0 (std sqrt(0.5)); learned: n/a at 2x, empty values.
   std::ostringstream nll_mean;

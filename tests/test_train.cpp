@@ -143,7 +143,7 @@ TEST_CASE("train: rpb train, eval, inspect and extrapolate from the command line
   CHECK(contains(r.out, "n/a"));
   for (const char* f : {"results.csv", "results.json", "results.svg", "results.pdf"})  // sweep.figures' default
     CHECK(fs::exists(tmp.path / "sweep" / f));
-  CHECK(contains(r.out, "/results.{csv,json,svg,pdf}"));
+  CHECK(contains(r.out, "/results.{csv,json,tex,svg,pdf}"));
   // Attention diagnostics: per seed and length in results.json, their mean over layers and heads in results.csv
   // (empty where learned positions cannot run).
   const std::string csv = rpb::testing::file_text(tmp.path / "sweep" / "results.csv");

@@ -15,7 +15,7 @@ import time
 import unittest
 
 import mpi_common
-from mpi_common import banners, mpi_env, run
+from mpi_common import mpi_env, run
 
 CONFIG = """
 [run]
@@ -95,7 +95,9 @@ class Endings(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("[rank 1/2] [error]", r.stderr)
         self.assertEqual(r.stderr.count("unknown key run.no_such_key"), 1, r.stderr)
-        self.assertTrue(banners(r.stdout + r.stderr))  # MPI_Abort ended the job
+        # MPI_Abort ended the job: rank 0, waiting in a collective, would otherwise hang until the timeout. Its banner
+        # is not checked: Open MPI 4.1 sometimes loses it ("ORTE_ERROR_LOG: Data unpack would read past end of buffer
+        # in file ../../../orte/util/show_help.c").
 
 
 if __name__ == "__main__":
