@@ -2,8 +2,9 @@
 folder that looks like a clone after scripts/run.sh (configs/ and python/ of the source, build/rpb), each line
 through bash. The first `rpb train` is interrupted with SIGINT once metrics.csv holds three rows, as the
 block's comment tells the reader to do: it must exit 130 and print the resume command. Every other line must
-exit 0, and what the comments promise is checked (metrics.csv's header, the eval record at 16x, the SVG, the
-generated ids). Lines that call /usr/bin/python3 are skipped (and said so) when torch or h5py is missing.
+exit 0, and what the comments promise is checked (metrics.csv's header, the eval record at 16x, the
+generated ids, the PDFs). Lines that call /usr/bin/python3 are skipped (and said so) when torch or h5py is missing,
+and the figures' lines when matplotlib is.
 
     python3 tests/readme_walkthrough.py --rpb build/rpb
 """
@@ -69,10 +70,11 @@ def check_promises(line, out, root):
             fail(line, "nothing recorded in checkpoints/t5/eval/")
     if " generate " in f" {line} " and len(out.split()) < 200:
         fail(line, "fewer than 200 tokens printed", out)
-    if "--svg t5_bias.svg" in line:
-        with open(os.path.join(root, "t5_bias.svg")) as f:
-            if "<svg" not in f.read(1000):
-                fail(line, "t5_bias.svg is not an SVG")
+    for figure in ("t5_bias.pdf", "curves.pdf"):
+        if f" {figure}" in line:
+            with open(os.path.join(root, figure), "rb") as f:
+                if not f.read(5) == b"%PDF-":
+                    fail(line, f"{figure} is not a PDF")
 
 
 def main():
@@ -80,6 +82,7 @@ def main():
     p.add_argument("--rpb", default=os.path.join(SOURCE, "build", "rpb"))
     args = p.parse_args()
     has_torch = subprocess.run(["/usr/bin/python3", "-c", "import torch, h5py"], capture_output=True).returncode == 0
+    has_matplotlib = subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"], capture_output=True).returncode == 0
     with tempfile.TemporaryDirectory(prefix="rpb_readme_") as root:
         for d in ("configs", "python"):
             os.symlink(os.path.join(SOURCE, d), os.path.join(root, d))
@@ -91,6 +94,9 @@ def main():
             print(f"$ {line}", flush=True)
             if line.startswith("/usr/bin/python3") and not has_torch:
                 print("  skipped: /usr/bin/python3 cannot import torch and h5py")
+                continue
+            if (line.startswith("build/rpb plot ") or " --plot " in line) and not has_matplotlib:
+                print("  skipped: /usr/bin/python3 cannot import matplotlib")
                 continue
             if line.startswith("build/rpb train ") and not interrupted:
                 interrupted_train(line, root)
