@@ -129,7 +129,7 @@ TEST_CASE("plot runner: a bad request, a missing matplotlib, a missing module an
   CHECK_THROWS_AS(rpb::figure_format("b", "--out"), rpb::UsageError);
 }
 
-TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and --x; a run without tokens is named") {
+TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and --x, a run without tokens is named") {
   TempDir dir("plot_curves");
   const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
   const ScopedEnv log("RPB_PLOT_STUB_LOG", dir.file("request.json").c_str());
@@ -165,7 +165,7 @@ TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and 
   CHECK(contains(r.out, "--ylim 3,1: expected LO,HI, two finite numbers with LO < HI"));
 }
 
-TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the results; mixing kinds exits 2") {
+TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the results, mixing kinds exits 2") {
   TempDir dir("plot_sweep");
   const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
   const ScopedEnv log("RPB_PLOT_STUB_LOG", dir.file("request.json").c_str());
@@ -215,7 +215,7 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
   CHECK(logged(dir).at("sweep").at("against") == "optim.lr");
 }
 
-TEST_CASE("rpb plot --out: never an input, a run's or a sweep's own file or a device; without matplotlib exit 1") {
+TEST_CASE("rpb plot --out: never an input, a run's or a sweep's own file or a device, without matplotlib exit 1") {
   TempDir dir("plot_out");
   const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
   const fs::path sweep = sweep_folder(dir);
@@ -253,7 +253,7 @@ TEST_CASE("rpb plot --out: never an input, a run's or a sweep's own file or a de
   CHECK(no_temp_files(dir.path));
 }
 
-TEST_CASE("sweep figures: sweep.figures picks the formats; without matplotlib the sweep warns and its results stand") {
+TEST_CASE("sweep figures: sweep.figures picks the formats, without matplotlib the sweep warns and its results stand") {
   TempDir dir("plot_sweep_figures");
   const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
   const ScopedEnv log("RPB_PLOT_STUB_LOG", dir.file("request.json").c_str());

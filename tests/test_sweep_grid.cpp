@@ -176,7 +176,7 @@ TEST_CASE("sweep grid: too many runs are refused") {
                  "most 4096"));
 }
 
-TEST_CASE("sweep grid: results.json rows carry typed settings; rows without them still read") {
+TEST_CASE("sweep grid: results.json rows carry typed settings, rows without them still read") {
   SweepResults r;
   r.name = "s";
   r.train_length = 8;
@@ -189,6 +189,7 @@ TEST_CASE("sweep grid: results.json rows carry typed settings; rows without them
   plain.nll = {{0.9}};
   plain.tokens = {{64}};
   plain.attention = {{AttentionDiagnostics{}}};
+  plain.runs = {SweepRunRecord{"runs/s/markov/t5/seed0", std::string(64, 'a'), "step_00000004.h5", ""}};
   SweepResultsRow point = plain;
   point.method = "t5@max_distance=64@optim.lr=0.001@untrained=nearest";
   point.settings = {{"position.max_distance", {int64_t{64}}, "64"},

@@ -49,6 +49,11 @@ struct GridContext {
 /// that sets the same keys to the same values as another method (in any order) is refused.
 std::vector<SweepMethod> grid_methods(const toml::node& grid, const GridContext& context);
 
+/// Reads the [sweep] table into c.sweep: methods (default: every scheme of the tasks' dims, or none beside grids),
+/// seeds, tasks, figures, then the points of its [[sweep.grid]] tables (`st`, the table as written; `where`: the
+/// config's source, overrides and accepted keys, its dims and methods filled in here). Errors name the key at fault.
+void read_sweep(toml_config::Table& sweep, const toml::table* st, const GridContext& where, RunConfig& c);
+
 /// `sweep` (a [sweep] table as written, whose grids grid_methods read) with each [[sweep.grid]] table's quoted dotted
 /// keys ("optim.lr" = [...]) set as nested tables (optim.lr = [...]), which read the same: so that document_text
 /// writes TOML that reads back ("optim.lr" beside optim.warmup_steps would write the table optim twice).
