@@ -237,14 +237,20 @@ CommandRunner add_plot_command(CLI::App& cmd) {
   cmd.add_option("--out", a->out,
                  "the figure: .pdf, .png or .svg (default curves.pdf or results.pdf here); a new or replaced regular "
                  "file, never a link, a device, an input or a file rpb manages in a run or sweep folder");
-  cmd.add_option("--tasks", a->tasks, "sweeps: the tasks to draw (comma-separated; default all)")->delimiter(',');
+  // Each list flag takes one comma-separated word (and may repeat), so a PATH after it stays a PATH.
+  cmd.add_option("--tasks", a->tasks, "sweeps: the tasks to draw (comma-separated; default all)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd.add_option("--methods", a->methods,
                  "sweeps: the methods to draw, as results.json names them (t5@untrained=nearest)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd.add_option("--lengths", a->lengths, "sweeps: the evaluation lengths to draw, in tokens (comma-separated)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd.add_option("--metric", a->metrics, "sweeps: the metrics to draw (default every one the results hold)")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(CLI::IsMember(std::vector<std::string>{"perplexity", "mean_attention_distance", "accuracy"}));
   cmd.add_option("--ylim", a->ylim, "the y axis limits LO,HI");
   cmd.add_option("--x", a->x, "curves: against step (default) or tokens (metrics.csv's tokens column)")

@@ -187,6 +187,10 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
   CHECK(s.at("against") == "length");
   CHECK(q.at("styles").at("schemes")[3].at("name") == "t5");
   CHECK(q.at("styles").at("schemes")[3].at("color") == "#1f77b4");
+  // A list flag takes one comma-separated word: the PATH after it stays a PATH (and a flag may repeat).
+  r = run_rpb("plot --methods t5 --methods learned " + sweep.string() + " --out " + out);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(logged(dir).at("sweep").at("methods") == ordered_json({"t5", "learned"}));
 
   struct Case {
     std::string args, message;

@@ -68,7 +68,9 @@ std::vector<GridKey> read_keys(const toml::table& t, const toml_config::Table& t
   collect(t, "", found);
   std::sort(found.begin(), found.end());
   std::vector<GridKey> keys;
-  for (const auto& [written, n] : found) {
+  for (const auto& entry : found) {
+    const std::string& written = entry.first;  // not a structured binding: clang 14 cannot capture one in a lambda
+    const toml::node* n = entry.second;
     const auto fail = [&](const std::string& what) {
       throw Error(table.location(*n, n->source()) + ": " + prefix + printable(written) + " = " + toml_config::repr(*n) +
                   ": " + what);
