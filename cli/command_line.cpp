@@ -6,10 +6,6 @@
 
 namespace rpb {
 
-void set_command_line(int argc, char** argv) { set_process_command({argv, argv + argc}); }
-
-const std::vector<std::string>& command_line() { return process_command(); }
-
 std::string resume_command(const std::vector<std::string>& argv, bool train, int ranks) {
   std::string c = ranks > 1 ? "mpirun -np " + std::to_string(ranks) : std::string();
   for (std::size_t i = 0; i < argv.size(); ++i) {

@@ -1,16 +1,11 @@
-// rpb/cli/command_line.h: the command line rpb was started with, and the command that resumes an interrupted run
-// (printed after a signal), which repeats it.
+// rpb/cli/command_line.h: the command that resumes an interrupted run (printed after a signal), which repeats the
+// command line rpb was started with (train/io/provenance.h process_command).
 #pragma once
 
 #include <string>
 #include <vector>
 
 namespace rpb {
-
-/// Remembers argv (main calls it before parsing): command_line() returns it.
-void set_command_line(int argc, char** argv);
-/// The words rpb was started with, argv[0] as typed; empty when rpb runs as a library (tests call cmd_train).
-const std::vector<std::string>& command_line();
 
 /// The command that goes on with an interrupted run: `argv` as typed (argv[0] included), each word shell-quoted,
 /// without --overwrite (the folder it moved aside is gone; the run now in it is the one to continue), and for `train`

@@ -9,6 +9,7 @@
 
 #include "cli/bias.h"
 #include "cli/command_line.h"
+#include "train/io/provenance.h"
 #include "cli/demo.h"
 #include "cli/eval.h"
 #include "cli/generate.h"
@@ -37,7 +38,7 @@ namespace {
 // (cli/command_line.h), or, when rpb runs as a library, one made of the arguments.
 std::string resume_hint(const std::string& verb, const std::string& config,
                         const std::vector<std::string>& overrides) {
-  std::vector<std::string> argv = command_line();
+  std::vector<std::string> argv = process_command();
   if (argv.empty()) {
     argv = {"rpb", verb, config};
     for (const std::string& o : overrides) argv.insert(argv.end(), {"--set", o});

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/command_line.h"
+#include "train/io/provenance.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/text.h"
@@ -112,7 +113,7 @@ int usage_error(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  rpb::set_command_line(argc, argv);         // before MPI_Init may take its own arguments out
+  rpb::set_process_command({argv, argv + argc});         // before MPI_Init may take its own arguments out
   const rpb::dist::Session mpi(argc, argv);  // MPI only when an MPI launcher started this process
   // Errors and progress go to stderr; stdout carries only results (tables, reports, JSON). Under MPI with more
   // than one rank, each line names its rank.

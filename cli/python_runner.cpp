@@ -131,8 +131,11 @@ std::string matplotlib_hint() {
 }
 
 std::string plot_python() {
-  if (const std::string p = env("RPB_PYTHON"); !p.empty())
-    return p.find('/') == std::string::npos && !on_path(p).empty() ? on_path(p) : p;  // a bare name: found on PATH
+  if (const std::string p = env("RPB_PYTHON"); !p.empty()) {
+    if (p.find('/') != std::string::npos) return p;
+    const std::string found = on_path(p);  // a bare name: found on PATH
+    return found.empty() ? p : found;
+  }
   if (executable("/usr/bin/python3")) return "/usr/bin/python3";
   return on_path("python3");
 }

@@ -362,7 +362,7 @@ DataIdentity read_data_identity(SafeReader& r, hid_t root) {
   if (H5Lexists(root, "data", H5P_DEFAULT) <= 0) return d;
   Hid data = r.open_group(root, "data", "/data");
   d.text_sha256 = read_string_attr(data.get(), "text_sha256", "/data", op);
-  CKPT_CHECK(d.text_sha256.size() == 64 && d.text_sha256.find_first_not_of("0123456789abcdef") == std::string::npos,
+  CKPT_CHECK(is_sha256_hex(d.text_sha256),
              "attribute text_sha256 of /data: expected 64 lowercase hex digits, found \"", printable(d.text_sha256, 80),
              "\"");
   CKPT_CHECK(H5Lexists(data.get(), "vocab", H5P_DEFAULT) > 0, "dataset /data/vocab is missing");

@@ -37,7 +37,7 @@ Provenance provenance_from_json(const JsonIn& in);
 /// scripts/same_results.sh ignores when it compares two builds.
 inline constexpr const char* kProvenanceFields[] = {"rpb_version", "commit", "command", "date"};
 
-/// Remembers the words the process was started with (cli/main.cpp, through cli/command_line.h set_command_line);
+/// Remembers the words the process was started with (cli/main.cpp sets them before parsing, argv[0] as typed; empty when rpb runs as a library);
 /// process_command() returns them (empty until set).
 void set_process_command(std::vector<std::string> argv);
 const std::vector<std::string>& process_command();

@@ -15,4 +15,7 @@ std::string sha256_hex(std::string_view bytes);
 /// read. Reads only.
 std::string sha256_file(const std::string& path);
 
+/// Whether `text` is a digest as sha256_hex writes it: 64 lowercase hex digits.
+bool is_sha256_hex(std::string_view text);
+
 }  // namespace rpb

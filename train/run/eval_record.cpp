@@ -13,6 +13,7 @@
 #include "train/checkpoint/data_identity.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json_text.h"
+#include "train/io/sha256.h"
 
 namespace fs = std::filesystem;
 
@@ -93,8 +94,7 @@ EvalRecordOptions read_options(const JsonIn& in) {
     in["untrained"].fail("\"" + o.untrained + "\" is not a position.untrained value");
   o.diagnostics = in["diagnostics"].boolean();
   o.other_text = in["other_text"].string_or_empty();
-  if (!o.other_text.empty() && (o.other_text.size() != 64 || o.other_text.find_first_not_of("0123456789abcdef") !=
-                                                                  std::string::npos))
+  if (!o.other_text.empty() && !is_sha256_hex(o.other_text))
     in["other_text"].fail("expected null or 64 lowercase hex digits (a SHA-256)");
   return o;
 }
