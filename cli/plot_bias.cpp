@@ -81,12 +81,14 @@ ordered_json line_module(const BiasModule& m, const RunConfig& config, int64_t d
   return out;
 }
 
-// One 2-D module: the bias over key - query offsets (dy, dx) of a side x side grid, per head.
+// One 2-D module: the bias over query - key offsets (dy, dx) of a side x side grid, per head (the 1-D path's sign,
+// Swin's convention). The relative bias's table runs over key - query offsets (for_grid_offsets), so the offset
+// (dy, dx) reads its entry at (-dy, -dx).
 ordered_json grid_module(const BiasModule& m, const RunConfig& config, int64_t side) {
   const nn::Positions p = nn::Positions::grid(side, side);
   const RelativeBias rb = m.scheme->relative_bias(p);
   RPB_CHECK(rb.defined(), "inspect", m.path, " has no relative bias over a grid");
-  const std::vector<double> v = rb.table.to_vector();  // (heads, n * n): dy from 1 - side, then dx (for_grid_offsets)
+  const std::vector<double> v = rb.table.to_vector();  // (heads, n * n): key - query dy from 1 - side, then dx
   const int64_t heads = rb.table.size(0), n = 2 * side - 1, cells = side * side;
   // Which offsets read a trained row: each (query, key) pair's row, by its offset.
   const std::vector<bool> flags = trained_rows(*m.scheme);
@@ -95,7 +97,7 @@ ordered_json grid_module(const BiasModule& m, const RunConfig& config, int64_t s
     const std::vector<double> rows = m.scheme->index(p).to_vector();  // (cells, cells)
     for (int64_t q = 0; q < cells; ++q)
       for (int64_t k = 0; k < cells; ++k) {
-        const int64_t dy = k / side - q / side, dx = k % side - q % side;
+        const int64_t dy = q / side - k / side, dx = q % side - k % side;
         const auto row = static_cast<std::size_t>(rows[static_cast<std::size_t>(q * cells + k)]);
         const auto at = static_cast<std::size_t>((dy + side - 1) * n + dx + side - 1);
         offset_trained[at] = row < flags.size() && flags[row];
@@ -107,7 +109,8 @@ ordered_json grid_module(const BiasModule& m, const RunConfig& config, int64_t s
     ordered_json head = ordered_json::array();
     for (int64_t y = 0; y < n; ++y) {
       ordered_json row = ordered_json::array();
-      for (int64_t x = 0; x < n; ++x) row.push_back(v[static_cast<std::size_t>(h * n * n + y * n + x)]);
+      for (int64_t x = 0; x < n; ++x)
+        row.push_back(v[static_cast<std::size_t>(h * n * n + (n - 1 - y) * n + (n - 1 - x))]);
       head.push_back(std::move(row));
     }
     values.push_back(std::move(head));

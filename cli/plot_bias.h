@@ -21,7 +21,7 @@ namespace rpb {
 ///   t5, shaw with rows recorded), else true], "untrained_rows": position.untrained ("keep", "nearest") for a table
 ///   scheme, else null, "head_notes": [what sets each head's bias, "slope 0.0625", "lambda 2.02", or ""]}.
 /// A 2-D module: {"name", "dy": [1 - side .. side - 1], "dx": [the same], "values": [[[per dx] per dy] per head] over
-///   the key - query offsets of a side x side grid (side = the train length, at most 16), "trained": [[per dx] per dy],
+///   the query - key offsets (as the 1-D distances; Swin's convention) of a side x side grid (side = the train length, at most 16), "trained": [[per dx] per dy],
 ///   "untrained_rows", "head_notes"}.
 /// The values are what evaluation reads (with untrained = "nearest", the nearest trained row's). Throws rpb::Error
 /// naming `flag` when the config's scheme adds no bias (how it enters the model, and the schemes that do).

@@ -46,6 +46,19 @@ void mark_trained(const rpb::nn::Module& model, const std::vector<int64_t>& rows
     }
 }
 
+// Sets table row r of the model's table scheme to r + 0.5 * head (a table that tells each offset's sign).
+void number_rows(const rpb::nn::Module& model) {
+  for (const auto& [path, m] : model.named_modules())
+    if (const auto* t = dynamic_cast<const rpb::nn::TableScheme*>(m)) {
+      const int64_t rows = t->table.size(0), heads = t->table.size(1);
+      std::vector<float> v;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t h = 0; h < heads; ++h) v.push_back(static_cast<float>(r) + 0.5f * static_cast<float>(h));
+      rpb::NoGradGuard no_grad;
+      const_cast<rpb::nn::TableScheme*>(t)->table.copy_(rpb::Tensor::from_vector<float>({rows, heads}, v));
+    }
+}
+
 }  // namespace rpb_test_plot_bias
 
 using namespace rpb_test_plot_bias;
@@ -84,10 +97,12 @@ TEST_CASE("plot bias: a T5 table marks the distances whose bucket training never
   for (int d = 0; d < 16; ++d) CHECK_MESSAGE(trained[d] == (d < 4), "d = " << d);
 }
 
-TEST_CASE("plot bias: a 2-D table gives dy, dx = key - query, a heatmap per head and the trained offsets") {
+TEST_CASE("plot bias: a 2-D table gives dy, dx = query - key, a heatmap per head and the trained offsets") {
   const rpb::RunConfig cfg = config_of("scheme = \"clipped2d\"\nmax_relative_position = 2\n", "grid2d");
   const auto model = rpb::make_model(cfg, 1);
-  mark_trained(*model, {12});  // row (dy + 2) x 5 + dx + 2: the offset (0, 0) only
+  // Row (dy + 2) x 5 + dx + 2 of clipped2d's table holds the query - key offset (dy, dx): 12 is (0, 0), 17 (1, 0).
+  mark_trained(*model, {12, 17});
+  number_rows(*model);
   const ordered_json b = rpb::bias_block(*model, cfg, "--plot", "t");
   CHECK(b.at("dims") == 2);
   const ordered_json& m = b.at("modules")[0];
@@ -98,9 +113,13 @@ TEST_CASE("plot bias: a 2-D table gives dy, dx = key - query, a heatmap per head
   CHECK(m.at("values")[0][0].size() == 7);
   const ordered_json& trained = m.at("trained");
   for (int y = 0; y < 7; ++y)
-    for (int x = 0; x < 7; ++x) CHECK(trained[y][x] == (y == 3 && x == 3));
-  // Offsets beyond K = 2 read the clipped edge row: (-3, -3) reads the same value as (-2, -2).
+    for (int x = 0; x < 7; ++x) CHECK(trained[y][x] == ((y == 3 || y == 4) && x == 3));  // dy = 0 and dy = +1
+  // values[h][dy + 3][dx + 3] is the row of the offset (dy, dx), clipped to K = 2 per axis: (-3, -3) reads the row
+  // of (-2, -2); (2, -1) reads row 4 x 5 + 1 = 21, (-2, 1) row 0 x 5 + 3 = 3.
   CHECK(m.at("values")[1][0][0] == m.at("values")[1][1][1]);
+  CHECK(m.at("values")[0][5][2].get<double>() == 21.0);
+  CHECK(m.at("values")[0][1][4].get<double>() == 3.0);
+  CHECK(m.at("values")[1][5][2].get<double>() == 21.5);
 }
 
 TEST_CASE("plot bias: rope adds no bias: the flag's message names the schemes that do, and no file is written") {
