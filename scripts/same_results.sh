@@ -14,7 +14,7 @@
 # ignored (see prov_* below): a checkpoint's `commit` attribute, inspect's "(commit ...)", results.json's
 # "provenance", its rows' "runs" and its "format" (rpb-results-3 added the two), and results.csv's provenance columns.
 # Also ignored, as added after the baseline builds this script was written for: results.json rows' "settings" (the
-# typed settings of a method, which a grid draws against).
+# typed settings of a method, which a grid draws against) and "scheme" (the method's scheme, rpb-results-4).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: scripts/same_results.sh OLD_RPB NEW_RPB [WORK_DIR]" >&2; exit 2; }
@@ -24,7 +24,7 @@ mkdir -p "$work"
 # The provenance fields (train/io/provenance.h, train/sweep/results.h kResultsCsvProvenanceColumns).
 prov_h5_attributes='commit'
 prov_inspect_sed='s/ (commit [^)]*)//'
-prov_json=(--ignore format --ignore provenance --ignore 'rows.*.runs' --ignore 'rows.*.settings')
+prov_json=(--ignore format --ignore provenance --ignore 'rows.*.runs' --ignore 'rows.*.settings' --ignore 'rows.*.scheme')
 prov_csv_columns=(run_folder config_digest checkpoint checkpoint_sha256 rpb_version commit command date)
 short=(--set run.steps=20 --set run.checkpoint_every=10 --set optim.warmup_steps=2 --set run.log_every=5
        --set run.eval_tokens=1024 --set 'sweep.seeds=[0]')

@@ -231,6 +231,7 @@ SweepResults sample_results() {
   SweepResultsRow m;
   m.task = "markov";
   m.method = "t5@buckets16";
+  m.scheme = "t5";
   m.label = "T5 bias, num_buckets 16";
   m.position_params = 32;
   m.optimal_perplexity = 0.1 + 0.2;
@@ -265,6 +266,7 @@ void check_same(const SweepResults& a, const SweepResults& b) {
     const SweepResultsRow &x = a.rows[i], &y = b.rows[i];
     CHECK(x.task == y.task);
     CHECK(x.method == y.method);
+    CHECK(x.scheme == y.scheme);
     CHECK(x.label == y.label);
     CHECK(x.position_params == y.position_params);
     CHECK(x.optimal_perplexity == y.optimal_perplexity);
@@ -301,12 +303,13 @@ TEST_CASE("results.json: written, read back (read_sweep_results) equal, n/a and 
   CHECK(r.rows[0].distance_std() == Values{std::nullopt, std::nullopt});
   const std::string text = json_text(sweep_results_object(r));
   std::ofstream(dir.file("results.json")) << text;
-  CHECK(text.find("\"format\": \"rpb-results-3\"") != std::string::npos);
+  CHECK(text.find("\"format\": \"rpb-results-4\"") != std::string::npos);
   const SweepResults back = read_sweep_results(dir.file("results.json"));
   check_same(back, r);
   CHECK(json_text(sweep_results_object(back)) == text);
   const Json j = Json::parse(text);
   CHECK(j["rows"][0]["perplexity"][0][1].is_null());  // n/a
+  CHECK(j["rows"][0]["scheme"] == "t5");  // the method's scheme, read by python/rpb_plot/ (never parsed from its name)
   CHECK(j["rows"][0]["mean"] == Json::parse("[2.4166666666666665, null]"));
   CHECK(j["rows"][0]["std"] == Json::parse("[2.9462782549439482, null]"));
   CHECK(j["rows"][0]["mean_attention_distance"] == Json::parse(R"({"mean": [null, null], "std": [null, null]})"));

@@ -114,7 +114,7 @@ TEST_CASE("eval records: --json and --diagnostics write separate files, records 
   CHECK(!back.options.diagnostics);
 }
 
-TEST_CASE("results.json: rpb-results-2 (no provenance, no runs) still reads, runs must match the seeds") {
+TEST_CASE("results.json: rpb-results-3 (no scheme) and -2 (no provenance, no runs) still read, runs match the seeds") {
   TempDir tmp("prov_results");
   SweepResults r;
   r.name = "s";
@@ -123,7 +123,7 @@ TEST_CASE("results.json: rpb-results-2 (no provenance, no runs) still reads, run
   r.seeds = {3};
   SweepResultsRow row;
   row.task = "markov";
-  row.method = row.label = "t5";
+  row.method = row.label = row.scheme = "t5";
   row.perplexity = {{2.0}};
   row.nll = {{0.69}};
   row.tokens = {{64}};
@@ -136,7 +136,14 @@ TEST_CASE("results.json: rpb-results-2 (no provenance, no runs) still reads, run
     return read_sweep_results(tmp.file("results.json"));
   };
   CHECK(read(good).rows[0].runs[0].checkpoint == "step_00000004.h5");
+  CHECK(read(good).rows[0].scheme == "t5");
   Json j = good;
+  j["rows"][0].erase("scheme");
+  CHECK_THROWS_WITH_AS(read(j), doctest::Contains("rows[0]"), Error);  // the current format's rows carry it
+  j["format"] = "rpb-results-3";
+  CHECK(read(j).rows[0].scheme.empty());
+  CHECK(read(j).rows[0].runs[0].checkpoint == "step_00000004.h5");
+  j = good;
   j["rows"][0]["runs"][0]["seed"] = 4;
   CHECK_THROWS_WITH_AS(read(j), doctest::Contains("key rows[0].runs[0].seed: expected seed 3"), Error);
   j = good;
@@ -177,12 +184,13 @@ TEST_CASE("provenance: a number of the sweep's table traces back to its checkpoi
   const auto sweep = run_rpb("extrapolate " + cfg.string());
   REQUIRE_MESSAGE(sweep.code == 0, sweep.out);
   const SweepResults results = read_sweep_results((tmp.path / "sweep" / "results.json").string());
-  CHECK(results.format == "rpb-results-3");
+  CHECK(results.format == "rpb-results-4");
   CHECK(results.provenance.commit == build_commit());
   CHECK(contains(results.provenance.command, " extrapolate " + cfg.string()));
   // The table's number: alibi's perplexity at 2x, seed 7.
   const SweepResultsRow& row = results.rows.at(1);
   REQUIRE(row.method == "alibi");
+  CHECK(row.scheme == "alibi");
   REQUIRE(row.runs.size() == 2);
   const double number = row.perplexity.at(1).at(1).value();
   const SweepRunRecord& run = row.runs[1];

@@ -42,6 +42,7 @@ SweepResultsRow row_of(const MethodResult& m) {
   SweepResultsRow row;
   row.task = m.task;
   row.method = m.method.name();
+  row.scheme = m.method.scheme;
   row.label = m.method.label();
   row.settings = m.method.settings;
   row.position_params = m.position_params;
@@ -134,6 +135,7 @@ Json settings_json(const std::vector<ConfigSetting>& settings) {
 Json row_json(const SweepResultsRow& m, const std::vector<uint64_t>& seeds) {
   return {{"task", m.task},
           {"method", m.method},
+          {"scheme", m.scheme},
           {"label", m.label},
           {"settings", settings_json(m.settings)},
           {"position_params", m.position_params},
@@ -230,11 +232,12 @@ std::vector<ConfigSetting> read_settings(const JsonIn& in) {
 }
 
 SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_list, std::size_t lengths,
-                         bool with_runs) {
+                         bool with_runs, bool with_scheme) {
   const std::size_t seeds = seed_list.size();
   SweepResultsRow m;
   m.task = in["task"].string();
   m.method = in["method"].string();
+  if (with_scheme) m.scheme = in["scheme"].string();
   m.label = in["label"].string();
   if (in.has("settings")) m.settings = read_settings(in["settings"]);
   m.position_params = in["position_params"].int64();
@@ -285,16 +288,17 @@ SweepResults sweep_results_from_json(const Json& json, const std::string& source
   SweepResults r;
   r.format = in.has("format") ? in["format"].string() : std::string();
   const bool current = r.format == kSweepResultsFormat;
-  if (!current && r.format != "rpb-results-2" && !r.format.empty())
+  const bool with_runs = current || r.format == "rpb-results-3";  // provenance and the rows' runs
+  if (!with_runs && r.format != "rpb-results-2" && !r.format.empty())
     in["format"].fail("\"" + r.format + "\", rpb reads \"" + kSweepResultsFormat +
-                      "\", \"rpb-results-2\" (and results.json without a format)");
-  if (current) r.provenance = provenance_from_json(in["provenance"]);
+                      "\", \"rpb-results-3\", \"rpb-results-2\" (and results.json without a format)");
+  if (with_runs) r.provenance = provenance_from_json(in["provenance"]);
   r.name = in["name"].string();
   r.train_length = in["train_length"].int64();
   for (std::size_t j = 0; j < in["multipliers"].size(); ++j) r.multipliers.push_back(in["multipliers"][j].int64());
   for (std::size_t s = 0; s < in["seeds"].size(); ++s) r.seeds.push_back(in["seeds"][s].uint64());
   for (std::size_t i = 0; i < in["rows"].size(); ++i)
-    r.rows.push_back(read_row(in["rows"][i], r.seeds, r.multipliers.size(), current));
+    r.rows.push_back(read_row(in["rows"][i], r.seeds, r.multipliers.size(), with_runs, current));
   return r;
 }
 

@@ -14,10 +14,10 @@
 
 namespace rpb {
 
-/// The format results.json's "format" key names. read_sweep_results reads the earlier ones too: "rpb-results-2"
-/// (without "provenance" and the rows' "runs") and a results.json without a format (numbers with 10 significant
-/// digits, the keys of rpb-results-2).
-inline constexpr const char* kSweepResultsFormat = "rpb-results-3";
+/// The format results.json's "format" key names. read_sweep_results reads the earlier ones too: "rpb-results-3"
+/// (rows without their "scheme"), "rpb-results-2" (without "provenance" and the rows' "runs" either) and a
+/// results.json without a format (numbers with 10 significant digits, the keys of rpb-results-2).
+inline constexpr const char* kSweepResultsFormat = "rpb-results-4";
 /// The largest results.json read_sweep_results reads.
 inline constexpr std::size_t kMaxSweepResultsBytes = std::size_t(256) << 20;
 
@@ -25,6 +25,7 @@ inline constexpr std::size_t kMaxSweepResultsBytes = std::size_t(256) << 20;
 struct SweepResultsRow {
   std::string task;                                         // "markov"
   std::string method;                                       // SweepMethod::name() ("t5@buckets16")
+  std::string scheme;  // SweepMethod::scheme, the registered scheme ("t5"); "" when read from an earlier format
   std::string label;                                        // SweepMethod::label(), the table's Method column
   std::vector<ConfigSetting> settings;  // the method's settings in order ({"optim.lr", 0.001}); empty for a plain
                                         // method; read back with text setting_text(value)
@@ -62,11 +63,11 @@ struct SweepResults {
 SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = {});
 
 /// results.json's object:
-///   {"format": "rpb-results-3",
+///   {"format": "rpb-results-4",
 ///    "provenance": {"rpb_version": "0.1.0", "commit": "<40 hex>[-dirty]" | "unknown", "command": "...",
 ///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
 ///    "name": ..., "train_length": 64, "multipliers": [1, 2, 4], "seeds": [0, 1],
-///    "rows": [{"task": ..., "method": ..., "label": ...,
+///    "rows": [{"task": ..., "method": ..., "scheme": "t5" (the method's registered scheme), "label": ...,
 ///              "settings": {"optim.lr": 0.001, "position.max_distance": 64} ({} for a plain method),
 ///              "position_params": 32,
 ///              "runs": [{"seed": 0, "folder": "runs/quick/markov/t5/seed0", "config_digest": "<64 hex>",
