@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <regex>
 #include <set>
 
 #include "cli/plot_request.h"
@@ -110,20 +109,24 @@ void check_sweeps(const std::vector<Input>& inputs, const PlotArgs& a) {
   if (!a.against.empty() && !held.against.count(a.against)) unknown_value("--against", a.against, held.against);
 }
 
-// The scheme of the run in `folder`, from its config.toml; "" when it cannot be read (styles then fall back to the
-// label).
-std::string run_scheme(const std::string& folder, const std::string& label) {
+// The run in `folder` as its curves show it, from its config.toml (read the typed way): its scheme, and for a sweep's
+// run (run.name "seed<run.seed>", in the folder the sweep names after its method) the method, labelled
+// "<method>/seed0".
+CurveRun curve_run(const std::string& folder, const std::string& metrics_csv) {
   const std::string path = (fs::path(folder) / kConfigFileName).string();
+  RunConfig config;
   try {
-    if (has_entry(path))
-      return parse_config(read_input_file(path, input_options("run config", kMaxConfigBytes)), path)
-          .model.position.scheme;
-  } catch (const Error&) {
+    config = parse_stored_config(read_input_file(path, input_options("run config", kMaxConfigBytes)), path);
+  } catch (const Error& e) {
+    throw Error("plot: cannot read the run's config (the scheme its curves are drawn in): " + e.message());
   }
-  const std::string head = label.substr(0, label.find_first_of("@/"));
-  for (const nn::SchemeInfo& s : nn::schemes())
-    if (head == s.name) return head;
-  return "";
+  const fs::path dir(folder);
+  std::string method = dir.filename().string(), label = method;
+  if (config.name == label && label == "seed" + std::to_string(config.seed)) {
+    method = dir.parent_path().filename().string();
+    label = method + "/" + label;
+  }
+  return {label, config.model.position.scheme, metrics_csv, method};
 }
 
 // Each run's curves: its metrics.csv checked (a regular file starting with rpb's header, with a tokens column when
@@ -139,11 +142,7 @@ std::vector<CurveRun> read_runs(const std::vector<Input>& inputs, const std::str
     if (x == "tokens" && (header + ",").find(",tokens,") == std::string::npos)
       throw Error("metrics " + printable(in.file) + ": no tokens column (a run trained before metrics.csv had one): "
                   "draw it against the step (--x step)");
-    const fs::path folder(in.folder);
-    std::string label = folder.filename().string();
-    if (std::regex_match(label, std::regex("seed[0-9]+")))
-      label = folder.parent_path().filename().string() + "/" + label;
-    runs.push_back({label, run_scheme(in.folder, label), in.file});
+    runs.push_back(curve_run(in.folder, in.file));
   }
   for (std::size_t i = 0; i < runs.size(); ++i)
     for (std::size_t j = 0; j < runs.size(); ++j)

@@ -38,7 +38,10 @@ ordered_json sweep_block(const SweepFigure& f) {
 ordered_json curves_block(const std::vector<CurveRun>& runs, const std::string& x, const YLimits& ylim) {
   ordered_json list = ordered_json::array();
   for (const CurveRun& r : runs)
-    list.push_back({{"label", r.label}, {"scheme", r.scheme}, {"metrics_csv", r.metrics_csv}});
+    list.push_back({{"label", r.label},
+                    {"method", r.method.empty() ? r.label : r.method},
+                    {"scheme", r.scheme},
+                    {"metrics_csv", r.metrics_csv}});
   return {{"runs", list}, {"x", x}, {"ylim", ylim_json(ylim)}};
 }
 

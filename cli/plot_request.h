@@ -29,8 +29,10 @@ struct SweepFigure {
 /// One run's curves.
 struct CurveRun {
   std::string label;        // in the legend: the run folder's name ("t5", or "t5@lr=0.001/seed0" in a sweep)
-  std::string scheme;       // its position scheme (styles), "" when unknown
+  std::string scheme;       // its position scheme (its config's position.scheme)
   std::string metrics_csv;  // absolute path of its metrics.csv
+  /// Its method as results.json names it ("t5@lr=0.001" for a sweep's run: its colour and marker there); "": the label.
+  std::string method;
 };
 
 /// A request of `kind` ("sweep", "curves", "bias") holding `block` under that name, with the registry's styles
@@ -40,7 +42,7 @@ nlohmann::ordered_json plot_request(const std::string& kind, nlohmann::ordered_j
 /// The "sweep" block: {"results", "tasks", "methods", "lengths", "metrics", "ylim" (null or [lo, hi]), "against"}.
 nlohmann::ordered_json sweep_block(const SweepFigure& f);
 
-/// The "curves" block: {"runs": [{"label", "scheme", "metrics_csv"}], "x": "step" | "tokens", "ylim"}.
+/// The "curves" block: {"runs": [{"label", "method", "scheme", "metrics_csv"}], "x": "step" | "tokens", "ylim"}.
 nlohmann::ordered_json curves_block(const std::vector<CurveRun>& runs, const std::string& x, const YLimits& ylim);
 
 /// The names results.<format> of a sweep's figures.

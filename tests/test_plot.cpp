@@ -17,6 +17,7 @@
 #include "test_util.h"
 #include "train/config/config.h"
 #include "train/sweep/results.h"
+#include "train/sweep/results_json.h"
 
 namespace rpb_test_plot {
 
@@ -54,11 +55,14 @@ fs::path sweep_folder(const TempDir& dir) {
   return folder;
 }
 
-// A run folder with a metrics.csv of `header` and two rows (and no checkpoint): enough for curves.
-fs::path run_folder(const TempDir& dir, const std::string& name, const std::string& header) {
+// A run folder with a metrics.csv of `header` and two rows, and a config.toml of `config` unless empty (and no
+// checkpoint): enough for curves.
+fs::path run_folder(const TempDir& dir, const std::string& name, const std::string& header,
+                    const std::string& config = "[position]\nscheme = \"t5\"\n") {
   const fs::path folder = dir.path / name;
   fs::create_directories(folder);
   std::ofstream(folder / "metrics.csv") << header << "\n1,2.5,0.1,1,16,1000,0.5\n2,2.4,0.1,1,32,1000,1.0\n";
+  if (!config.empty()) std::ofstream(folder / "config.toml") << config;
   return folder;
 }
 
@@ -83,7 +87,7 @@ TEST_CASE("plot runner: the module writes a temp file in the output's folder, wh
   const std::string out = dir.file("f.png");
   std::ofstream(out) << "old";
   const std::string csv = (run_folder(dir, "r", kHeader) / "metrics.csv").string();
-  rpb::draw_figures(rpb::plot_request("curves", rpb::curves_block({{"r", "t5", csv}}, "step", std::nullopt)),
+  rpb::draw_figures(rpb::plot_request("curves", rpb::curves_block({{"r", "t5", csv, "r"}}, "step", std::nullopt)),
                     {{out, &rules}});
   CHECK(file_text(out).substr(1, 3) == "PNG");
   CHECK(no_temp_files(dir.path));
@@ -133,7 +137,8 @@ TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and 
   TempDir dir("plot_curves");
   const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
   const ScopedEnv log("RPB_PLOT_STUB_LOG", dir.file("request.json").c_str());
-  const fs::path t5 = run_folder(dir, "t5", kHeader), alibi = run_folder(dir, "alibi@lr", kHeader);
+  const fs::path t5 = run_folder(dir, "t5", kHeader);
+  const fs::path alibi = run_folder(dir, "alibi@lr", kHeader, "[position]\nscheme = \"alibi\"\n");
   const std::string out = dir.file("c.pdf");
   auto r = run_rpb("plot " + t5.string() + " " + (alibi / "metrics.csv").string() + " --out " + out +
                    " --x tokens --ylim 1,3.5");
@@ -147,10 +152,32 @@ TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and 
   const ordered_json& runs = q.at("curves").at("runs");
   REQUIRE(runs.size() == 2);
   CHECK(runs[0].at("label") == "t5");
-  CHECK(runs[0].at("scheme") == "t5");  // no config.toml: the label's scheme
+  CHECK(runs[0].at("scheme") == "t5");  // its config's position.scheme
+  CHECK(runs[0].at("method") == "t5");
   CHECK(runs[1].at("label") == "alibi@lr");
+  CHECK(runs[1].at("method") == "alibi@lr");
   CHECK(runs[1].at("scheme") == "alibi");
   CHECK(runs[0].at("metrics_csv") == fs::absolute(t5 / "metrics.csv").string());
+
+  // A sweep's run (run.name "seed<run.seed>"): labelled with its seed, styled as its method (the sweep figure's);
+  // the scheme comes from the config, never from a name ("t5@max_distance=64" does not say it is t5's).
+  const std::string seed_config = "[run]\nname = \"seed1\"\nseed = 1\n[position]\nscheme = \"t5\"\n";
+  const fs::path seed1 = run_folder(dir, "grid/markov/t5@max_distance=64/seed1", kHeader, seed_config);
+  const fs::path other = run_folder(dir, "lone", kHeader, "[position]\nscheme = \"alibi\"\n");
+  r = run_rpb("plot " + seed1.string() + " " + other.string() + " --out " + out);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const ordered_json runs2 = logged(dir).at("curves").at("runs");
+  CHECK(runs2[0].at("label") == "t5@max_distance=64/seed1");
+  CHECK(runs2[0].at("method") == "t5@max_distance=64");
+  CHECK(runs2[0].at("scheme") == "t5");
+  CHECK(runs2[1].at("method") == "lone");
+  CHECK(runs2[1].at("scheme") == "alibi");
+  // Without its config a run has no scheme: refused, naming the file.
+  const fs::path bare = run_folder(dir, "t5_bare", kHeader, "");
+  r = run_rpb("plot " + bare.string() + " --out " + out);
+  CHECK(r.code == 1);
+  CHECK(contains(r.out, "cannot read the run's config"));
+  CHECK(contains(r.out, (bare / "config.toml").string()));
 
   const fs::path old = run_folder(dir, "old", "step,train_loss,lr,grad_norm,tokens_per_sec,elapsed_s");
   r = run_rpb("plot " + old.string() + " --out " + dir.file("o.pdf") + " --x tokens");
@@ -284,4 +311,39 @@ TEST_CASE("sweep figures: sweep.figures picks the formats, without matplotlib th
   CHECK(rpb::parse_config(base + "figures = [\"png\"]\n", "s.toml").sweep.figures == std::vector<std::string>{"png"});
   CHECK(contains(rpb::testing::error_of([&] { rpb::parse_config(base + "figures = [\"eps\"]\n", "s.toml"); }),
                  "sweep.figures"));
+}
+
+TEST_CASE("plot fixtures: tests/data/plot/results_grid.json has rows as rpb writes them, named as a grid names them") {
+  TempDir dir("plot_fixture");
+  const std::string path = std::string(RPB_SOURCE_DIR) + "/tests/data/plot/results_grid.json";
+  const rpb::SweepResults fixture = rpb::read_sweep_results(path);  // the current format, every key it holds
+  CHECK(fixture.format == rpb::kSweepResultsFormat);
+  // Each row has exactly the keys of a row rpb writes.
+  const ordered_json written = ordered_json::parse(file_text(sweep_folder(dir) / "results.json"));
+  std::vector<std::string> keys;
+  for (const auto& item : written.at("rows")[0].items()) keys.push_back(item.key());
+  for (const auto& row : ordered_json::parse(file_text(path)).at("rows")) {
+    std::vector<std::string> have;
+    for (const auto& item : row.items()) have.push_back(item.key());
+    CHECK(have == keys);
+  }
+  // The grid points are the methods a [[sweep.grid]] of the same values makes: names, schemes and settings.
+  const rpb::RunConfig cfg = rpb::parse_config(
+      "[run]\nlength = 16\neval_multipliers = [1, 4]\n[[sweep.grid]]\nmethods = [\"t5\"]\nmax_distance = [64, 128]\n"
+      "\"optim.lr\" = [0.001, 0.003, 0.01]\n",
+      "grid.toml");
+  REQUIRE(cfg.sweep.methods.size() + 1 == fixture.rows.size());
+  for (std::size_t i = 0; i < cfg.sweep.methods.size(); ++i) {
+    const rpb::SweepMethod& m = cfg.sweep.methods[i];
+    const rpb::SweepResultsRow& row = fixture.rows[i + 1];
+    CHECK(row.method == m.name());
+    CHECK(row.scheme == m.scheme);
+    REQUIRE(row.settings.size() == m.settings.size());
+    for (std::size_t k = 0; k < m.settings.size(); ++k) {
+      bool found = false;
+      for (const rpb::ConfigSetting& s : row.settings)
+        found = found || (s.key == m.settings[k].key && s.text == m.settings[k].text);
+      CHECK_MESSAGE(found, m.name() << " " << m.settings[k].key);
+    }
+  }
 }

@@ -20,7 +20,7 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
      "styles": {"schemes": [{"name": "t5", "dims": 1, "color": "#1f77b4", "marker": "o"}, ...]},
      "sweep":  {"results": ["/abs/results.json"], "tasks": [], "methods": [], "lengths": [], "metrics": [],
                 "ylim": null | [lo, hi], "against": "length" | "<setting key>"},          # [] = all
-     "curves": {"runs": [{"label": "t5", "scheme": "t5", "metrics_csv": "/abs/run/metrics.csv"}],
+     "curves": {"runs": [{"label": "t5/seed0", "method": "t5", "scheme": "t5", "metrics_csv": "/abs/run/metrics.csv"}],
                 "x": "step" | "tokens", "ylim": null | [lo, hi]},
      "bias":   {"dims": 1, "scheme": "t5", "title": "...", "train_length": 64,
                 "modules": [{"name": "blocks.0.attn.position", "distances": [0, 1, ...],
@@ -29,12 +29,21 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
                2-D modules: {"name", "dy": [...], "dx": [...], "values": [[[per dx] per dy] per head],
                              "trained": [[per dx] per dy]}
 
+results.json files must be of format "rpb-results-4" (RESULTS_FORMAT: each row names its method's "scheme"; an
+earlier one is refused: rerun `rpb extrapolate CONFIG`, which reuses the finished runs and rewrites it). A curves
+run's "scheme" is its config's position.scheme, its "method" (default: its label) the method whose colour and
+marker it has (a sweep's runs of one method differ by dash only). Nothing parses a label to find its scheme.
+Outputs are written into a temp file in their folder and renamed over them; an output that exists as anything but
+a regular file, or is an input of the request (its results.json or metrics.csv files), is refused.
+
 Sweep filters: "lengths" holds evaluation lengths in tokens (64) or multipliers as text ("2x"); "metrics" holds
 keys of METRICS (or their aliases). Distances d, dy and dx are query - key. The figures: one column per task
 (per task and length against a setting), one row per metric; a method's line has its markers, a band of
 mean ± std over seeds, and its n/a lengths in its legend entry, never a point; the optimal perplexity is a dashed
-line with its own legend entry. Colours and markers: style_of (the scheme's registry colour and marker; a
-variant, any label other than the scheme's name, gets a shade, dash and marker derived from its label's digest).
+line with its own legend entry; when no row has any value, a panel per task lists every method as n/a. Against a
+setting, a line per scheme and other settings (row["settings"]), a panel per task and evaluation length in tokens.
+Colours and markers: style_of (the scheme's registry colour and marker; a variant, any label other than the
+scheme's name, gets a shade, dash and marker derived from its label's digest).
 Ticks: nice_ticks (always inside the data's range). Edit the constants in theme.py (or set them here before
 drawing: rpb_plot.DPI = 300 sets theme.DPI) to restyle every figure, METRICS (results.py) to add a metric.
 
@@ -47,31 +56,32 @@ import sys
 import types
 
 from . import results, theme
-from .api import KINDS, draw, plot_curves, plot_sweep, render, request_for, save
+from .api import KINDS, draw, input_paths, plot_curves, plot_sweep, render, request_for, save
 from .axes import (legend_below, legend_rows, linear_ticks, new_figure, nice_ticks, padded, set_axis, si_labels,
                    tick_labels)
 from .bias import draw_bias, draw_bias_line, draw_heatmap, symlog_ticks
 from .curves import curve_panels, draw_curve_panel, draw_curves, read_metrics_csv
 from .errors import EXIT_BAD_REQUEST, EXIT_ERROR, EXIT_NO_MATPLOTLIB, MatplotlibMissing, RequestError, require
 from .request import FORMATS, REQUEST_FORMAT, check_bias, check_curves, check_request, check_sweep
-from .results import (Metric, Results, find_metric, mean_std, metric_stats, metrics_named, read_results,
-                      results_path, select_rows)
-from .styles import Style, base_style, load_styles, rpb_binary, scheme_dims, scheme_of, shade, style_of
-from .sweep import (Panel, Series, draw_panel, draw_series, draw_sweep, length_panels, parse_setting, setting_of,
-                    setting_panels, sweep_panels, without_setting)
+from .results import (RESULTS_FORMAT, Metric, Results, find_metric, mean_std, metric_stats, metrics_named,
+                      read_results, results_path, select_rows)
+from .styles import (Style, base_style, figure_styles, load_styles, rpb_binary, scheme_dims, seed_style, shade,
+                     style_of)
+from .sweep import (Panel, Series, draw_panel, draw_series, draw_sweep, length_panels, setting_of, setting_panels,
+                    sweep_panels)
 
 # The constants users edit, read and set through rpb_plot itself: name -> the module that holds it.
 EDITABLE = dict({name: theme for name in theme.NAMES}, METRICS=results)
 
 __all__ = [
-    "draw", "render", "save", "request_for", "plot_sweep", "plot_curves", "load_styles", "rpb_binary",
+    "draw", "render", "save", "input_paths", "request_for", "plot_sweep", "plot_curves", "load_styles", "rpb_binary",
     "RequestError", "MatplotlibMissing", "require", "EXIT_ERROR", "EXIT_BAD_REQUEST", "EXIT_NO_MATPLOTLIB",
     "REQUEST_FORMAT", "FORMATS", "KINDS", "check_request", "check_sweep", "check_curves", "check_bias",
-    "Style", "scheme_of", "base_style", "shade", "style_of", "scheme_dims",
+    "Style", "base_style", "shade", "style_of", "figure_styles", "seed_style", "scheme_dims",
     "linear_ticks", "nice_ticks", "tick_labels", "padded", "set_axis", "new_figure", "legend_below", "legend_rows",
-    "si_labels", "Metric", "Results", "mean_std", "metric_stats", "find_metric", "metrics_named", "read_results",
-    "results_path", "select_rows", "Series", "Panel", "length_panels", "parse_setting", "setting_of",
-    "without_setting", "setting_panels", "draw_series", "draw_panel", "sweep_panels", "draw_sweep",
+    "si_labels", "RESULTS_FORMAT", "Metric", "Results", "mean_std", "metric_stats", "find_metric", "metrics_named",
+    "read_results", "results_path", "select_rows", "Series", "Panel", "length_panels", "setting_of", "setting_panels",
+    "draw_series", "draw_panel", "sweep_panels", "draw_sweep",
     "read_metrics_csv", "curve_panels", "draw_curve_panel", "draw_curves",
     "symlog_ticks", "draw_bias_line", "draw_heatmap", "draw_bias",
 ]

@@ -30,7 +30,7 @@ def main(argv):
     try:
         with open(argv[1], encoding="utf-8") as f:
             request = json.load(f)
-        render(request)
+        render(request, [argv[1]])
         return 0
     except (RequestError, OSError, ValueError) as e:
         if not isinstance(e, RequestError) and "request" not in locals():

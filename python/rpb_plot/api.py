@@ -1,14 +1,16 @@
 """The Python API: draw a request into a Figure, write it (save, render), and the shortcuts that build a request
 from results.json files or sweep folders (plot_sweep) and from run folders (plot_curves)."""
 import os
+import stat
+import tempfile
 
 from .backend import matplotlib
 from .bias import draw_bias
 from .curves import draw_curves
-from .errors import require
+from .errors import RequestError, require
 from .request import CHECKS, FORMATS, REQUEST_FORMAT, check_request
 from .results import results_path
-from .styles import load_styles, scheme_of
+from .styles import load_styles
 from .sweep import draw_sweep
 
 DRAWS = {"sweep": draw_sweep, "curves": draw_curves, "bias": draw_bias}  # a kind's block -> its Figure
@@ -21,21 +23,56 @@ def draw(request):
     return DRAWS[request["kind"]](request[request["kind"]], request.get("styles") or {})
 
 
-def save(fig, path, fmt=None):
+def input_paths(request):
+    """The files a request reads: its results.json files and metrics.csv files."""
+    block = request.get(request.get("kind")) or {}
+    return list(block.get("results") or []) + [run["metrics_csv"] for run in block.get("runs") or []]
+
+
+def _check_target(path, inputs):
+    """Refuses to write `path` when it exists as anything but a regular file (a link, a folder, a device) or is
+    one of `inputs` (by its real path)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    require(mode is None or stat.S_ISREG(mode),
+            'cannot write "%s": it exists and is not a regular file (a link, a folder or a device)' % path)
+    real = os.path.realpath(path)
+    for i in inputs:
+        require(os.path.realpath(i) != real, 'cannot write "%s": it is an input of the request (%s)' % (path, i))
+
+
+def save(fig, path, fmt=None, inputs=()):
     """Writes `fig` to `path` as `fmt` (else by the path's extension: pdf, png or svg), without a date in the
-    file (a redrawn figure differs from the committed one only where the drawing does)."""
+    file (a redrawn figure differs from the committed one only where the drawing does): into a temp file in the
+    same folder, renamed over `path`, so `path` is the new figure or untouched. Refuses (RequestError) a `path`
+    that exists as anything but a regular file or is one of `inputs`."""
     fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
     require(fmt in FORMATS, 'cannot write "%s": the format must be one of %s' % (path, ", ".join(FORMATS)))
+    _check_target(path, inputs)
     metadata = {"pdf": {"CreationDate": None}, "svg": {"Date": None}, "png": {}}[fmt]
-    with matplotlib.rc_context({"svg.hashsalt": "rpb", "pdf.compression": 6}):
-        fig.savefig(path, format=fmt, metadata=metadata)
+    folder, name = os.path.split(os.path.abspath(path))
+    fd, temp = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=folder)
+    try:
+        umask = os.umask(0o22)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # as a file open() creates, not mkstemp's 0600
+        with os.fdopen(fd, "wb") as f, matplotlib.rc_context({"svg.hashsalt": "rpb", "pdf.compression": 6}):
+            fig.savefig(f, format=fmt, metadata=metadata)
+        _check_target(path, inputs)  # it may have changed meanwhile
+        os.replace(temp, path)
+    except BaseException:
+        os.unlink(temp)
+        raise
 
 
-def render(request):
-    """Draws a request and writes each of its outputs; returns the Figure."""
+def render(request, inputs=()):
+    """Draws a request and writes each of its outputs (never over one of its inputs, or `inputs`: the request's
+    own file); returns the Figure."""
     fig = draw(request)
     for out in request.get("outputs", []):
-        save(fig, out["path"], out["format"])
+        save(fig, out["path"], out["format"], list(inputs) + input_paths(request))
     return fig
 
 
@@ -55,34 +92,41 @@ def plot_sweep(paths, out=None, tasks=(), methods=(), lengths=(), metrics=(), yl
         "against": against}, out, styles))
 
 
-def _run_scheme(run_dir):
+def _run_config(run_dir):
+    """A run folder's config.toml as a dict (a RequestError naming it when it cannot be read)."""
+    path = os.path.join(run_dir, "config.toml")
     try:
         import tomllib
-        with open(os.path.join(run_dir, "config.toml"), "rb") as f:
-            return tomllib.load(f).get("position", {}).get("scheme")
-    except (OSError, ValueError, ImportError):
-        return None
+        with open(path, "rb") as f:
+            config = tomllib.load(f)
+    except ImportError:
+        raise RequestError("cannot read %s: reading a config needs Python 3.11 (tomllib)" % path) from None
+    except (OSError, ValueError) as e:
+        raise RequestError("cannot read the run's config %s: %s" % (path, e)) from None
+    scheme = config.get("position", {}).get("scheme")
+    require(isinstance(scheme, str) and scheme, "%s has no position.scheme" % path)
+    return config
 
 
-def _run_label(folder):
-    """A run folder's name; a sweep's seed folder with its method's ("t5/seed0")."""
-    folder = os.path.normpath(os.path.abspath(folder))
+def _run_entry(path, label=None):
+    """The curves block's run of a run folder (or its metrics.csv): labelled by its folder's name, "t5/seed0" for
+    a sweep's run (run.name "seed<run.seed>" in its config), whose method is the sweep's (its method folder)."""
+    csv_path = os.path.abspath(path if path.endswith(".csv") else os.path.join(path, "metrics.csv"))
+    folder = os.path.dirname(csv_path)
+    config = _run_config(folder)
+    run = config.get("run", {})
     name = os.path.basename(folder)
-    if name[:4] == "seed" and name[4:].isdigit():
-        return "%s/%s" % (os.path.basename(os.path.dirname(folder)), name)
-    return name
+    method = name
+    if run.get("name") == name == "seed%s" % run.get("seed", 0):
+        method = os.path.basename(os.path.dirname(folder))
+        name = "%s/%s" % (method, name)
+    return {"label": label or name, "method": label or method, "scheme": config["position"]["scheme"],
+            "metrics_csv": csv_path}
 
 
 def plot_curves(run_dirs, out=None, x="step", ylim=None, labels=None, styles=None):
-    """Training curves of run folders (or metrics.csv paths), labelled by folder name ("t5/seed0" in a sweep) unless
-    `labels` are given, styled by the scheme of each run's config.toml; written to `out` when given; returns the
-    Figure."""
-    runs = []
-    for i, path in enumerate(run_dirs):
-        folder = os.path.dirname(path) if path.endswith(".csv") else path
-        label = labels[i] if labels else _run_label(folder)
-        runs.append({"label": label, "scheme": _run_scheme(folder) or scheme_of(label),
-                     "metrics_csv": os.path.abspath(path if path.endswith(".csv")
-                                                    else os.path.join(path, "metrics.csv"))})
+    """Training curves of run folders (or metrics.csv paths), labelled by folder name ("t5/seed0" in a sweep, styled
+    as its method t5) unless `labels` are given, in the scheme of each run's config.toml; written to `out` when
+    given; returns the Figure."""
+    runs = [_run_entry(path, labels[i] if labels else None) for i, path in enumerate(run_dirs)]
     return render(request_for("curves", {"runs": runs, "x": x, "ylim": list(ylim) if ylim else None}, out, styles))
-

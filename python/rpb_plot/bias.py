@@ -40,7 +40,7 @@ def draw_bias_line(ax, module, train_length, untrained_rule):
         handles.append(ax.axvspan(lo, hi, label="trained: |d| < %d" % train_length, gid="trained",
                                   **theme.TRAINED_SHADE))
     for h, values in enumerate(module["values"]):
-        colors, markers = theme.HEAD_COLORS, theme.FALLBACK_MARKERS
+        colors, markers = theme.HEAD_COLORS, theme.HEAD_MARKERS
         color, marker = colors[h % len(colors)], markers[h % len(markers)]
         solid = [v if t else float("nan") for v, t in zip(values, trained)]
         dotted = [v if not t or (i + 1 < len(d) and not trained[i + 1]) or (i and not trained[i - 1]) else float("nan")

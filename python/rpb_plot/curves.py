@@ -4,9 +4,9 @@ import csv
 
 from . import theme
 from .axes import legend_below, legend_rows, new_figure, nice_ticks, set_axis, si_labels
-from .backend import Line2D
+from .backend import Line2D, NullLocator
 from .errors import RequestError, finite, require
-from .styles import style_of
+from .styles import figure_styles, seed_style
 
 
 def read_metrics_csv(path):
@@ -35,12 +35,22 @@ def curve_panels(tables):
     return panels + ([("lr", "learning rate", "learning rate")] if "lr" in columns else [])
 
 
+def run_styles(runs, styles):
+    """The Style of each run: its method's (as in the sweep figure), the method's 2nd, 3rd, ... run (its seeds)
+    differing by dash only (styles.seed_style)."""
+    looks = figure_styles([(run["method"], run["scheme"]) for run in runs], styles)
+    seen, out = {}, []
+    for run in runs:
+        k = seen[run["method"]] = seen.get(run["method"], -1) + 1
+        out.append(seed_style(looks[run["method"]], k))
+    return out
+
+
 def draw_curve_panel(ax, runs, tables, column, x, styles):
     """Every run's `column` against `x` (points where both are present), with markers; a run without the
     column is listed "(n/a)" in the legend and not drawn. Returns the data's (xs, ys) ranges."""
     handles, xs_all, ys_all = [], [], []
-    for run, (cols, rows) in zip(runs, tables):
-        style = style_of(run["label"], styles, run.get("scheme"))
+    for run, (cols, rows), style in zip(runs, tables, run_styles(runs, styles)):
         points = [(r[x], r[column]) for r in rows if finite(r.get(x)) and finite(r.get(column))]
         if not points:
             handles.append(Line2D([], [], color=style.color, marker=style.marker, linestyle=style.linestyle,
@@ -66,6 +76,9 @@ def draw_curves(request_curves, styles):
                 % (run["metrics_csv"], x) if x == "tokens" else '%s has no "%s" column' % (run["metrics_csv"], x))
     panels = curve_panels(tables)
     require(panels, "the metrics.csv files have no train_loss, valid_loss@<length> or lr column")
+    require(any(finite(r.get(x)) and finite(r.get(c)) for _, rows in tables for r in rows for c, _, _ in panels),
+            "nothing to draw: %s hold no point (no row with a finite %s and a value)"
+            % (", ".join(run["metrics_csv"] for run in runs), x))
     columns = min(3, len(panels))
     rows = legend_rows(len(panels), columns)
     width, height = theme.PANEL_SIZE
@@ -78,6 +91,9 @@ def draw_curves(request_curves, styles):
             ticks = nice_ticks(min(xs), max(xs)) if max(xs) > min(xs) else None
             set_axis(ax, "x", min(xs), max(xs), ticks=ticks, labels=si_labels(ticks) if ticks else None)
             set_axis(ax, "y", *(ylim or (min(ys), max(ys))))
+        else:  # no run has a point here: no tick that would suggest a value
+            ax.xaxis.set_major_locator(NullLocator())
+            ax.yaxis.set_major_locator(NullLocator())
         ax.set_title(title, fontsize=9.5)
         ax.set_xlabel("tokens seen" if x == "tokens" else "step", fontsize=9)
         ax.set_ylabel(ylabel, fontsize=9)

@@ -1,7 +1,8 @@
 """The plot request: its format and output formats, and the checks of each kind's block (a RequestError names
 the first field that is not as rpb_plot's docstring says)."""
+import json
+
 from .errors import finite, require
-from .styles import scheme_of
 
 REQUEST_FORMAT = "rpb-plot-1"
 FORMATS = ("pdf", "png", "svg")
@@ -34,7 +35,12 @@ def check_curves(block):
     for i, run in enumerate(runs):
         require(isinstance(run, dict) and isinstance(run.get("label"), str)
                 and isinstance(run.get("metrics_csv"), str), "curves.runs[%d] needs a label and a metrics_csv" % i)
-        run.setdefault("scheme", scheme_of(run["label"]))
+        require(isinstance(run.get("scheme"), str) and run["scheme"],
+                "curves.runs[%d].scheme must name the run's position scheme (its config's position.scheme), found %s"
+                % (i, json.dumps(run.get("scheme"))))
+        require(isinstance(run.setdefault("method", run["label"]), str) and run["method"],
+                "curves.runs[%d].method must be the run's method as results.json names it, found %s"
+                % (i, json.dumps(run.get("method"))))
     require(block.get("x", "step") in ("step", "tokens"), 'curves.x must be "step" or "tokens"')
     _check_ylim(block.get("ylim"), "curves")
 
@@ -42,6 +48,25 @@ def check_curves(block):
 def _matrix(values, rows, columns):
     return (isinstance(values, list) and len(values) == rows
             and all(isinstance(r, list) and len(r) == columns and all(finite(v) for v in r) for r in values))
+
+
+def _offsets(values, key):
+    """Raises unless `values` are integers, evenly spaced and increasing (a heatmap's cells), naming `key`."""
+    require(isinstance(values, list) and values and all(isinstance(v, int) and not isinstance(v, bool)
+                                                        for v in values),
+            "%s must list integer offsets, found %s" % (key, json.dumps(values)[:80]))
+    steps = {b - a for a, b in zip(values, values[1:])}
+    require(len(steps) <= 1 and all(s > 0 for s in steps),
+            "%s must be evenly spaced and increasing, found %s" % (key, json.dumps(values)[:80]))
+
+
+def _flags(value, shape, key):
+    """Raises unless `value` is null or booleans of `shape` ([n] or [rows, columns]), naming `key`."""
+    ok = value is None or (isinstance(value, list) and len(value) == shape[0] and all(
+        (isinstance(v, bool) if len(shape) == 1 else
+         isinstance(v, list) and len(v) == shape[1] and all(isinstance(x, bool) for x in v)) for v in value))
+    require(ok, "%s must be null or %s booleans, found %s"
+            % (key, " x ".join(map(str, shape)), json.dumps(value)[:80]))
 
 
 def check_bias(block):
@@ -53,19 +78,30 @@ def check_bias(block):
         require(isinstance(m, dict) and isinstance(m.get("values"), list) and m["values"], where + " needs values")
         m.setdefault("name", "module %d" % i)
         if block.get("dims", 1) == 2:
-            require(isinstance(m.get("dy"), list) and isinstance(m.get("dx"), list) and m["dy"] and m["dx"],
-                    where + " needs dy and dx")
+            _offsets(m.get("dy"), where + ".dy")
+            _offsets(m.get("dx"), where + ".dx")
             for h, head in enumerate(m["values"]):
                 require(_matrix(head, len(m["dy"]), len(m["dx"])), "%s.values[%d] must be dy x dx numbers" % (where, h))
-            t = m.get("trained")
-            require(t is None or (len(t) == len(m["dy"]) and all(len(r) == len(m["dx"]) for r in t)),
-                    where + ".trained must be dy x dx booleans")
+            _flags(m.get("trained"), (len(m["dy"]), len(m["dx"])), where + ".trained")
         else:
             d = m.get("distances")
             require(isinstance(d, list) and d and all(finite(x) for x in d), where + " needs distances")
             require(_matrix(m["values"], len(m["values"]), len(d)), where + ".values must be [[per distance] per head]")
-            require(m.get("trained") is None or len(m["trained"]) == len(d), where + ".trained must match distances")
+            _flags(m.get("trained"), (len(d),), where + ".trained")
 
+
+def check_styles(styles):
+    """Raises unless each listed scheme's colour is "#rrggbb" and its marker a string (names the scheme)."""
+    schemes = (styles or {}).get("schemes", [])
+    require(isinstance(schemes, list) and all(isinstance(e, dict) for e in schemes),
+            "styles.schemes must list objects")
+    for e in schemes:
+        color = e.get("color")
+        require(color is None or (isinstance(color, str) and len(color) == 7 and color[0] == "#"
+                                  and all(c in "0123456789abcdefABCDEF" for c in color[1:])),
+                'styles.schemes "%s": color must be "#rrggbb", found %s' % (e.get("name"), json.dumps(color)))
+        require(e.get("marker") is None or isinstance(e["marker"], str),
+                'styles.schemes "%s": marker must be a string, found %s' % (e.get("name"), json.dumps(e["marker"])))
 
 
 CHECKS = {"sweep": check_sweep, "curves": check_curves, "bias": check_bias}  # the kinds, in the order named
@@ -82,4 +118,5 @@ def check_request(request):
     require(isinstance(outputs, list) and all(isinstance(o, dict) and isinstance(o.get("path"), str)
                                               and o.get("format") in FORMATS for o in outputs),
             "outputs must be [{\"path\": ..., \"format\": one of %s}]" % ", ".join(FORMATS))
+    check_styles(request.get("styles"))
     CHECKS[request["kind"]](request[request["kind"]])

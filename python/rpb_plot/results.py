@@ -81,8 +81,12 @@ class Results:
     rows: list  # the rows as read (dicts)
 
 
+RESULTS_FORMAT = "rpb-results-4"  # the results.json format read: rows carry their method's "scheme"
+
+
 def read_results(path):
-    """Reads a results.json (any "rpb-results-N" format, or none); unknown fields are ignored."""
+    """Reads a results.json of format RESULTS_FORMAT (an earlier one is refused: its rows lack their scheme);
+    unknown fields are ignored."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -91,11 +95,13 @@ def read_results(path):
     fmt = data.get("format") if isinstance(data, dict) else None
     require(isinstance(data, dict) and (fmt is None or str(fmt).startswith("rpb-results-")),
             '%s is not an rpb results.json (format "%s")' % (path, fmt))
+    require(fmt == RESULTS_FORMAT, "%s: written by an older rpb (%s, rows without their scheme); rerun `rpb "
+            "extrapolate CONFIG`: it reuses the finished runs and rewrites it" % (path, fmt or "no format"))
     require(finite(data.get("train_length")) and isinstance(data.get("multipliers"), list)
             and isinstance(data.get("rows"), list), "%s lacks train_length, multipliers or rows" % path)
     for i, row in enumerate(data["rows"]):
-        require(isinstance(row, dict) and isinstance(row.get("task"), str) and isinstance(row.get("method"), str),
-                "%s: row %d lacks a task or a method" % (path, i))
+        require(isinstance(row, dict) and all(isinstance(row.get(k), str) for k in ("task", "method", "scheme")),
+                "%s: row %d lacks a task, a method or a scheme" % (path, i))
     return Results(path, str(data.get("name", os.path.basename(os.path.dirname(os.path.abspath(path))))),
                    int(data["train_length"]), [int(m) for m in data["multipliers"]], data.get("seeds") or [],
                    data["rows"])

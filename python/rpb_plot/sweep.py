@@ -5,10 +5,10 @@ from dataclasses import dataclass, field
 
 from . import theme
 from .axes import legend_below, legend_rows, new_figure, set_axis, tick_labels
-from .backend import Patch
+from .backend import NullLocator, Patch
 from .errors import finite, require
 from .results import Metric, length_indices, metric_stats, metrics_named, read_results, results_path, select_rows
-from .styles import scheme_dims, scheme_of, style_of
+from .styles import figure_styles, scheme_dims
 
 
 @dataclass
@@ -55,11 +55,12 @@ def _optimum(pairs, metric):
 
 
 def _task_is_grid(pairs, styles):
-    return any(scheme_dims(scheme_of(row["method"]), styles) == 2 for _, row in pairs)
+    return any(scheme_dims(row["scheme"], styles) == 2 for _, row in pairs)
 
 
-def length_panels(pairs, metric, lengths, styles):
-    """One Panel per task: `metric` against the evaluation length (log2 axis, a tick per length)."""
+def length_panels(pairs, metric, lengths, styles, empty=False):
+    """One Panel per task: `metric` against the evaluation length (log2 axis, a tick per length); a task where no
+    row has a value is left out, unless `empty` (then its panel lists every method as n/a everywhere)."""
     panels = []
     for task in dict.fromkeys(row["task"] for _, row in pairs):
         mine = [(res, row) for res, row in pairs if row["task"] == task]
@@ -67,19 +68,22 @@ def length_panels(pairs, metric, lengths, styles):
         for (res, row), label in zip(mine, _labels(mine)):
             stats = metric_stats(row, metric, len(res.multipliers))
             keep = length_indices(res, lengths)
+            stats = [None] * len(res.multipliers) if stats is None and empty else stats
             if stats is None or not keep:
                 continue
             points = [res.multipliers[j] * res.train_length for j in keep]
             xs.update({p: res.multipliers[j] for p, j in zip(points, keep)})
-            series.append(Series(label, scheme_of(row["method"]), points, [stats[j] for j in keep],
+            series.append(Series(label, row["scheme"], points, [stats[j] for j in keep],
                                  ["%dx" % res.multipliers[j] for j in keep]))
-        if not any(s is not None for sr in series for s in sr.stats):
+        nothing = not any(s is not None for sr in series for s in sr.stats)
+        if not series or (nothing and not empty):
             continue
         trains = {res.train_length for res, _ in mine}
         ticks = sorted(xs)
         seeds = max(len(res.seeds) for res, _ in mine)
         title = "%s (trained at %s%s)" % (task, "/".join(map(str, sorted(trains))),
                                           "; mean ± std over %d seeds" % seeds if seeds > 1 else "")
+        title += ": no %s at any length" % metric.key if nothing else ""
         grid = _task_is_grid(mine, styles)
         panels.append(Panel(title, metric, series, _optimum(mine, metric), ticks,
                             ["%d\n%dx" % (t, xs[t]) if len(trains) == 1 else str(t) for t in ticks],
@@ -88,31 +92,23 @@ def length_panels(pairs, metric, lengths, styles):
     return panels
 
 
-def parse_setting(text):
-    """A setting's value from a method label ("0.001" -> 0.001, "64" -> 64, "true" -> True, else the text)."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return {"true": True, "false": False}.get(text, text)
-
-
 def setting_of(row, key):
-    """The row's value of setting `key`: its "settings" object, else its method label's "@key=value"."""
+    """The row's value of setting `key` (its "settings" object, as rpb writes it), or None."""
     settings = row.get("settings")
-    if isinstance(settings, dict) and key in settings:
-        return settings[key]
-    for part in row["method"].split("@")[1:]:
-        name, _, value = part.partition("=")
-        if name == key:
-            return parse_setting(value)
-    return None
+    return settings.get(key) if isinstance(settings, dict) else None
 
 
-def without_setting(method, key):
-    """The method label without its "@key=value" part (the line a setting's values lie on)."""
-    return "@".join(p for i, p in enumerate(method.split("@")) if i == 0 or not p.startswith(key + "="))
+def _setting_text(value):
+    """A setting's value as a label shows it (64, 0.001, true, nearest)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "%g" % value if isinstance(value, float) else str(value)
+
+
+def _line_label(row, key):
+    """The label of the line a row lies on against setting `key`: its scheme with its other settings
+    ("t5@position.max_distance=64"), built from the row's scheme and settings (never cut out of its method name)."""
+    return row["scheme"] + "".join("@%s=%s" % (k, _setting_text(v)) for k, v in row["settings"].items() if k != key)
 
 
 def _setting_axis(values):
@@ -127,32 +123,44 @@ def _setting_axis(values):
     return [order.index(str(v)) for v in values], list(range(len(order))), order, False
 
 
+def _token_lengths(mine, lengths):
+    """{evaluation length in tokens: {id of a Results: its index j of it}} of the lengths the filter keeps."""
+    out = {}
+    for res, _, _ in mine:
+        for j in length_indices(res, lengths):
+            out.setdefault(res.multipliers[j] * res.train_length, {})[id(res)] = j
+    return dict(sorted(out.items()))
+
+
 def setting_panels(pairs, metric, lengths, key):
-    """One Panel per task and length: `metric` against setting `key`, a line per method without that key."""
+    """One Panel per task and evaluation length (in tokens, each results file at its own index of it): `metric`
+    against setting `key`, a line per scheme and other settings (with the sweep's name when two sweeps share one)."""
     rows = [(res, row, setting_of(row, key)) for res, row in pairs]
     rows = [r for r in rows if r[2] is not None]
-    require(rows, 'no row of the results has the setting "%s" (rows\' "settings" or "@%s=..." in the method)'
-            % (key, key))
+    require(rows, 'no row of the results has the setting "%s" (in its "settings")' % key)
     panels = []
     for task in dict.fromkeys(row["task"] for _, row, _ in rows):
         mine = [r for r in rows if r[1]["task"] == task]
-        res0 = mine[0][0]
         xs, ticks, labels, log = _setting_axis([v for _, _, v in mine])
-        for j in length_indices(res0, lengths):
+        names = {}
+        for res, row, _ in mine:
+            names.setdefault(_line_label(row, key), set()).add(res.name)
+        for length, at in _token_lengths(mine, lengths).items():
             groups = {}
             for (res, row, value), x in zip(mine, xs):
-                stats = metric_stats(row, metric, len(res.multipliers))
-                if stats is not None and j < len(stats):
-                    g = groups.setdefault(without_setting(row["method"], key), Series(
-                        without_setting(row["method"], key), scheme_of(row["method"]), [], [], []))
-                    g.xs.append(x), g.stats.append(stats[j]), g.names.append("%s=%s" % (key, value))
+                stats = metric_stats(row, metric, len(res.multipliers)) if id(res) in at else None
+                if stats is not None:
+                    label = _line_label(row, key)
+                    label += " (%s)" % res.name if len(names[label]) > 1 else ""
+                    g = groups.setdefault(label, Series(label, row["scheme"], [], [], []))
+                    g.xs.append(x), g.stats.append(stats[at[id(res)]]), g.names.append("%s=%s" % (key, value))
             if any(s is not None for g in groups.values() for s in g.stats):
-                length = res0.multipliers[j] * res0.train_length
-                panels.append(Panel("%s, length %d (%dx)" % (task, length, res0.multipliers[j]), metric,
-                                    [_sorted(g) for g in groups.values()],
+                times = {res.multipliers[at[id(res)]] for res, _, _ in mine if id(res) in at}
+                title = "%s, length %d%s" % (task, length, " (%dx)" % times.pop() if len(times) == 1 else "")
+                panels.append(Panel(title, metric, [_sorted(g) for g in groups.values()],
                                     _optimum([(r, w) for r, w, _ in mine], metric),
                                     ticks, labels, key, log, 10, max(len(r.seeds) for r, _, _ in mine),
-                                    (task, j)))
+                                    (task, length)))
     return panels
 
 
@@ -205,20 +213,23 @@ def draw_series(ax, series, style, log):
 
 
 def _y_range(panel, log, ylim):
+    """(lo, hi) of the y data (ylim when given), or None when the panel has no value at all."""
     if ylim:
         return ylim[0], ylim[1]
     values = [v for s in panel.series for st in s.stats if st is not None for v in _band(st, log)]
-    values += [panel.optimum] if panel.optimum is not None else []
-    return min(values), max(values)
+    values += [panel.optimum] if panel.optimum is not None and values else []
+    return (min(values), max(values)) if values else None
 
 
-def draw_panel(ax, panel, styles, ylim=None):
-    """A sweep panel: its series, the optimum line, axes with ticks inside the data, the legend below."""
+def draw_panel(ax, panel, styles, ylim=None, looks=None):
+    """A sweep panel: its series (in `looks`, {label: Style}, else figure_styles of the panel's), the optimum line,
+    axes with ticks inside the data, the legend below."""
+    looks = looks or figure_styles([(s.label, s.scheme) for s in panel.series], styles)
     log = panel.metric.log and all(st[0] > 0 for s in panel.series for st in s.stats if st)
     log = log and (panel.optimum is None or panel.optimum > 0) and (not ylim or ylim[0] > 0)
     handles, banded = [], False
     for s in panel.series:
-        line, band = draw_series(ax, s, style_of(s.label, styles, s.scheme), log)
+        line, band = draw_series(ax, s, looks[s.label], log)
         handles.append(line)
         banded = banded or band
     if panel.optimum is not None:
@@ -226,8 +237,11 @@ def draw_panel(ax, panel, styles, ylim=None):
                                   gid="optimum", **theme.OPTIMUM_STYLE))
     if banded:
         handles.append(Patch(color="0.45", alpha=theme.BAND_ALPHA, label="band: mean ± std over seeds"))
-    lo, hi = _y_range(panel, log, ylim)
-    set_axis(ax, "y", lo, hi, log)
+    y_range = _y_range(panel, log, ylim)
+    if y_range:
+        set_axis(ax, "y", *y_range, log)
+    else:  # every point n/a: no tick that would suggest a value
+        ax.yaxis.set_major_locator(NullLocator())
     set_axis(ax, "x", min(panel.x_ticks), max(panel.x_ticks), panel.x_log, panel.x_ticks, panel.x_labels,
              panel.x_base)
     ax.set_xlabel(panel.x_label, fontsize=9)
@@ -253,7 +267,9 @@ def sweep_panels(request_sweep, styles):
     rows = [(length_panels(pairs, metric, lengths, styles) if against == "length"
              else setting_panels(pairs, metric, lengths, against)) for metric in metrics]
     rows = [panels for panels in rows if panels]
-    require(rows, "nothing to draw: no selected row has a value of %s" % ", ".join(m.key for m in metrics))
+    if not rows and against == "length":  # every value n/a (a sweep whose runs all failed): a figure that says so
+        rows = [length_panels(pairs, metrics[0], lengths, styles, empty=True)]
+    require(rows and rows[0], "nothing to draw: no selected row has a value of %s" % ", ".join(m.key for m in metrics))
     columns = list(dict.fromkeys(p.column for panels in rows for p in panels))
     return [[next((p for p in panels if p.column == c), None) for c in columns] for panels in rows]
 
@@ -267,10 +283,11 @@ def draw_sweep(request_sweep, styles):
     height = theme.PANEL_SIZE[1] + theme.LEGEND_ROW * legend_rows(entries)
     fig = new_figure(theme.PANEL_SIZE[0] * columns, height * len(grid))
     axes = fig.subplots(len(grid), columns, squeeze=False)
+    looks = figure_styles([(s.label, s.scheme) for row in grid for p in row if p for s in p.series], styles)
     for r, row in enumerate(grid):
         for c in range(columns):
             if row[c]:
-                draw_panel(axes[r][c], row[c], styles, request_sweep.get("ylim"))
+                draw_panel(axes[r][c], row[c], styles, request_sweep.get("ylim"), looks)
             else:
                 axes[r][c].remove()
     return fig

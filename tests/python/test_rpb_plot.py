@@ -42,6 +42,8 @@ STYLES = {"schemes": [
     {"name": "none", "dims": [1, 2], "color": "#7f7f7f", "marker": "X"},
 ]}
 BASE = {s["name"]: (s["color"], s["marker"]) for s in STYLES["schemes"]}
+# The scheme of each method of tests/data/plot/results.json (its rows' "scheme").
+SCHEME = {"learned": "learned", "t5": "t5", "t5@untrained=nearest": "t5", "alibi": "alibi"}
 
 
 def sweep_request(results, **sweep):
@@ -177,15 +179,19 @@ class FigureChecks(unittest.TestCase):
 
 class StyleTest(unittest.TestCase):
     def test_scheme_and_variants(self):
-        self.assertEqual(rpb_plot.style_of("t5", STYLES), rpb_plot.Style("#1f77b4", "o", "-"))
-        v = rpb_plot.style_of("t5@untrained=nearest", STYLES)
-        self.assertEqual(v, rpb_plot.style_of("t5@untrained=nearest", STYLES))
+        self.assertEqual(rpb_plot.style_of("t5", STYLES, "t5"), rpb_plot.Style("#1f77b4", "o", "-"))
+        v = rpb_plot.style_of("t5@untrained=nearest", STYLES, "t5")
         self.assertNotEqual(v.color, "#1f77b4")
         self.assertNotEqual(v.marker, "o")
         self.assertNotEqual(v.linestyle, "-")
-        # Without styles: a deterministic fallback, the same for the same label.
-        self.assertEqual(rpb_plot.style_of("shaw", {}), rpb_plot.style_of("shaw", None))
-        looks = {rpb_plot.style_of("t5@optim.lr=%g" % lr, STYLES) for lr in (1e-4, 3e-4, 1e-3, 3e-3)}
+        # Without styles: the fallback palette, picked by the scheme name's digest (the same in every process).
+        shaw = rpb_plot.style_of("shaw", {}, "shaw")
+        self.assertIn(shaw.color, rpb_plot.theme.FALLBACK_COLORS)
+        self.assertIn(shaw.marker, rpb_plot.theme.FALLBACK_MARKERS)
+        self.assertEqual(shaw, rpb_plot.style_of("shaw", None, "shaw"))
+        # The scheme is given, never read from the label: a label naming another scheme keeps the given one's colour.
+        self.assertNotEqual(rpb_plot.style_of("alibi", STYLES, "t5"), rpb_plot.style_of("alibi", STYLES, "alibi"))
+        looks = {rpb_plot.style_of("t5@optim.lr=%g" % lr, STYLES, "t5") for lr in (1e-4, 3e-4, 1e-3, 3e-3)}
         self.assertGreater(len(looks), 1)
 
     def test_ticks(self):
@@ -218,7 +224,7 @@ class SweepFigureTest(FigureChecks):
         seen = {}
         for ax in self.axes:
             for label, line in method_lines(ax).items():
-                self.assert_style(line, label, rpb_plot.scheme_of(label))
+                self.assert_style(line, label, SCHEME[label])
                 look = (to_hex(line.get_color()), line.get_marker(), str(line.get_linestyle()))
                 self.assertEqual(seen.setdefault(label, look), look, "%s differs between panels" % label)
         self.assertEqual(set(seen), {"learned", "t5", "t5@untrained=nearest", "alibi"})
@@ -332,6 +338,12 @@ class CurvesFigureTest(FigureChecks):
         self.assert_style(lines["run_a"], "run_a", "t5")  # scheme from run_a/config.toml
         self.assert_style(lines["run_b"], "run_b", "alibi")
         self.assertEqual(to_hex(lines["run_a"].get_color()), rpb_plot.style_of("run_a", STYLES, "t5").color)
+        with tempfile.TemporaryDirectory() as tmp:  # no config.toml: no scheme, refused (never guessed from a name)
+            os.mkdir(os.path.join(tmp, "t5"))
+            with open(os.path.join(tmp, "t5", "metrics.csv"), "w") as f:
+                f.write("step,train_loss\n1,2.0\n")
+            with self.assertRaisesRegex(rpb_plot.RequestError, "config.toml"):
+                rpb_plot.plot_curves([os.path.join(tmp, "t5")], styles=STYLES)
 
 
 class BiasFigureTest(FigureChecks):
@@ -389,6 +401,20 @@ class BiasFigureTest(FigureChecks):
         block["modules"][0]["values"][1] = block["modules"][0]["values"][1][:-1]
         with self.assertRaisesRegex(rpb_plot.RequestError, r"modules\[0\].values"):
             rpb_plot.draw(request("bias", block))
+        # Each a RequestError (exit 2) naming the key, never a TypeError or a figure drawn wrong.
+        for dims, key, value, message in (
+                (2, "trained", 5, r"modules\[0\].trained must be null or 7 x 7 booleans, found 5"),
+                (2, "dy", ["a", "b"], r"modules\[0\].dy must list integer offsets"),
+                (2, "dy", [-1, 0, 5, 6, 7, 8, 9], r"modules\[0\].dy must be evenly spaced"),
+                (1, "trained", "ab", r"modules\[0\].trained must be null or 41 booleans, found \"ab\"")):
+            block = bias_2d() if dims == 2 else bias_1d()
+            block["modules"][0][key] = value
+            with self.assertRaisesRegex(rpb_plot.RequestError, message):
+                rpb_plot.draw(request("bias", block))
+        req = request("bias", bias_1d())
+        req["styles"] = {"schemes": [{"name": "t5", "dims": 1, "color": "red", "marker": "o"}]}
+        with self.assertRaisesRegex(rpb_plot.RequestError, 'styles.schemes "t5": color must be "#rrggbb", found "red"'):
+            rpb_plot.draw(req)
 
 
 class ScriptTest(unittest.TestCase):
@@ -447,6 +473,194 @@ class ScriptTest(unittest.TestCase):
             self.assertEqual(len(fig.axes), 1)
             with self.assertRaisesRegex(rpb_plot.RequestError, "format"):
                 rpb_plot.save(fig, os.path.join(tmp, "results.jpeg"))
+
+
+def results_file(folder, name, rows, multipliers=(1, 4), train_length=16, fmt="rpb-results-4"):
+    """A results.json in `folder` of rows {"task", "method", "scheme", "perplexity"} (other keys as rows give them)."""
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        json.dump({"format": fmt, "name": os.path.splitext(name)[0], "train_length": train_length,
+                   "multipliers": list(multipliers), "seeds": [0], "rows": rows}, f)
+    return path
+
+
+class ReviewMendsTest(FigureChecks):
+    """The figure module's review findings (each test fails without its mend)."""
+
+    def test_2d_heatmap_is_drawn_at_query_minus_key(self):
+        # An asymmetric table: the value at (dy, dx) is 10 dy + dx. The image's pixel at data point (dy, dx) holds it
+        # and the axes say query - key, the sign rpb inspect sends (cli/plot_bias.cpp).
+        block = bias_2d()
+        offsets = block["modules"][0]["dy"]
+        block["modules"][0]["values"] = [[[10.0 * y + x for x in offsets] for y in offsets]]
+        fig = rpb_plot.draw(request("bias", block))
+        (ax,) = data_axes(fig)
+        (image,) = ax.images
+        data = image.get_array()
+        x0, x1, y0, y1 = image.get_extent()
+        for dy, dx in ((2, -1), (-3, 1), (1, 3)):
+            col = int((dx - x0) / (x1 - x0) * data.shape[1])
+            row = int((dy - y0) / (y1 - y0) * data.shape[0])  # origin "lower": row 0 at the bottom
+            self.assertEqual(data[row][col], 10.0 * dy + dx, (dy, dx))
+        self.assertIn("query", ax.get_xlabel().split("-")[0])
+        self.assertIn("query", ax.get_ylabel().split("-")[0])
+
+    def test_older_results_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = results_file(tmp, "old.json", [{"task": "markov", "method": "t5", "perplexity": [[4.0, 5.0]]}],
+                                fmt="rpb-results-3")
+            with self.assertRaisesRegex(rpb_plot.RequestError, "old.json: written by an older rpb \\(rpb-results-3, "
+                                        "rows without their scheme\\); rerun `rpb extrapolate CONFIG`"):
+                rpb_plot.draw(sweep_request([path]))
+
+    def test_against_a_setting_groups_by_scheme_and_settings(self):
+        # rpb names a grid point by the key as written (max_distance=64); settings hold it dotted.
+        fig = rpb_plot.draw(sweep_request(["results_grid.json"], against="position.max_distance"))
+        self.assertEqual([ax.get_title() for ax in fig.axes], ["markov, length 16 (1x)", "markov, length 64 (4x)"])
+        lines = method_lines(fig.axes[0])
+        self.assertEqual(set(lines), {"t5@optim.lr=0.001", "t5@optim.lr=0.003", "t5@optim.lr=0.01"})
+        for line in lines.values():
+            self.assertEqual(list(line.get_xdata()), [64, 128])
+
+    def test_mixed_results_files_each_at_its_own_length(self):
+        # Two sweeps at different lengths: each row's value at a length comes from its own file's index of it.
+        with tempfile.TemporaryDirectory() as tmp:
+            a = results_file(tmp, "a.json", [
+                {"task": "markov", "method": "t5@optim.lr=0.001", "scheme": "t5", "settings": {"optim.lr": 0.001},
+                 "perplexity": [[4.0, 5.0]]},
+                {"task": "markov", "method": "t5@optim.lr=0.01", "scheme": "t5", "settings": {"optim.lr": 0.01},
+                 "perplexity": [[4.1, 5.1]]}], multipliers=(1, 4))
+            b = results_file(tmp, "b.json", [
+                {"task": "markov", "method": "t5@optim.lr=0.001", "scheme": "t5", "settings": {"optim.lr": 0.001},
+                 "perplexity": [[7.0, 9.0]]},
+                {"task": "markov", "method": "t5@optim.lr=0.01", "scheme": "t5", "settings": {"optim.lr": 0.01},
+                 "perplexity": [[7.1, 9.1]]}], multipliers=(4, 8))
+            fig = rpb_plot.draw(sweep_request([a, b], against="optim.lr"))
+        titles = [ax.get_title() for ax in fig.axes]
+        self.assertEqual(titles, ["markov, length 16 (1x)", "markov, length 64 (4x)", "markov, length 128 (8x)"])
+        at64 = method_lines(fig.axes[1])
+        self.assertEqual(set(at64), {"t5 (a)", "t5 (b)"})
+        self.assertEqual([y for _, y in finite_points(at64["t5 (a)"])], [5.0, 5.1])  # a's index 1: 4 x 16
+        self.assertEqual([y for _, y in finite_points(at64["t5 (b)"])], [7.0, 7.1])  # b's index 0: 4 x 16
+        self.assertEqual(set(method_lines(fig.axes[2])), {"t5 (b)"})  # the same label in every panel
+
+    def test_a_sweep_run_has_its_methods_colour_seeds_differ_by_dash(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = []
+            for seed in (0, 1):
+                folder = os.path.join(tmp, "quick", "markov", "t5@untrained=nearest", "seed%d" % seed)
+                os.makedirs(folder)
+                with open(os.path.join(folder, "config.toml"), "w") as f:
+                    f.write('[run]\nname = "seed%d"\nseed = %d\n[position]\nscheme = "t5"\n' % (seed, seed))
+                with open(os.path.join(folder, "metrics.csv"), "w") as f:
+                    f.write("step,train_loss\n1,2.0\n2,1.5\n")
+                runs.append(folder)
+            fig = rpb_plot.plot_curves(runs, styles=STYLES)
+        lines = method_lines(fig.axes[0])
+        self.assertEqual(set(lines), {"t5@untrained=nearest/seed0", "t5@untrained=nearest/seed1"})
+        sweep = method_lines(rpb_plot.draw(sweep_request(["results.json"], tasks=["markov"],
+                                                         metrics=["perplexity"])).axes[0])
+        method = sweep["t5@untrained=nearest"]
+        seed0, seed1 = lines["t5@untrained=nearest/seed0"], lines["t5@untrained=nearest/seed1"]
+        for line in (seed0, seed1):  # the sweep figure's colour and marker of the method
+            self.assertEqual((to_hex(line.get_color()), line.get_marker()),
+                             (to_hex(method.get_color()), method.get_marker()))
+        dashes = [line._unscaled_dash_pattern for line in (method, seed0, seed1)]  # matplotlib's (offset, dashes)
+        self.assertEqual(dashes[1], dashes[0])
+        self.assertNotEqual(dashes[2], dashes[1])
+
+    def test_every_value_na_draws_a_figure_that_says_so(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = results_file(tmp, "failed.json", [
+                {"task": "markov", "method": "t5", "scheme": "t5", "perplexity": [[None, None]]},
+                {"task": "markov", "method": "alibi", "scheme": "alibi", "perplexity": [[None, None]]}])
+            fig = rpb_plot.draw(sweep_request([path]))
+        (ax,) = fig.axes
+        self.assertIn("no perplexity at any length", ax.get_title())
+        self.assertIn("t5 (n/a at 1x, 4x)", legend_texts(ax))
+        self.assertIn("alibi (n/a at 1x, 4x)", legend_texts(ax))
+        self.assertEqual(labelled(ax, "y"), [])  # no tick that would suggest a value
+        self.assert_nothing_clipped(fig)
+
+    def test_empty_curves(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = []
+            for name, text in (("header", "step,train_loss,lr\n"), ("nan", "step,train_loss,lr\n1,nan,nan\n"),
+                               ("half", "step,train_loss,lr,valid_loss@16\n1,2.0,0.1,\n2,1.5,0.1,\n")):
+                path = os.path.join(tmp, name + ".csv")
+                with open(path, "w") as f:
+                    f.write(text)
+                runs.append({"label": name, "scheme": "t5", "metrics_csv": path})
+            for run in runs[:2]:  # no point at all: a bad request naming the file
+                with self.assertRaisesRegex(rpb_plot.RequestError, "nothing to draw: %s" % run["metrics_csv"]):
+                    rpb_plot.draw(request("curves", {"runs": [run], "x": "step"}))
+            fig = rpb_plot.draw(request("curves", {"runs": runs[2:], "x": "step"}))
+        valid = [ax for ax in fig.axes if ax.get_title() == "valid loss at length 16"][0]
+        self.assertEqual((labelled(valid, "x"), labelled(valid, "y")), ([], []))  # an empty panel: no fake ticks
+
+    def test_no_two_lines_look_alike(self):
+        # These two labels' digests pick the same shade, dash and marker: within one figure the later (sorted) one
+        # takes the next free combination; alone, each keeps its own look.
+        a, b = "t5@max_distance=128@optim.lr=0.01", "t5@max_distance=64@optim.lr=0.01"
+        self.assertEqual(rpb_plot.style_of(a, STYLES, "t5"), rpb_plot.style_of(b, STYLES, "t5"))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = results_file(tmp, "clash.json", [
+                {"task": "markov", "method": m, "scheme": "t5", "perplexity": [[4.0 + i, 5.0]]}
+                for i, m in enumerate(("t5", a, b))])
+            (ax,) = rpb_plot.draw(sweep_request([path])).axes
+        lines = method_lines(ax)
+        looks = {label: (to_hex(line.get_color()), line.get_marker(), line._unscaled_dash_pattern)
+                 for label, line in lines.items()}
+        self.assertEqual(len(set(looks.values())), 3, looks)
+        own = rpb_plot.style_of(a, STYLES, "t5")
+        self.assertEqual(looks[a][:2], (own.color, own.marker))  # the first in sorted order keeps its own look
+        # 1-D bias: heads h and h + 10 differ (10 colours, 9 markers).
+        block = bias_1d()
+        block["modules"][0]["values"] = [[0.01 * h * d for d in block["modules"][0]["distances"]] for h in range(12)]
+        (ax,) = rpb_plot.draw(request("bias", block)).axes
+        heads = method_lines(ax)
+        self.assertNotEqual((to_hex(heads["head 0"].get_color()), heads["head 0"].get_marker()),
+                            (to_hex(heads["head 10"].get_color()), heads["head 10"].get_marker()))
+
+
+class OutputSafetyTest(unittest.TestCase):
+    """The module writes its outputs into a temp file renamed over them, never through a link or over an input."""
+
+    def run_script(self, req, path):
+        with open(path, "w") as f:
+            json.dump(req, f)
+        return subprocess.run([sys.executable, os.path.join(SOURCE, "python", "rpb_plot"), path],
+                              capture_output=True, text=True)
+
+    def test_never_an_input_or_a_link(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            results = os.path.join(tmp, "results.json")
+            with open(os.path.join(DATA, "results.json")) as src, open(results, "w") as dst:
+                dst.write(src.read())
+            request_path = os.path.join(tmp, "request.json")
+            target = os.path.join(tmp, "target.png")
+            with open(target, "w") as f:
+                f.write("keep")
+            link = os.path.join(tmp, "link.png")
+            os.symlink(target, link)
+            for out, what in ((request_path, "input"), (results, "input"), (link, "not a regular file")):
+                req = sweep_request([results])
+                req["outputs"] = [{"path": out, "format": "png"}]
+                p = self.run_script(req, request_path)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(what, p.stderr)
+                with open(results) as f:
+                    self.assertTrue(f.read().startswith("{"))
+            with open(target) as f:
+                self.assertEqual(f.read(), "keep")
+            self.assertTrue(os.path.islink(link))
+            req = sweep_request([results])
+            req["outputs"] = [{"path": target, "format": "png"}]
+            p = self.run_script(req, request_path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(target, "rb") as f:
+                self.assertTrue(f.read().startswith(b"\x89PNG"))
+            self.assertEqual(sorted(os.listdir(tmp)), ["link.png", "request.json", "results.json", "target.png"])
 
 
 if __name__ == "__main__":

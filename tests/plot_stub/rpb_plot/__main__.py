@@ -42,7 +42,8 @@ def check_sweep(b):
 def check_curves(b):
     need(b["runs"], "curves.runs: expected at least one run")
     for r in b["runs"]:
-        need(set(r) == {"label", "scheme", "metrics_csv"}, f"curves.runs: fields {sorted(r)}")
+        need(set(r) == {"label", "method", "scheme", "metrics_csv"}, f"curves.runs: fields {sorted(r)}")
+        need(r["scheme"] and r["method"], "curves.runs: scheme and method must not be empty")
         need(os.path.isabs(r["metrics_csv"]) and os.path.isfile(r["metrics_csv"]), "curves.runs.metrics_csv")
     need(b["x"] in ("step", "tokens"), "curves.x")
     need(b["ylim"] is None or len(b["ylim"]) == 2, "curves.ylim")
