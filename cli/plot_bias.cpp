@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cli/plot_request.h"
 #include "cli/python_runner.h"
 #include "core/autograd.h"
 #include "core/error.h"
@@ -149,10 +150,7 @@ ordered_json bias_block(const nn::Module& model, const RunConfig& config, const 
 
 void draw_bias(const nn::Module& model, const RunConfig& config, const std::string& title, const std::string& path,
                const OutputOptions& output) {
-  ordered_json request = {{"format", "rpb-plot-1"}, {"kind", "bias"}, {"outputs", ordered_json::array()},
-                          {"styles", plot_styles()}};
-  request["bias"] = bias_block(model, config, output.flag, title);
-  draw_figures(std::move(request), {{path, &output}});
+  draw_figures(plot_request("bias", bias_block(model, config, output.flag, title)), {{path, &output}});
 }
 
 }  // namespace rpb

@@ -15,8 +15,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/schemes.h"
 #include "core/text.h"
-#include "nn/position.h"
 #include "train/io/atomic_file.h"
 #include "train/io/no_follow.h"
 
@@ -126,10 +126,6 @@ void remove_all(const std::vector<std::string>& paths) {
 
 }  // namespace
 
-std::string matplotlib_hint() {
-  return "matplotlib is missing: install it with `apt-get install python3-matplotlib` (scripts/deps.sh does)";
-}
-
 std::string plot_python() {
   if (const std::string p = env("RPB_PYTHON"); !p.empty()) {
     if (p.find('/') != std::string::npos) return p;
@@ -153,13 +149,7 @@ std::string figure_format(const std::string& path, const std::string& flag) {
                    "format), found " + (ext.empty() ? std::string("no extension") : "\"" + printable(ext) + "\""));
 }
 
-nlohmann::ordered_json plot_styles() {
-  nlohmann::ordered_json schemes = nlohmann::ordered_json::array();
-  for (const nn::SchemeInfo& s : nn::schemes())
-    schemes.push_back(
-        {{"name", s.name}, {"label", s.label}, {"dims", s.dims}, {"color", s.color}, {"marker", s.marker}});
-  return {{"schemes", schemes}};
-}
+nlohmann::ordered_json plot_styles() { return {{"schemes", schemes_json().at("schemes")}}; }
 
 void draw_figures(nlohmann::ordered_json request, const std::vector<PlotOutput>& outputs) {
   const std::string python = plot_python();
@@ -187,7 +177,9 @@ void draw_figures(nlohmann::ordered_json request, const std::vector<PlotOutput>&
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (code != 0) {
     remove_all(temps);
-    if (code == 3) throw PlotUnavailable(matplotlib_hint());
+    if (code == 3)  // the module's own message says how to install matplotlib
+      throw PlotUnavailable(output.empty() ? "matplotlib is missing (" + printable(module) + " exited with code 3)"
+                                           : last_lines(output));
     const std::string how = code < 0 ? "was killed by signal " + std::to_string(WTERMSIG(status))
                                      : "exited with code " + std::to_string(code) +
                                            (code == 2 ? " (a bad request)" : "");

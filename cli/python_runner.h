@@ -19,16 +19,13 @@
 
 namespace rpb {
 
-/// No figure can be drawn here: no Python, or matplotlib is missing (the module's exit code 3). The message says how
-/// to install it. A sweep warns with it and goes on; `rpb plot` and `inspect --plot` fail with it.
+/// No figure can be drawn here: no Python, or matplotlib is missing (the module's exit code 3, with the module's own
+/// message, which says how to install it). A sweep warns with it and goes on; `rpb plot` and `inspect --plot` fail
+/// with it.
 class PlotUnavailable : public Error {
  public:
   using Error::Error;
 };
-
-/// The message of a missing matplotlib: "matplotlib is missing: install it with `apt-get install
-/// python3-matplotlib` (scripts/deps.sh does)".
-std::string matplotlib_hint();
 
 /// The Python that draws: $RPB_PYTHON when set and not empty (a bare name is looked up on $PATH), else
 /// /usr/bin/python3 when it is executable, else the first executable python3 on $PATH; "" when there is none.
@@ -41,8 +38,8 @@ std::string plot_module_dir();
 /// `flag` for another extension or none.
 std::string figure_format(const std::string& path, const std::string& flag);
 
-/// The "styles" block of a request: {"schemes": [{"name", "label", "dims" (0: either), "color", "marker"}, ...]} in
-/// the registry's order (nn/position/scheme.h).
+/// The "styles" block of a request: {"schemes": [...]}, the schemes of `rpb schemes --json` (cli/schemes.h
+/// schemes_json: "name", "label", "dims" ([1], [2] or [1, 2]), "color", "marker", ...) in the registry's order.
 nlohmann::ordered_json plot_styles();
 
 /// One figure file a request writes.

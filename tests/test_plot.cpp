@@ -14,6 +14,7 @@
 
 #include "cli/plot_request.h"
 #include "cli/python_runner.h"
+#include "cli/schemes.h"
 #include "test_util.h"
 #include "train/config/config.h"
 #include "train/sweep/results.h"
@@ -214,6 +215,7 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
   CHECK(s.at("against") == "length");
   CHECK(q.at("styles").at("schemes")[3].at("name") == "t5");
   CHECK(q.at("styles").at("schemes")[3].at("color") == "#1f77b4");
+  CHECK(q.at("styles").at("schemes") == rpb::schemes_json().at("schemes"));  // one encoding: dims [1], [2], [1, 2]
   // A list flag takes one comma-separated word: the PATH after it stays a PATH (and a flag may repeat).
   r = run_rpb("plot --methods t5 --methods learned " + sweep.string() + " --out " + out);
   REQUIRE_MESSAGE(r.code == 0, r.out);

@@ -17,7 +17,7 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
 
     {"format": "rpb-plot-1", "kind": "sweep" | "curves" | "bias",
      "outputs": [{"path": "/abs/out.pdf", "format": "pdf" | "png" | "svg"}],
-     "styles": {"schemes": [{"name": "t5", "dims": 1, "color": "#1f77b4", "marker": "o"}, ...]},
+     "styles": {"schemes": [{"name": "t5", "dims": [1], "color": "#1f77b4", "marker": "o"}, ...]},  # rpb schemes --json
      "sweep":  {"results": ["/abs/results.json"], "tasks": [], "methods": [], "lengths": [], "metrics": [],
                 "ylim": null | [lo, hi], "against": "length" | "<setting key>"},          # [] = all
      "curves": {"runs": [{"label": "t5/seed0", "method": "t5", "scheme": "t5", "metrics_csv": "/abs/run/metrics.csv"}],

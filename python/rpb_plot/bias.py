@@ -101,7 +101,8 @@ def draw_heatmap(fig, ax, module, h):
         (ax.xaxis if which == "x" else ax.yaxis).set_major_formatter(FixedFormatter(tick_labels(ticks)))
     ax.set_xlabel("dx = query col - key col", fontsize=8.5)
     ax.set_ylabel("dy = query row - key row", fontsize=8.5)
-    ax.set_title("head %d" % h, fontsize=9)
+    notes = module.get("head_notes") or []
+    ax.set_title("head %d" % h + (" (%s)" % notes[h] if h < len(notes) and notes[h] else ""), fontsize=9)
     ax.tick_params(labelsize=7)
 
 
@@ -122,7 +123,9 @@ def draw_bias(request_bias, styles):
                     draw_heatmap(sub, ax, module, h)
                 else:
                     ax.remove()
-            sub.suptitle("%s (hatched: untrained offsets)" % module["name"], fontsize=9.5)
+            trained = module.get("trained")
+            hatched = trained and not all(all(row) for row in trained)
+            sub.suptitle(module["name"] + (" (hatched: untrained offsets)" if hatched else ""), fontsize=9.5)
     else:
         heads = max(len(m["values"]) for m in modules)
         columns = 2 if heads + 2 <= 2 * theme.FEW_HEADS else 4

@@ -96,12 +96,12 @@ def seed_style(style, k):
 
 
 def scheme_dims(scheme, styles):
-    """The dims the styles give a scheme (1, 2, or None when unknown or both)."""
+    """The dims the styles give a scheme ("dims" as `rpb schemes --json` writes it: [1], [2] or [1, 2]): 1 or 2,
+    or None when unknown or both."""
     for entry in (styles or {}).get("schemes", []):
         if entry.get("name") == scheme:
             dims = entry.get("dims")
-            dims = dims if isinstance(dims, list) else [dims]
-            return dims[0] if len(dims) == 1 and dims[0] in (1, 2) else None
+            return dims[0] if isinstance(dims, list) and len(dims) == 1 and dims[0] in (1, 2) else None
     return None
 
 

@@ -31,14 +31,14 @@ except ImportError:
 
 import rpb_plot  # noqa: E402
 
-# The registry's styles as `rpb schemes --json` gives them (a few schemes).
+# The registry's styles as `rpb schemes --json` (and the C++'s requests) give them: a few schemes, the fields read.
 STYLES = {"schemes": [
-    {"name": "learned", "dims": 1, "color": "#8c564b", "marker": "s"},
-    {"name": "t5", "dims": 1, "color": "#1f77b4", "marker": "o"},
-    {"name": "alibi", "dims": 1, "color": "#d62728", "marker": "^"},
-    {"name": "swin", "dims": 2, "color": "#2ca02c", "marker": "D"},
-    {"name": "learned2d", "dims": 2, "color": "#9467bd", "marker": "v"},
-    {"name": "alibi2d", "dims": 2, "color": "#ff7f0e", "marker": "P"},
+    {"name": "learned", "dims": [1], "color": "#8c564b", "marker": "s"},
+    {"name": "t5", "dims": [1], "color": "#1f77b4", "marker": "o"},
+    {"name": "alibi", "dims": [1], "color": "#d62728", "marker": "^"},
+    {"name": "swin", "dims": [2], "color": "#2ca02c", "marker": "D"},
+    {"name": "learned2d", "dims": [2], "color": "#9467bd", "marker": "v"},
+    {"name": "alibi2d", "dims": [2], "color": "#ff7f0e", "marker": "P"},
     {"name": "none", "dims": [1, 2], "color": "#7f7f7f", "marker": "X"},
 ]}
 BASE = {s["name"]: (s["color"], s["marker"]) for s in STYLES["schemes"]}
@@ -395,6 +395,15 @@ class BiasFigureTest(FigureChecks):
                 self.assert_ticks_inside(ax, which, -3, 3)
             self.assertEqual(ax.get_title(), "head %d" % h)
         self.assert_nothing_clipped(fig)
+        self.assertIn("hatched", fig.subfigs[0]._suptitle.get_text())
+        # Nothing untrained: no "hatched" in the title; a head's note in its title.
+        block = bias_2d()
+        block["modules"][0]["trained"] = None
+        block["modules"][0]["head_notes"] = ["slope 0.5", "", "slope 0.125"]
+        fig = rpb_plot.draw(request("bias", block))
+        self.assertEqual(fig.subfigs[0]._suptitle.get_text(), "pos.clipped2d")
+        self.assertEqual([ax.get_title() for ax in data_axes(fig)],
+                         ["head 0 (slope 0.5)", "head 1", "head 2 (slope 0.125)"])
 
     def test_bad_bias(self):
         block = bias_1d()
@@ -412,7 +421,7 @@ class BiasFigureTest(FigureChecks):
             with self.assertRaisesRegex(rpb_plot.RequestError, message):
                 rpb_plot.draw(request("bias", block))
         req = request("bias", bias_1d())
-        req["styles"] = {"schemes": [{"name": "t5", "dims": 1, "color": "red", "marker": "o"}]}
+        req["styles"] = {"schemes": [{"name": "t5", "dims": [1], "color": "red", "marker": "o"}]}
         with self.assertRaisesRegex(rpb_plot.RequestError, 'styles.schemes "t5": color must be "#rrggbb", found "red"'):
             rpb_plot.draw(req)
 

@@ -82,6 +82,9 @@ def check(request):
 
 def main():
     code = int(os.environ.get("RPB_PLOT_STUB_EXIT", "0") or 0)
+    if code == 3:  # as the real module's __main__.py says it
+        print("rpb_plot: matplotlib is missing: install it with `apt-get install python3-matplotlib` "
+              "(scripts/deps.sh does)", file=sys.stderr)
     if code:
         print(f"rpb_plot stub: exit {code} as RPB_PLOT_STUB_EXIT says", file=sys.stderr)
         return code
