@@ -5,10 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <new>
+#include <optional>
 #include <sstream>
 
 #include "cli/command_line.h"
@@ -51,8 +52,19 @@ std::string version_line() {
 
 // How long a rank whose command failed or stopped waits for the other ranks to end too (rpb::dist::settle_ending)
 // before it ends the job with MPI_Abort: ranks that meet an error alike (a config, a run folder) arrive within
-// moments of each other.
-constexpr std::chrono::seconds kSettleWait{10};
+// moments of each other. RPB_SETTLE_WAIT_S, when set, replaces the default (settle_wait()).
+std::chrono::milliseconds g_settle_wait{10'000};
+
+// RPB_SETTLE_WAIT_S: seconds in [0.1, 600], or the default when unset.
+std::chrono::milliseconds settle_wait() {
+  const char* env = std::getenv("RPB_SETTLE_WAIT_S");
+  if (env == nullptr) return g_settle_wait;
+  char* end = nullptr;
+  const double s = std::strtod(env, &end);
+  RPB_CHECK(end != env && *end == '\0' && s >= 0.1 && s <= 600, "mpi",
+            "RPB_SETTLE_WAIT_S must be a number of seconds in [0.1, 600], got '", rpb::printable(env), "'");
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+}
 
 // 130, 138, 143: a run stopped by SIGINT, SIGUSR1 or SIGTERM after saving its checkpoint (train/interrupt.h).
 bool is_stop(int code) { return code == 130 || code == 138 || code == 143; }
@@ -63,15 +75,36 @@ void log_error(const std::string& message, const std::string& location) {
   if (!location.empty()) spdlog::debug("raised at {}", location);
 }
 
-// Rank 0, after every rank ended (`s`): the message of each rank once (the same error met by every rank is printed
-// once; a different one names its rank), and what a clean stop of every rank exits with.
+// "rank 2" or "ranks 0, 3".
+std::string rank_list(const std::vector<std::size_t>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+// Rank 0, after every rank ended (`s`): each distinct message once (one every rank met as it is, any other naming
+// its ranks), and what a clean stop exits with.
 void report_settled(const rpb::dist::Settled& s, const std::string& location, int code) {
-  log_error(s.messages[0], location);
-  for (std::size_t r = 1; r < s.messages.size(); ++r)
-    if (!s.messages[r].empty() && s.messages[r] != s.messages[0]) spdlog::error("rank {}: {}", r, s.messages[r]);
-  if (code == 0 && std::any_of(s.codes.begin(), s.codes.end(), is_stop))
-    spdlog::info("every rank stopped cleanly: exit status 0 (under mpirun any other status reads as an aborted job; "
-                 "the run's log above says how to resume it)");
+  std::vector<std::string> distinct;
+  for (const std::string& m : s.messages)
+    if (!m.empty() && std::find(distinct.begin(), distinct.end(), m) == distinct.end()) distinct.push_back(m);
+  for (const std::string& m : distinct) {
+    std::vector<std::size_t> ranks;
+    for (std::size_t r = 0; r < s.messages.size(); ++r)
+      if (s.messages[r] == m) ranks.push_back(r);
+    if (ranks.size() == s.messages.size()) log_error(m, location);
+    else if (ranks[0] == 0) log_error(rank_list(ranks) + ": " + m, location);
+    else spdlog::error("{}: {}", rank_list(ranks), m);
+  }
+  std::vector<std::size_t> stopped;
+  for (std::size_t r = 0; r < s.codes.size(); ++r)
+    if (is_stop(s.codes[r])) stopped.push_back(r);
+  if (code != 0 || stopped.empty()) return;
+  const std::string who = stopped.size() == s.codes.size() ? "every rank stopped cleanly"
+                                                           : rank_list(stopped) + " stopped cleanly, the others finished";
+  spdlog::info("{}: exit status 0 (under mpirun any other status reads as an aborted job; the run's log above says "
+               "how to resume it)",
+               who);
 }
 
 // The exit status of this process once its command ended with `code` (0: done) and `message` (printed here; ""
@@ -85,11 +118,15 @@ int end_command(int code, const std::string& message, const std::string& locatio
     log_error(message, location);
     return code;
   }
-  std::signal(SIGUSR1, SIG_IGN);  // a stop forwarded by mpirun: a rank whose command has ended has nothing to save
-  const rpb::dist::Settled s = rpb::dist::settle_ending(code, message, kSettleWait);
+  const rpb::dist::Settled s = rpb::dist::settle_ending(code, message, g_settle_wait);
   if (!s.every_rank) {
     log_error(message, location);
-    rpb::dist::abort(code);
+    if (code != 0)
+      spdlog::error("the other ranks did not end within {:g} s; ending the job (MPI_Abort)",
+                    std::chrono::duration<double>(g_settle_wait).count());
+    else
+      spdlog::error("MPI failed while the ranks settled their ending; ending the job (MPI_Abort)");
+    rpb::dist::abort(code != 0 ? code : 1);  // MPI_Abort(0) could end the job with status 0
   }
   int status = 0;
   for (const int c : s.codes)
@@ -114,7 +151,15 @@ int usage_error(const std::string& text) {
 
 int main(int argc, char** argv) {
   rpb::set_process_command({argv, argv + argc});         // before MPI_Init may take its own arguments out
-  const rpb::dist::Session mpi(argc, argv);  // MPI only when an MPI launcher started this process
+  std::optional<rpb::dist::Session> mpi;  // MPI only when an MPI launcher started this process
+  try {
+    mpi.emplace(argc, argv);
+    // mpirun forwards SIGUSR1 to every rank: from here on a rank records it, and a run stops at its next step.
+    if (rpb::dist::size() > 1) rpb::record_sigusr1();
+  } catch (const rpb::Error& e) {  // MPI did not start: this rank ends the job rather than leave the others waiting
+    std::cerr << "rpb: " << rpb::terminal_text(e.message()) << "\n";
+    rpb::dist::abort(1);
+  }
   // Errors and progress go to stderr; stdout carries only results (tables, reports, JSON). Under MPI with more
   // than one rank, each line names its rank.
   spdlog::set_default_logger(std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
@@ -142,12 +187,8 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version: printed by rank 0 alone
+    return rpb::dist::rank() == 0 ? app.exit(e) : e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     std::ostringstream out, err;
     app.exit(e, out, err);  // the message and the usage hint
@@ -158,6 +199,7 @@ int main(int argc, char** argv) {
   int code = 0;
   std::string message, location;  // what the command failed with; printed by end_command
   try {
+    g_settle_wait = settle_wait();
     for (const auto& [sub, run] : runners)
       if (*sub) {
         code = run();

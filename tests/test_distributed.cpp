@@ -1,12 +1,16 @@
 // train/dist/distributed.h and train/dist/data_parallel.h in one process (tests/mpi/test_data_parallel.py runs them under
 // mpirun): a plain process is rank 0 of 1 whatever the build, the shards of a batch, the dropout streams of the
-// shards, and `rpb --version` saying whether MPI is built in.
+// shards, `rpb --version` saying whether MPI is built in, and record_sigusr1 (what every rank under mpirun sets up).
 #include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "test_util.h"
 #include "train/dist/data_parallel.h"
 #include "train/dist/distributed.h"
+#include "train/interrupt.h"
 #include "train/sweep/work_queue.h"
 #include "train/workload.h"
 
@@ -98,4 +102,35 @@ TEST_CASE("work queue: one process runs every job in order, and serving requests
   });
   CHECK(done == std::vector<int64_t>{0, 1, 2});
   run_work_queue(0, [&](int64_t, const ServeRequests&) { FAIL("no job to run"); });
+}
+
+namespace record_sigusr1_test {
+
+// In a child process (record_sigusr1 lasts for the rest of the process): SIGUSR1 before, while and after
+// InterruptHandlers, outside any DeferInterrupts span, is recorded and kept, and the child lives on. 0 when so.
+int child_checks() {
+  record_sigusr1();
+  ::raise(SIGUSR1);  // start-up: the default action would kill the process
+  if (pending_interrupt() != SIGUSR1) return 1;
+  {
+    const InterruptHandlers handlers;  // keeps the start-up's SIGUSR1: the run stops after its first step
+    if (pending_interrupt() != SIGUSR1) return 2;
+    ::raise(SIGUSR1);  // a second one, outside a span (an evaluation): would _exit(138)
+  }
+  if (pending_interrupt() != SIGUSR1) return 3;
+  ::raise(SIGUSR1);  // after the handlers: the default action again would kill the process
+  return 0;
+}
+
+}  // namespace record_sigusr1_test
+
+TEST_CASE("interrupt: with record_sigusr1, SIGUSR1 is recorded from start-up to the end and never ends the process") {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) ::_exit(record_sigusr1_test::child_checks());
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK_FALSE(WIFSIGNALED(status));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

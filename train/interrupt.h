@@ -8,7 +8,8 @@
 // each step, saves a checkpoint, logs how to resume and throws Interrupted, which cli/main.cpp turns into the exit
 // code 128 + signal (130, 143). A signal outside such a scope (an evaluation, start-up), or a second signal,
 // ends the process at once with that code (_exit: nothing half-written is left under a final name, as every
-// file rpb writes there goes through a temp file and a rename).
+// file rpb writes there goes through a temp file and a rename). Under mpirun with more than one rank,
+// record_sigusr1() makes SIGUSR1 an exception: it is recorded wherever it arrives, from start-up to the end.
 #pragma once
 
 #include <exception>
@@ -25,6 +26,14 @@ class InterruptHandlers {
   InterruptHandlers(const InterruptHandlers&) = delete;
   InterruptHandlers& operator=(const InterruptHandlers&) = delete;
 };
+
+/// For the rest of the process: SIGUSR1 is only recorded (pending_interrupt()), wherever and however often it
+/// arrives, and never ends the process; InterruptHandlers keeps it recorded when it starts and when it ends. A run
+/// acts on it at its next safe point (after a step: a checkpoint, then Interrupted); a command that has ended, or
+/// has no such point, ends as it would have. For ranks under mpirun (cli/main.cpp, right after dist::Session),
+/// which forwards SIGUSR1 to every rank: a rank killed by it, or ending with 138, or leaving without MPI_Finalize
+/// would make mpirun abort the whole job.
+void record_sigusr1();
 
 /// Marks a span where a first signal waits to be checked (pending_interrupt()) instead of ending the process.
 /// Nests.

@@ -192,19 +192,33 @@ int64_t Run::start(bool resume, const std::string& resume_from, const StartOptio
 void Run::check_same_config() const {
   std::string lead = config_.text;
   dist::broadcast(lead);
-  if (lead == config_.text) return;
-  std::istringstream a(lead), b(config_.text);
-  std::string la, lb;
-  int line = 0;
-  while (true) {
-    ++line;
-    const bool more_a = static_cast<bool>(std::getline(a, la)), more_b = static_cast<bool>(std::getline(b, lb));
-    if (la != lb || more_a != more_b) break;
+  // Every rank learns which ranks differ, so that all throw the same error and the job ends through MPI_Finalize
+  // rather than one rank's error leaving the others waiting in the next collective.
+  std::vector<int64_t> differs(static_cast<std::size_t>(dist::size()), 0);
+  differs[static_cast<std::size_t>(dist::rank())] = lead != config_.text ? 1 : 0;
+  dist::allreduce_max(differs.data(), differs.size());
+  std::vector<int> ranks;
+  for (std::size_t r = 0; r < differs.size(); ++r)
+    if (differs[r] != 0) ranks.push_back(static_cast<int>(r));
+  if (ranks.empty()) return;
+  std::string message;  // the first differing rank's, naming its first differing line
+  if (dist::rank() == ranks[0]) {
+    std::istringstream a(lead), b(config_.text);
+    std::string la, lb;
+    int line = 0;
+    while (true) {
+      ++line;
+      const bool more_a = static_cast<bool>(std::getline(a, la)), more_b = static_cast<bool>(std::getline(b, lb));
+      if (la != lb || more_a != more_b) break;
+    }
+    std::string who = ranks.size() == 1 ? "rank " : "ranks ";
+    for (std::size_t i = 0; i < ranks.size(); ++i) who += (i ? ", " : "") + std::to_string(ranks[i]);
+    message = fmt::format("train: {} run{} another config than rank 0 (line {} of the effective config: rank 0 has "
+                          "\"{}\", rank {} \"{}\"); every rank of a data-parallel run must run the same command",
+                          who, ranks.size() == 1 ? "s" : "", line, printable(la, 120), ranks[0], printable(lb, 120));
   }
-  throw Error(fmt::format("train: rank {} runs another config than rank 0 (line {} of the effective config: rank 0 "
-                          "has \"{}\", rank {} \"{}\"); every rank of a data-parallel run must run the same "
-                          "command",
-                          dist::rank(), line, printable(la, 120), dist::rank(), printable(lb, 120)));
+  dist::broadcast(message, ranks[0]);
+  throw Error(message);
 }
 
 int64_t Run::follow_lead(int64_t start, const StartOptions& options) {

@@ -154,8 +154,9 @@ class Run {
   /// The steps from `start` to config.steps and the final save; `csv` null on data-parallel ranks other than 0
   /// (which log only errors and write nothing).
   TrainSummary train_steps(int64_t start, TrainSummary& summary, spdlog::logger& log, MetricsCsv* csv);
-  /// Data-parallel: throws on a rank whose effective config differs from rank 0's (naming the first differing
-  /// line), which ends the job (cli/main.cpp) instead of training on mixed configs.
+  /// Data-parallel: when the effective config of some rank differs from rank 0's, every rank throws the same error
+  /// (naming those ranks and the first one's first differing line), which ends the job (cli/main.cpp) instead of
+  /// training on mixed configs.
   void check_same_config() const;
   /// Data-parallel, ranks other than 0: resumes from the checkpoint rank 0 resumed from (or starts fresh with
   /// it), then every rank takes rank 0's parameters. Returns rank 0's first step.

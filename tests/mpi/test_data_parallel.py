@@ -8,8 +8,9 @@
   resumed run ends bit-identical to an uninterrupted one;
 - SIGUSR1 to mpirun stops every rank after the same step, rank 0 saves it, the job exits 0 without Open MPI's abort
   banners, and the run resumes bit-identically;
-- an error seen by every rank ends every rank through MPI_Finalize (printed once, no MPI_Abort), and one seen by one
-  rank alone (another config) ends every rank within seconds;
+- an error seen by every rank (a bad batch, a config that differs between ranks) ends every rank through
+  MPI_Finalize (printed once, no MPI_Abort), and one seen by one rank alone (a bad key) ends every rank within
+  seconds;
 - each rank runs cores / ranks-on-the-node threads by default.
 
     /usr/bin/python3 tests/mpi/test_data_parallel.py --rpb build/rpb --mpirun /usr/bin/mpirun
@@ -29,7 +30,7 @@ import time
 import unittest
 
 import mpi_common
-from mpi_common import banners, command, mpi_env, run
+from mpi_common import banners, command, finish, run, run_command, start
 
 TOLERANCE = 1e-5
 
@@ -161,11 +162,10 @@ class DataParallel(unittest.TestCase):
                     self.assert_close_curves(losses(self.folders[reference]), losses(folder), first_step=101)
 
     def start_job(self, name, config, ready):
-        """`mpirun -np 2 rpb train config` as run `name`, in the background, once ready(folder) holds (or 120 s)."""
+        """`mpirun -np 2 rpb train config` as run `name`, in the background, once ready(folder) holds (or 60 s)."""
         folder = os.path.join(self.root, "runs", name)
-        job = subprocess.Popen(command(2, "train", config, "--set", "run.name=" + name), env=mpi_env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        deadline = time.time() + 120
+        job = start(command(2, "train", config, "--set", "run.name=" + name), stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
         while time.time() < deadline and job.poll() is None and not ready(folder):
             time.sleep(0.02)
         return job, folder
@@ -188,7 +188,7 @@ class DataParallel(unittest.TestCase):
         self.assertIsNotNone(victim, "rank 1's process was not found")
         os.kill(victim, signal.SIGKILL)
         t0 = time.time()
-        out, _ = job.communicate(timeout=60)
+        out, _ = finish(job, 60)
         self.assertLess(time.time() - t0, 30, "the job outlived its killed rank")
         self.assertNotEqual(job.returncode, 0, out)
         self.assertRegex(out, r"rank 1\b", out)
@@ -204,7 +204,7 @@ class DataParallel(unittest.TestCase):
         config = self.write_config("usr1.toml", steps=600, every=0)
         job, folder = self.start_job("usr1", config, lambda f: line_count(os.path.join(f, "metrics.csv")) >= 20)
         job.send_signal(signal.SIGUSR1)
-        out, _ = job.communicate(timeout=60)
+        out, _ = finish(job, 60)
         self.assertEqual(job.returncode, 0, out)
         self.assertEqual(banners(out), [], out)
         self.assertIn("interrupted by SIGUSR1", out)
@@ -215,26 +215,36 @@ class DataParallel(unittest.TestCase):
         self.assert_resumes_as_uninterrupted(config, "usr1")
 
     def test_an_error_on_one_rank_ends_every_rank(self):
-        # mpirun's MPMD form gives rank 1 another command line: a config that differs from rank 0's, or one it
-        # refuses (rank 1 fails before its first collective, while rank 0 waits in it). Rank 1 names itself and
-        # calls MPI_Abort (mpirun's own notice of it is not always printed).
-        for name, rank1_args, message in [
-                ("other_seed", ["--set", "run.seed=4"], 'rank 0 has "seed = 3", rank 1 "seed = 4"'),
-                ("bad_key", ["--set", "run.no_such_key=1"], "unknown key run.no_such_key")]:
-            with self.subTest(name):
-                rank0 = [mpi_common.ARGS.rpb, "train", self.config, "--set", "run.name=" + name]
-                cmd = [mpi_common.ARGS.mpirun, "-np", "1", *rank0, ":", "-np", "1", *rank0, *rank1_args]
-                t0 = time.time()
-                r = subprocess.run(cmd, env=mpi_env(), capture_output=True, text=True, timeout=60)
-                self.assertLess(time.time() - t0, 30)
-                self.assertNotEqual(r.returncode, 0)
-                self.assertIn("[rank 1/2] [error]", r.stderr)
-                self.assertIn(message, r.stderr)
-                self.assertFalse(os.path.exists(os.path.join(self.root, "runs", name, "latest")))
+        # mpirun's MPMD form gives rank 1 another command line: one it refuses (rank 1 fails before its first
+        # collective, while rank 0 waits in it). Rank 1 names itself and calls MPI_Abort (mpirun's own notice of it is
+        # not always printed).
+        rank0 = [mpi_common.ARGS.rpb, "train", self.config, "--set", "run.name=bad_key"]
+        cmd = [mpi_common.ARGS.mpirun, "-np", "1", *rank0, ":", "-np", "1", *rank0, "--set", "run.no_such_key=1"]
+        t0 = time.time()
+        r = run_command(cmd, 60)
+        self.assertLess(time.time() - t0, 30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("[rank 1/2] [error]", r.stderr)
+        self.assertIn("unknown key run.no_such_key", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "runs", "bad_key", "latest")))
+
+    def test_a_config_that_differs_between_ranks_ends_every_rank_alike(self):
+        # Rank 1 runs another seed: every rank learns it (Run::check_same_config), so all end through MPI_Finalize
+        # with one process's status, rank 0 printing the difference once, rank 1 nothing (no MPI_Abort).
+        rank0 = [mpi_common.ARGS.rpb, "train", self.config, "--set", "run.name=other_seed"]
+        cmd = [mpi_common.ARGS.mpirun, "-np", "1", *rank0, ":", "-np", "1", *rank0, "--set", "run.seed=4"]
+        t0 = time.time()
+        r = run_command(cmd, 60)
+        self.assertLess(time.time() - t0, 8, "the ranks waited for each other's ending (the default is 10 s)")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stderr.count('rank 0 has "seed = 3", rank 1 "seed = 4"'), 1, r.stderr)
+        self.assertIn("[rank 0/2] [error] train: rank 1 runs another config than rank 0", r.stderr)
+        self.assertNotIn("[rank 1/2]", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "runs", "other_seed", "latest")))
 
     def test_an_error_ends_every_rank(self):
         t0 = time.time()
-        r = run(2, "train", self.config, "--set", "run.name=bad", "--set", "run.batch=7", timeout=60)
+        r = run(2, "train", self.config, "--set", "run.name=bad", "--set", "run.batch=7", timeout=30)
         self.assertLess(time.time() - t0, 30)
         self.assertNotEqual(r.returncode, 0)
         # Every rank meets it: rank 0 prints it once, and no rank calls MPI_Abort.

@@ -19,7 +19,7 @@ import time
 import unittest
 
 import mpi_common
-from mpi_common import banners, command, mpi_env, run
+from mpi_common import banners, command, finish, run, start
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUICK = os.path.join(SOURCE, "configs", "extrapolation_quick.toml")
@@ -116,14 +116,13 @@ class StoppedSweep(unittest.TestCase):
         longer = ["--set", "run.steps=160", "--set", 'sweep.methods=["t5", "alibi"]']  # 4 runs
         with tempfile.TemporaryDirectory(prefix="rpb-mpi-stop-") as tmp:
             stopped, whole = os.path.join(tmp, "stopped"), os.path.join(tmp, "whole")
-            job = subprocess.Popen(command(2, "extrapolate", QUICK, *SETTINGS, "--set", "run.out_dir=" + stopped,
-                                           *longer), env=mpi_env(), stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True)
-            deadline = time.time() + 120
+            job = start(command(2, "extrapolate", QUICK, *SETTINGS, "--set", "run.out_dir=" + stopped, *longer),
+                        stderr=subprocess.STDOUT)
+            deadline = time.time() + 60
             while time.time() < deadline and job.poll() is None and "step 60/160" not in read_logs(stopped):
                 time.sleep(0.05)
             job.send_signal(signal.SIGUSR1)  # mpirun forwards it to both ranks, each mid-run
-            out, _ = job.communicate(timeout=60)
+            out, _ = finish(job, 60)
             self.assertEqual(job.returncode, 0, out)  # a clean stop of every rank (138 would make mpirun abort)
             self.assertEqual(banners(out), [], out)
             self.assertIn("resume with: mpirun -np 2 " + mpi_common.ARGS.rpb + " extrapolate", out)  # argv[0] as run

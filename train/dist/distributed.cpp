@@ -70,7 +70,7 @@ Session::Session(int& argc, char**& argv) {
     check(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
     g_started = true;
     // Errors come back as codes (turned into rpb::Error by check) instead of aborting inside MPI.
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(MPI_COMM_WORLD, &g_rank), "MPI_Comm_rank");
     check(MPI_Comm_size(MPI_COMM_WORLD, &g_size), "MPI_Comm_size");
     MPI_Comm node;
@@ -163,19 +163,6 @@ bool message_waiting(int tag) {
   return flag != 0;
 }
 
-void send(const std::string& s, int to, int tag) {
-  check(MPI_Send(s.data(), static_cast<int>(s.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD), "MPI_Send");
-}
-
-void receive(std::string& s, int from, int tag) {
-  MPI_Status status;
-  check(MPI_Probe(from, tag, MPI_COMM_WORLD, &status), "MPI_Probe");
-  int count = 0;
-  check(MPI_Get_count(&status, MPI_CHAR, &count), "MPI_Get_count");
-  s.resize(static_cast<std::size_t>(count));
-  check(MPI_Recv(s.data(), count, MPI_CHAR, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
-}
-
 namespace {
 
 // Waits for every rank to start settling: without a limit when this rank is done (`code` 0), else until `wait`.
@@ -213,11 +200,9 @@ bool gather_messages(const std::string& message, std::vector<std::string>& out) 
   return true;
 }
 
-}  // namespace
-
-Settled settle_ending(int code, const std::string& message, std::chrono::milliseconds wait) {
+// settle_ending past one rank.
+Settled settle_with_others(int code, const std::string& message, std::chrono::milliseconds wait) {
   Settled s;
-  if (!g_started || g_size == 1) return {true, {code}, {message}};
   if (!every_rank_arrives(code, wait)) return s;
   s.codes.assign(static_cast<std::size_t>(g_size), 0);
   if (MPI_Allgather(&code, 1, MPI_INT, s.codes.data(), 1, MPI_INT, g_ending) != MPI_SUCCESS) return s;
@@ -226,12 +211,7 @@ Settled settle_ending(int code, const std::string& message, std::chrono::millise
   return s;
 }
 
-void abort(int code) {
-  std::cerr.flush();
-  std::fflush(stderr);
-  if (g_started && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code);
-  std::exit(code);
-}
+}  // namespace
 
 #else  // without MPI: one process
 
@@ -254,19 +234,26 @@ void barrier() {}
 void send(const std::vector<int64_t>&, int, int) { throw Error("mpi: send without MPI (a single process)"); }
 int receive(std::vector<int64_t>&, int) { throw Error("mpi: receive without MPI (a single process)"); }
 bool message_waiting(int) { return false; }
-void send(const std::string&, int, int) { throw Error("mpi: send without MPI (a single process)"); }
-void receive(std::string&, int, int) { throw Error("mpi: receive without MPI (a single process)"); }
-Settled settle_ending(int code, const std::string& message, std::chrono::milliseconds) {
-  return {true, {code}, {message}};
+
+#endif
+
+Settled settle_ending(int code, const std::string& message, std::chrono::milliseconds wait) {
+  if (!g_started || g_size == 1) return {true, {code}, {message}};
+#ifdef RPB_HAVE_MPI
+  return settle_with_others(code, message, wait);
+#else
+  return {};  // unreachable: without MPI nothing starts
+#endif
 }
 
 void abort(int code) {
   std::cerr.flush();
   std::fflush(stderr);
+#ifdef RPB_HAVE_MPI
+  if (g_started) MPI_Abort(MPI_COMM_WORLD, code);  // also when Session failed before it knew the size
+#endif
   std::exit(code);
 }
-
-#endif
 
 void on_root(const std::function<void()>& f, int root) {
   if (g_size == 1) {

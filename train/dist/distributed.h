@@ -23,7 +23,8 @@ namespace rpb::dist {
 /// Initializes MPI for the lifetime of the object when the environment says an MPI launcher started the process
 /// (MPI_THREAD_FUNNELED: only the main thread calls MPI; the thread pool's workers never do), and finalizes it on
 /// destruction. Also sizes rpb's thread pool for the ranks sharing this node when RPB_NUM_THREADS is not set:
-/// max(1, hardware threads / ranks on the node). One per process (cli/main.cpp).
+/// max(1, hardware threads / ranks on the node). One per process (cli/main.cpp). Throws rpb::Error when MPI fails
+/// to start (the caller ends the process with abort()).
 class Session {
  public:
   Session(int& argc, char**& argv);
@@ -63,9 +64,6 @@ void send(const std::vector<int64_t>& values, int to, int tag);
 int receive(std::vector<int64_t>& values, int tag);
 /// True when a message with `tag` from any rank is waiting (MPI_Iprobe: never blocks).
 bool message_waiting(int tag);
-/// Sends a string to rank `to` / receives one from rank `from` (length first, then the bytes).
-void send(const std::string& s, int to, int tag);
-void receive(std::string& s, int from, int tag);
 
 /// Runs `f` on rank `root` alone and tells every rank how it went: when it threw rpb::Error, the other ranks throw
 /// the same message (an rpb::UsageError stays one) and `root` rethrows its own, so an error only `root` can see (a
@@ -88,11 +86,12 @@ struct Settled {
 /// all can exit through MPI_Finalize; when one does not (it waits in a collective for the failed rank, or works
 /// on), the result says so and the caller ends the job with abort(). Uses a communicator of its own, so a rank
 /// still inside another collective is never mistaken for one that ended. Never throws. Without MPI, or with one
-/// rank: every_rank, {code}, {message}.
+/// rank: every_rank, {code}, {message}. cli/main.cpp waits 10 s, or RPB_SETTLE_WAIT_S seconds when set (a number
+/// in [0.1, 600]; anything else is an error naming the variable).
 Settled settle_ending(int code, const std::string& message, std::chrono::milliseconds wait);
 
 /// Ends every rank of the job with `code` (MPI_Abort) after flushing this process's stderr; without MPI, or
-/// before MPI started, std::exit(code). Called by a rank that failed, so no other rank hangs.
+/// before MPI started, std::exit(code). `code` should not be 0: MPI_Abort(0) may end the job with status 0. Called by a rank that failed, so no other rank hangs.
 [[noreturn]] void abort(int code);
 
 }  // namespace rpb::dist
