@@ -14,7 +14,7 @@ bool named(const SchemeInfo& s, const char* name) { return std::strcmp(s.name, n
 
 // The table. Its order is the order the config reads the keys: [position]'s, then [grid]'s max_side (read with
 // [grid], before [position]).
-const std::vector<PositionOptionInfo>& rows() {
+const std::vector<PositionOptionInfo>& option_rows() {
   namespace L = limits;
   using P = PositionOptions;
   static const std::vector<PositionOptionInfo> table = {
@@ -54,17 +54,17 @@ inline constexpr bool always_false = false;
 
 }  // namespace
 
-const std::vector<PositionOptionInfo>& position_option_table() { return rows(); }
+const std::vector<PositionOptionInfo>& position_option_table() { return option_rows(); }
 
 const PositionOptionInfo* find_position_option(const std::string& key) {
-  for (const PositionOptionInfo& o : rows())
+  for (const PositionOptionInfo& o : option_rows())
     if (key == o.key) return &o;
   return nullptr;
 }
 
 std::vector<const PositionOptionInfo*> options_of(const SchemeInfo& s) {
   std::vector<const PositionOptionInfo*> out;
-  for (const PositionOptionInfo& o : rows())
+  for (const PositionOptionInfo& o : option_rows())
     if (o.read_by(s)) out.push_back(&o);
   return out;
 }

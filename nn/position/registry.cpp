@@ -39,7 +39,7 @@ using namespace scheme_files;
 // The registry. Its order is the order of every list of names (config choices, sweep defaults, help).
 // alibi and alibi2d read only `heads`, which validate() checks for every scheme; swin and swin_v2 read the
 // window options ([grid]), which the grid model checks.
-const std::vector<SchemeInfo>& rows() {
+const std::vector<SchemeInfo>& scheme_rows() {
   static const std::vector<SchemeInfo> table = {
     // name, dims, kind, label, color, marker (figures: the base style of the scheme's methods),
     // description, per_layer, parameters, max_length, length_option, validate, make,
@@ -134,17 +134,17 @@ EmbeddingRecipe resolve_recipe(EmbeddingRecipe choice, const std::string& scheme
   return scheme_info(o).embedding;
 }
 
-const std::vector<SchemeInfo>& schemes() { return rows(); }
+const std::vector<SchemeInfo>& schemes() { return scheme_rows(); }
 
 std::vector<std::string> scheme_names(int64_t dims) {
   std::vector<std::string> names;
-  for (const SchemeInfo& s : rows())
+  for (const SchemeInfo& s : scheme_rows())
     if (s.fits(dims)) names.emplace_back(s.name);
   return names;
 }
 
 const SchemeInfo* find_scheme(const std::string& name, int64_t dims) {
-  for (const SchemeInfo& s : rows())
+  for (const SchemeInfo& s : scheme_rows())
     if (name == s.name && s.fits(dims)) return &s;
   return nullptr;
 }
@@ -169,7 +169,7 @@ void validate(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.dtype != DType::i64, s.name, "dtype", "dtype must be float32 or float64");
   if (o.untrained != Untrained::keep && !s.row_table) {
     std::vector<std::string> tables;
-    for (const SchemeInfo& t : rows())
+    for (const SchemeInfo& t : scheme_rows())
       if (t.row_table) tables.emplace_back(t.name);
     // Swin's V1 table is one, but holds only the offsets inside a window, and every training window reads them all.
     const std::string why = s.kind == PositionKind::window

@@ -22,9 +22,9 @@ Untrained untrained_from_name(const std::string& name) {
 
 namespace {
 
-constexpr int64_t kFar = std::numeric_limits<int64_t>::max();
+constexpr int64_t kOpenFar = std::numeric_limits<int64_t>::max();
 
-// A row's positions as distances from the query on its side: [near, far] (far = kFar when the span is open).
+// A row's positions as distances from the query on its side: [near, far] (far = kOpenFar when the span is open).
 struct Side {
   int64_t row, near, far;
 };
@@ -40,8 +40,8 @@ std::vector<int64_t> nearest_trained_rows(const std::vector<report::RowSpan>& sp
     const report::RowSpan& s = spans[r];
     if (!s.used) continue;
     const auto row = static_cast<int64_t>(r);
-    if (s.hi <= 0) past.push_back({row, -s.hi, s.open_lo ? kFar : -s.lo});
-    else future.push_back({row, s.lo, s.open_hi ? kFar : s.hi});
+    if (s.hi <= 0) past.push_back({row, -s.hi, s.open_lo ? kOpenFar : -s.lo});
+    else future.push_back({row, s.lo, s.open_hi ? kOpenFar : s.hi});
   }
   for (std::vector<Side>* side : {&past, &future}) {
     std::sort(side->begin(), side->end(), [](const Side& a, const Side& b) { return a.near < b.near; });
@@ -59,8 +59,8 @@ std::vector<int64_t> nearest_trained_rows(const std::vector<report::RowSpan>& sp
     for (std::ptrdiff_t i = 0; i < n; ++i) {
       const Side& r = (*side)[i];
       if (trained[r.row]) continue;
-      const int64_t gap_before = before[i] < 0 ? kFar : r.near - (*side)[before[i]].far;
-      const int64_t gap_after = after[i] < 0 || r.far == kFar ? kFar : (*side)[after[i]].near - r.far;
+      const int64_t gap_before = before[i] < 0 ? kOpenFar : r.near - (*side)[before[i]].far;
+      const int64_t gap_after = after[i] < 0 || r.far == kOpenFar ? kOpenFar : (*side)[after[i]].near - r.far;
       if (before[i] >= 0 && gap_before <= gap_after) out[r.row] = (*side)[before[i]].row;
       else if (after[i] >= 0) out[r.row] = (*side)[after[i]].row;
     }

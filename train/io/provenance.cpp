@@ -44,7 +44,10 @@ std::string shell_word(const std::string& word) {
 
 std::string shell_command(const std::vector<std::string>& words) {
   std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : " ") + shell_word(w);
+  for (const std::string& w : words) {
+    if (!out.empty()) out += ' ';
+    out += shell_word(w);
+  }
   return out;
 }
 

@@ -79,8 +79,10 @@ std::string provenance_cells(const MethodResult& m, std::size_t s, const Provena
   const SweepRunRecord run = s < m.runs.size() ? m.runs[s] : SweepRunRecord{};
   std::string out;
   for (const std::string* cell : {&run.folder, &run.config_digest, &run.checkpoint, &run.checkpoint_sha256,
-                                  &p.rpb_version, &p.commit, &p.command, &p.date})
-    out += "," + csv_field(*cell);
+                                  &p.rpb_version, &p.commit, &p.command, &p.date}) {
+    out += ',';
+    out += csv_field(*cell);
+  }
   return out;
 }
 
