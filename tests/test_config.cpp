@@ -19,7 +19,7 @@ std::string parse_error(const std::string& text, const std::vector<std::string>&
 
 TEST_CASE("config: every file in configs/ loads and validates") {
   int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(RPB_SOURCE_DIR) + "/configs")) {
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(RPB_SOURCE_DIR) / "configs")) {
     if (e.path().extension() != ".toml") continue;
     INFO("config: ", e.path().string());
     CHECK_NOTHROW(load_config(e.path().string()));
