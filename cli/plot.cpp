@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "cli/plot_request.h"
@@ -77,15 +78,13 @@ template <typename T>
 
 // What the results hold, for checking the filters.
 struct Held {
-  std::set<std::string> tasks, methods, metrics{"perplexity"}, against{"length"};
+  std::set<std::string> tasks, methods, metrics, against{"length"};
   std::set<int64_t> lengths;
 };
 
 void note_row(const Json& row, Held& held) {
-  if (row.contains("accuracy")) held.metrics.insert("accuracy");
-  if (const auto it = row.find("mean_attention_distance"); it != row.end() && it->contains("mean"))
-    for (const Json& v : it->at("mean"))
-      if (!v.is_null()) held.metrics.insert("mean_attention_distance");
+  for (const SweepMetric& m : sweep_metrics())
+    if (row_holds(row, m)) held.metrics.insert(m.key);
   if (const auto it = row.find("settings"); it != row.end() && it->is_object())
     for (const auto& item : it->items()) held.against.insert(item.key());
 }
@@ -109,9 +108,35 @@ void check_sweeps(const std::vector<Input>& inputs, const PlotArgs& a) {
   if (!a.against.empty() && !held.against.count(a.against)) unknown_value("--against", a.against, held.against);
 }
 
-// The run in `folder` as its curves show it, from its config.toml (read the typed way): its scheme, and for a sweep's
-// run (run.name "seed<run.seed>", in the folder the sweep names after its method) the method, labelled
-// "<method>/seed0".
+// The results.json row listing the run in `dir` with `seed`: its sweep folder's (<sweep>/<task>/<method folder>/
+// seed<k>, the layout run_sweep gives it), whose row's "runs" name the run's folder (as the sweep named it: its path
+// below the sweep folder is the recorded folder's tail). None for a run trained alone, or when that results.json is
+// missing, unreadable or does not list the run.
+std::optional<SweepResultsRow> listing_row(const fs::path& dir, uint64_t seed) {
+  const fs::path sweep = dir.parent_path().parent_path().parent_path();
+  const fs::path file = sweep / kResultsJsonName;
+  if (sweep.empty() || !has_entry(file)) return std::nullopt;
+  SweepResults results;
+  try {
+    results = read_sweep_results(file.string());
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  const auto parts = [](const fs::path& p) { return std::vector<fs::path>(p.begin(), p.end()); };
+  const std::vector<fs::path> below = parts(dir.lexically_relative(sweep));
+  for (const SweepResultsRow& row : results.rows)
+    for (std::size_t s = 0; s < row.runs.size() && s < results.seeds.size(); ++s) {
+      const std::vector<fs::path> recorded = parts(row.runs[s].folder);
+      if (results.seeds[s] == seed && recorded.size() >= below.size() &&
+          std::equal(below.begin(), below.end(), recorded.end() - std::ptrdiff_t(below.size())))
+        return row;
+    }
+  return std::nullopt;
+}
+
+// The run in `folder` as its curves show it, from its config.toml (read the typed way): its scheme; for a sweep's
+// run (listed by its sweep's results.json, listing_row) the row's method, labelled "<method>/seed0", else labelled
+// by its folder's name in its scheme's own colour and marker.
 CurveRun curve_run(const std::string& folder, const std::string& metrics_csv) {
   const std::string path = (fs::path(folder) / kConfigFileName).string();
   RunConfig config;
@@ -120,17 +145,16 @@ CurveRun curve_run(const std::string& folder, const std::string& metrics_csv) {
   } catch (const Error& e) {
     throw Error("plot: cannot read the run's config (the scheme its curves are drawn in): " + e.message());
   }
-  const fs::path dir(folder);
-  std::string method = dir.filename().string(), label = method;
-  if (config.name == label && label == "seed" + std::to_string(config.seed)) {
-    method = dir.parent_path().filename().string();
-    label = method + "/" + label;
-  }
-  return {label, config.model.position.scheme, metrics_csv, method};
+  fs::path dir = fs::path(folder).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "run/"
+  const std::string scheme = config.model.position.scheme;
+  if (const auto row = listing_row(dir, config.seed))
+    return {row->method + "/" + dir.filename().string(), scheme, metrics_csv, row->method};
+  return {dir.filename().string(), scheme, metrics_csv, scheme};
 }
 
 // Each run's curves: its metrics.csv checked (a regular file starting with rpb's header, with a tokens column when
-// --x tokens), labelled by its folder's name ("<method>/seed0" for a sweep's run), or by its path when names repeat.
+// --x tokens), labelled by its folder's name ("<method>/seed0" for a sweep's run), or by its path when labels repeat.
 std::vector<CurveRun> read_runs(const std::vector<Input>& inputs, const std::string& x) {
   std::vector<CurveRun> runs;
   for (const Input& in : inputs) {
@@ -218,6 +242,12 @@ int run_plot(const PlotArgs& a, std::ostream& out_stream) {
     for (const Input& in : inputs) f.results.push_back(in.file);
     request = plot_request("sweep", sweep_block(f));
   }
+  if (a.request) {  // python/rpb_plot's plot_sweep and plot_curves draw it
+    request["outputs"] = nlohmann::ordered_json::array(
+        {{{"path", fs::absolute(out).string()}, {"format", figure_format(out, "--out")}}});
+    out_stream << request.dump() << "\n";
+    return 0;
+  }
   try {
     draw_figures(std::move(request), {{out, &rules}});
   } catch (const PlotUnavailable& e) {
@@ -247,15 +277,20 @@ CommandRunner add_plot_command(CLI::App& cmd) {
   cmd.add_option("--lengths", a->lengths, "sweeps: the evaluation lengths to draw, in tokens (comma-separated)")
       ->delimiter(',')
       ->allow_extra_args(false);
-  cmd.add_option("--metric", a->metrics, "sweeps: the metrics to draw (default every one the results hold)")
+  std::vector<std::string> metrics;
+  for (const SweepMetric& m : sweep_metrics()) metrics.push_back(m.key);
+  cmd.add_option("--metric", a->metrics,
+                 "sweeps: the metrics to draw, of " + join(metrics, ", ") + " (default every one the results hold)")
       ->delimiter(',')
       ->allow_extra_args(false)
-      ->check(CLI::IsMember(std::vector<std::string>{"perplexity", "mean_attention_distance", "accuracy"}));
+      ->check(CLI::IsMember(metrics));
   cmd.add_option("--ylim", a->ylim, "the y axis limits LO,HI");
   cmd.add_option("--x", a->x, "curves: against step (default) or tokens (metrics.csv's tokens column)")
       ->check(CLI::IsMember(std::vector<std::string>{"step", "tokens"}));
   cmd.add_option("--against", a->against,
                  "sweeps: draw each metric against length (default) or a swept setting of the results (optim.lr)");
+  cmd.add_flag("--request", a->request,
+               "print the figure's plot request (JSON, for python/rpb_plot) on one line instead of drawing it");
   return [a] { return run_plot(*a, std::cout); };
 }
 

@@ -8,6 +8,7 @@
 #include "cli/python_runner.h"
 #include "core/text.h"
 #include "train/run/run_folder.h"
+#include "train/sweep/results_json.h"
 
 namespace fs = std::filesystem;
 
@@ -31,8 +32,12 @@ ordered_json plot_request(const std::string& kind, ordered_json block) {
 }
 
 ordered_json sweep_block(const SweepFigure& f) {
-  return {{"results", f.results}, {"tasks", f.tasks},         {"methods", f.methods},   {"lengths", f.lengths},
-          {"metrics", f.metrics}, {"ylim", ylim_json(f.ylim)}, {"against", f.against}};
+  ordered_json known = ordered_json::array();
+  for (const SweepMetric& m : sweep_metrics())
+    known.push_back({{"key", m.key},     {"label", m.label}, {"unit", m.unit},      {"log", m.log},
+                     {"field", m.field}, {"entry", m.entry}, {"optimum", m.optimum}});
+  return {{"results", f.results}, {"tasks", f.tasks},          {"methods", f.methods}, {"lengths", f.lengths},
+          {"metrics", f.metrics}, {"ylim", ylim_json(f.ylim)}, {"against", f.against}, {"known_metrics", known}};
 }
 
 ordered_json curves_block(const std::vector<CurveRun>& runs, const std::string& x, const YLimits& ylim) {

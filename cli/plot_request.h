@@ -21,7 +21,7 @@ struct SweepFigure {
   std::vector<std::string> tasks;    // task kinds
   std::vector<std::string> methods;  // method names as results.json rows write them ("t5@untrained=nearest")
   std::vector<int64_t> lengths;      // evaluation lengths in tokens (multipliers x train length)
-  std::vector<std::string> metrics;  // "perplexity", "mean_attention_distance", "accuracy"
+  std::vector<std::string> metrics;  // keys of sweep_metrics() (train/sweep/results_json.h): "perplexity", ...
   YLimits ylim;
   std::string against = "length";    // "length", or a swept setting of the rows' "settings" ("optim.lr")
 };
@@ -31,7 +31,8 @@ struct CurveRun {
   std::string label;        // in the legend: the run folder's name ("t5", or "t5@lr=0.001/seed0" in a sweep)
   std::string scheme;       // its position scheme (its config's position.scheme)
   std::string metrics_csv;  // absolute path of its metrics.csv
-  /// Its method as results.json names it ("t5@lr=0.001" for a sweep's run: its colour and marker there); "": the label.
+  /// Its method as results.json names it ("t5@lr=0.001" for a sweep's run: its colour and marker there), or its scheme
+  /// for a run no results.json lists; "": the label.
   std::string method;
 };
 
@@ -39,7 +40,8 @@ struct CurveRun {
 /// (plot_styles) and no outputs yet (draw_figures fills them).
 nlohmann::ordered_json plot_request(const std::string& kind, nlohmann::ordered_json block);
 
-/// The "sweep" block: {"results", "tasks", "methods", "lengths", "metrics", "ylim" (null or [lo, hi]), "against"}.
+/// The "sweep" block: {"results", "tasks", "methods", "lengths", "metrics", "ylim" (null or [lo, hi]), "against",
+/// "known_metrics": [{"key", "label", "unit", "log", "field", "entry", "optimum"} per sweep_metrics() entry]}.
 nlohmann::ordered_json sweep_block(const SweepFigure& f);
 
 /// The "curves" block: {"runs": [{"label", "method", "scheme", "metrics_csv"}], "x": "step" | "tokens", "ylim"}.

@@ -156,22 +156,39 @@ TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and 
   CHECK(runs[0].at("scheme") == "t5");  // its config's position.scheme
   CHECK(runs[0].at("method") == "t5");
   CHECK(runs[1].at("label") == "alibi@lr");
-  CHECK(runs[1].at("method") == "alibi@lr");
+  CHECK(runs[1].at("method") == "alibi");  // a run no results.json lists: its scheme's own colour and marker
   CHECK(runs[1].at("scheme") == "alibi");
   CHECK(runs[0].at("metrics_csv") == fs::absolute(t5 / "metrics.csv").string());
 
-  // A sweep's run (run.name "seed<run.seed>"): labelled with its seed, styled as its method (the sweep figure's);
-  // the scheme comes from the config, never from a name ("t5@max_distance=64" does not say it is t5's).
+  // A sweep's run: its method is the row of its sweep folder's results.json listing its folder (never read from a
+  // folder name: without that results.json it is a run of its scheme); labelled "<method>/seed1", styled as the
+  // method (the sweep figure's); the scheme comes from the config ("t5@max_distance=64" does not say it is t5's).
   const std::string seed_config = "[run]\nname = \"seed1\"\nseed = 1\n[position]\nscheme = \"t5\"\n";
   const fs::path seed1 = run_folder(dir, "grid/markov/t5@max_distance=64/seed1", kHeader, seed_config);
   const fs::path other = run_folder(dir, "lone", kHeader, "[position]\nscheme = \"alibi\"\n");
+  r = run_rpb("plot " + seed1.string() + " " + other.string() + " --out " + out);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const ordered_json unlisted = logged(dir).at("curves").at("runs");
+  CHECK(unlisted[0].at("label") == "seed1");
+  CHECK(unlisted[0].at("method") == "t5");
+  ordered_json listing = ordered_json::parse(file_text(sweep_folder(dir) / "results.json"));
+  listing["rows"][1]["method"] = "t5@max_distance=64";  // seeds 0 and 1; the folders as the sweep named them
+  listing["rows"][1]["runs"][1]["folder"] = "elsewhere/grid/markov/t5@max_distance=64/seed1";
+  std::ofstream(dir.path / "grid" / "results.json") << listing.dump();
   r = run_rpb("plot " + seed1.string() + " " + other.string() + " --out " + out);
   REQUIRE_MESSAGE(r.code == 0, r.out);
   const ordered_json runs2 = logged(dir).at("curves").at("runs");
   CHECK(runs2[0].at("label") == "t5@max_distance=64/seed1");
   CHECK(runs2[0].at("method") == "t5@max_distance=64");
   CHECK(runs2[0].at("scheme") == "t5");
-  CHECK(runs2[1].at("method") == "lone");
+  CHECK(runs2[1].at("method") == "alibi");
+  // --request prints the request instead of drawing (python/rpb_plot's plot_curves draws it): the same runs.
+  r = run_rpb("plot " + seed1.string() + " " + other.string() + " --out " + dir.file("p.png") + " --request");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const ordered_json printed = ordered_json::parse(r.out.substr(r.out.find('{')));
+  CHECK(printed.at("curves").at("runs") == runs2);
+  CHECK(printed.at("outputs") == ordered_json::array({{{"path", dir.file("p.png")}, {"format", "png"}}}));
+  CHECK(!fs::exists(dir.file("p.png")));
   CHECK(runs2[1].at("scheme") == "alibi");
   // Without its config a run has no scheme: refused, naming the file.
   const fs::path bare = run_folder(dir, "t5_bare", kHeader, "");
@@ -213,6 +230,14 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
   CHECK(s.at("metrics") == ordered_json({"perplexity"}));
   CHECK(s.at("ylim").is_null());
   CHECK(s.at("against") == "length");
+  // The metrics the module may draw: rpb's one list (train/sweep/results_json.h), which --metric checks against.
+  std::vector<std::string> keys;
+  for (const auto& m : s.at("known_metrics")) keys.push_back(m.at("key"));
+  CHECK(keys == std::vector<std::string>{"perplexity", "mean_attention_distance", "attention_entropy"});
+  CHECK(s.at("known_metrics")[2] == ordered_json{{"key", "attention_entropy"}, {"label", "attention entropy"},
+                                                 {"unit", "nats"}, {"log", false}, {"field", "attention"},
+                                                 {"entry", "entropy_overall"}, {"optimum", ""}});
+  CHECK(contains(run_rpb("plot --help").out, "perplexity, mean_attention_distance, attention_entropy"));
   CHECK(q.at("styles").at("schemes")[3].at("name") == "t5");
   CHECK(q.at("styles").at("schemes")[3].at("color") == "#1f77b4");
   CHECK(q.at("styles").at("schemes") == rpb::schemes_json().at("schemes"));  // one encoding: dims [1], [2], [1, 2]
@@ -229,7 +254,8 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
            {"--tasks lag", "--tasks lag: not in the results (they hold: markov)"},
            {"--methods rope", "--methods rope: not in the results (they hold: learned, t5)"},
            {"--lengths 96", "--lengths 96: not in the results (they hold: 64, 128, 256)"},
-           {"--metric accuracy", "--metric accuracy: not in the results (they hold: perplexity)"},
+           {"--metric attention_entropy", "--metric attention_entropy: not in the results (they hold: perplexity)"},
+           {"--metric accuracy", "--metric: accuracy not in {perplexity,mean_attention_distance,attention_entropy}"},
            {"--against optim.lr", "--against optim.lr: not in the results (they hold: length)"},
            {"--x tokens", "--x applies to run folders (curves), not to sweeps"},
            {run.string(), "mix a run folder (training curves) with a sweep (its results)"}}) {

@@ -8,10 +8,17 @@ exit 0 when every output is written, 2 on a bad request (the reason on stderr), 
 1 on anything else. As a package (python/ on sys.path):
 
     import rpb_plot
+    rpb_plot.theme.DPI = 300        # restyle: any constant of theme.py, set before drawing
     rpb_plot.plot_sweep(["checkpoints/extrapolation_quick"], "results.pdf", tasks=["markov"])
     rpb_plot.plot_sweep(["grid/results.json"], "lr.png", against="optim.lr")
     rpb_plot.plot_curves(["checkpoints/t5", "checkpoints/alibi"], "curves.pdf", x="tokens")
     fig = rpb_plot.draw(request)    # any request as a dict; returns the matplotlib Figure (nothing written)
+
+plot_sweep and plot_curves draw what `rpb plot PATH... [flags]` draws, from the request it builds (rpb_request runs
+`rpb plot ... --request`: one rule for labels, methods and filters; lengths in tokens), so they need a built rpb
+(build/rpb of this source tree, or $RPB). The names to import: draw, render, save, request_for, rpb_request,
+plot_sweep, plot_curves, load_styles; RequestError, MatplotlibMissing and the EXIT_* codes; the building blocks
+listed in __all__ (ticks, styles, panels) for figures of one's own; theme (the constants).
 
 The request (JSON; only the block named by "kind" is read; unknown fields are ignored):
 
@@ -19,7 +26,9 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
      "outputs": [{"path": "/abs/out.pdf", "format": "pdf" | "png" | "svg"}],
      "styles": {"schemes": [{"name": "t5", "dims": [1], "color": "#1f77b4", "marker": "o"}, ...]},  # rpb schemes --json
      "sweep":  {"results": ["/abs/results.json"], "tasks": [], "methods": [], "lengths": [], "metrics": [],
-                "ylim": null | [lo, hi], "against": "length" | "<setting key>"},          # [] = all
+                "ylim": null | [lo, hi], "against": "length" | "<setting key>",          # [] = all
+                "known_metrics": [{"key": "perplexity", "label": "perplexity", "unit": "", "log": true,
+                                   "field": "perplexity", "entry": "", "optimum": "optimal_perplexity"}, ...]},
      "curves": {"runs": [{"label": "t5/seed0", "method": "t5", "scheme": "t5", "metrics_csv": "/abs/run/metrics.csv"}],
                 "x": "step" | "tokens", "ylim": null | [lo, hi]},
      "bias":   {"dims": 1, "scheme": "t5", "title": "...", "train_length": 64,
@@ -36,78 +45,50 @@ marker it has (a sweep's runs of one method differ by dash only). Nothing parses
 Outputs are written into a temp file in their folder and renamed over them; an output that exists as anything but
 a regular file, or is an input of the request (its results.json or metrics.csv files), is refused.
 
-Sweep filters: "lengths" holds evaluation lengths in tokens (64) or multipliers as text ("2x"); "metrics" holds
-keys of METRICS (or their aliases). Distances d, dy and dx are query - key. The figures: one column per task
+Sweep metrics: "known_metrics" is rpb's one list of them (train/sweep/results_json.h sweep_metrics): a metric's
+values are row[field] ([[cell per length] per seed]; a cell's [entry] when entry is set); a metric no selected row
+holds is not drawn. Sweep filters: "lengths" holds evaluation lengths in tokens (64) or multipliers as text ("2x");
+"metrics" holds keys of "known_metrics". Distances d, dy and dx are query - key. The figures: one column per task
 (per task and length against a setting), one row per metric; a method's line has its markers, a band of
 mean ± std over seeds, and its n/a lengths in its legend entry, never a point; the optimal perplexity is a dashed
 line with its own legend entry; when no row has any value, a panel per task lists every method as n/a. Against a
 setting, a line per scheme and other settings (row["settings"]), a panel per task and evaluation length in tokens.
 Colours and markers: style_of (the scheme's registry colour and marker; a variant, any label other than the
 scheme's name, gets a shade, dash and marker derived from its label's digest).
-Ticks: nice_ticks (always inside the data's range). Edit the constants in theme.py (or set them here before
-drawing: rpb_plot.DPI = 300 sets theme.DPI) to restyle every figure, METRICS (results.py) to add a metric.
+Ticks: nice_ticks (inside the data's range; one at a single value), labelled by tick_labels as people write numbers
+(10, 1000, 1e4, 0.01, 2.5e7). Edit the constants in theme.py (or set rpb_plot.theme.DPI = 300 and the like before
+drawing) to restyle every figure; a metric is added in rpb's list (train/sweep/results_json.cpp).
 
 One concern per file: theme.py (the constants), errors.py (errors, exit codes), backend.py (matplotlib, Agg),
 request.py (the request's checks), styles.py (colours, markers, variants), axes.py (ticks, limits, legends,
-figures), results.py (results.json, METRICS), sweep.py, curves.py and bias.py (the figures), api.py (draw, save,
-render, plot_sweep, plot_curves), __main__.py (the script).
+figures), results.py (results.json, Metric), sweep.py, curves.py and bias.py (the figures), api.py (draw, save,
+render, rpb_request, plot_sweep, plot_curves), __main__.py (the script).
 """
-import sys
-import types
-
-from . import results, theme
-from .api import KINDS, draw, input_paths, plot_curves, plot_sweep, render, request_for, save
+from . import theme
+from .api import KINDS, draw, input_paths, plot_curves, plot_sweep, render, request_for, rpb_request, save
 from .axes import (legend_below, legend_rows, linear_ticks, new_figure, nice_ticks, padded, set_axis, si_labels,
                    tick_labels)
 from .bias import draw_bias, draw_bias_line, draw_heatmap, symlog_ticks
 from .curves import curve_panels, draw_curve_panel, draw_curves, read_metrics_csv
 from .errors import EXIT_BAD_REQUEST, EXIT_ERROR, EXIT_NO_MATPLOTLIB, MatplotlibMissing, RequestError, require
 from .request import FORMATS, REQUEST_FORMAT, check_bias, check_curves, check_request, check_sweep
-from .results import (RESULTS_FORMAT, Metric, Results, find_metric, mean_std, metric_stats, metrics_named,
+from .results import (RESULTS_FORMAT, Metric, Results, known_metrics, mean_std, metric_stats, metrics_named,
                       read_results, results_path, select_rows)
 from .styles import (Style, base_style, figure_styles, load_styles, rpb_binary, scheme_dims, seed_style, shade,
                      style_of)
 from .sweep import (Panel, Series, draw_panel, draw_series, draw_sweep, length_panels, setting_of, setting_panels,
                     sweep_panels)
 
-# The constants users edit, read and set through rpb_plot itself: name -> the module that holds it.
-EDITABLE = dict({name: theme for name in theme.NAMES}, METRICS=results)
-
 __all__ = [
-    "draw", "render", "save", "input_paths", "request_for", "plot_sweep", "plot_curves", "load_styles", "rpb_binary",
+    "draw", "render", "save", "input_paths", "request_for", "rpb_request", "plot_sweep", "plot_curves", "load_styles",
+    "rpb_binary",
     "RequestError", "MatplotlibMissing", "require", "EXIT_ERROR", "EXIT_BAD_REQUEST", "EXIT_NO_MATPLOTLIB",
     "REQUEST_FORMAT", "FORMATS", "KINDS", "check_request", "check_sweep", "check_curves", "check_bias",
     "Style", "base_style", "shade", "style_of", "figure_styles", "seed_style", "scheme_dims",
     "linear_ticks", "nice_ticks", "tick_labels", "padded", "set_axis", "new_figure", "legend_below", "legend_rows",
-    "si_labels", "RESULTS_FORMAT", "Metric", "Results", "mean_std", "metric_stats", "find_metric", "metrics_named",
+    "si_labels", "RESULTS_FORMAT", "Metric", "Results", "mean_std", "metric_stats", "known_metrics", "metrics_named",
     "read_results", "results_path", "select_rows", "Series", "Panel", "length_panels", "setting_of", "setting_panels",
     "draw_series", "draw_panel", "sweep_panels", "draw_sweep",
     "read_metrics_csv", "curve_panels", "draw_curve_panel", "draw_curves",
-    "symlog_ticks", "draw_bias_line", "draw_heatmap", "draw_bias",
+    "symlog_ticks", "draw_bias_line", "draw_heatmap", "draw_bias", "theme",
 ]
-__all__.extend(EDITABLE)
-
-
-def __getattr__(name):
-    """rpb_plot.DPI, rpb_plot.METRICS, ...: the value the drawing code uses now."""
-    if name in EDITABLE:
-        return getattr(EDITABLE[name], name)
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
-
-
-def __dir__():
-    return sorted(set(globals()) | set(EDITABLE))
-
-
-class _Package(types.ModuleType):
-    """rpb_plot with setting a constant (rpb_plot.DPI = 300) setting it where the drawing code reads it, as when
-    rpb_plot was one file."""
-
-    def __setattr__(self, name, value):
-        if name in EDITABLE:
-            setattr(EDITABLE[name], name, value)
-        else:
-            super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -1,7 +1,10 @@
-"""The Python API: draw a request into a Figure, write it (save, render), and the shortcuts that build a request
-from results.json files or sweep folders (plot_sweep) and from run folders (plot_curves)."""
+"""The Python API: draw a request into a Figure, write it (save, render), and the shortcuts that draw what
+`rpb plot` draws, with the request it builds (rpb_request): of results.json files or sweep folders (plot_sweep) and of
+run folders (plot_curves)."""
+import json
 import os
 import stat
+import subprocess
 import tempfile
 
 from .backend import matplotlib
@@ -9,8 +12,7 @@ from .bias import draw_bias
 from .curves import draw_curves
 from .errors import RequestError, require
 from .request import CHECKS, FORMATS, REQUEST_FORMAT, check_request
-from .results import results_path
-from .styles import load_styles
+from .styles import load_styles, rpb_binary
 from .sweep import draw_sweep
 
 DRAWS = {"sweep": draw_sweep, "curves": draw_curves, "bias": draw_bias}  # a kind's block -> its Figure
@@ -83,50 +85,43 @@ def request_for(kind, block, out=None, styles=None):
             "styles": styles if styles is not None else load_styles(), kind: block}
 
 
+def rpb_request(args, out=None, rpb=None):
+    """The request `rpb plot ARGS --request` builds (rpb's one rule for labels, methods, schemes and filters), writing
+    `out` when given (else no output); a RequestError with rpb's message when it refuses or cannot run."""
+    command = [rpb or rpb_binary(), "plot"] + [str(a) for a in args] + ["--request"] + (["--out", out] if out else [])
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise RequestError("cannot run %s (build rpb, or set RPB to it): %s" % (command[0], e)) from None
+    lines = done.stdout.strip().splitlines()
+    require(done.returncode == 0 and lines, "rpb plot %s: %s" % (" ".join(command[2:]), done.stderr.strip()
+                                                                or "exit %d" % done.returncode))
+    request = json.loads(lines[-1])
+    request["outputs"] = request["outputs"] if out else []
+    return request
+
+
+def _flags(flag, values):
+    return [a for v in values for a in (flag, v)]
+
+
 def plot_sweep(paths, out=None, tasks=(), methods=(), lengths=(), metrics=(), ylim=None, against="length",
                styles=None):
-    """The sweep figure of results.json files or sweep folders; written to `out` when given; returns it."""
-    return render(request_for("sweep", {
-        "results": [os.path.abspath(results_path(p)) for p in paths], "tasks": list(tasks), "methods": list(methods),
-        "lengths": list(lengths), "metrics": list(metrics), "ylim": list(ylim) if ylim else None,
-        "against": against}, out, styles))
-
-
-def _run_config(run_dir):
-    """A run folder's config.toml as a dict (a RequestError naming it when it cannot be read)."""
-    path = os.path.join(run_dir, "config.toml")
-    try:
-        import tomllib
-        with open(path, "rb") as f:
-            config = tomllib.load(f)
-    except ImportError:
-        raise RequestError("cannot read %s: reading a config needs Python 3.11 (tomllib)" % path) from None
-    except (OSError, ValueError) as e:
-        raise RequestError("cannot read the run's config %s: %s" % (path, e)) from None
-    scheme = config.get("position", {}).get("scheme")
-    require(isinstance(scheme, str) and scheme, "%s has no position.scheme" % path)
-    return config
-
-
-def _run_entry(path, label=None):
-    """The curves block's run of a run folder (or its metrics.csv): labelled by its folder's name, "t5/seed0" for
-    a sweep's run (run.name "seed<run.seed>" in its config), whose method is the sweep's (its method folder)."""
-    csv_path = os.path.abspath(path if path.endswith(".csv") else os.path.join(path, "metrics.csv"))
-    folder = os.path.dirname(csv_path)
-    config = _run_config(folder)
-    run = config.get("run", {})
-    name = os.path.basename(folder)
-    method = name
-    if run.get("name") == name == "seed%s" % run.get("seed", 0):
-        method = os.path.basename(os.path.dirname(folder))
-        name = "%s/%s" % (method, name)
-    return {"label": label or name, "method": label or method, "scheme": config["position"]["scheme"],
-            "metrics_csv": csv_path}
+    """The sweep figure of results.json files or sweep folders (lengths in tokens), as `rpb plot PATH...` draws it;
+    written to `out` when given; returns it."""
+    args = list(paths) + _flags("--tasks", tasks) + _flags("--methods", methods) + _flags("--lengths", lengths)
+    args += _flags("--metric", metrics) + (["--ylim", "%r,%r" % tuple(ylim)] if ylim else [])
+    request = rpb_request(args + (["--against", against] if against != "length" else []), out)
+    request["styles"] = styles if styles is not None else request["styles"]
+    return render(request)
 
 
 def plot_curves(run_dirs, out=None, x="step", ylim=None, labels=None, styles=None):
-    """Training curves of run folders (or metrics.csv paths), labelled by folder name ("t5/seed0" in a sweep, styled
-    as its method t5) unless `labels` are given, in the scheme of each run's config.toml; written to `out` when
-    given; returns the Figure."""
-    runs = [_run_entry(path, labels[i] if labels else None) for i, path in enumerate(run_dirs)]
-    return render(request_for("curves", {"runs": runs, "x": x, "ylim": list(ylim) if ylim else None}, out, styles))
+    """Training curves of run folders (or metrics.csv paths), as `rpb plot RUN...` draws them (labelled by folder
+    name, "t5/seed0" and styled as its method t5 for a run its sweep's results.json lists) unless `labels` are given;
+    written to `out` when given; returns the Figure."""
+    request = rpb_request(list(run_dirs) + ["--x", x] + (["--ylim", "%r,%r" % tuple(ylim)] if ylim else []), out)
+    for run, label in zip(request["curves"]["runs"], labels or []):
+        run["label"] = run["method"] = label
+    request["styles"] = styles if styles is not None else request["styles"]
+    return render(request)

@@ -1,5 +1,6 @@
 """Ticks, view limits, legends and figure creation shared by every figure: tick positions always inside the
-data's range (nice_ticks), the shortest labels that read back as them (tick_labels), legends below their axes."""
+data's range (nice_ticks), labels as people write numbers that read back as them (tick_labels), legends below
+their axes."""
 import math
 
 from . import theme
@@ -35,21 +36,34 @@ def nice_ticks(lo, hi, log=False):
     return linear_ticks(lo, hi)
 
 
-def tick_labels(ticks):
-    """The shortest labels that tell the ticks apart and read back as them: fixed-point (15.32, 0.001, 64), or %g
-    (1e-05, 2.5e+07) when fixed-point would need more than 6 digits."""
-    span = (max(ticks) - min(ticks)) or abs(ticks[0]) or 1.0
+def _exponent_form(t):
+    """`t` as people write a power-of-ten form: 1e4, 2.5e7, 1e-5 (never 1e+04)."""
+    mantissa, exponent = ("%.12e" % t).split("e")
+    return "%se%d" % (mantissa.rstrip("0").rstrip("."), int(exponent))
 
-    def fits(labels):
-        return len(set(labels)) == len(labels) and all(abs(float(s) - t) <= 1e-6 * span
-                                                       for s, t in zip(labels, ticks))
-    for fmt in ("%.*f", "%.*g"):
-        for digits in range(0 if fmt == "%.*f" else 1, 13):
-            labels = [(fmt % (digits, t)).replace("-0", "0") if float(fmt % (digits, t)) == 0 else fmt % (digits, t)
-                      for t in ticks]
-            if fits(labels) and (fmt == "%.*g" or max(len(s.lstrip("-")) for s in labels) <= 7):
-                return labels
-    return ["%r" % t for t in ticks]
+
+def tick_labels(ticks):
+    """Labels as people write numbers, each reading back as its tick (to 1e-6 of the ticks' span): evenly spaced
+    ticks (a linear axis) share the fewest decimals that do (0.5, 1.0, 1.5), other ticks (a log axis) each take
+    their own (0.01, 0.1, 1, 10, 100, 1000); a label whose power-of-ten form is two or more characters shorter takes
+    it (1e4, 2.5e7, 1e-4)."""
+    span = (max(ticks) - min(ticks)) or abs(ticks[0]) or 1.0
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    even = len(ticks) > 2 and max(gaps) - min(gaps) <= 1e-6 * span
+
+    def fixed(t, digits):
+        text = "%.*f" % (digits, t)
+        return text.replace("-", "") if float(text) == 0 else text
+
+    def fewest(values):
+        return next((d for d in range(13) if all(abs(float(fixed(t, d)) - t) <= 1e-6 * span for t in values)), 12)
+    shared = fewest(ticks) if even else None
+    labels = []
+    for t in ticks:
+        text = fixed(t, shared if even else fewest([t]))
+        power = _exponent_form(t)
+        labels.append(power if len(power) + 2 <= len(text) and abs(float(power) - t) <= 1e-6 * span else text)
+    return labels
 
 
 def padded(lo, hi, log=False, fraction=0.06):
@@ -65,14 +79,14 @@ def padded(lo, hi, log=False, fraction=0.06):
 
 def set_axis(ax, which, lo, hi, log=False, ticks=None, labels=None, base=10):
     """Scale ("log" with `base`, else linear), view limits padded around the data range [lo, hi], major ticks
-    (`ticks`, else nice_ticks of the data range, or of the view when the data is a single value) labelled with
+    (`ticks`, else nice_ticks of the data range: one at a single value) labelled with
     `labels` or tick_labels; minor ticks unlabelled (none on a linear axis)."""
     axis = ax.yaxis if which == "y" else ax.xaxis
     if log:
         (ax.set_yscale if which == "y" else ax.set_xscale)("log", base=base)
     view = padded(lo, hi, log)
     if ticks is None:
-        ticks = nice_ticks(lo, hi, log) if hi > lo else nice_ticks(view[0], view[1], log)
+        ticks = nice_ticks(lo, hi, log)
     (ax.set_ylim if which == "y" else ax.set_xlim)(*view)
     axis.set_major_locator(FixedLocator(ticks))
     axis.set_major_formatter(FixedFormatter(labels or tick_labels(ticks)))

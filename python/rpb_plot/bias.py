@@ -30,7 +30,7 @@ def _head_label(module, h, values, distances, train_length):
 
 
 def draw_bias_line(ax, module, train_length, untrained_rule):
-    """One 1-D module: bias against d = query - key on a symlog axis, one line (colour and marker) per head,
+    """Draws one 1-D module: bias against d = query - key on a symlog axis, one line (colour and marker) per head,
     solid at trained rows and dotted at untrained ones, the trained range |d| < train_length shaded."""
     d = module["distances"]
     trained = module.get("trained") or [True] * len(d)
@@ -66,7 +66,6 @@ def draw_bias_line(ax, module, train_length, untrained_rule):
     ax.set_title(module["name"], fontsize=9.5)
     ax.tick_params(labelsize=8)
     legend_below(ax, handles, 2 if len(handles) <= 2 * theme.FEW_HEADS else 4)
-    return len(handles)
 
 
 def _marks(d):

@@ -26,6 +26,13 @@ def check_sweep(block):
         _check_list(block, key, "sweep")
     _check_list(block, "lengths", "sweep", (int, str))
     require(isinstance(block.get("against", "length"), str), "sweep.against must be \"length\" or a setting key")
+    known = block.get("known_metrics")
+    require(isinstance(known, list) and known and all(
+        isinstance(m, dict) and all(isinstance(m.get(k), str) for k in ("key", "label", "unit", "field", "entry",
+                                                                       "optimum"))
+        and isinstance(m.get("log"), bool) for m in known),
+        "sweep.known_metrics must list the metrics results.json rows hold, as rpb sends them ({\"key\", \"label\", "
+        "\"unit\", \"log\", \"field\", \"entry\", \"optimum\"}), found %s" % json.dumps(known)[:80])
     _check_ylim(block.get("ylim"), "sweep")
 
 

@@ -1,5 +1,5 @@
-"""Sweep results: reading results.json files, the metrics their rows hold (METRICS), a row's mean and std per
-evaluation length, and the rows and lengths a request's filters keep."""
+"""Sweep results: reading results.json files, the metrics their rows hold (Metric, from the request's
+"known_metrics"), a row's mean and std per evaluation length, and the rows and lengths a request's filters keep."""
 import json
 import math
 import os
@@ -18,62 +18,56 @@ def mean_std(values):
     return m, (math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0)
 
 
-def _attention_distance(row):
-    attention = row.get("attention")
-    if not isinstance(attention, list):
-        return row.get("mean_attention_distance")
-    return [[c.get("mean_distance_overall") if isinstance(c, dict) else None for c in seed]
-            for seed in attention if isinstance(seed, list)]
-
-
 @dataclass(frozen=True)
 class Metric:
-    """A value results.json rows hold per seed and length, drawn against length."""
-    key: str  # the name in a request's "metrics"
-    axis: str  # the y axis label
+    """A value results.json rows hold per seed and length, drawn against length: an entry of the sweep block's
+    "known_metrics" (rpb's one list of them, train/sweep/results_json.h sweep_metrics)."""
+    key: str  # the name in a request's "metrics" ("perplexity")
+    label: str  # the y axis label, before its unit
+    unit: str  # "" for none
     log: bool  # a log y axis (when every value is positive)
-    read: object  # row -> [[value or null per length] per seed], or {"mean": [...], "std": [...]}, or None
-    aliases: tuple = ()
-    optimum: str = None  # the row field drawn as the dashed optimum line
+    field: str  # the row's key holding [[cell per length] per seed]
+    entry: str  # "": a cell is the value; else the key of the value in a cell's object
+    optimum: str  # the row's key of the value drawn as the optimum line, "" for none
 
+    @property
+    def axis(self):
+        return "%s (%s)" % (self.label, self.unit) if self.unit else self.label
 
-METRICS = (
-    Metric("perplexity", "perplexity", True, lambda row: row.get("perplexity"), ("ppl",), "optimal_perplexity"),
-    Metric("mean_attention_distance", "mean attention distance (positions)", True, _attention_distance,
-           ("distance", "attention")),
-    Metric("accuracy", "accuracy", False, lambda row: row.get("accuracy"), ("acc",)),
-)
+    def values(self, row):
+        """[[value or None per length] per seed] of the row, or None when the row lacks the field."""
+        seeds = row.get(self.field)
+        if not isinstance(seeds, list):
+            return None
+        return [[(c.get(self.entry) if isinstance(c, dict) else None) if self.entry else c for c in seed]
+                for seed in seeds if isinstance(seed, list)]
 
 
 def metric_stats(row, metric, lengths):
     """[(mean, std) or None (n/a) per length] of `metric` in `row`, or None when the row lacks it."""
-    data = metric.read(row)
-    if isinstance(data, dict):
-        means, stds = data.get("mean") or [], data.get("std") or []
-        return [(means[j], stds[j] if j < len(stds) and finite(stds[j]) else 0.0)
-                if j < len(means) and finite(means[j]) else None for j in range(lengths)]
-    if not isinstance(data, list):
+    seeds = metric.values(row)
+    if seeds is None:
         return None
-    seeds = [s for s in data if isinstance(s, list)]
     return [mean_std([s[j] if j < len(s) else None for s in seeds]) for j in range(lengths)]
 
 
-def find_metric(name):
-    for m in METRICS:
-        if name == m.key or name in m.aliases:
-            return m
-    raise RequestError('unknown metric "%s" (known: %s)' % (name, ", ".join(m.key for m in METRICS)))
+def known_metrics(entries):
+    """The Metrics of a sweep block's "known_metrics" (checked by request.check_sweep)."""
+    return [Metric(**{k: e[k] for k in ("key", "label", "unit", "log", "field", "entry", "optimum")})
+            for e in entries]
 
 
-def metrics_named(names):
-    """The Metrics a request's "metrics" names (each by its key or an alias), all of METRICS when it names none."""
-    return [find_metric(m) for m in names] or list(METRICS)
+def metrics_named(names, known):
+    """The Metrics of `known` a request's "metrics" names, all of `known` when it names none."""
+    keys = {m.key: m for m in known}
+    unknown = [n for n in names if n not in keys]
+    require(not unknown, 'unknown metric "%s" (known: %s)' % (", ".join(unknown), ", ".join(keys)))
+    return [keys[n] for n in names] or list(known)
 
 
 @dataclass
 class Results:
     """One results.json."""
-    path: str
     name: str
     train_length: int
     multipliers: list
@@ -102,7 +96,7 @@ def read_results(path):
     for i, row in enumerate(data["rows"]):
         require(isinstance(row, dict) and all(isinstance(row.get(k), str) for k in ("task", "method", "scheme")),
                 "%s: row %d lacks a task, a method or a scheme" % (path, i))
-    return Results(path, str(data.get("name", os.path.basename(os.path.dirname(os.path.abspath(path))))),
+    return Results(str(data.get("name", os.path.basename(os.path.dirname(os.path.abspath(path))))),
                    int(data["train_length"]), [int(m) for m in data["multipliers"]], data.get("seeds") or [],
                    data["rows"])
 

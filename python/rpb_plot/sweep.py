@@ -7,7 +7,8 @@ from . import theme
 from .axes import legend_below, legend_rows, new_figure, set_axis, tick_labels
 from .backend import NullLocator, Patch
 from .errors import finite, require
-from .results import Metric, length_indices, metric_stats, metrics_named, read_results, results_path, select_rows
+from .results import (Metric, known_metrics, length_indices, metric_stats, metrics_named, read_results, results_path,
+                      select_rows)
 from .styles import figure_styles, scheme_dims
 
 
@@ -36,7 +37,6 @@ class Panel:
     x_label: str = ""
     x_log: bool = True
     x_base: int = 2  # the log x axis's base
-    seeds: int = 1
     column: object = None  # what the figure's column shows: the task (with the length index against a setting)
 
 
@@ -88,7 +88,7 @@ def length_panels(pairs, metric, lengths, styles, empty=False):
         panels.append(Panel(title, metric, series, _optimum(mine, metric), ticks,
                             ["%d\n%dx" % (t, xs[t]) if len(trains) == 1 else str(t) for t in ticks],
                             "evaluation grid side (cells, log2)" if grid else "evaluation length (tokens, log2)",
-                            True, 2, seeds, task))
+                            True, 2, task))
     return panels
 
 
@@ -159,8 +159,7 @@ def setting_panels(pairs, metric, lengths, key):
                 title = "%s, length %d%s" % (task, length, " (%dx)" % times.pop() if len(times) == 1 else "")
                 panels.append(Panel(title, metric, [_sorted(g) for g in groups.values()],
                                     _optimum([(r, w) for r, w, _ in mine], metric),
-                                    ticks, labels, key, log, 10, max(len(r.seeds) for r, _, _ in mine),
-                                    (task, length)))
+                                    ticks, labels, key, log, 10, (task, length)))
     return panels
 
 
@@ -222,8 +221,8 @@ def _y_range(panel, log, ylim):
 
 
 def draw_panel(ax, panel, styles, ylim=None, looks=None):
-    """A sweep panel: its series (in `looks`, {label: Style}, else figure_styles of the panel's), the optimum line,
-    axes with ticks inside the data, the legend below."""
+    """Draws a sweep panel: its series (in `looks`, {label: Style}, else figure_styles of the panel's), the optimum
+    line, axes with ticks inside the data, the legend below."""
     looks = looks or figure_styles([(s.label, s.scheme) for s in panel.series], styles)
     log = panel.metric.log and all(st[0] > 0 for s in panel.series for st in s.stats if st)
     log = log and (panel.optimum is None or panel.optimum > 0) and (not ylim or ylim[0] > 0)
@@ -250,7 +249,6 @@ def draw_panel(ax, panel, styles, ylim=None, looks=None):
     ax.tick_params(labelsize=8)
     ax.grid(True, which="major", color="0.92", linewidth=0.6)
     legend_below(ax, handles, below=0.62 if "\n" in "".join(panel.x_labels) else 0.5)
-    return len(handles)
 
 
 def sweep_panels(request_sweep, styles):
@@ -263,7 +261,7 @@ def sweep_panels(request_sweep, styles):
         require(any(length_indices(res, lengths) for res in results),
                 "no length %s in the results" % ", ".join(map(str, lengths)))
     against = request_sweep.get("against") or "length"
-    metrics = metrics_named(request_sweep.get("metrics") or [])
+    metrics = metrics_named(request_sweep.get("metrics") or [], known_metrics(request_sweep["known_metrics"]))
     rows = [(length_panels(pairs, metric, lengths, styles) if against == "length"
              else setting_panels(pairs, metric, lengths, against)) for metric in metrics]
     rows = [panels for panels in rows if panels]

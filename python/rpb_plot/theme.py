@@ -1,5 +1,5 @@
-"""The constants that style every figure: edit them here (or set rpb_plot.DPI = 300 and the like before drawing,
-which sets them here) to restyle every figure."""
+"""The constants that style every figure: edit them here (or set rpb_plot.theme.DPI = 300 and the like before
+drawing; the drawing code reads them here when it draws) to restyle every figure."""
 
 PANEL_SIZE = (4.8, 3.3)  # inches of one panel, before its legend
 LEGEND_ROW = 0.21  # inches per legend row under a panel
@@ -22,6 +22,3 @@ TRAINED_SHADE = {"color": "#f0e6c8", "alpha": 0.7}  # 1-D bias: the trained rang
 HEATMAP_CMAP = "RdBu_r"  # 2-D bias: red above zero, blue below
 HEADS_PER_ROW = 4  # 2-D bias: heatmaps per row
 FEW_HEADS = 8  # 1-D bias: a module with at most this many heads lists values in its legend
-
-# The names above, sorted (rpb_plot re-exports them).
-NAMES = tuple(name for name in dir() if name.isupper() and name != "NAMES")

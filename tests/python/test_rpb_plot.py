@@ -44,11 +44,13 @@ STYLES = {"schemes": [
 BASE = {s["name"]: (s["color"], s["marker"]) for s in STYLES["schemes"]}
 # The scheme of each method of tests/data/plot/results.json (its rows' "scheme").
 SCHEME = {"learned": "learned", "t5": "t5", "t5@untrained=nearest": "t5", "alibi": "alibi"}
+# The metrics rows hold, as rpb's requests send them (its one list, train/sweep/results_json.h sweep_metrics).
+KNOWN_METRICS = rpb_plot.rpb_request([os.path.join(DATA, "results_grid.json")])["sweep"]["known_metrics"]
 
 
 def sweep_request(results, **sweep):
     block = {"results": [os.path.join(DATA, r) for r in results], "tasks": [], "methods": [], "lengths": [],
-             "metrics": [], "ylim": None, "against": "length"}
+             "metrics": [], "ylim": None, "against": "length", "known_metrics": KNOWN_METRICS}
     block.update(sweep)
     return {"format": "rpb-plot-1", "kind": "sweep", "outputs": [], "styles": STYLES, "sweep": block}
 
@@ -216,9 +218,9 @@ class SweepFigureTest(FigureChecks):
 
     def test_every_metric_of_every_task(self):
         for task, label in (("markov", "perplexity"), ("lag", "perplexity"), ("markov", "mean attention"),
-                            ("lag", "accuracy")):
+                            ("markov", "attention entropy (nats)")):
             self.panel(task, label)
-        self.assertEqual(len(self.axes), 4)  # lag has no attention distance, markov no accuracy
+        self.assertEqual(len(self.axes), 4)  # lag has no attention distance or entropy
 
     def test_colour_and_marker_per_label(self):
         seen = {}
@@ -233,13 +235,13 @@ class SweepFigureTest(FigureChecks):
         for ax in self.axes:
             self.assert_data_ticks(ax)
         self.assertEqual(self.panel("markov", "perplexity").get_yscale(), "log")
-        self.assertEqual(self.panel("lag", "accuracy").get_yscale(), "linear")
+        self.assertEqual(self.panel("markov", "attention entropy").get_yscale(), "linear")
         x = self.panel("markov", "perplexity").xaxis
         self.assertEqual([t.get_text() for t in x.get_majorticklabels()], ["16\n1x", "32\n2x", "64\n4x"])
 
     def test_na_not_drawn(self):
         for task, label in (("markov", "perplexity"), ("lag", "perplexity"), ("markov", "mean attention"),
-                            ("lag", "accuracy")):
+                            ("markov", "attention entropy")):
             ax = self.panel(task, label)
             self.assert_no_na_drawn(ax, "learned", [32, 64])
             self.assertIn("learned (n/a at 2x, 4x)", legend_texts(ax))
@@ -335,9 +337,9 @@ class CurvesFigureTest(FigureChecks):
     def test_variant_runs_and_python_api(self):
         fig = rpb_plot.plot_curves([os.path.join(DATA, "run_a"), os.path.join(DATA, "run_b")], styles=STYLES)
         lines = method_lines(fig.axes[0])
-        self.assert_style(lines["run_a"], "run_a", "t5")  # scheme from run_a/config.toml
-        self.assert_style(lines["run_b"], "run_b", "alibi")
-        self.assertEqual(to_hex(lines["run_a"].get_color()), rpb_plot.style_of("run_a", STYLES, "t5").color)
+        # Runs no sweep lists: their scheme's own colour and marker (the scheme from run_a/config.toml).
+        self.assertEqual((to_hex(lines["run_a"].get_color()), lines["run_a"].get_marker()), BASE["t5"])
+        self.assertEqual((to_hex(lines["run_b"].get_color()), lines["run_b"].get_marker()), BASE["alibi"])
         with tempfile.TemporaryDirectory() as tmp:  # no config.toml: no scheme, refused (never guessed from a name)
             os.mkdir(os.path.join(tmp, "t5"))
             with open(os.path.join(tmp, "t5", "metrics.csv"), "w") as f:
@@ -476,7 +478,8 @@ class ScriptTest(unittest.TestCase):
     def test_plot_sweep_writes_by_extension(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "results.pdf")
-            fig = rpb_plot.plot_sweep([DATA], out, tasks=["markov"], metrics=["ppl"], styles=STYLES)
+            fig = rpb_plot.plot_sweep([os.path.join(DATA, "results_grid.json")], out, tasks=["markov"],
+                                      metrics=["perplexity"], styles=STYLES)
             with open(out, "rb") as f:
                 self.assertTrue(f.read().startswith(b"%PDF"))
             self.assertEqual(len(fig.axes), 1)
@@ -491,6 +494,21 @@ def results_file(folder, name, rows, multipliers=(1, 4), train_length=16, fmt="r
         json.dump({"format": fmt, "name": os.path.splitext(name)[0], "train_length": train_length,
                    "multipliers": list(multipliers), "seeds": [0], "rows": rows}, f)
     return path
+
+
+def listing_results(folder, method, scheme, seeds):
+    """A results.json in sweep folder `folder` as rpb writes it (tests/data/plot/results_grid.json's), of one row of
+    `method` on markov listing its runs <folder>/markov/<method>/seed<k> (the folders as the sweep named them)."""
+    with open(os.path.join(DATA, "results_grid.json")) as f:
+        data = json.load(f)
+    row = data["rows"][0]
+    for key in ("perplexity", "nll", "tokens", "attention"):
+        row[key] = row[key] * len(seeds)
+    row.update(method=method, scheme=scheme, runs=[dict(row["runs"][0], seed=k, folder="elsewhere/%s/markov/%s/seed%d"
+                                                        % (os.path.basename(folder), method, k)) for k in seeds])
+    data.update(seeds=list(seeds), rows=[row])
+    with open(os.path.join(folder, "results.json"), "w") as f:
+        json.dump(data, f)
 
 
 class ReviewMendsTest(FigureChecks):
@@ -564,6 +582,10 @@ class ReviewMendsTest(FigureChecks):
                 with open(os.path.join(folder, "metrics.csv"), "w") as f:
                     f.write("step,train_loss\n1,2.0\n2,1.5\n")
                 runs.append(folder)
+            unlisted = method_lines(rpb_plot.plot_curves(runs, styles=STYLES).axes[0])
+            self.assertEqual(set(unlisted), {"seed0", "seed1"})  # no results.json lists them: their scheme's look
+            self.assertEqual((to_hex(unlisted["seed0"].get_color()), unlisted["seed0"].get_marker()), BASE["t5"])
+            listing_results(os.path.join(tmp, "quick"), "t5@untrained=nearest", "t5", (0, 1))
             fig = rpb_plot.plot_curves(runs, styles=STYLES)
         lines = method_lines(fig.axes[0])
         self.assertEqual(set(lines), {"t5@untrained=nearest/seed0", "t5@untrained=nearest/seed1"})
@@ -630,6 +652,57 @@ class ReviewMendsTest(FigureChecks):
         heads = method_lines(ax)
         self.assertNotEqual((to_hex(heads["head 0"].get_color()), heads["head 0"].get_marker()),
                             (to_hex(heads["head 10"].get_color()), heads["head 10"].get_marker()))
+
+
+class MetricsAndTicksTest(FigureChecks):
+    """The metrics drawn are rpb's one list, found in the rows; tick labels as people write numbers."""
+
+    def test_metrics_come_from_rpbs_list_and_the_rows(self):
+        self.assertEqual([m["key"] for m in KNOWN_METRICS],
+                         ["perplexity", "mean_attention_distance", "attention_entropy"])
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [{"task": "lag", "method": "t5", "scheme": "t5", "perplexity": [[3.0, 3.5]],
+                     "accuracy": [[0.5, 0.4]]}]
+            block = {"results": [results_file(tmp, "r.json", rows)], "known_metrics": KNOWN_METRICS}
+            fig = rpb_plot.draw(request("sweep", dict(block)))
+            self.assertEqual([ax.get_ylabel() for ax in fig.axes], ["perplexity"])  # no row holds the others
+            # A metric rows come to hold is drawn by one entry more in rpb's list.
+            accuracy = {"key": "accuracy", "label": "accuracy", "unit": "", "log": False, "field": "accuracy",
+                        "entry": "", "optimum": ""}
+            block["known_metrics"] = KNOWN_METRICS + [accuracy]
+            fig = rpb_plot.draw(request("sweep", dict(block)))
+            self.assertEqual([ax.get_ylabel() for ax in fig.axes], ["perplexity", "accuracy"])
+            with self.assertRaisesRegex(rpb_plot.RequestError, 'unknown metric "ppl"'):
+                rpb_plot.draw(request("sweep", dict(block, metrics=["ppl"])))
+            with self.assertRaisesRegex(rpb_plot.RequestError, "sweep.known_metrics"):
+                rpb_plot.draw(request("sweep", {"results": block["results"]}))
+
+    def test_tick_labels_read_as_numbers_people_write(self):
+        ticks = rpb_plot.nice_ticks(5, 1e9, log=True)
+        self.assertEqual(rpb_plot.tick_labels(ticks), ["10", "100", "1000", "1e4", "1e5", "1e6", "1e7", "1e8", "1e9"])
+        self.assertEqual(rpb_plot.tick_labels([0.01, 0.1, 1, 10]), ["0.01", "0.1", "1", "10"])
+        self.assertEqual(rpb_plot.tick_labels([0.5, 1.0, 1.5, 2.0]), ["0.5", "1.0", "1.5", "2.0"])
+        self.assertEqual(rpb_plot.tick_labels([2.5e7, 5e7, 7.5e7]), ["2.5e7", "5e7", "7.5e7"])
+        self.assertEqual(rpb_plot.tick_labels([1e-4, 2e-4, 3e-4]), ["1e-4", "2e-4", "3e-4"])
+        self.assertEqual(rpb_plot.tick_labels([12000, 14000, 16000]), ["12000", "14000", "16000"])
+
+    def test_a_single_value_has_one_tick_at_it(self):
+        for value, log in ((0.0, False), (3.5, False), (7.0, True)):
+            fig = rpb_plot.new_figure(3, 3)
+            ax = fig.subplots()
+            rpb_plot.set_axis(ax, "y", value, value, log)
+            fig.canvas.draw()
+            self.assertEqual(list(ax.get_yticks()), [value])
+            self.assertLess(ax.get_ylim()[0], value)
+            self.assertGreater(ax.get_ylim()[1], value)
+
+    def test_theme_constants_restyle_every_figure(self):
+        dpi = rpb_plot.theme.DPI
+        try:
+            rpb_plot.theme.DPI = 200
+            self.assertEqual(rpb_plot.new_figure(2, 2).dpi, 200)
+        finally:
+            rpb_plot.theme.DPI = dpi
 
 
 class OutputSafetyTest(unittest.TestCase):

@@ -263,6 +263,32 @@ std::vector<std::optional<double>> SweepResultsRow::perplexity_std() const {
 std::vector<std::optional<double>> SweepResultsRow::distance_mean() const { return distance_over_seeds(*this, false); }
 std::vector<std::optional<double>> SweepResultsRow::distance_std() const { return distance_over_seeds(*this, true); }
 
+const std::vector<SweepMetric>& sweep_metrics() {
+  // The fields row_json writes: "perplexity" [[ppl per length] per seed], "attention" [[{...} per length] per seed].
+  static const std::vector<SweepMetric> metrics = {
+      {"perplexity", "perplexity", "", true, "perplexity", "", "optimal_perplexity"},
+      {"mean_attention_distance", "mean attention distance", "positions", true, "attention", "mean_distance_overall",
+       ""},
+      {"attention_entropy", "attention entropy", "nats", false, "attention", "entropy_overall", ""}};
+  return metrics;
+}
+
+bool row_holds(const Json& row, const SweepMetric& metric) {
+  const auto seeds = row.find(metric.field);
+  if (seeds == row.end() || !seeds->is_array()) return false;
+  for (const Json& seed : *seeds)
+    for (const Json& cell : seed.is_array() ? seed : Json::array()) {
+      const Json* value = &cell;
+      if (!metric.entry.empty()) {
+        const auto it = cell.is_object() ? cell.find(metric.entry) : cell.end();
+        if (!cell.is_object() || it == cell.end()) continue;
+        value = &*it;
+      }
+      if (value->is_number()) return true;
+    }
+  return false;
+}
+
 SweepResults sweep_results(const SweepResult& r, const Provenance& provenance) {
   SweepResults out;
   out.provenance = provenance;

@@ -47,6 +47,27 @@ struct SweepResultsRow {
   std::vector<std::optional<double>> distance_std() const;
 };
 
+/// A metric results.json rows hold per seed and evaluation length, drawn against length by `rpb plot`: sweep_metrics
+/// is the one list of them, which `rpb plot --metric` checks against and python/rpb_plot/ reads from the plot request
+/// (cli/plot_request.h sweep_block) to find each metric in the rows it draws. A metric rows come to hold (an accuracy
+/// a task reports) is drawn by adding its entry there.
+struct SweepMetric {
+  std::string key;      // its name: `rpb plot --metric`, a request's "metrics" ("perplexity")
+  std::string label;    // the y axis label ("mean attention distance")
+  std::string unit;     // the y axis unit ("positions"), "" for none
+  bool log = false;     // a log y axis (when every value is positive)
+  std::string field;    // the row's key holding [[cell per length] per seed] ("perplexity", "attention")
+  std::string entry;    // "": a cell is the value (or null); else the key of the value in a cell's object
+  std::string optimum;  // the row's key of the value drawn as the metric's optimum line, "" for none
+};
+
+/// The metrics results.json rows hold, in the order figures draw them: perplexity, mean_attention_distance,
+/// attention_entropy.
+const std::vector<SweepMetric>& sweep_metrics();
+
+/// Whether results.json row `row` holds a value (a number) of `metric` at some seed and length.
+bool row_holds(const Json& row, const SweepMetric& metric);
+
 /// What results.json holds.
 struct SweepResults {
   std::string format = kSweepResultsFormat;  // as read ("" for the earlier, unversioned format)
