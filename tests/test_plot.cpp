@@ -350,7 +350,8 @@ TEST_CASE("plot fixtures: tests/data/plot/results_grid.json has rows as rpb writ
   const ordered_json written = ordered_json::parse(file_text(sweep_folder(dir) / "results.json"));
   std::vector<std::string> keys;
   for (const auto& item : written.at("rows")[0].items()) keys.push_back(item.key());
-  for (const auto& row : ordered_json::parse(file_text(path)).at("rows")) {
+  const ordered_json committed = ordered_json::parse(file_text(path));  // named: the loop reads into it
+  for (const auto& row : committed.at("rows")) {
     std::vector<std::string> have;
     for (const auto& item : row.items()) have.push_back(item.key());
     CHECK(have == keys);
