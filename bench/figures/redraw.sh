@@ -27,15 +27,17 @@ figures=(
   "extrapolation_2d perplexity perplexity"
   "extrapolation_2d mean_attention_distance attention_distance"
 )
+if [ "$copy" = 1 ]; then  # each sweep once, however many figures it has
+  for sweep in $(printf '%s\n' "${figures[@]}" | cut -d' ' -f1 | sort -u); do
+    mkdir -p "bench/figures/$sweep"
+    cp "checkpoints/$sweep/results.json" "bench/figures/$sweep/results.json"
+  done
+fi
 for f in "${figures[@]}"; do
   read -r sweep metric name <<< "$f"
   dir=bench/figures/$sweep
-  if [ "$copy" = 1 ]; then
-    mkdir -p "$dir"
-    cp "checkpoints/$sweep/results.json" "$dir/results.json"
-  fi
-  dest=${out_dir:-$dir}
-  [ -n "$out_dir" ] && dest=$out_dir/$sweep && mkdir -p "$dest"
+  dest=$dir
+  if [ -n "$out_dir" ]; then dest=$out_dir/$sweep; mkdir -p "$dest"; fi
   for ext in ${formats//,/ }; do
     "$rpb" plot "$dir" --metric "$metric" --out "$dest/$name.$ext"
   done
