@@ -81,6 +81,9 @@ struct PositionOptions {
   int64_t max_positions = 512;          // learned
   double rope_base = 10000.0;           // rope
   int64_t max_side = 16;                // learned2d: the largest grid side
+  int64_t train_length = 0;             // the run's training length (run.length; a grid's side), which schemes that
+                                        // scale with it read; 0 when unknown (`rpb bias` without --train-length).
+                                        // Set by the config reader, not a config key of its own
   Untrained untrained = Untrained::keep;  // the table schemes (SchemeInfo::row_table): what evaluation reads at a
                                           // row no training forward read
   double init_std = 0.02;               // learned tables (t5, shaw, learned: normal; learned2d, clipped2d:

@@ -184,6 +184,7 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
   if (dims == 2 && !pos.has("scheme")) p.scheme = "swin";
   pos.get("scheme", p.scheme, nn::scheme_names(dims));
   read_position_options(pos, "position", p);
+  p.train_length = c.length;
   const nn::PositionOptions po = c.position();
   const nn::SchemeInfo& info = nn::scheme_info(po);
   // The table of an option (the one that bounds the scheme's length, or one an error names): [grid] (max_side) or
