@@ -172,6 +172,21 @@ void print_bias(const nn::PositionScheme& scheme, const Tensor& bias, const Bias
   }
 }
 
+// The fixed input of a learned function (q, k) (fire), and what turns it into a bias.
+void print_function_input(const nn::PositionScheme& scheme, const Tensor& input, const BiasOptions& o,
+                          std::ostream& out) {
+  const auto v = input.to_vector();
+  const int64_t q = o.query_length, k = o.key_length;
+  out << scheme.title() << " (" << scheme.title_options() << "; " << axes(o) << "):\n"
+      << "the input of the learned function at the start of training, psi(i - j) / (psi(max(i, L)) + eps):\n";
+  for (int64_t r = 0; r < q; ++r) {
+    for (int64_t c = 0; c < k; ++c) out << fixed4(v[r * k + c]);
+    out << "\n";
+  }
+  out << "Each value is the input of a learned MLP that gives one bias per head; the bias values need a trained "
+         "checkpoint (rpb inspect draws them).\n";
+}
+
 }  // namespace
 
 int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err) {
@@ -185,6 +200,7 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
   // The dimensions of the embedding schemes do not change what is printed (they have no bias matrix).
   po.d_model = 64;
   po.head_dim = 64;
+  po.train_length = o.key_length;  // fire without --fire-length: as if trained at the printed length
 
   std::shared_ptr<nn::PositionScheme> scheme;
   try {
@@ -209,16 +225,19 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
   const Tensor index = scheme->index(p);  // (q, k) i64 for the table schemes, else undefined
   const bool fixed_bias = scheme->kind() == nn::PositionKind::additive_bias && !scheme->learned();
   const Tensor bias = fixed_bias ? scheme->bias(p) : Tensor();  // (H, q, k)
+  const Tensor input = scheme->function_input(p);                 // (q, k) f64 for a learned function, else undefined
 
   if (o.json) {
     Json j = {{"scheme", scheme->name()}, {"kind", nn::kind_name(scheme->kind())}};
     if (index.defined()) j["buckets"] = json_matrix(index);
     if (bias.defined()) j["bias"] = json_bias(bias);
+    if (input.defined()) j["function_input"] = json_bias(reshape(input, {1, o.query_length, o.key_length}))[0];
     out << j.dump() << "\n";  // compact: one line
     return 0;
   }
   if (index.defined()) print_index(*scheme, index, o, out);
   else if (bias.defined()) print_bias(*scheme, bias, o, out);
+  else if (input.defined()) print_function_input(*scheme, input, o, out);
   else out << o.position.scheme << ": " << kind_sentence(scheme->kind()) << "; it has no bias matrix.\n";
   return 0;
 }

@@ -6,6 +6,7 @@
 // in core/ops/<family>.cpp.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "core/autograd.h"
@@ -134,6 +135,8 @@ struct AttentionSpec {
   bool packed_qkv = false;
 };
 
+class BiasTiles;
+
 /// An additive attention bias that depends on a (query, key) pair only through their relative position: one
 /// value per head and per offset that can occur, in `table` (H, R). Where the tokens sit decides R and the
 /// column a pair reads:
@@ -143,14 +146,35 @@ struct AttentionSpec {
 ///   a lattice (`grid` = (n_0, ..., n_{d-1})): Tq == Tk == n_0 ... n_{d-1} tokens are its cells in raster order
 ///     (the last axis fastest); R = (2 n_0 - 1) ... (2 n_{d-1} - 1) and a pair whose offset key - query is
 ///     (o_0, ..., o_{d-1}) reads column sum_a (o_a + n_a - 1) * prod_{b > a} (2 n_b - 1).
+///
+/// A bias that is no table over offsets (FIRE's depends on the query's position past its threshold) comes as
+/// `tiles` instead: computed by the kernel tile by tile where it reads it, in O(Tq + Tk) memory, on a line only.
 struct RelativeBias {
   RelativeBias() = default;
   /// A bias over a line (`grid` empty) or a lattice; a Tensor converts to a line bias.
   RelativeBias(Tensor table, std::vector<int64_t> grid = {}) : table(std::move(table)), grid(std::move(grid)) {}
-  bool defined() const { return table.defined(); }
+  /// A bias over a line computed tile by tile.
+  explicit RelativeBias(std::shared_ptr<const BiasTiles> tiles) : tiles(std::move(tiles)) {}
+  bool defined() const { return table.defined() || tiles != nullptr; }
 
   Tensor table;               // (H, R)
   std::vector<int64_t> grid;  // the lattice's extents, outermost first; empty for a line
+  std::shared_ptr<const BiasTiles> tiles;  // instead of `table`: a bias computed where it is read
+};
+
+/// An additive bias over a line that fused_attention computes tile by tile instead of reading a table (see
+/// RelativeBias). A constant to the kernel, as score_bias: it takes no gradient, so a scheme whose bias learns uses
+/// it only where no gradient is recorded (evaluation) and a differentiable form elsewhere.
+class BiasTiles {
+ public:
+  virtual ~BiasTiles() = default;
+  /// The heads it holds a bias for (fused_attention's H).
+  virtual int64_t heads() const = 0;
+  /// Adds head h's bias to the scores of `rows` queries at positions i0 .. i0 + rows - 1 over `cols` keys at
+  /// positions j0 .. j0 + cols - 1: s[r * ld + c] += bias(h, i0 + r, j0 + c). Positions are absolute (a query row r
+  /// of fused_attention sits at q_offset + r). Called concurrently from several threads.
+  virtual void add(int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* s, int64_t ld) const = 0;
+  virtual void add(int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols, double* s, int64_t ld) const = 0;
 };
 
 /// softmax(scale q k^T + bias + score_bias + masks) v, tiled over queries and keys with an online softmax: the

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/checked.h"
+#include "core/dispatch.h"
 
 namespace rpb::nn {
 
@@ -37,6 +38,20 @@ Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len
     for (int64_t j = 0; j < k_len; ++j) idx[static_cast<std::size_t>(i * k_len + j)] = j - i + q_len - 1;
   // (R, H) rows picked per (i, j) -> (Tq, Tk, H) -> (H, Tq, Tk)
   return permute(index_select(transpose(relative, 0, 1), Tensor::indices({q_len, k_len}, idx)), {2, 0, 1});
+}
+
+Tensor full_bias(const RelativeBias& bias, int64_t q_len, int64_t k_len, int64_t q_offset, DType dtype) {
+  RPB_CHECK(bias.grid.empty(), "attention", "a relative bias over a grid has no line form (its grid ",
+            bias.grid.size(), "-D)");
+  if (!bias.tiles) return expand_relative_bias(bias.table, q_len, k_len);
+  const int64_t heads = bias.tiles->heads();
+  Tensor full = Tensor::zeros({heads, q_len, k_len}, dtype);
+  dispatch_float(dtype, "attention", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = full.mutable_data<T>();
+    for (int64_t h = 0; h < heads; ++h) bias.tiles->add(h, q_offset, q_len, 0, k_len, p + h * q_len * k_len, k_len);
+  });
+  return full;
 }
 
 double attention_scale(double scale, int64_t head_dim) {
@@ -122,7 +137,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   }
   const Tensor full = bias.full.defined() || !bias.relative.defined()
                           ? bias.full
-                          : expand_relative_bias(bias.relative.table, T, Tk);
+                          : full_bias(bias.relative, T, Tk, offset, q.dtype());
   Tensor mask;
   if (causal_) mask = causal_mask(T, Tk, offset);
   if (key_padding_mask.defined()) {

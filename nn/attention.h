@@ -42,6 +42,10 @@ struct AttentionPositions {
 /// (H, Tq, Tk): the full bias of a relative one over a line, full[h, i, j] = relative[h, j - i + Tq - 1].
 Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len);
 
+/// (H, Tq, Tk): the full bias of a line bias in either relative form (a table over offsets, or tiles computed for
+/// queries at q_offset .. over keys at 0 ..), in `dtype` (the tiles' output; a table keeps its own).
+Tensor full_bias(const RelativeBias& bias, int64_t q_len, int64_t k_len, int64_t q_offset, DType dtype);
+
 /// Cached keys and values of one attention layer (incremental decoding).
 struct LayerCache {
   Tensor k;  // (B, H, Tcached, dh)

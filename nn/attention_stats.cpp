@@ -147,7 +147,7 @@ void accumulate_attention_stats(const AttentionInputs& in, AttentionStats& stats
   const int64_t B = in.q.size(0), H = in.q.size(1), dh = in.q.size(3);
   const Tensor q = in.q.to(DType::f64), k = in.k.to(DType::f64);
   const Tensor full = in.full_bias.defined() ? in.full_bias.to(DType::f64) : Tensor();
-  const Tensor rel = !full.defined() && in.relative.defined() ? in.relative.table.to(DType::f64) : Tensor();
+  const Tensor rel = !full.defined() && in.relative.table.defined() ? in.relative.table.to(DType::f64) : Tensor();
   const Tensor sb = in.score_bias.defined() ? in.score_bias.to(DType::f64) : Tensor();
   const Tensor kpad = in.key_padding.defined() ? in.key_padding.to(DType::i64) : Tensor();
   const Tensor qpad = in.query_padding.defined() ? in.query_padding.to(DType::i64) : Tensor();
@@ -178,6 +178,7 @@ void accumulate_attention_stats(const AttentionInputs& in, AttentionStats& stats
           else if (rel.defined()) s[j] += rel.data<double>()[h * R + g.column(i, j)];
           if (sbp != nullptr) s[j] += sbp[i * g.Tk + j];
         }
+        if (!full.defined() && in.relative.tiles) in.relative.tiles->add(h, g.q_offset + i, 1, 0, g.Tk, s.data(), g.Tk);
         add_row(s, g, i, cp, items[static_cast<std::size_t>(item)]);
       }
     }

@@ -47,6 +47,8 @@ inline constexpr double kMaxLambda = 1e6;                       // log_decay: la
 inline constexpr RealRange lambda{0.0, kMaxLambda};             // log_decay
 inline constexpr RealRange rope_base{1.0, 1e12, true};          // rope: (1, 1e12]
 inline constexpr RealRange init_std{0.0, 10.0, true};           // the learned tables: (0, 10]
+inline constexpr Range fire_length{0, kMaxPosition};            // fire: L0 (0: run.length)
+inline constexpr Range fire_hidden{1, int64_t{1} << 12};         // fire: the MLP's width
 
 // [grid]
 inline constexpr Range max_side{1, int64_t{1} << 16};  // learned2d

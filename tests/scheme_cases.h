@@ -23,6 +23,8 @@ struct SchemeCase {
 
 /// The 1-D schemes and none (tests/test_position.cpp).
 std::vector<SchemeCase> position_1d_scheme_cases();
+/// FIRE's (tests/test_fire.cpp), one of position_1d_scheme_cases().
+SchemeCase fire_scheme_case();
 /// The 2-D schemes of global attention (tests/test_position_2d.cpp).
 std::vector<SchemeCase> position_2d_scheme_cases();
 /// The window schemes, swin and swin_v2 (tests/test_window_attention.cpp).

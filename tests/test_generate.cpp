@@ -34,6 +34,7 @@ TransformerOptions decoding_model_options(const std::string& scheme, bool fused,
   o.position.max_relative_position = 5;
   o.position.max_positions = 128;
   o.position.learnable_lambda = true;
+  o.position.fire_length = 16;  // fire: queries past 16 read the tiles (fused) or their own normaliser
   return o;
 }
 

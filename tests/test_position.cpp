@@ -330,6 +330,7 @@ TEST_CASE("schemes: kinds, names, parameters and buffers") {
   o.heads = 4;
   o.d_model = 8;
   o.head_dim = 8;
+  o.train_length = 16;  // fire's L0
   struct Want {
     const char* scheme;
     PositionKind kind;
@@ -346,6 +347,9 @@ TEST_CASE("schemes: kinds, names, parameters and buffers") {
       {"learned", PositionKind::absolute, true, {"table"}, {}, {{512, 8}}},
       {"rope", PositionKind::rotary, false, {}, {"inv_freq"}, {}},
       {"none", PositionKind::none, false, {}, {}, {}},
+      {"fire", PositionKind::additive_bias, true,
+       {"c", "multiplier", "hidden.weight", "hidden.bias", "out.weight", "out.bias"}, {},
+       {{1}, {1}, {32, 1}, {32}, {4, 32}, {4}}},
   };
   // The table against the registry: one entry per 1-D scheme, each agreeing with its row.
   for (const std::string& name : nn::scheme_names(1))
@@ -846,7 +850,8 @@ std::vector<SchemeCase> position_1d_scheme_cases() {
   return {{"learned", golden_learned, gradcheck_learned},    {"sinusoidal", golden_sinusoidal, gradcheck_sinusoidal},
           {"rope", golden_rope, gradcheck_rope},             {"t5", golden_t5, gradcheck_t5},
           {"shaw", golden_shaw, gradcheck_shaw},             {"log_decay", golden_log_decay, gradcheck_log_decay},
-          {"alibi", golden_alibi, gradcheck_alibi},          {"none", golden_none, gradcheck_none}};
+          {"alibi", golden_alibi, gradcheck_alibi},          {"none", golden_none, gradcheck_none},
+          fire_scheme_case()};
 }
 
 }  // namespace rpb::testing

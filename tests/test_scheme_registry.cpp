@@ -62,7 +62,7 @@ TEST_CASE("registry rows: unique names per dims, builders for every scheme but t
     CHECK((s.length_option != nullptr) == (s.max_length(PositionOptions{}) > 0));
   }
   CHECK(scheme_names(1) ==
-        std::vector<std::string>{"learned", "sinusoidal", "rope", "t5", "shaw", "log_decay", "alibi", "none"});
+        std::vector<std::string>{"learned", "sinusoidal", "rope", "t5", "shaw", "log_decay", "alibi", "fire", "none"});
   CHECK(find_scheme("none", 1) == find_scheme("none", 2));
   CHECK(find_scheme("swin", 1) == nullptr);
   CHECK(find_scheme("t5", 2) == nullptr);
@@ -78,6 +78,7 @@ TEST_CASE("a built scheme answers to its row: kind, name and whether it learns")
       o.scheme = s.name;
       o.dims = dims;
       o.heads = 2;
+      o.train_length = 16;  // fire's L0
       o.d_model = 8;
       o.head_dim = 4;
       o.max_positions = 8;
@@ -131,6 +132,7 @@ TEST_CASE("models read the registry: per-layer tables, the longest length and th
   o.position.num_buckets = 8;
   o.position.max_distance = 16;
   o.position.max_positions = 12;
+  o.position.train_length = 12;  // fire's L0
   for (const std::string& scheme : scheme_names(1)) {
     for (const bool learnable : {false, true}) {
       INFO("scheme: ", scheme, ", learnable lambda: ", learnable);
@@ -142,9 +144,11 @@ TEST_CASE("models read the registry: per-layer tables, the longest length and th
       const SchemeInfo& info = scheme_info(po);
       const bool per_layer = info.per_layer && info.learned(po);
       CHECK((lm.position() == nullptr) == per_layer);
-      // learned: a (12, 8) table; t5 and shaw: (8, 2) and (33, 2) tables per layer; log_decay: 2 per layer.
+      // learned: a (12, 8) table; t5 and shaw: (8, 2) and (33, 2) tables per layer; log_decay: 2 per layer; fire:
+      // c, the multiplier, a (32, 1) layer with 32 biases and a (2, 32) one with 2 per layer.
       const std::map<std::string, int64_t> want{{"learned", 96}, {"t5", 3 * 16}, {"shaw", 3 * 66},
-                                                {"log_decay", learnable ? 3 * 2 : 0}};
+                                                {"log_decay", learnable ? 3 * 2 : 0},
+                                                {"fire", 3 * (2 + 32 + 32 + 2 * 32 + 2)}};
       CHECK(position_parameter_count(lm) == (want.count(scheme) ? want.at(scheme) : 0));
       CHECK(lm.max_length() == (scheme == "learned" ? 12 : 0));
     }
@@ -172,6 +176,7 @@ TEST_CASE("models count their parameters without being built, for every scheme, 
   o.position.max_positions = 12;
   o.position.max_side = 5;
   o.position.max_relative_position = 2;
+  o.position.train_length = 12;  // fire's L0
   for (const std::string& scheme : scheme_names(1))
     for (const bool share : {false, true})
       for (const bool tie : {false, true})

@@ -80,18 +80,22 @@ struct Task {
   const T* k;              // (Tk, dh), rows in_row apart
   const T* v;              // (Tk, dh), rows in_row apart
   const T* rel;            // (R) or null
+  const BiasTiles* tiles;  // head `head`'s bias computed per tile, or null
+  int64_t head;
   const uint8_t* padded;   // (Tk) or null
   const T* score;          // (Tq, Tk) or null
 };
 
 template <typename T>
 Task<T> task_of(const Geometry& g, int64_t task, const T* q, const T* k, const T* v, const T* rel,
-                const uint8_t* padded, const T* score) {
+                const BiasTiles* tiles, const uint8_t* padded, const T* score) {
   const int64_t b = task / g.H, h = task % g.H;
   return {q + g.q_offset_of(b, h),
           k + g.k_offset_of(b, h),
           v + g.v_offset_of(b, h),
           rel ? rel + h * g.R : nullptr,
+          tiles,
+          h,
           padded ? padded + b * g.Tk : nullptr,
           score ? score + (b % g.G) * g.Tq * g.Tk : nullptr};
 }
@@ -113,6 +117,7 @@ void score_tile(const Geometry& g, const Task<T>& t, int64_t i0, int64_t bq, int
         for (int64_t c = 0; c < bk; ++c) S(r, c) += t.rel[g.rel_index(i0 + r, j0 + c)];
     }
   }
+  if (t.tiles) t.tiles->add(t.head, g.spec.q_offset + i0, bq, j0, bk, S.data(), bk);
   if (t.score) S += CSMat<T>(t.score + i0 * g.Tk + j0, bq, bk, Eigen::OuterStride<>(g.Tk));
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   if (t.padded)
@@ -315,7 +320,12 @@ Geometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v, const Re
   g.spec = spec;
   set_shapes(g, q, k, v);
   set_bias_layout(g, bias.grid);
-  if (bias.defined())
+  if (bias.tiles) {
+    RPB_CHECK(!bias.table.defined() && g.line, "fused_attention",
+              "a bias computed by tiles holds the whole bias of a line: no table and no grid beside it");
+    RPB_CHECK(bias.tiles->heads() == g.H, "fused_attention", "the bias tiles hold ", bias.tiles->heads(),
+              " heads, the attention has ", g.H);
+  } else if (bias.defined())
     RPB_CHECK(bias.table.dtype() == q.dtype() && bias.table.shape() == Shape({g.H, g.R}), "fused_attention",
               "rel_bias ", dtype_name(bias.table.dtype()), " ", bias.table.shape(), " is not ", dtype_name(q.dtype()),
               " (H, R) = (", g.H, ", ", g.R, ") for ", g.Tq, " queries and ", g.Tk, " keys",
@@ -339,6 +349,7 @@ Geometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v, const Re
 struct Saved {
   Geometry g;
   Tensor q, k, v, rel, score, out, lse;
+  std::shared_ptr<const BiasTiles> tiles;
   std::vector<uint8_t> padded;
 };
 
@@ -367,7 +378,7 @@ void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
     parallel_for(g.B * g.H, [&](int64_t begin, int64_t end) {
       for (int64_t task = begin; task < end; ++task) {
         const int64_t b = task / g.H, h = task % g.H, oo = g.out_offset_of(b, h);
-        backward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pscore), po + oo, pl + task * g.Tq, pg + oo,
+        backward_task(g, task_of(g, task, pq, pk, pv, prel, s.tiles.get(), ppad, pscore), po + oo, pl + task * g.Tq, pg + oo,
                       pdq + g.q_offset_of(b, h), pdk + g.k_offset_of(b, h), pdv + g.v_offset_of(b, h),
                       need_rel ? drel_tasks.data() + task * g.R : nullptr);
       }
@@ -406,7 +417,7 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
     T* pl = lse.mutable_data<T>();
     parallel_for(g.B * g.H, [&](int64_t begin, int64_t end) {
       for (int64_t task = begin; task < end; ++task)
-        forward_task(g, task_of(g, task, pq, pk, pv, prel, ppad, pscore),
+        forward_task(g, task_of(g, task, pq, pk, pv, prel, bias.tiles.get(), ppad, pscore),
                      po + g.out_offset_of(task / g.H, task % g.H), pl + task * g.Tq);
     });
   });
@@ -414,7 +425,8 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   if (autograd::should_record({&q, &k, &v, &rel})) {
     auto detached = [](const Tensor& t) { return t.defined() ? t.detach() : Tensor(); };
     auto saved = std::make_shared<const Saved>(Saved{g, q.detach(), detached(k), detached(v), detached(rel),
-                                                     detached(score_bias), out.detach(), lse, std::move(padded)});
+                                                     detached(score_bias), out.detach(), lse, bias.tiles,
+                                                     std::move(padded)});
     autograd::record(OpKind::FusedAttention, out, {&q, &k, &v, &rel},
                      [saved](const Tensor& grad, InputGrads& gi) { attention_backward(*saved, grad, gi); });
   }

@@ -33,12 +33,17 @@ const std::vector<PositionOptionInfo>& option_rows() {
        .read_by = [](const SchemeInfo& s) { return named(s, "learned"); }, .range = L::max_positions},
       {.key = "rope_base", .member = &P::rope_base, .doc = "the base of the rotation frequencies",
        .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::rope_base},
+      {.key = "fire_length", .member = &P::fire_length,
+       .doc = "L0: FIRE's threshold starts at L = L0 (a learned multiplier scales it); 0: run.length",
+       .read_by = [](const SchemeInfo& s) { return named(s, "fire"); }, .range = L::fire_length, .bias_flag = true},
+      {.key = "fire_hidden", .member = &P::fire_hidden, .doc = "the width of FIRE's MLP",
+       .read_by = [](const SchemeInfo& s) { return named(s, "fire"); }, .range = L::fire_hidden},
       {.key = "max_side", .member = &P::max_side, .doc = "the table's side: the largest grid side",
        .read_by = [](const SchemeInfo& s) { return named(s, "learned2d"); }, .range = L::max_side, .table = "grid"},
       {.key = "init_std", .member = &P::init_std, .doc = "std of the learned table's initial values",
        .read_by =
            [](const SchemeInfo& s) {
-             for (const char* n : {"t5", "shaw", "learned", "learned2d", "clipped2d"})
+             for (const char* n : {"t5", "shaw", "learned", "learned2d", "clipped2d", "fire"})
                if (named(s, n)) return true;
              return false;
            },

@@ -17,9 +17,9 @@ namespace rpb::nn {
 namespace scheme_files {
 // Defined each in nn/position/<name>.cpp.
 using Validator = void(const PositionOptions& o);
-SchemeFactory make_learned, make_sinusoidal, make_rope, make_t5, make_shaw, make_log_decay, make_alibi,
+SchemeFactory make_learned, make_sinusoidal, make_rope, make_t5, make_shaw, make_log_decay, make_alibi, make_fire,
     make_learned2d, make_sinusoidal2d, make_alibi2d, make_clipped2d, make_none;
-Validator validate_learned, validate_sinusoidal, validate_rope, validate_t5, validate_shaw, validate_log_decay,
+Validator validate_learned, validate_sinusoidal, validate_rope, validate_t5, validate_shaw, validate_log_decay, validate_fire,
     validate_learned2d, validate_sinusoidal2d, validate_clipped2d;
 }  // namespace scheme_files
 
@@ -70,6 +70,15 @@ const std::vector<SchemeInfo>& scheme_rows() {
     {"alibi", 1, K::additive_bias, "ALiBi", "#2ca02c", "^",
      "-m_h * |i - j| with the ALiBi paper's slopes", false, none, unbounded,
      nullptr, no_options, make_alibi, W::none},
+    {"fire", 1, K::additive_bias, "FIRE", "#17becf", "*",
+     "FIRE's learned MLP of log distance over the query's log position", true,
+     [](const PositionOptions& o) {
+       // c and the multiplier, the hidden layer (weight and bias), the output layer (weight and bias)
+       const int64_t hidden = checked_mul(o.fire_hidden, 2, "position", "fire");
+       return checked_add(checked_add(2 + hidden, o.heads, "position", "fire"),
+                          checked_mul(o.fire_hidden, o.heads, "position", "fire"), "position", "fire");
+     },
+     unbounded, nullptr, validate_fire, make_fire, W::none},
     {"swin", 2, K::window, "Swin V1 table (windows)", "#d62728", "h",
      "Swin V1 window attention with a learned bias table", false,
      none, unbounded, nullptr, no_options, nullptr, W::table},

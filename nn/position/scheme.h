@@ -81,6 +81,8 @@ struct PositionOptions {
   int64_t max_positions = 512;          // learned
   double rope_base = 10000.0;           // rope
   int64_t max_side = 16;                // learned2d: the largest grid side
+  int64_t fire_length = 0;              // fire: L0, the threshold's starting length L = |m L0| (0: train_length)
+  int64_t fire_hidden = 32;             // fire: the width of the MLP 1 -> fire_hidden -> heads
   int64_t train_length = 0;             // the run's training length (run.length; a grid's side), which schemes that
                                         // scale with it read; 0 when unknown (`rpb bias` without --train-length).
                                         // Set by the config reader, not a config key of its own
@@ -148,6 +150,9 @@ class PositionScheme : public Module, public Positional {
   virtual Tensor rotate(const Tensor& x, int64_t offset) const;
   /// Schemes that read a table: the (q_len, k_len) i64 row each score reads; undefined otherwise.
   virtual Tensor index(const Positions& p) const;
+  /// Schemes whose bias is a learned function of a fixed input (fire): the (q_len, k_len) f64 input each score's
+  /// bias is computed from, with the parameters as they are; undefined otherwise.
+  virtual Tensor function_input(const Positions& p) const { return Tensor(); }
 
   /// What `rpb bias` prints above the scheme's matrix: a title ("t5 buckets of key - query") and the options it
   /// depends on ("causal, 32 buckets, max_distance 128"; may be empty).
