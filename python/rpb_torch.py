@@ -174,6 +174,33 @@ class Rotary(nn.Module):
         return x * angle.cos() + torch.cat([-x2, x1], dim=-1) * angle.sin()
 
 
+class Fire(nn.Module):
+    """fire: f(psi(i - j) / (psi(max(i, L)) + 1e-6)), psi(x) = log(|c x| + 1), L = |multiplier L0|, f = out(relu(hidden(x)))
+    (nn/position/fire.cpp; the FIRE module of mcleish7/arithmetic, cramming/architectures/embeddings.py), in float32."""
+
+    def __init__(self, length0, width, heads):
+        super().__init__()
+        self.c = nn.Parameter(torch.zeros(1))
+        self.multiplier = nn.Parameter(torch.zeros(1))
+        self.hidden = nn.Linear(1, width)
+        self.out = nn.Linear(width, heads)
+        self.length0 = float(length0)
+
+    def bias(self, length):
+        positions = torch.arange(length, dtype=torch.float32)
+        threshold = torch.abs(self.multiplier * self.length0)
+        normaliser = torch.max(positions, threshold)[:, None]
+        distance = torch.log(torch.abs(self.c * (positions[:, None] - positions[None, :])) + 1)
+        normaliser = torch.log(torch.abs(self.c * normaliser) + 1)
+        x = distance / (normaliser + 1e-6)
+        return self.out(torch.relu(self.hidden(x[..., None]))).permute(2, 0, 1)
+
+
+def _fire(config, d_model, heads):
+    length0 = key(config, "position", "fire_length") or key(config, "run", "length")
+    return Fire(length0, key(config, "position", "fire_hidden"), heads)
+
+
 class NoPosition(nn.Module):
     """none: nothing (also the type of a block that holds no position module)."""
 
@@ -205,6 +232,7 @@ POSITION_BUILDERS = {
     "log_decay": lambda config, d_model, heads: DistanceBias([key(config, "position", "lambda")] * heads,
                                                              key(config, "position", "learnable_lambda"), torch.log1p),
     "alibi": lambda config, d_model, heads: DistanceBias(alibi_slopes(heads), False, lambda d: d),
+    "fire": _fire,
     "none": lambda config, d_model, heads: NoPosition(),
 }
 SCHEMES = tuple(POSITION_BUILDERS)  # every 1-D scheme of the registry
@@ -292,9 +320,9 @@ class LanguageModel(nn.Module):
         scheme = key(config, "position", "scheme")
         args = (d_model, heads, m("d_ff"), m("gelu"), m("attn_scale"))
         probe = make_position(config, d_model, heads)
-        # nn/transformer.cpp's positions_per_layer: a learned bias (t5, shaw, a learnable log_decay) may be one
+        # nn/transformer.cpp's positions_per_layer: a learned bias (t5, shaw, a learnable log_decay, fire) may be one
         # per layer; every other scheme is one module.
-        per_layer = (not m("share_position") and isinstance(probe, (TableBias, DistanceBias))
+        per_layer = (not m("share_position") and isinstance(probe, (TableBias, DistanceBias, Fire))
                      and any(True for _ in probe.parameters()))
         self.tok = nn.Embedding(vocab, d_model)
         if not per_layer:

@@ -69,6 +69,7 @@ TransformerOptions model_options(const std::string& scheme, bool causal, bool fu
   o.position.max_relative_position = 8;
   o.position.learnable_lambda = true;
   o.position.max_positions = 256;
+  o.position.fire_length = 64;  // fire: queries past 64 read their own normaliser
   return o;
 }
 

@@ -90,9 +90,10 @@ bool reads(const std::string& key, const Combo& c) {
   if (key == "position.max_positions") return s == "learned";
   if (key == "grid.max_side") return s == "learned2d";
   if (key == "position.rope_base") return s == "rope";
+  if (key == "position.fire_length" || key == "position.fire_hidden") return s == "fire";
   // Learned tables; learned positions under the scaled recipe take fairseq's 1/sqrt(d_model) instead.
   if (key == "position.init_std")
-    return s == "t5" || s == "shaw" || s == "clipped2d" || s == "learned2d" || (s == "learned" && !scaled);
+    return s == "t5" || s == "shaw" || s == "clipped2d" || s == "learned2d" || s == "fire" || (s == "learned" && !scaled);
   if (key == "grid.window" || key == "grid.shift") return window;
   if (key == "grid.cpb_hidden") return s == "swin_v2";
   if (key == "task.vocab" || key == "task.seed") return c.task != "kjv";
@@ -115,7 +116,8 @@ std::string other_value(const std::string& key, const Combo& c, const std::strin
       {"run.seed", "1"}, {"run.batch", "3"}, {"run.eval_tokens", "48"},
       {"position.num_buckets", "16"}, {"position.max_distance", "64"}, {"position.max_relative_position", "1"},
       {"position.lambda", "1.0"}, {"position.learnable_lambda", "true"}, {"position.max_positions", "128"},
-      {"position.rope_base", "100.0"}, {"position.init_std", "0.5"}, {"grid.window", "4"}, {"grid.shift", "false"},
+      {"position.rope_base", "100.0"}, {"position.fire_length", "3"}, {"position.fire_hidden", "8"},
+      {"position.init_std", "0.5"}, {"grid.window", "4"}, {"grid.shift", "false"},
       {"grid.cpb_hidden", "8"}, {"grid.max_side", "16"}, {"task.vocab", "7"}, {"task.seed", "5"},
       {"task.order", "1"}, {"task.concentration", "2.0"}, {"task.lag", "3"}, {"task.noise", "0.3"},
       {"task.train_tokens", "2048"}, {"task.eval_tokens", "2048"}};

@@ -32,6 +32,7 @@ TransformerOptions tiny(const std::string& scheme, bool causal = true) {
   o.causal = causal;
   o.position.scheme = scheme;
   o.position.num_buckets = 8;
+  o.position.train_length = 16;  // fire's L0
   o.position.max_distance = 16;
   o.position.max_relative_position = 3;
   o.position.max_positions = 80;

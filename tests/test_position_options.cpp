@@ -109,6 +109,7 @@ TEST_CASE("position option descriptors: a scheme its read_by leaves out is unaff
     o.heads = 2;
     o.d_model = 8;
     o.head_dim = 4;
+    o.train_length = 4;  // fire's L0
     o.dtype = DType::f64;
     const std::vector<double> base = fingerprint(o);
     for (const PositionOptionInfo& d : position_option_table()) {

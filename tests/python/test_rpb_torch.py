@@ -63,6 +63,8 @@ learnable_lambda = {learnable_lambda}
 max_positions = 64
 rope_base = 10000.0
 untrained = "{untrained}"
+fire_length = {fire_length}
+fire_hidden = 8
 
 [task]
 kind = "markov"
@@ -81,7 +83,7 @@ schedule = "constant"
 # that each of them is exercised: a head of its own, erf GELU, an explicit scale, per-layer tables, 3 heads (ALiBi's
 # interleaved slopes).
 DEFAULTS = dict(heads=2, tie_head="true", share_position="true", attn_scale="0.0", gelu="tanh",
-                learnable_lambda="false", embedding="scheme", untrained="keep")
+                learnable_lambda="false", embedding="scheme", untrained="keep", fire_length="0")
 RUNS = {
     "t5": dict(),
     "t5_per_layer": dict(scheme="t5", share_position="false", tie_head="false"),
@@ -94,6 +96,8 @@ RUNS = {
     "sinusoidal_gpt2": dict(scheme="sinusoidal", embedding="gpt2"),
     "learned": dict(tie_head="false"),
     "rope": dict(),
+    "fire": dict(share_position="false"),  # L0 = run.length: at 4x, queries past the threshold
+    "fire_shared": dict(scheme="fire", fire_length="8"),  # a threshold of its own, below run.length
     "none": dict(),
 }
 
@@ -177,7 +181,7 @@ class RegistryCopies(unittest.TestCase):
             with self.subTest(scheme=s["name"]):
                 table = RecordingTable({k: o["default"] for k, o in self.options.items() if o["table"] == "position"},
                                        scheme=s["name"])
-                rpb_torch.make_position({"position": table}, 16, 2)
+                rpb_torch.make_position({"position": table, "run": {"length": 16}}, 16, 2)  # fire's L0
                 want = {k for k in s["options"] if self.options[k]["loaded"]}
                 self.assertEqual(table.read - {"scheme"}, want,
                                  f"{s['name']}: the [position] keys rpb_torch reads, against rpb schemes --json's "

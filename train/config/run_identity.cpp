@@ -77,7 +77,7 @@ const std::vector<std::string>& non_identity_keys() {
 }
 
 const std::vector<AddedKey>& added_identity_keys() {
-  static const std::vector<AddedKey> keys = {};
+  static const std::vector<AddedKey> keys = {{"position.fire_length", "0"}, {"position.fire_hidden", "32"}};
   return keys;
 }
 

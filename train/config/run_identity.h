@@ -38,7 +38,7 @@ struct AddedKey {
   const char* key;    // dotted: "model.new_option"
   const char* unset;  // its value as TOML writes it (toml_config::value_text): "false", "0", "\"none\""
 };
-/// Every AddedKey, in the order they were added (none yet: the identity froze with today's keys).
+/// Every AddedKey, in the order they were added.
 const std::vector<AddedKey>& added_identity_keys();
 
 /// The identity of a config (read by the readers: load_config, parse_config, parse_stored_config, run_config), as
