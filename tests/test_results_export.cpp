@@ -226,16 +226,18 @@ TEST_CASE("results.csv: the per-seed rows, then a mean and a std row per task x 
   std::vector<std::string> lines;
   std::istringstream in(csv);
   std::vector<std::string> provenance;  // each line's provenance columns (results.h), after the 11 of the numbers
+                                        // and the 2 of the protocol
   for (std::string line; std::getline(in, line);) {
     std::size_t cut = 0;
-    for (int commas = 0; commas < 11 && cut != std::string::npos; ++commas) cut = line.find(',', cut + (commas > 0));
+    for (int commas = 0; commas < 13 && cut != std::string::npos; ++commas) cut = line.find(',', cut + (commas > 0));
     provenance.push_back(cut == std::string::npos ? "" : line.substr(cut));
     lines.push_back(line.substr(0, cut));
   }
   REQUIRE(lines.size() == 1 + 8 + 8);  // header, 2 methods x 2 seeds x 2 lengths, 2 methods x 2 lengths x {mean, std}
   const auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ',') + 1; };
   CHECK(lines[0] == "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
-                    "mean_attention_distance");
+                    "mean_attention_distance,protocol,eval_stride");
+  for (std::size_t i = 1; i < lines.size(); ++i) CHECK(lines[i].substr(lines[i].size() - 16) == ",nonoverlapping,");
   for (const std::string& line : lines) CHECK_MESSAGE(fields(line) == fields(lines[0]), line);
   // The aggregated rows name no run (the run columns empty) but what wrote the file, as the per-seed rows do.
   CHECK(provenance[0] == ",run_folder,config_digest,checkpoint,checkpoint_sha256,rpb_version,commit,command,date");

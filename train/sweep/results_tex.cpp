@@ -73,7 +73,8 @@ std::string best_in_column(const std::vector<const SweepResultsRow*>& rows, std:
 // The protocol of the rows' numbers: "Nonoverlapping evaluation." when every row shares it, else each row's.
 std::string protocol_sentence(const std::vector<const SweepResultsRow*>& rows) {
   const auto text = [](int64_t stride) {
-    return stride > 0 ? "sliding-window evaluation, stride " + std::to_string(stride) : std::string("nonoverlapping evaluation");
+    return stride > 0 ? "sliding-window evaluation, stride " + std::to_string(stride)
+                      : std::string("nonoverlapping evaluation");
   };
   bool same = true;
   for (const SweepResultsRow* row : rows) same = same && row->eval_stride == rows.front()->eval_stride;
