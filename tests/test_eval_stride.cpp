@@ -34,10 +34,11 @@ using rpb::testing::contains;
 using rpb::testing::error_of;
 using rpb::testing::TempDir;
 
-// A tiny untrained markov model at length 8 (init_std 0.3: logits that differ from token to token), `run` extra keys.
-rpb::RunConfig tiny(const std::string& run, const std::string& out_dir = "unused") {
+// A tiny untrained markov model at `length` (init_std 0.3: logits that differ from token to token), `run` extra keys.
+rpb::RunConfig tiny(const std::string& run, const std::string& out_dir = "unused", int length = 8) {
   return rpb::parse_config(
-      "[run]\nname = \"stride\"\nout_dir = \"" + out_dir + "\"\nsteps = 3\nbatch = 2\nlength = 8\nlog_every = 1\n"
+      "[run]\nname = \"stride\"\nout_dir = \"" + out_dir + "\"\nsteps = 3\nbatch = 2\nlength = " +
+          std::to_string(length) + "\nlog_every = 1\n"
       "eval_diagnostics = false\n" + run +
           "[model]\nd_model = 16\nheads = 2\nlayers = 1\nd_ff = 32\ninit_std = 0.3\n"
           "[position]\nscheme = \"alibi\"\n"
@@ -181,15 +182,16 @@ TEST_CASE("eval stride: the NLL is the mean of the per-token NLLs of the model r
 TEST_CASE("eval stride: S = L gives the nonoverlapping numbers bit for bit, and the progress counts scored tokens") {
   TempDir tmp("eval_stride_same");
   const std::string lengths = "eval_multipliers = [1, 2, 4]\neval_tokens = 192\neval_batch = 3\n";
-  rpb::Run plain(tiny(lengths, tmp.path.string()));
-  rpb::Run same(tiny(lengths + "eval_stride = 8\n", tmp.path.string()));
+  // Length 6, not a power of two: weights counted in tokens rather than windows would round otherwise.
+  rpb::Run plain(tiny(lengths, tmp.path.string(), 6));
+  rpb::Run same(tiny(lengths + "eval_stride = 6\n", tmp.path.string(), 6));
   const auto a = plain.evaluate(), b = same.evaluate();
   REQUIRE(a.size() == 3);
   REQUIRE(b.size() == 3);
-  CHECK(*a[0].nll == *b[0].nll);  // length 8 = S: the same windows, batches and sums
-  CHECK(*a[1].nll != *b[1].nll);  // length 16: windows advanced by 8, a protocol of its own
+  CHECK(*a[0].nll == *b[0].nll);  // length 6 = S: the same windows, batches and sums
+  CHECK(*a[1].nll != *b[1].nll);  // length 12: windows advanced by 6, a protocol of its own
   CHECK(b[2].tokens == a[2].tokens);
-  // The progress counts the tokens scored, not the tokens run through the model (4x as many at length 32).
+  // The progress counts the tokens scored, not the tokens run through the model (4x as many at length 24).
   rpb::ProgressContext context;
   context.eval_log_every_s = 0;
   same.set_context(context);
@@ -200,9 +202,9 @@ TEST_CASE("eval stride: S = L gives the nonoverlapping numbers bit for bit, and 
     text = log.text.str();
   }
   CAPTURE(text);
-  // Length 32, eval_batch 3: window 0 scores 32 targets, windows 1 and 2 their last 8 each (96 tokens run).
-  CHECK(contains(text, "eval length 32 (3/3): 48/192 tokens (25%)"));
-  CHECK(contains(text, "eval length 32 (3/3): 192/192 tokens (100%)"));
+  // Length 24, eval_batch 3: window 0 scores 24 targets, windows 1 and 2 their last 6 each (72 tokens run).
+  CHECK(contains(text, "eval length 24 (3/3): 36/192 tokens (19%)"));
+  CHECK(contains(text, "eval length 24 (3/3): 192/192 tokens (100%)"));
   CHECK(!std::regex_search(text, std::regex("/192 tokens \\((10[1-9]|1[1-9][0-9]|[2-9][0-9][0-9])%\\)")));  // never past 100%
 }
 
