@@ -250,13 +250,13 @@ TEST_CASE("results.csv: the per-seed rows, then a mean and a std row per task x 
   std::ostringstream nll_mean;
   nll_mean.precision(10);
   nll_mean << (std::log(8.0) + std::log(8.5)) / 2;
-  CHECK(lines[9] == "markov,t5,16,mean,1,64,8.25,7.7," + nll_mean.str() + ",1024,");
-  CHECK(std::regex_search(lines[10], std::regex("^markov,t5,16,std,1,64,0\\.3535533906,7\\.7,0\\.04[0-9]+,0,$")));
+  CHECK(lines[9] == "markov,t5,16,mean,1,64,8.25,7.7," + nll_mean.str() + ",1024,,nonoverlapping,");
+  CHECK(std::regex_search(lines[10], std::regex("^markov,t5,16,std,1,64,0\\.3535533906,7\\.7,0\\.04[0-9]+,0,,nonoverlapping,$")));
   CHECK(std::regex_search(lines[11], std::regex("^markov,t5,16,mean,2,128,9\\.5,7\\.7,")));
   CHECK(std::regex_search(lines[12], std::regex("^markov,t5,16,std,2,128,0\\.7071067812,7\\.7,")));
   CHECK(std::regex_search(lines[13], std::regex("^markov,learned,16,mean,1,64,8\\.2,7\\.7,")));
-  CHECK(lines[15] == "markov,learned,16,mean,2,128,,7.7,,,");
-  CHECK(lines[16] == "markov,learned,16,std,2,128,,7.7,,,");
+  CHECK(lines[15] == "markov,learned,16,mean,2,128,,7.7,,,,nonoverlapping,");
+  CHECK(lines[16] == "markov,learned,16,std,2,128,,7.7,,,,nonoverlapping,");
   // results.tex beside it, the table of results.json's values.
   CHECK(file_text(dir.path / "results.tex") == results_tex(sweep_results(r)));
   CHECK(contains(file_text(dir.path / "results.tex"), "$\\mathbf{8.20 \\pm 0.14}$"));
