@@ -199,6 +199,11 @@ CommandRunner add_eval(CLI::App& cmd) {
                  "t5, shaw, clipped2d: what evaluation reads at a table row training never read: keep (the row) or "
                  "nearest (its nearest trained row); default: the stored config's position.untrained")
       ->check(CLI::IsMember(nn::untrained_names()));
+  cmd.add_option("--stride", a->eval.stride,
+                 "sliding-window evaluation: windows of each length advanced by this many tokens, each scoring its "
+                 "last S targets (every token once, with at least length - S tokens of context; S = the length is "
+                 "nonoverlapping); 0: nonoverlapping segments; default: the stored config's run.eval_stride")
+      ->check(CLI::Range(int64_t{0}, nn::limits::kMaxSequence));
   cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
   cmd.add_flag("--diagnostics", a->eval.diagnostics,
                "after the perplexity table, print each length's attention per layer and head: mean distance and "

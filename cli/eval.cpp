@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -28,6 +29,18 @@ namespace rpb {
 
 namespace {
 
+// --stride S: the stored config's run.eval_stride replaced, checked against the task and the lengths evaluated.
+void apply_stride(RunConfig& cfg, int64_t stride) {
+  cfg.eval_stride = stride;
+  if (stride == 0) return;
+  RPB_CHECK(cfg.dims() == 1, "eval", "--stride ", stride, " (run.eval_stride): sliding-window evaluation scores a "
+            "token stream; the ", cfg.task.kind, " task evaluates whole grids");
+  const int64_t shortest = *std::min_element(cfg.eval_multipliers.begin(), cfg.eval_multipliers.end()) * cfg.length;
+  RPB_CHECK(stride <= shortest, "eval", "--stride ", stride, " (run.eval_stride) is longer than the evaluation length ",
+            shortest, ": expected 1 to the shortest length evaluated (a window advances by at most its length), "
+            "or 0 for nonoverlapping segments");
+}
+
 // The stored config, made to evaluate at the lengths and token count asked for: `--lengths` become the multipliers
 // (so the memory estimate and the held-out stream check cover them before anything is built) and `--tokens` the
 // token count, with a generated test stream (markov, lag: data::HeldOut::eval_tokens) long enough to hold it.
@@ -48,6 +61,7 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
       throw Error("eval --untrained " + o.untrained + ": " + e.detail());
     }
   }
+  if (o.stride) apply_stride(cfg, *o.stride);
   if (o.tokens == 0) return;
   int64_t longest = 0;
   for (int64_t m : cfg.eval_multipliers) longest = std::max(longest, m * cfg.length);
@@ -85,6 +99,7 @@ EvalRecordOptions record_options(const EvalOptions& o, const EvalRecord& record)
   r.untrained = o.untrained;
   r.diagnostics = o.diagnostics;
   if (record.text == text_match_name(TextMatch::other)) r.other_text = record.text_sha256;
+  r.stride = record.options.stride;  // the protocol scored (make_eval_record), asked or the stored config's
   return r;
 }
 
@@ -106,6 +121,7 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
   r.max_length = nn::scheme_info(po).max_length(po);
   r.optimal_perplexity = run.optimal_perplexity();
   r.lengths = results;
+  r.options.stride = run.config().dims() == 1 ? run.config().eval_stride : 0;
   r.text_sha256 = run.data_identity().text_sha256;
   // `rpb eval` sets what it verified.
   r.text = text_match_name(r.text_sha256.empty() ? TextMatch::generated : TextMatch::same);
@@ -125,6 +141,12 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
       << r.checkpoint << " (step " << r.step << "), " << r.tokens() << " tokens scored at each length";
   if (r.text == "other") out << ", on another text than the training text (sha256 " << r.text_sha256 << ")";
   if (r.text == "unverified") out << " (the text could not be verified: the checkpoint records no training text)";
+  out << ".\nProtocol: " << eval_protocol_text(r.options.stride);
+  if (r.options.stride > 0)
+    out << " (windows of each length advanced by S = " << r.options.stride
+        << ", each scoring its last S targets: every token once, with at least the length - S tokens of context)";
+  else
+    out << " (each length's tokens scored in blocks of that length, each from its own start)";
   out << ".\nTask: " << r.task << "\n";
   if (r.optimal_perplexity)
     out << "optimal perplexity (exp of the entropy rate): " << std::fixed << std::setprecision(4)

@@ -14,7 +14,9 @@
 # ignored (see prov_* below): a checkpoint's `commit` attribute, inspect's "(commit ...)", results.json's
 # "provenance", its rows' "runs" and its "format" (rpb-results-3 added the two), and results.csv's provenance columns.
 # Also ignored, as added after the baseline builds this script was written for: results.json rows' "settings" (the
-# typed settings of a method, which a grid draws against) and "scheme" (the method's scheme, rpb-results-4).
+# typed settings of a method, which a grid draws against) and "scheme" (the method's scheme, rpb-results-4); the rows'
+# "protocol" and "eval_stride" (rpb-results-5), results.csv's protocol and eval_stride columns and `rpb eval`'s
+# "Protocol:" line (sliding-window evaluation, run.eval_stride: a baseline prints nonoverlapping numbers without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: scripts/same_results.sh OLD_RPB NEW_RPB [WORK_DIR]" >&2; exit 2; }
@@ -24,8 +26,10 @@ mkdir -p "$work"
 # The provenance fields (train/io/provenance.h, train/sweep/results.h kResultsCsvProvenanceColumns).
 prov_h5_attributes='commit'
 prov_inspect_sed='s/ (commit [^)]*)//'
-prov_json=(--ignore format --ignore provenance --ignore 'rows.*.runs' --ignore 'rows.*.settings' --ignore 'rows.*.scheme')
-prov_csv_columns=(run_folder config_digest checkpoint checkpoint_sha256 rpb_version commit command date)
+prov_json=(--ignore format --ignore provenance --ignore 'rows.*.runs' --ignore 'rows.*.settings' --ignore 'rows.*.scheme'
+           --ignore 'rows.*.protocol' --ignore 'rows.*.eval_stride')
+prov_csv_columns=(run_folder config_digest checkpoint checkpoint_sha256 rpb_version commit command date protocol
+                  eval_stride)
 short=(--set run.steps=20 --set run.checkpoint_every=10 --set optim.warmup_steps=2 --set run.log_every=5
        --set run.eval_tokens=1024 --set 'sweep.seeds=[0]')
 
@@ -49,7 +53,9 @@ run_all() {  # <binary> <label>
   for f in $(cd "$out" && find . -name 'step_00000020.h5' | sort); do
     "$rpb" inspect "$out/$f" | sed "$prov_inspect_sed" > "$out/$f.inspect"
   done
-  for f in $(cd "$out" && find . -name 'step_00000010.h5' | sort); do "$rpb" eval "$out/$f" > "$out/$f.eval"; done
+  for f in $(cd "$out" && find . -name 'step_00000010.h5' | sort); do
+    "$rpb" eval "$out/$f" | { grep -v '^Protocol: nonoverlapping segments' || true; } > "$out/$f.eval"
+  done
   for scheme in learned sinusoidal rope t5 shaw log_decay alibi none; do
     for flags in "" "--json" "--causal --heads 3 --query-length 5 --key-length 9 --query-offset 4"; do
       # shellcheck disable=SC2086

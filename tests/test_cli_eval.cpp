@@ -180,6 +180,38 @@ TEST_CASE("eval --tokens goes past run.eval_tokens and the markov test stream, s
   CHECK(contains(few.out, "--tokens 32 is fewer than the longest length 64"));
 }
 
+TEST_CASE("eval --stride: sliding windows, said in the table and the record's name, S = L the plain numbers") {
+  TempDir tmp("evalstride");
+  REQUIRE(rpb_stdout("train " + write_config(tmp.path, "markov")).code == 0);
+  const fs::path run = tmp.path / "markov";
+  const CommandResult plain = rpb_stdout("eval " + run.string() + " --json --no-record");
+  const CommandResult table = rpb_stdout("eval " + run.string() + " --stride 16");
+  REQUIRE(plain.code == 0);
+  REQUIRE(table.code == 0);
+  CHECK(contains(table.out, "\nProtocol: sliding window, stride 16 (windows of each length advanced by S = 16, each "
+                            "scoring its last S targets"));
+  CHECK(contains(rpb_stdout("eval " + run.string() + " --no-record").out, "\nProtocol: nonoverlapping segments"));
+  const fs::path record = run / "eval" / "step_00000020-256-S16.json";
+  REQUIRE(fs::exists(record));
+  const std::string json = file_text(record);
+  CHECK(contains(json, "\"protocol\": \"sliding_window\""));
+  CHECK(contains(json, "\"stride\": 16"));
+  const std::vector<double> a = json_values(plain.out, "nll"), b = json_values(json, "nll");
+  REQUIRE(a.size() == 3);
+  REQUIRE(b.size() == 3);
+  CHECK(a[0] == b[0]);  // length 16 = S: the nonoverlapping number
+  CHECK(a[2] != b[2]);  // length 64: windows advanced by 16
+  CHECK(json_values(json, "tokens") == json_values(plain.out, "tokens"));
+  const CommandResult above = run_rpb("eval " + run.string() + " --stride 17");
+  CHECK(above.code == 1);
+  CHECK(contains(above.out, "--stride 17 (run.eval_stride) is longer than the evaluation length 16"));
+  CHECK(run_rpb("eval " + run.string() + " --stride 17 --lengths 32,64 --no-record").code == 0);
+  REQUIRE(rpb_stdout("train " + write_config(tmp.path, "grid2d")).code == 0);
+  const CommandResult grid = run_rpb("eval " + (tmp.path / "grid2d").string() + " --stride 2");
+  CHECK(grid.code == 1);
+  CHECK(contains(grid.out, "--stride 2 (run.eval_stride): sliding-window evaluation scores a token stream"));
+}
+
 TEST_CASE("eval of a checkpoint outside a run folder writes nothing unless --out, --no-record, no link is followed") {
   TempDir tmp("evalshared");
   REQUIRE(rpb_stdout("train " + write_config(tmp.path, "markov")).code == 0);

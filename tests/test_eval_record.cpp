@@ -36,7 +36,7 @@ TEST_CASE("eval record: its name says the checkpoint, the tokens and chosen leng
   r.options.lengths = {64, 1024};
   CHECK(eval_record_name(r) == "step_00000600-8192-L64_1024.json");
   const Json json = Json::parse(eval_record_json(r));
-  CHECK(json["format"] == "rpb-eval-3");
+  CHECK(json["format"] == "rpb-eval-4");
   CHECK(json["lengths"][1].dump() == R"({"length":1024,"multiplier":16,"nll":null,"perplexity":null,"tokens":null,)"
                                      R"("optimal_perplexity":null,"attention":null})");
   CHECK(json["lengths"][0]["nll"] == 1.5);

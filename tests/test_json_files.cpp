@@ -212,7 +212,7 @@ TEST_CASE("eval record: a damaged record is refused naming the file and the key"
   CHECK(refusal(j.dump()).find("key lengths[0].attention[1]: layer 0 head 5 out of order") != std::string::npos);
   j = good;
   j["format"] = "rpb-eval-9";
-  CHECK(refusal(j.dump()).find(": key format: \"rpb-eval-9\", rpb reads \"rpb-eval-3\", \"rpb-eval-2\" and \"rpb-eval-1\"") !=
+  CHECK(refusal(j.dump()).find(": key format: \"rpb-eval-9\", rpb reads \"rpb-eval-4\", \"rpb-eval-3\", \"rpb-eval-2\" and \"rpb-eval-1\"") !=
         std::string::npos);
   CHECK(refusal("{\"format\": ").find("eval record " + path + ": not valid JSON: parse error at line 1, column 12") == 0);
   CHECK(refusal("[]") == "eval record " + path + ": expected an object, found an array");
@@ -303,7 +303,7 @@ TEST_CASE("results.json: written, read back (read_sweep_results) equal, n/a and 
   CHECK(r.rows[0].distance_std() == Values{std::nullopt, std::nullopt});
   const std::string text = json_text(sweep_results_object(r));
   std::ofstream(dir.file("results.json")) << text;
-  CHECK(text.find("\"format\": \"rpb-results-4\"") != std::string::npos);
+  CHECK(text.find("\"format\": \"rpb-results-5\"") != std::string::npos);
   const SweepResults back = read_sweep_results(dir.file("results.json"));
   check_same(back, r);
   CHECK(json_text(sweep_results_object(back)) == text);

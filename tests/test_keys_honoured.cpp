@@ -66,6 +66,7 @@ const std::map<std::string, std::string>& evaluation_keys() {
   static const std::map<std::string, std::string> keys = {
       {"position.untrained", "\"nearest\""},  // the row-table schemes (SchemeInfo::row_table)
       {"grid.eval_window", "4"},              // the window schemes
+      {"run.eval_stride", "1"},               // the token tasks (sliding-window evaluation, tests/test_eval_stride.cpp)
   };
   return keys;
 }
@@ -214,6 +215,7 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
         if (trainer_keys().count(key) || same_numbers_keys().count(key)) continue;
         if (const auto e = evaluation_keys().find(key); e != evaluation_keys().end()) {
           const bool applies = key == "position.untrained" ? c.info->row_table
+                               : key == "run.eval_stride"  ? task != "grid2d"
                                                            : c.info->kind == rpb::nn::PositionKind::window;
           if (applies) continue;  // read by evaluation (tests/test_untrained.cpp, the grid evaluations)
           CHECK_THROWS_AS(rpb::parse_config(base, "base", {key + "=" + e->second}), rpb::Error);

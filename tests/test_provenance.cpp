@@ -99,8 +99,8 @@ TEST_CASE("eval records: --json and --diagnostics write separate files, records 
   CHECK(contains(diag.provenance.command, " eval " + run.string() + " --diagnostics"));
   CHECK(std::regex_match(diag.provenance.date, std::regex("[0-9-]{10}T[0-9:]{8}Z")));
   const Json j = Json::parse(file_text(eval / "step_00000004-128-diag.json"));
-  CHECK(j["format"] == "rpb-eval-3");
-  CHECK(j["options"].dump() == R"({"lengths":null,"untrained":null,"diagnostics":true,"other_text":null})");
+  CHECK(j["format"] == "rpb-eval-4");
+  CHECK(j["options"].dump() == R"({"lengths":null,"untrained":null,"diagnostics":true,"other_text":null,"stride":null})");
   // An rpb-eval-2 record (no provenance, no options) still reads: its options are those its name showed.
   Json old = j;
   old["format"] = "rpb-eval-2";
@@ -184,7 +184,7 @@ TEST_CASE("provenance: a number of the sweep's table traces back to its checkpoi
   const auto sweep = run_rpb("extrapolate " + cfg.string());
   REQUIRE_MESSAGE(sweep.code == 0, sweep.out);
   const SweepResults results = read_sweep_results((tmp.path / "sweep" / "results.json").string());
-  CHECK(results.format == "rpb-results-4");
+  CHECK(results.format == "rpb-results-5");
   CHECK(results.provenance.commit == build_commit());
   CHECK(contains(results.provenance.command, " extrapolate " + cfg.string()));
   // The table's number: alibi's perplexity at 2x, seed 7.

@@ -49,7 +49,9 @@ class Workload {
   /// run.eval_tokens, the valid split run.valid_tokens, the same tokens (or grids) at every call. `tokens` > 0 asks
   /// for that many target tokens at every length instead (rounded down to a multiple of the longest length), and
   /// throws rpb::Error naming the held-out stream's size when it holds fewer (grids: refused, they score
-  /// run.eval_tokens cells). On the test split with run.eval_diagnostics, each size also gets its attention
+  /// run.eval_tokens cells). With run.eval_stride S > 0 the test split is scored by sliding windows
+  /// (data::EvalWindows: the same tokens, each once, with at least length - S tokens of context; grids refuse it);
+  /// the valid split stays nonoverlapping. On the test split with run.eval_diagnostics, each size also gets its attention
   /// diagnostics from one more forward over its sample (the scored forwards are unchanged). In eval mode (no
   /// dropout), recording no tape, drawing from no generator of the training; train mode again after. `progress`
   /// (null: none) hears of each size begun and each batch scored (train/eval_progress.h).

@@ -51,6 +51,8 @@ class GridWorkload final : public Workload {
                                      EvalProgress* progress) override {
     RPB_CHECK(tokens == 0, "eval", "a token count (", tokens, ") applies to the 1-D tasks; grid2d scores run.eval_tokens = ",
               config_.eval_tokens, " cells at every side");
+    RPB_CHECK(config_.eval_stride == 0, "eval", "run.eval_stride = ", config_.eval_stride,
+              ": sliding-window evaluation scores a token stream; grid2d evaluates whole grids (expected 0)");
     model_->eval();
     const bool rewindow = config_.grid.eval_window > 0;
     if (rewindow) model_->set_window(config_.grid.eval_window);

@@ -73,8 +73,13 @@ class LmWorkload final : public Workload {
     RPB_CHECK(tokens <= held_out, "eval", tokens, " tokens asked for, but the held-out ", valid ? "valid" : "test",
               " stream of ", describe(), " holds ", held_out, " target tokens",
               fixed_split_note());
-    const auto segments = data::make_eval_segments(stream, config_.length, mult,
-                                                   tokens > 0 ? tokens : valid ? config_.valid_tokens : config_.eval_tokens);
+    const int64_t asked = tokens > 0 ? tokens : valid ? config_.valid_tokens : config_.eval_tokens;
+    const auto segments = data::make_eval_segments(stream, config_.length, mult, asked);
+    // Sliding windows (run.eval_stride) score the test split; validation stays nonoverlapping.
+    const int64_t stride = valid ? 0 : config_.eval_stride;
+    const auto windows =
+        stride > 0 ? data::make_eval_windows(static_cast<int64_t>(stream.size()), config_.length, mult, asked, stride)
+                   : std::vector<data::EvalWindows>{};
     model_->eval();
     std::vector<LengthResult> out;
     const int64_t limit = model_->max_length();  // learned positions end at their table
@@ -86,7 +91,7 @@ class LmWorkload final : public Workload {
       r.multiplier = mult[i];
       if (limit == 0 || r.length <= limit) {
         if (progress) progress->begin(static_cast<int64_t>(i), r.length, segments[i].targets.numel());
-        r.nll = mean_nll(segments[i], progress);
+        r.nll = stride > 0 ? sliding_nll(stream, windows[i], progress) : mean_nll(segments[i], progress);
         r.tokens = segments[i].targets.numel();
         if (config_.eval_diagnostics && !valid) {
           if (progress) progress->measuring_attention();
@@ -111,6 +116,27 @@ class LmWorkload final : public Workload {
       if (progress) progress->advance(tg.numel());
     }
     return total / static_cast<double>(n);
+  }
+
+  // The mean NLL over the windows' scored targets, eval_batch windows per forward. Each batch's mean counts in units
+  // of whole windows (its scored targets / L, of N / L in all), so that stride == length sums exactly what mean_nll
+  // sums over the same segments.
+  double sliding_nll(const std::vector<int32_t>& stream, const data::EvalWindows& w, EvalProgress* progress) const {
+    NoGradGuard no_grad;
+    const int64_t n = w.count();
+    const double per_window = static_cast<double>(w.length);
+    double total = 0;
+    for (int64_t b = 0; b < n; b += config_.eval_batch) {
+      const int64_t e = std::min(n, b + config_.eval_batch);
+      Tensor in, tg;
+      data::eval_window_batch(stream, w, b, e, in, tg);
+      int64_t scored = 0;
+      for (int64_t k = b; k < e; ++k) scored += w.scored(k);
+      const double mean = cross_entropy(model_->forward(in), tg, data::kUnscoredTarget).item();
+      total += mean * (static_cast<double>(scored) / per_window);
+      if (progress) progress->advance(scored);
+    }
+    return total / (static_cast<double>(w.tokens) / per_window);
   }
 
   // Why a split of the data's own cannot grow (" (the kjv test split is fixed)"); "" for a generated stream.

@@ -38,8 +38,10 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
                2-D modules: {"name", "dy": [...], "dx": [...], "values": [[[per dx] per dy] per head],
                              "trained": [[per dx] per dy]}
 
-results.json files must be of format "rpb-results-4" (RESULTS_FORMAT: each row names its method's "scheme"; an
-earlier one is refused: rerun `rpb extrapolate CONFIG`, which reuses the finished runs and rewrites it). A curves
+results.json files must be of format "rpb-results-5" or "rpb-results-4" (RESULTS_FORMATS: each row names its
+method's "scheme"; -5 adds each row's "protocol" and "eval_stride", and a row scored by sliding windows whose method
+does not name its stride has it in its legend label; an earlier one is refused: rerun `rpb extrapolate CONFIG`,
+which reuses the finished runs and rewrites it). A curves
 run's "scheme" is its config's position.scheme, its "method" (default: its label) the method whose colour and
 marker it has (a sweep's runs of one method differ by dash only). Nothing parses a label to find its scheme.
 Outputs are written into a temp file in their folder and renamed over them; an output that exists as anything but
@@ -72,8 +74,8 @@ from .bias import draw_bias, draw_bias_line, draw_heatmap, symlog_ticks
 from .curves import curve_panels, draw_curve_panel, draw_curves, read_metrics_csv
 from .errors import EXIT_BAD_REQUEST, EXIT_ERROR, EXIT_NO_MATPLOTLIB, MatplotlibMissing, RequestError, require
 from .request import FORMATS, REQUEST_FORMAT, check_bias, check_curves, check_request, check_sweep
-from .results import (RESULTS_FORMAT, Metric, Results, known_metrics, mean_std, metric_stats, metrics_named,
-                      read_results, results_path, select_rows)
+from .results import (RESULTS_FORMAT, RESULTS_FORMATS, Metric, Results, known_metrics, mean_std, metric_stats,
+                      metrics_named, read_results, results_path, select_rows)
 from .styles import (Style, base_style, figure_styles, load_styles, rpb_binary, scheme_dims, seed_style, shade,
                      style_of)
 from .sweep import (Panel, Series, draw_panel, draw_series, draw_sweep, length_panels, setting_of, setting_panels,
@@ -86,7 +88,8 @@ __all__ = [
     "REQUEST_FORMAT", "FORMATS", "KINDS", "check_request", "check_sweep", "check_curves", "check_bias",
     "Style", "base_style", "shade", "style_of", "figure_styles", "seed_style", "scheme_dims",
     "linear_ticks", "nice_ticks", "tick_labels", "padded", "set_axis", "new_figure", "legend_below", "legend_rows",
-    "si_labels", "RESULTS_FORMAT", "Metric", "Results", "mean_std", "metric_stats", "known_metrics", "metrics_named",
+    "si_labels", "RESULTS_FORMAT", "RESULTS_FORMATS", "Metric", "Results", "mean_std", "metric_stats",
+    "known_metrics", "metrics_named",
     "read_results", "results_path", "select_rows", "Series", "Panel", "length_panels", "setting_of", "setting_panels",
     "draw_series", "draw_panel", "sweep_panels", "draw_sweep",
     "read_metrics_csv", "curve_panels", "draw_curve_panel", "draw_curves",

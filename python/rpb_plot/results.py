@@ -75,12 +75,13 @@ class Results:
     rows: list  # the rows as read (dicts)
 
 
-RESULTS_FORMAT = "rpb-results-4"  # the results.json format read: rows carry their method's "scheme"
+RESULTS_FORMAT = "rpb-results-5"  # the results.json format written: rows carry their "scheme" and "protocol"
+RESULTS_FORMATS = (RESULTS_FORMAT, "rpb-results-4")  # those read (rpb-results-4: every row nonoverlapping)
 
 
 def read_results(path):
-    """Reads a results.json of format RESULTS_FORMAT (an earlier one is refused: its rows lack their scheme);
-    unknown fields are ignored."""
+    """Reads a results.json of a format of RESULTS_FORMATS (an earlier one is refused: its rows lack their scheme);
+    unknown fields are ignored. A row of rpb-results-4 was scored nonoverlapping (its "eval_stride" reads as None)."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -89,7 +90,7 @@ def read_results(path):
     fmt = data.get("format") if isinstance(data, dict) else None
     require(isinstance(data, dict) and (fmt is None or str(fmt).startswith("rpb-results-")),
             '%s is not an rpb results.json (format "%s")' % (path, fmt))
-    require(fmt == RESULTS_FORMAT, "%s: written by an older rpb (%s, rows without their scheme); rerun `rpb "
+    require(fmt in RESULTS_FORMATS, "%s: written by an older rpb (%s, rows without their scheme); rerun `rpb "
             "extrapolate CONFIG`: it reuses the finished runs and rewrites it" % (path, fmt or "no format"))
     require(finite(data.get("train_length")) and isinstance(data.get("multipliers"), list)
             and isinstance(data.get("rows"), list), "%s lacks train_length, multipliers or rows" % path)

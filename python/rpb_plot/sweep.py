@@ -41,12 +41,19 @@ class Panel:
 
 
 def _labels(pairs):
-    """The legend label of each (results, row): its method, with the sweep's name when two sweeps share one."""
+    """The legend label of each (results, row): its method, with the sweep's name when two sweeps share one, and
+    its sliding-window stride when its method does not name it (a sweep whose config sets run.eval_stride)."""
     seen = {}
     for res, row in pairs:
         seen.setdefault((row["task"], row["method"]), set()).add(res.name)
     return [row["method"] + (" (%s)" % res.name if len(seen[(row["task"], row["method"])]) > 1 else "")
-            for res, row in pairs]
+            + _protocol_note(row) for res, row in pairs]
+
+
+def _protocol_note(row):
+    """" (sliding window, stride 32)" for a row scored so whose method does not say it; "" otherwise."""
+    stride = row.get("eval_stride")
+    return " (sliding window, stride %d)" % stride if stride and "eval_stride" not in row["method"] else ""
 
 
 def _optimum(pairs, metric):

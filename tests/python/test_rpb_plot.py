@@ -540,6 +540,24 @@ class ReviewMendsTest(FigureChecks):
                                         "rows without their scheme\\); rerun `rpb extrapolate CONFIG`"):
                 rpb_plot.draw(sweep_request([path]))
 
+    def test_sliding_window_rows_say_their_stride(self):
+        # rpb-results-5 rows carry their protocol: a row scored by sliding windows whose method does not name the
+        # stride (the sweep's config set run.eval_stride) says it in its legend; an rpb-results-4 file still reads.
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [{"task": "markov", "method": "t5", "scheme": "t5", "eval_stride": 32, "perplexity": [[4.0, 5.0]]},
+                    {"task": "markov", "method": "alibi@run.eval_stride=32", "scheme": "alibi", "eval_stride": 32,
+                     "perplexity": [[4.5, 5.5]]},
+                    {"task": "markov", "method": "rope", "scheme": "rope", "eval_stride": None,
+                     "perplexity": [[4.2, 6.0]]}]
+            path = results_file(tmp, "new.json", rows, fmt="rpb-results-5")
+            fig = rpb_plot.draw(sweep_request([path]))
+            texts = legend_texts(data_axes(fig)[0])
+            self.assertIn("t5 (sliding window, stride 32)", texts)
+            self.assertIn("alibi@run.eval_stride=32", texts)
+            self.assertIn("rope", texts)
+            old = results_file(tmp, "old.json", [dict(rows[2])], fmt="rpb-results-4")
+            self.assertIn("rope", legend_texts(data_axes(rpb_plot.draw(sweep_request([old])))[0]))
+
     def test_against_a_setting_groups_by_scheme_and_settings(self):
         # rpb names a grid point by the key as written (max_distance=64); settings hold it dotted.
         fig = rpb_plot.draw(sweep_request(["results_grid.json"], against="position.max_distance"))

@@ -102,6 +102,8 @@ void read_run(Table& run, RunConfig& c) {
   run.get("eval_batch", c.eval_batch, 1, kMaxBatch);
   run.get("eval_every", c.eval_every, 0, kMaxSteps);
   run.get("eval_diagnostics", c.eval_diagnostics);
+  run.get("eval_stride", c.eval_stride, 0, L::kMaxSequence);
+  if (c.eval_stride == 0) run.unput("eval_stride");
   run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier, kMaxLengths);
   run.get("valid_tokens", c.valid_tokens, 1, kMaxTokens);
   get_enum(run, "on_nonfinite", c.on_nonfinite, kOnNonFiniteNames);
@@ -256,6 +258,21 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind,
                                        std::to_string(c.task.eval_tokens));
 }
 
+// run.eval_stride against the task and the evaluation lengths: sliding windows run over a token stream, and advance
+// by at most the shortest length.
+void check_eval_stride(Table& run, const RunConfig& c, const std::string& kind) {
+  if (c.eval_stride == 0) return;
+  if (data::task_info(kind).dims == 2)
+    run.fail_at("eval_stride", "sliding-window evaluation scores a token stream; the " + kind +
+                                   " task evaluates whole grids: expected 0 (nonoverlapping), found " +
+                                   std::to_string(c.eval_stride));
+  const int64_t shortest = *std::min_element(c.eval_multipliers.begin(), c.eval_multipliers.end()) * c.length;
+  if (c.eval_stride > shortest)
+    run.fail_at("eval_stride", "expected at most the shortest evaluation length " + std::to_string(shortest) +
+                                   " (run.eval_multipliers x run.length), found " + std::to_string(c.eval_stride) +
+                                   ": a window advances by at most its length");
+}
+
 void check_grid(Table& grid, const RunConfig& c) {
   if (c.grid.eval_window > 0 && nn::scheme_info(c.position()).kind != nn::PositionKind::window)
     grid.fail_at("eval_window", "only the windowed 2-D schemes (swin, swin_v2) have a window to change");
@@ -355,6 +372,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   for (const std::string& kind : c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks) {
     check_eval_lengths(run, c, kind,
                        {c.eval_multipliers, c.eval_tokens, "eval_multipliers", "eval_tokens", "evaluation", "test"});
+    check_eval_stride(run, c, kind);
     if (c.eval_every > 0)  // the valid split is scored during training only
       check_eval_lengths(
           run, c, kind,

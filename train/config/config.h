@@ -165,6 +165,10 @@ struct RunConfig {
   int64_t eval_batch = 8;            // segments per evaluation forward
   int64_t eval_every = 0;            // validation every this many steps and at the last one; 0: none
   bool eval_diagnostics = true;      // test evaluations also measure attention distance and entropy per head
+  /// Test evaluations: 0 scores nonoverlapping segments of each length; S >= 1 sliding windows of the length advanced
+  /// by S, each scoring its last S targets (data::EvalWindows). Validation stays nonoverlapping. Written into the
+  /// effective config only when set (a config without it keeps its stored text).
+  int64_t eval_stride = 0;
   std::vector<int64_t> valid_multipliers = {1};  // validation lengths, as multiples of run.length
   int64_t valid_tokens = 4096;       // valid-split target tokens scored at every validation length
   OnNonFinite on_nonfinite = OnNonFinite::stop;  // a non-finite loss or gradient stops the run or skips the step

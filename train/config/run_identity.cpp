@@ -71,7 +71,8 @@ std::string fmt_g(double v) {
 const std::vector<std::string>& non_identity_keys() {
   static const std::vector<std::string> keys = {
       "run.name",          "run.out_dir",       "run.log_every",   "run.checkpoint_every", "run.eval_multipliers",
-      "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.eval_diagnostics", "run.valid_multipliers",
+      "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.eval_diagnostics", "run.eval_stride",
+      "run.valid_multipliers",
       "run.valid_tokens",  "grid.eval_window",  "position.untrained", "task.kjv_path", "sweep"};
   return keys;
 }

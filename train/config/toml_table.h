@@ -73,6 +73,12 @@ class Table {
   /// From now on every get() also writes the key's final value (the one read, or the default it kept) into
   /// `effective`: after a reader's gets, `effective` holds every key it accepts (the effective config).
   void write_to(toml::table& effective) { effective_ = &effective; }
+  /// Takes `key` back out of the effective config: for a key added after configs were stored (run.eval_stride),
+  /// written only when set away from the value that behaves as before, so a config without it keeps its text (and
+  /// a checkpoint its bytes).
+  void unput(const char* key) {
+    if (effective_) effective_->erase(key);
+  }
   /// The keys asked for so far (by get() or know()), without the prefix.
   const std::set<std::string>& seen() const { return seen_; }
 

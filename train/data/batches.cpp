@@ -90,4 +90,43 @@ std::vector<EvalSegments> make_eval_segments(const std::vector<int32_t>& stream,
   return out;
 }
 
+// ---------------------------------------------------------------- sliding windows
+
+int64_t EvalWindows::count() const { return 1 + (tokens - length + stride - 1) / stride; }
+
+int64_t EvalWindows::end(int64_t k) const { return std::min(length + k * stride, tokens); }
+
+int64_t EvalWindows::scored(int64_t k) const { return end(k) - (k == 0 ? 0 : end(k - 1)); }
+
+std::vector<EvalWindows> make_eval_windows(int64_t stream_tokens, int64_t train_length,
+                                           const std::vector<int64_t>& multipliers, int64_t max_tokens,
+                                           int64_t stride) {
+  const EvalPlan plan = make_eval_plan(stream_tokens, train_length, multipliers, max_tokens);
+  std::vector<EvalWindows> out;
+  for (int64_t l : plan.lengths) {
+    RPB_CHECK(stride >= 1 && stride <= l, "eval", "run.eval_stride ", stride, " does not fit the evaluation length ",
+              l, ": a sliding window advances by 1 to the window's length tokens (0: nonoverlapping segments)");
+    out.push_back({l, stride, plan.tokens_scored});
+  }
+  return out;
+}
+
+void eval_window_batch(const std::vector<int32_t>& stream, const EvalWindows& w, int64_t first, int64_t last,
+                       Tensor& inputs, Tensor& targets) {
+  RPB_CHECK(first >= 0 && first <= last && last <= w.count(), "eval", "windows [", first, ", ", last,
+            ") out of the ", w.count(), " windows");
+  const int64_t L = w.length;
+  inputs = Tensor::empty({last - first, L}, DType::i64);
+  targets = Tensor::empty({last - first, L}, DType::i64);
+  int64_t* in = inputs.mutable_data<int64_t>();
+  int64_t* tg = targets.mutable_data<int64_t>();
+  for (int64_t k = first; k < last; ++k) {
+    const int64_t start = w.end(k) - L, from = L - w.scored(k);  // the window's first token; its first scored target
+    for (int64_t j = 0; j < L; ++j) {
+      in[(k - first) * L + j] = stream[static_cast<std::size_t>(start + j)];
+      tg[(k - first) * L + j] = j < from ? kUnscoredTarget : stream[static_cast<std::size_t>(start + j + 1)];
+    }
+  }
+}
+
 }  // namespace rpb::data

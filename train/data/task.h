@@ -257,4 +257,38 @@ struct EvalSegments {
 std::vector<EvalSegments> make_eval_segments(const std::vector<int32_t>& stream, int64_t train_length,
                                              const std::vector<int64_t>& multipliers, int64_t max_tokens);
 
+/// The target a sliding window does not score (cross_entropy's ignore_index, core/ops.h).
+inline constexpr int64_t kUnscoredTarget = -100;
+
+/// The sliding windows of one evaluation length (run.eval_stride, the ALiBi paper's second protocol). Windows of
+/// `length` tokens advance by `stride` over the same N target tokens the nonoverlapping segments score
+/// (stream[1..N]): window k ends at target index e_k = min(length + k * stride, N) (exclusive, targets counted from
+/// stream[1]), starts at e_k - length, and scores its targets from e_{k-1} on (e_{-1} = 0): the first window all
+/// `length`, every later one its last `stride` (the last window fewer, when stride does not divide N - length). So
+/// every target is scored once, with at least length - stride tokens of context; stride == length gives the
+/// nonoverlapping segments, window k being segment k.
+struct EvalWindows {
+  int64_t length = 0;  // L: tokens per window
+  int64_t stride = 0;  // S: 1 <= S <= L
+  int64_t tokens = 0;  // N: target tokens scored over all windows (EvalPlan::tokens_scored)
+  /// Windows in all: 1 + ceil((N - L) / S).
+  int64_t count() const;
+  /// e_k: the end (exclusive) of window k's targets, as an index into stream[1..N] from 0.
+  int64_t end(int64_t k) const;
+  /// The targets window k scores: e_k - e_{k-1}.
+  int64_t scored(int64_t k) const;
+};
+
+/// For each length l = m * train_length (in the order of `multipliers`) its sliding windows with `stride` over the
+/// plan's N target tokens (make_eval_plan's checks, and 1 <= stride <= l: an error naming run.eval_stride and the
+/// length otherwise).
+std::vector<EvalWindows> make_eval_windows(int64_t stream_tokens, int64_t train_length,
+                                           const std::vector<int64_t>& multipliers, int64_t max_tokens,
+                                           int64_t stride);
+
+/// Windows [first, last) of `w` over `stream`: inputs (last - first, L) i64 and targets (last - first, L) i64, the
+/// targets a window does not score set to kUnscoredTarget. Fresh tensors.
+void eval_window_batch(const std::vector<int32_t>& stream, const EvalWindows& w, int64_t first, int64_t last,
+                       Tensor& inputs, Tensor& targets);
+
 }  // namespace rpb::data

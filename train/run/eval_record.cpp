@@ -82,10 +82,11 @@ Json options_json(const EvalRecordOptions& o) {
   return {{"lengths", o.lengths.empty() ? Json(nullptr) : Json(o.lengths)},
           {"untrained", text_or_null(o.untrained)},
           {"diagnostics", o.diagnostics},
-          {"other_text", text_or_null(o.other_text)}};
+          {"other_text", text_or_null(o.other_text)},
+          {"stride", o.stride > 0 ? Json(o.stride) : Json(nullptr)}};
 }
 
-EvalRecordOptions read_options(const JsonIn& in) {
+EvalRecordOptions read_options(const JsonIn& in, bool with_stride) {
   EvalRecordOptions o;
   if (!in["lengths"].is_null())
     for (std::size_t i = 0; i < in["lengths"].size(); ++i) o.lengths.push_back(in["lengths"][i].int64());
@@ -96,6 +97,10 @@ EvalRecordOptions read_options(const JsonIn& in) {
   o.other_text = in["other_text"].string_or_empty();
   if (!o.other_text.empty() && !is_sha256_hex(o.other_text))
     in["other_text"].fail("expected null or 64 lowercase hex digits (a SHA-256)");
+  if (with_stride && !in["stride"].is_null()) {
+    o.stride = in["stride"].int64();
+    if (o.stride < 1) in["stride"].fail("expected null (nonoverlapping) or a stride >= 1");
+  }
   return o;
 }
 
@@ -130,6 +135,7 @@ Json eval_record_object(const EvalRecord& r) {
           {"text", r.text},
           {"text_sha256", r.text_sha256.empty() ? Json(nullptr) : Json(r.text_sha256)},
           {"default_lengths", r.default_lengths()},
+          {"protocol", eval_protocol_name(r.options.stride)},
           {"options", options_json(r.options)},
           {"lengths", std::move(lengths)}};
 }
@@ -139,9 +145,10 @@ std::string eval_record_json(const EvalRecord& record) { return json_text(eval_r
 EvalRecord eval_record_from_json(const Json& json, const std::string& source, const std::string& file_name) {
   const JsonIn in(json, source);
   const std::string format = in["format"].string();
-  const bool v1 = format == "rpb-eval-1", v3 = format == kEvalRecordFormat;
+  const bool v1 = format == "rpb-eval-1", v4 = format == kEvalRecordFormat, v3 = v4 || format == "rpb-eval-3";
   if (!v3 && format != "rpb-eval-2" && !v1)
-    in["format"].fail("\"" + format + "\", rpb reads \"" + kEvalRecordFormat + "\", \"rpb-eval-2\" and \"rpb-eval-1\"");
+    in["format"].fail("\"" + format + "\", rpb reads \"" + kEvalRecordFormat +
+                      "\", \"rpb-eval-3\", \"rpb-eval-2\" and \"rpb-eval-1\"");
   EvalRecord r;
   if (v3) r.provenance = provenance_from_json(in["provenance"]);
   r.checkpoint = in["checkpoint"].string();
@@ -163,7 +170,10 @@ EvalRecord eval_record_from_json(const Json& json, const std::string& source, co
   }
   for (std::size_t i = 0; i < in["lengths"].size(); ++i) r.lengths.push_back(read_length(in["lengths"][i]));
   if (v3) {
-    r.options = read_options(in["options"]);
+    r.options = read_options(in["options"], v4);  // rpb-eval-3 and older: nonoverlapping, stride 0
+    if (v4 && in["protocol"].string() != eval_protocol_name(r.options.stride))
+      in["protocol"].fail("\"" + in["protocol"].string() + "\" disagrees with options.stride; expected \"" +
+                          eval_protocol_name(r.options.stride) + "\"");
     return r;
   }
   // rpb-eval-2 and -1 stored no options: the ones their file names showed.
@@ -184,7 +194,7 @@ EvalRecord read_eval_record(const std::string& path) {
 
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options) {
   // Every member, by name: an option added to EvalRecordOptions stops this from compiling until it is named here.
-  const auto& [lengths, untrained, diagnostics, other_text] = options;
+  const auto& [lengths, untrained, diagnostics, other_text, stride] = options;
   std::ostringstream name;  // a stream, not a + chain: GCC 12 warns falsely (-Wstringop-overflow) on that
   name << fs::path(checkpoint).stem().string() << "-" << tokens;
   if (!lengths.empty()) {
@@ -194,12 +204,19 @@ std::string eval_record_name(const std::string& checkpoint, int64_t tokens, cons
   if (!untrained.empty()) name << "-" << untrained;
   if (diagnostics) name << "-diag";
   if (!other_text.empty()) name << "-text" << other_text.substr(0, 12);
+  if (stride > 0) name << "-S" << stride;
   name << ".json";
   return name.str();
 }
 
 std::string eval_record_name(const EvalRecord& r) {
   return eval_record_name(r.checkpoint, r.tokens(), r.options);
+}
+
+std::string eval_protocol_name(int64_t stride) { return stride > 0 ? "sliding_window" : "nonoverlapping"; }
+
+std::string eval_protocol_text(int64_t stride) {
+  return stride > 0 ? "sliding window, stride " + std::to_string(stride) : "nonoverlapping segments";
 }
 
 std::string write_eval_record(const std::string& run_dir, const EvalRecord& record) {

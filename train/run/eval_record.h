@@ -24,6 +24,9 @@ struct EvalRecordOptions {
   std::string untrained;         // eval --untrained: "keep" or "nearest"; "": the stored config's position.untrained
   bool diagnostics = false;      // eval --diagnostics: attention diagnostics measured whatever run.eval_diagnostics says
   std::string other_text;        // eval --other-text scoring another text: its SHA-256; "": the training text (or none)
+  /// The protocol the numbers were scored with: 0 nonoverlapping segments; S >= 1 sliding windows advanced by S
+  /// (run.eval_stride or eval --stride, data::EvalWindows). Set for `rpb train`'s records too.
+  int64_t stride = 0;
   bool operator==(const EvalRecordOptions&) const = default;
 };
 
@@ -55,14 +58,16 @@ struct EvalRecord {
   bool default_lengths() const { return options.lengths.empty(); }
 };
 
-/// The format an eval record's "format" key names ("rpb-eval-2": without "provenance"; "rpb-eval-1": before rpb wrote
-/// JSON through nlohmann, numbers with 17 significant digits and no "default_lengths").
-inline constexpr const char* kEvalRecordFormat = "rpb-eval-3";
+/// The format an eval record's "format" key names ("rpb-eval-3": without "protocol" and options' "stride", every
+/// number nonoverlapping; "rpb-eval-2": without "provenance" either; "rpb-eval-1": before rpb wrote JSON through
+/// nlohmann, numbers with 17 significant digits and no "default_lengths"). A reader that knows no protocol refuses
+/// an rpb-eval-4 record rather than take sliding-window numbers for nonoverlapping ones.
+inline constexpr const char* kEvalRecordFormat = "rpb-eval-4";
 /// The largest eval record read_eval_record reads (a record of 64 lengths x 64 layers x 64 heads is ~30 MiB).
 inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 
 /// The record as JSON (members in this order):
-///   {"format": "rpb-eval-3",
+///   {"format": "rpb-eval-4",
 ///    "provenance": {"rpb_version": "0.1.0", "commit": "<40 hex>[-dirty]" | "unknown", "command": "...",
 ///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
 ///    "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
@@ -71,8 +76,10 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///    "optimal_perplexity": 3.21 | null, "entropy_rate": 1.17 | null,
 ///    "text": "generated" | "training" | "other" | "unverified", "text_sha256": "<64 hex>" | null,
 ///    "default_lengths": true | false,
+///    "protocol": "nonoverlapping" | "sliding_window" (eval_protocol_name of options.stride),
 ///    "options": {"lengths": null | [64, 1024], "untrained": null | "keep" | "nearest", "diagnostics": true | false,
-///                "other_text": null | "<64 hex>"} (EvalRecordOptions; null: not asked),
+///                "other_text": null | "<64 hex>", "stride": null | 32} (EvalRecordOptions; null: not asked, and
+///                for "stride" nonoverlapping),
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null,
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
@@ -85,8 +92,8 @@ Json eval_record_object(const EvalRecord& record);
 /// eval_record_object's text (train/io/json_text.h json_text: indented by 2, a final newline).
 std::string eval_record_json(const EvalRecord& record);
 
-/// The record `json` holds (an "rpb-eval-3", "rpb-eval-2" or "rpb-eval-1" record; the older ones have no
-/// provenance, read as empty); `source` names it in errors ("eval record <path>") and `file_name` is its file's name
+/// The record `json` holds (an "rpb-eval-4", "-3", "-2" or "-1" record; the older ones were scored nonoverlapping,
+/// read with stride 0, and -2 and -1 have no provenance, read as empty); `source` names it in errors ("eval record <path>") and `file_name` is its file's name
 /// (an rpb-eval-1 record's default_lengths is read from it). An rpb-eval-2 or -1 record's options are those its
 /// file name showed: its lengths when not the default ones, "nearest" for a record evaluated so and the text's
 /// SHA-256 for another text. An
@@ -105,11 +112,17 @@ EvalRecord read_eval_record(const std::string& path);
 /// The file name of the record of `checkpoint` (a file name or path) scoring `tokens` tokens at each length with
 /// `options`: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), and before ".json" one part per option
 /// that is set, in the struct's order: "-L<l1>_<l2>..." (lengths), "-<untrained>" ("-nearest"), "-diag"
-/// (diagnostics) and "-text<first 12 hex digits>" (other_text): "step_00000600-8192-L64_1024-nearest-diag.json".
+/// (diagnostics), "-text<first 12 hex digits>" (other_text) and "-S<stride>" (a sliding-window stride):
+/// "step_00000600-8192-L64_1024-nearest-diag.json", "step_00000600-8192-S32.json".
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options);
 /// The record's file name: eval_record_name of its checkpoint, tokens() and options. The same checkpoint evaluated
 /// the same way again replaces its record.
 std::string eval_record_name(const EvalRecord& record);
+
+/// The protocol of a stride as records and results name it: "nonoverlapping" (0) or "sliding_window".
+std::string eval_protocol_name(int64_t stride);
+/// The protocol in words, as tables print it: "nonoverlapping segments" or "sliding window, stride 32".
+std::string eval_protocol_text(int64_t stride);
 
 /// Writes the record into `run_dir`/eval/ (created when missing) atomically (write_file_atomically) and returns the
 /// file's path. Throws rpb::Error when `run_dir`/eval is a symbolic link (never followed) or not a folder.

@@ -5,11 +5,13 @@
 #include <filesystem>
 #include <iomanip>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "train/data/task.h"
 #include "train/io/atomic_file.h"
 #include "train/io/provenance.h"
+#include "train/run/eval_record.h"
 #include "train/run/run_folder.h"
 #include "train/sweep/results_json.h"
 #include "train/sweep/results_tex.h"
@@ -28,6 +30,21 @@ std::string cell(const std::optional<std::pair<double, double>>& ms, bool with_s
   return os.str();
 }
 
+// "Protocol: ..." under a task's table when a row of it was scored by sliding windows (rows without say
+// "nonoverlapping"); "" when every row was scored nonoverlapping, the table as it always was.
+std::string protocol_line(const SweepResult& r, const std::string& task) {
+  std::set<int64_t> strides;
+  for (const MethodResult& m : r.rows)
+    if (m.task == task) strides.insert(m.eval_stride);
+  if (strides == std::set<int64_t>{0}) return "";
+  if (strides.size() == 1) return "Protocol: " + eval_protocol_text(*strides.begin()) + " (every row)\n";
+  std::string line = "Protocol: by row:";
+  for (const MethodResult& m : r.rows)
+    if (m.task == task) line += " " + m.method.name() + " " + eval_protocol_text(m.eval_stride) + ";";
+  line.back() = '\n';
+  return line;
+}
+
 // The line under a task's table: "Task: markov (train length 64, 2 seeds, perplexity mean ± std); optimal ...".
 std::string task_line(const SweepResult& r, const MethodResult& m) {
   std::ostringstream os;
@@ -36,7 +53,7 @@ std::string task_line(const SweepResult& r, const MethodResult& m) {
   if (grid) os << " x " << r.train_length << ", columns: grid side";
   os << ", " << r.seeds.size() << " seed" << (r.seeds.size() == 1 ? "" : "s") << ", perplexity mean ± std)";
   if (m.optimal_ppl) os << "; optimal perplexity " << std::fixed << std::setprecision(3) << *m.optimal_ppl;
-  os << "\n";
+  os << "\n" << protocol_line(r, m.task);
   return os.str();
 }
 
@@ -86,10 +103,15 @@ std::string provenance_cells(const MethodResult& m, std::size_t s, const Provena
   return out;
 }
 
+// The protocol columns of a row: ",nonoverlapping," or ",sliding_window,32".
+std::string protocol_cells(const MethodResult& m) {
+  return "," + eval_protocol_name(m.eval_stride) + "," + (m.eval_stride > 0 ? std::to_string(m.eval_stride) : "");
+}
+
 std::string csv(const SweepResult& r, const Provenance& p) {
   std::ostringstream os;
   os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
-        "mean_attention_distance";
+        "mean_attention_distance,protocol,eval_stride";
   for (const char* column : kResultsCsvProvenanceColumns) os << "," << column;
   os << "\n";
   for (const MethodResult& m : r.rows)
@@ -105,7 +127,7 @@ std::string csv(const SweepResult& r, const Provenance& p) {
         else os << ",";
         os << ",";
         if (const auto d = m.attention_at(s, j).mean_distance_overall()) os << std::setprecision(10) << *d;
-        os << provenance_cells(m, s, p) << "\n";
+        os << protocol_cells(m) << provenance_cells(m, s, p) << "\n";
       }
   return os.str();
 }
@@ -137,7 +159,7 @@ std::string csv_aggregate_rows(const SweepResult& r, const Provenance& p) {
            << r.multipliers[j] << "," << m.lengths[j] << "," << aggregate(m.column(j), second) << ",";
         if (m.optimal_ppl) os << std::setprecision(10) << *m.optimal_ppl;
         os << "," << aggregate(nll, second) << "," << aggregate(tokens, second) << ","
-           << aggregate(m.distance_column(j), second) << provenance_cells(m, kNoRun, p) << "\n";
+           << aggregate(m.distance_column(j), second) << protocol_cells(m) << provenance_cells(m, kNoRun, p) << "\n";
       }
     }
   return os.str();

@@ -9,7 +9,8 @@ namespace rpb {
 
 /// The terminal table, a markdown table per task: Method | Position params | PPL at train length | 2x | ... (mean ±
 /// std over seeds), and under each table the line describing it ("Task: markov (train length 64, 2 seeds,
-/// perplexity mean ± std); optimal perplexity 8.127").
+/// perplexity mean ± std); optimal perplexity 8.127"), and when a row of the task was scored by sliding windows a
+/// line naming each row's protocol ("Protocol: sliding window, stride 32 (every row)").
 std::string format_table(const SweepResult& r);
 /// results.csv's provenance columns, after mean_attention_distance: per row, the run its numbers come from
 /// (SweepRunRecord: run_folder, config_digest, checkpoint, checkpoint_sha256), then what wrote the file
@@ -27,6 +28,9 @@ inline constexpr const char* kResultsCsvProvenanceColumns[] = {
 /// empty where not measured). results.json and results.csv carry the provenance (current_provenance(), one date
 /// for all files): results.json its "provenance" block and per row and seed its "runs", results.csv its
 /// kResultsCsvProvenanceColumns (a field holding a comma, quote or line break in double quotes).
+///
+/// results.csv's protocol and eval_stride columns, after mean_attention_distance, say how each row's numbers were
+/// scored: "nonoverlapping" with an empty eval_stride, or "sliding_window" with its stride (MethodResult::eval_stride).
 ///
 /// results.csv has a row per task x method x seed x length, then the aggregated rows: per task x method x length, a
 /// row whose `seed` is "mean" and one whose `seed` is "std", holding the mean and the sample std over the seeds

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "core/error.h"
+#include "train/run/eval_record.h"
 
 namespace rpb {
 
@@ -46,6 +47,7 @@ SweepResultsRow row_of(const MethodResult& m) {
   row.label = m.method.label();
   row.settings = m.method.settings;
   row.position_params = m.position_params;
+  row.eval_stride = m.eval_stride;
   row.optimal_perplexity = m.optimal_ppl;
   row.runs = m.runs;
   row.runs.resize(m.ppl.size());  // one per seed (a result built without runs: empty records)
@@ -139,6 +141,8 @@ Json row_json(const SweepResultsRow& m, const std::vector<uint64_t>& seeds) {
           {"label", m.label},
           {"settings", settings_json(m.settings)},
           {"position_params", m.position_params},
+          {"protocol", eval_protocol_name(m.eval_stride)},
+          {"eval_stride", m.eval_stride > 0 ? Json(m.eval_stride) : Json(nullptr)},
           {"runs", runs_json(m.runs, seeds)},
           {"optimal_perplexity", json_number(m.optimal_perplexity)},
           {"perplexity", per_seed(m, [&](std::size_t s, std::size_t j) { return json_number(m.perplexity[s][j]); })},
@@ -232,7 +236,7 @@ std::vector<ConfigSetting> read_settings(const JsonIn& in) {
 }
 
 SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_list, std::size_t lengths,
-                         bool with_runs, bool with_scheme) {
+                         bool with_runs, bool with_scheme, bool with_protocol) {
   const std::size_t seeds = seed_list.size();
   SweepResultsRow m;
   m.task = in["task"].string();
@@ -241,6 +245,13 @@ SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_lis
   m.label = in["label"].string();
   if (in.has("settings")) m.settings = read_settings(in["settings"]);
   m.position_params = in["position_params"].int64();
+  if (with_protocol && !in["eval_stride"].is_null()) {
+    m.eval_stride = in["eval_stride"].int64();
+    if (m.eval_stride < 1) in["eval_stride"].fail("expected null (nonoverlapping) or a stride >= 1");
+  }
+  if (with_protocol && in["protocol"].string() != eval_protocol_name(m.eval_stride))
+    in["protocol"].fail("\"" + in["protocol"].string() + "\" disagrees with \"eval_stride\"; expected \"" +
+                        eval_protocol_name(m.eval_stride) + "\"");
   if (with_runs) m.runs = read_runs(in["runs"], seed_list);
   m.optimal_perplexity = in["optimal_perplexity"].optional_number();
   const auto number = [](const JsonIn& x) { return x.optional_number(); };
@@ -313,18 +324,18 @@ SweepResults sweep_results_from_json(const Json& json, const std::string& source
   const JsonIn in(json, source);
   SweepResults r;
   r.format = in.has("format") ? in["format"].string() : std::string();
-  const bool current = r.format == kSweepResultsFormat;
-  const bool with_runs = current || r.format == "rpb-results-3";  // provenance and the rows' runs
+  const bool current = r.format == kSweepResultsFormat, with_scheme = current || r.format == "rpb-results-4";
+  const bool with_runs = with_scheme || r.format == "rpb-results-3";  // provenance and the rows' runs
   if (!with_runs && r.format != "rpb-results-2" && !r.format.empty())
     in["format"].fail("\"" + r.format + "\", rpb reads \"" + kSweepResultsFormat +
-                      "\", \"rpb-results-3\", \"rpb-results-2\" (and results.json without a format)");
+                      "\", \"rpb-results-4\", \"rpb-results-3\", \"rpb-results-2\" (and results.json without a format)");
   if (with_runs) r.provenance = provenance_from_json(in["provenance"]);
   r.name = in["name"].string();
   r.train_length = in["train_length"].int64();
   for (std::size_t j = 0; j < in["multipliers"].size(); ++j) r.multipliers.push_back(in["multipliers"][j].int64());
   for (std::size_t s = 0; s < in["seeds"].size(); ++s) r.seeds.push_back(in["seeds"][s].uint64());
   for (std::size_t i = 0; i < in["rows"].size(); ++i)
-    r.rows.push_back(read_row(in["rows"][i], r.seeds, r.multipliers.size(), with_runs, current));
+    r.rows.push_back(read_row(in["rows"][i], r.seeds, r.multipliers.size(), with_runs, with_scheme, current));
   return r;
 }
 

@@ -14,10 +14,11 @@
 
 namespace rpb {
 
-/// The format results.json's "format" key names. read_sweep_results reads the earlier ones too: "rpb-results-3"
-/// (rows without their "scheme"), "rpb-results-2" (without "provenance" and the rows' "runs" either) and a
+/// The format results.json's "format" key names. read_sweep_results reads the earlier ones too: "rpb-results-4"
+/// (rows without their "protocol" and "eval_stride": every row nonoverlapping), "rpb-results-3" (without their
+/// "scheme" either), "rpb-results-2" (without "provenance" and the rows' "runs" either) and a
 /// results.json without a format (numbers with 10 significant digits, the keys of rpb-results-2).
-inline constexpr const char* kSweepResultsFormat = "rpb-results-4";
+inline constexpr const char* kSweepResultsFormat = "rpb-results-5";
 /// The largest results.json read_sweep_results reads.
 inline constexpr std::size_t kMaxSweepResultsBytes = std::size_t(256) << 20;
 
@@ -30,6 +31,8 @@ struct SweepResultsRow {
   std::vector<ConfigSetting> settings;  // the method's settings in order ({"optim.lr", 0.001}); empty for a plain
                                         // method; read back with text setting_text(value)
   int64_t position_params = 0;
+  int64_t eval_stride = 0;  // the protocol of its numbers (MethodResult::eval_stride): 0 nonoverlapping, S sliding
+                            // windows advanced by S; 0 when read from an earlier format
   std::optional<double> optimal_perplexity;                 // exp(entropy rate) where the task knows it
   std::vector<std::vector<std::optional<double>>> perplexity;  // [seed][length]; nullopt: cannot run there
   std::vector<std::vector<std::optional<double>>> nll;         // [seed][length]: mean NLL in nats
@@ -84,13 +87,14 @@ struct SweepResults {
 SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = {});
 
 /// results.json's object:
-///   {"format": "rpb-results-4",
+///   {"format": "rpb-results-5",
 ///    "provenance": {"rpb_version": "0.1.0", "commit": "<40 hex>[-dirty]" | "unknown", "command": "...",
 ///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
 ///    "name": ..., "train_length": 64, "multipliers": [1, 2, 4], "seeds": [0, 1],
 ///    "rows": [{"task": ..., "method": ..., "scheme": "t5" (the method's registered scheme), "label": ...,
 ///              "settings": {"optim.lr": 0.001, "position.max_distance": 64} ({} for a plain method),
 ///              "position_params": 32,
+///              "protocol": "nonoverlapping" | "sliding_window", "eval_stride": null | 32 (null: nonoverlapping),
 ///              "runs": [{"seed": 0, "folder": "runs/quick/markov/t5/seed0", "config_digest": "<64 hex>",
 ///                        "checkpoint": "step_00000600.h5", "checkpoint_sha256": "<64 hex>" | null} per seed],
 ///              "optimal_perplexity": x | null,

@@ -70,6 +70,25 @@ std::string best_in_column(const std::vector<const SweepResultsRow*>& rows, std:
   return best ? fixed(*best) : std::string();
 }
 
+// The protocol of the rows' numbers: "Nonoverlapping evaluation." when every row shares it, else each row's.
+std::string protocol_sentence(const std::vector<const SweepResultsRow*>& rows) {
+  const auto text = [](int64_t stride) {
+    return stride > 0 ? "sliding-window evaluation, stride " + std::to_string(stride)
+                      : std::string("nonoverlapping evaluation");
+  };
+  bool same = true;
+  for (const SweepResultsRow* row : rows) same = same && row->eval_stride == rows.front()->eval_stride;
+  if (rows.empty() || same) {
+    std::string s = text(rows.empty() ? 0 : rows.front()->eval_stride);
+    s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+    return s + ".";
+  }
+  std::string s = "Protocol by row:";
+  for (const SweepResultsRow* row : rows) s += " " + latex_escape(row->label) + ", " + text(row->eval_stride) + ";";
+  s.back() = '.';
+  return s;
+}
+
 std::string caption(const SweepResults& r, const std::string& task, const std::vector<const SweepResultsRow*>& rows,
                     bool any_na) {
   const bool grid = data::task_dims(task) == 2;
@@ -81,6 +100,7 @@ std::string caption(const SweepResults& r, const std::string& task, const std::v
   os << "; " << (n > 1 ? "mean $\\pm$ std over " : "") << n << " seed" << (n == 1 ? "" : "s")
      << ". Lower is better; the best of each column in bold.";
   if (any_na) os << " n/a: the method cannot run at that " << (grid ? "size" : "length") << ".";
+  os << " " << protocol_sentence(rows);
   if (!rows.empty() && rows.front()->optimal_perplexity) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3f", *rows.front()->optimal_perplexity);

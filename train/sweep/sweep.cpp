@@ -185,6 +185,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
         row.attention.push_back(attention);
         row.optimal_ppl = run.optimal_perplexity();
         row.position_params = nn::position_parameter_count(run.model());
+        row.eval_stride = run.config().eval_stride;
       }
       result.rows.push_back(row);
     }

@@ -24,6 +24,7 @@ struct MethodResult {
   std::string task;
   SweepMethod method;
   int64_t position_params = 0;
+  int64_t eval_stride = 0;  // the protocol of its numbers: 0 nonoverlapping, S sliding windows (run.eval_stride)
   std::vector<int64_t> lengths;                            // evaluated lengths (multiples of the train length)
   std::vector<std::vector<std::optional<double>>> ppl;     // [seed][length]; nullopt: cannot run at that length
   std::vector<std::vector<std::optional<double>>> nll;     // [seed][length]: mean NLL in nats, as ppl
