@@ -24,6 +24,9 @@ struct EvalRecordOptions {
   std::string untrained;         // eval --untrained: "keep" or "nearest"; "": the stored config's position.untrained
   bool diagnostics = false;      // eval --diagnostics: attention diagnostics measured whatever run.eval_diagnostics says
   std::string other_text;        // eval --other-text scoring another text: its SHA-256; "": the training text (or none)
+  std::string rope_scaling;      // eval --rope-scaling: "none", "linear", "ntk", "dynamic" or "yarn"; "": the stored
+                                 // config's position.rope_scaling
+  double rope_factor = 0;        // eval --rope-factor (>= 1); 0: the stored config's position.rope_factor
   bool operator==(const EvalRecordOptions&) const = default;
 };
 
@@ -36,6 +39,9 @@ struct EvalRecord {
   std::string run;                // run.name of its config
   std::string scheme;             // position.scheme
   std::string untrained;          // a table scheme's position.untrained ("keep", "nearest"); "" for the others
+  std::string rope_scaling;       // a rope run's position.rope_scaling when not "none" ("yarn"); "" otherwise (and
+                                  // for a record written before rope scaling: none)
+  double rope_factor = 0;         // the factor that scaling used (rope_factor, or the largest evaluation multiplier)
   std::string task;               // the task, one line (Workload::describe)
   int64_t train_length = 0;       // run.length
   int64_t max_length = 0;         // the longest length the scheme runs at (0: unbounded)
@@ -66,13 +72,16 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///    "provenance": {"rpb_version": "0.1.0", "commit": "<40 hex>[-dirty]" | "unknown", "command": "...",
 ///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
 ///    "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
-///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null, "task": "...",
+///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null,
+///    ["rope_scaling": "linear" | "ntk" | "dynamic" | "yarn", "rope_factor": 8,] (only for a rope run evaluated with a
+///    scaling: a record without them was evaluated with none), "task": "...",
 ///    "train_length": 64, "max_length": null | N, "tokens": 8192,
 ///    "optimal_perplexity": 3.21 | null, "entropy_rate": 1.17 | null,
 ///    "text": "generated" | "training" | "other" | "unverified", "text_sha256": "<64 hex>" | null,
 ///    "default_lengths": true | false,
 ///    "options": {"lengths": null | [64, 1024], "untrained": null | "keep" | "nearest", "diagnostics": true | false,
-///                "other_text": null | "<64 hex>"} (EvalRecordOptions; null: not asked),
+///                "other_text": null | "<64 hex>"[, "rope_scaling": null | "none" | "linear" | ...,
+///                "rope_factor": null | 8] (only when either was asked)} (EvalRecordOptions; null: not asked),
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null,
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
@@ -105,8 +114,12 @@ EvalRecord read_eval_record(const std::string& path);
 /// The file name of the record of `checkpoint` (a file name or path) scoring `tokens` tokens at each length with
 /// `options`: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), and before ".json" one part per option
 /// that is set, in the struct's order: "-L<l1>_<l2>..." (lengths), "-<untrained>" ("-nearest"), "-diag"
-/// (diagnostics) and "-text<first 12 hex digits>" (other_text): "step_00000600-8192-L64_1024-nearest-diag.json".
+/// (diagnostics), "-text<first 12 hex digits>" (other_text), "-rope_<scaling>" ("-rope_yarn") and
+/// "-factor<factor>" ("-factor8"): "step_00000600-8192-L64_1024-nearest-diag.json".
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options);
+/// A rope scaling factor as records and tables write it: the shortest text that reads back as it ("8", "2.5").
+std::string rope_factor_text(double factor);
+
 /// The record's file name: eval_record_name of its checkpoint, tokens() and options. The same checkpoint evaluated
 /// the same way again replaces its record.
 std::string eval_record_name(const EvalRecord& record);
