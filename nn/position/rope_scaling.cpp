@@ -50,14 +50,23 @@ struct Hf {
   }
 
   // _compute_dynamic_ntk_parameters past L0: seq_len is HF's int64 tensor torch.max(position_ids) + 1, so
-  // base * ((factor * seq_len / L0) - (factor - 1)) ** (dim / (dim - 2)) is float32 tensor arithmetic.
+  // base * ((factor * seq_len / L0) - (factor - 1)) ** (dim / (dim - 2)) is float32 arithmetic on a 0-dim tensor,
+  // whose pow torch computes in double and rounds (as it does base ** exponents below, the base a 0-dim tensor).
   static T dynamic_base(const RopeScalingParams& p, int64_t seq_len) {
     const auto d = static_cast<double>(p.head_dim);
     T x = held(static_cast<T>(p.factor) * static_cast<T>(seq_len));
     x = held(x / static_cast<T>(p.original_length));
     x = held(x - static_cast<T>(p.factor - 1));
-    x = held(std::pow(x, static_cast<T>(d / (d - 2))));
+    x = held(static_cast<T>(std::pow(static_cast<double>(x), d / (d - 2))));
     return held(static_cast<T>(p.base) * x);
+  }
+  // base ** (arange / dim) with `base` a 0-dim tensor: each power in double, rounded.
+  static std::vector<T> positional_tensor_base(int64_t dim, T base) {
+    std::vector<T> p(static_cast<std::size_t>(dim / 2));
+    for (int64_t i = 0; i < dim / 2; ++i)
+      p[i] = held(static_cast<T>(
+          std::pow(static_cast<double>(base), static_cast<double>(held(static_cast<T>(2 * i) / static_cast<T>(dim))))));
+    return p;
   }
 
   // _compute_yarn_parameters.
@@ -97,7 +106,7 @@ struct Hf {
         return inverse(positional(p.head_dim, static_cast<T>(p.base * std::pow(p.factor, d / (d - 2)))));
       case RopeScaling::dynamic: {
         if (total_length > p.original_length)
-          return inverse(positional(p.head_dim, dynamic_base(p, total_length)));
+          return inverse(positional_tensor_base(p.head_dim, dynamic_base(p, total_length)));
         // seq_len = max_position_embeddings, a Python int: the base in double, 1 for an integral factor.
         const double L0 = static_cast<double>(p.original_length);
         const double base = p.base * std::pow(p.factor * L0 / L0 - (p.factor - 1), d / (d - 2));
