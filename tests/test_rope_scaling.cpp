@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "core/core.h"
 #include "nn/position.h"
@@ -13,6 +14,7 @@
 #include "train/config/config.h"
 #include "train/config/run_identity.h"
 #include "train/run/eval_record.h"
+#include "train/sweep/sweep.h"
 
 namespace rope_scaling_test {
 
@@ -248,4 +250,22 @@ TEST_CASE("eval records: the rope scaling options in the file name and the JSON,
   CHECK(back.rope_factor == 8);
   r.options.rope_factor = 2.5;
   CHECK(contains(eval_record_name(r), "-rope_yarn-factor2.5.json"));
+}
+
+TEST_CASE("rope scaling sweep rows evaluate the rope runs, which train without the scaling whichever row comes first") {
+  rpb::testing::TempDir tmp("rope_scaling_sweep");
+  const RunConfig c = parse_config(
+      "[run]\nname = \"s\"\nout_dir = \"" + tmp.path.string() +
+          "\"\nsteps = 3\nbatch = 2\nlength = 8\nlog_every = 1\neval_multipliers = [1, 2]\neval_tokens = 64\n"
+          "eval_diagnostics = false\n[model]\nd_model = 8\nheads = 2\nlayers = 1\nd_ff = 16\n"
+          "[task]\nkind = \"markov\"\nvocab = 5\norder = 1\ntrain_tokens = 1024\neval_tokens = 512\n"
+          "[sweep]\nseeds = [0]\nmethods = [\"rope@rope_scaling=linear@rope_factor=4\", \"rope\"]\n",
+      "sweep.toml");
+  const SweepResult result = run_sweep(c);
+  REQUIRE(result.rows.size() == 2);
+  const std::filesystem::path run = tmp.path / "s" / "markov" / "rope" / "seed0";
+  CHECK(std::filesystem::exists(run / "step_00000003.h5"));
+  CHECK(!std::filesystem::exists(tmp.path / "s" / "markov" / "rope@rope_scaling=linear@rope_factor=4"));
+  CHECK(!contains(rpb::testing::file_text(run / "config.toml"), "rope_scaling = "));  // trained as plain rope
+  CHECK(result.rows[0].ppl != result.rows[1].ppl);  // evaluated with and without the scaling
 }
