@@ -209,8 +209,8 @@ TEST_CASE("rope scaling config keys: read for rope, refused for other schemes, o
   CHECK(config_digest(yarn) == config_digest(plain));  // an evaluation setting: the rope run's identity
   CHECK(parse_config(yarn.text, "stored").text == yarn.text);
   // A rope run's method that sets only them evaluates the rope runs.
-  const RunConfig sweep = parse_config(rope + "[sweep]\nmethods = [\"rope\", \"rope@rope_scaling=yarn@rope_factor=4\"]\n",
-                                       "sweep.toml");
+  const RunConfig sweep =
+      parse_config(rope + "[sweep]\nmethods = [\"rope\", \"rope@rope_scaling=yarn@rope_factor=4\"]\n", "sweep.toml");
   REQUIRE(sweep.sweep.methods.size() == 2);
   CHECK(sweep.sweep.methods[1].settings[0].key == "position.rope_scaling");
   CHECK(config_digest(run_config(sweep, {"markov", sweep.sweep.methods[1], 0, "out", "seed0"})) ==
@@ -220,8 +220,9 @@ TEST_CASE("rope scaling config keys: read for rope, refused for other schemes, o
   CHECK(contains(error_of([&] { parse_config(t5, "t5.toml", {"position.rope_scaling=\"linear\""}); }),
                  "position.rope_scaling"));
   CHECK(contains(error_of([&] { parse_config(t5, "t5.toml", {"position.rope_factor=2"}); }), "rope scheme only"));
-  CHECK(contains(error_of([&] { parse_config(rope, "r.toml", {"position.rope_scaling=\"ntk\"", "position.rope_factor=0.5"}); }),
-                 "at least 1"));
+  CHECK(contains(
+      error_of([&] { parse_config(rope, "r.toml", {"position.rope_scaling=\"ntk\"", "position.rope_factor=0.5"}); }),
+      "at least 1"));
   CHECK(contains(error_of([&] { parse_config(rope, "r.toml", {"position.rope_scaling=\"pi\""}); }), "yarn"));
   // The factor's default needs an evaluation length; dynamic and yarn need L0.
   PositionOptions o = rope_options(RopeScaling::yarn, 0);

@@ -57,7 +57,8 @@ const std::vector<PositionOptionInfo>& option_rows() {
        .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::yarn_beta, .added = true},
       {.key = "yarn_attention_factor", .member = &P::yarn_attention_factor,
        .doc = "yarn: what cos and sin are multiplied by; 0: 0.1 ln(factor) + 1",
-       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::yarn_attention_factor, .added = true},
+       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::yarn_attention_factor,
+       .added = true},
   };
   return table;
 }

@@ -2,7 +2,8 @@
 // a rope model run past its training length L0 (PositionOptions::train_length), as Hugging Face transformers
 // computes them.
 //
-// Reference: huggingface/transformers src/transformers/modeling_rope_utils.py @ ef46806472a64b0013ed413781e3afed82bfa047
+// Reference: huggingface/transformers src/transformers/modeling_rope_utils.py
+// @ ef46806472a64b0013ed413781e3afed82bfa047
 // (_compute_linear_scaling_rope_parameters, _compute_dynamic_ntk_parameters, _compute_yarn_parameters), and the
 // dynamic update src/transformers/models/llama/modeling_llama.py @ 5dd4a63548857797727ae73eeb6a6e886ea02a3e
 // (LlamaRotaryEmbedding._dynamic_frequency_update, later the dynamic_rope_update decorator of modeling_rope_utils.py,
