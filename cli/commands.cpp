@@ -204,6 +204,15 @@ CommandRunner add_eval(CLI::App& cmd) {
                  "last S targets (every token once, with at least length - S tokens of context; S = the length is "
                  "nonoverlapping); 0: nonoverlapping segments; default: the stored config's run.eval_stride")
       ->check(CLI::Range(int64_t{0}, nn::limits::kMaxSequence));
+  cmd.add_option("--rope-scaling", a->eval.rope_scaling,
+                 "rope runs: the frequencies past the train length (position.rope_scaling): none, linear "
+                 "(position interpolation), ntk (static NTK-aware), dynamic (dynamic NTK) or yarn, as Hugging Face "
+                 "computes them; default: the stored config's")
+      ->check(CLI::IsMember(nn::rope_scaling_names()));
+  cmd.add_option("--rope-factor", a->eval.rope_factor,
+                 "rope runs: the scaling factor (position.rope_factor, at least 1); default: the stored config's, "
+                 "whose 0 means the largest evaluation length over the train length")
+      ->check(CLI::Range(1.0, nn::limits::rope_factor.hi));
   cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
   cmd.add_flag("--diagnostics", a->eval.diagnostics,
                "after the perplexity table, print each length's attention per layer and head: mean distance and "

@@ -41,6 +41,22 @@ void apply_stride(RunConfig& cfg, int64_t stride) {
             "or 0 for nonoverlapping segments");
 }
 
+// --rope-scaling and --rope-factor on the stored config: refused for a scheme without rotary frequencies (naming the
+// key), and checked as the config reader checks them.
+void apply_rope_scaling_options(RunConfig& cfg, const EvalOptions& o) {
+  if (o.rope_scaling.empty() && o.rope_factor == 0) return;
+  std::string flags;
+  if (!o.rope_scaling.empty()) flags += " --rope-scaling " + o.rope_scaling;
+  if (o.rope_factor != 0) flags += " --rope-factor " + rope_factor_text(o.rope_factor);
+  try {
+    if (!o.rope_scaling.empty()) cfg.model.position.rope_scaling = nn::rope_scaling_from_name(o.rope_scaling);
+    if (o.rope_factor != 0) cfg.model.position.rope_factor = o.rope_factor;
+    nn::validate(cfg.position());
+  } catch (const OptionError& e) {
+    throw Error("eval" + flags + ": position." + e.field() + ": " + e.detail());
+  }
+}
+
 // The stored config, made to evaluate at the lengths and token count asked for: `--lengths` become the multipliers
 // (so the memory estimate and the held-out stream check cover them before anything is built) and `--tokens` the
 // token count, with a generated test stream (markov, lag: data::HeldOut::eval_tokens) long enough to hold it.
@@ -53,6 +69,8 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
       cfg.eval_multipliers.push_back(l / cfg.length);
     }
   }
+  // rope scaling's default factor: the largest multiplier of this evaluation (rope_scaling.h).
+  cfg.model.position.max_eval_multiplier = *std::max_element(cfg.eval_multipliers.begin(), cfg.eval_multipliers.end());
   if (!o.untrained.empty()) {
     try {
       cfg.model.position.untrained = nn::untrained_from_name(o.untrained);
@@ -62,6 +80,7 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
     }
   }
   if (o.stride) apply_stride(cfg, *o.stride);
+  apply_rope_scaling_options(cfg, o);
   if (o.tokens == 0) return;
   int64_t longest = 0;
   for (int64_t m : cfg.eval_multipliers) longest = std::max(longest, m * cfg.length);
@@ -97,6 +116,8 @@ EvalRecordOptions record_options(const EvalOptions& o, const EvalRecord& record)
   EvalRecordOptions r;
   r.lengths = o.lengths;
   r.untrained = o.untrained;
+  r.rope_scaling = o.rope_scaling;
+  r.rope_factor = o.rope_factor;
   r.diagnostics = o.diagnostics;
   if (record.text == text_match_name(TextMatch::other)) r.other_text = record.text_sha256;
   r.stride = record.options.stride;  // the protocol scored (make_eval_record), asked or the stored config's
@@ -116,6 +137,10 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
   r.run = run.config().name;
   r.scheme = po.scheme;
   r.untrained = nn::scheme_info(po).row_table ? nn::untrained_name(po.untrained) : "";
+  if (po.rope_scaling != nn::RopeScaling::none) {
+    r.rope_scaling = nn::rope_scaling_name(po.rope_scaling);
+    r.rope_factor = nn::resolved_rope_factor(po.rope_factor, po.max_eval_multiplier);
+  }
   r.task = run.describe();
   r.train_length = run.config().length;
   r.max_length = nn::scheme_info(po).max_length(po);
@@ -148,6 +173,8 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
   else
     out << " (each length's tokens scored in blocks of that length, each from its own start)";
   out << ".\nTask: " << r.task << "\n";
+  if (!r.rope_scaling.empty())
+    out << "RoPE scaling: " << r.rope_scaling << ", factor " << rope_factor_text(r.rope_factor) << "\n";
   if (r.optimal_perplexity)
     out << "optimal perplexity (exp of the entropy rate): " << std::fixed << std::setprecision(4)
         << *r.optimal_perplexity << "\n";

@@ -60,9 +60,13 @@ void add_values(const nn::PositionOptionInfo& o, ordered_json& j) {
           j["max_open"] = o.real.hi_open;
         } else if constexpr (std::is_same_v<T, bool>) {
           j["default"] = v;
-        } else {
+        } else if constexpr (std::is_same_v<T, nn::Untrained>) {
           j["default"] = nn::untrained_name(v);
-          j["choices"] = nn::untrained_names();
+          j["choices"] = nn::choice_names(o);
+        } else {
+          static_assert(std::is_same_v<T, nn::RopeScaling>, "a position option type without its JSON");
+          j["default"] = nn::rope_scaling_name(v);
+          j["choices"] = nn::choice_names(o);
         }
       },
       o.member);

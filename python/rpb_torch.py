@@ -159,19 +159,84 @@ class SinusoidalEmbedding(nn.Module):
         return torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(length, d).to(torch.float32)
 
 
-class Rotary(nn.Module):
-    """rope: x cos + rotate_half(x) sin (HF), angle = float32 position x float32 base^(-2k/head_dim)."""
+def rope_scaled_frequencies(scaling, dim, base, factor, original_length, seq_len, beta_fast=32.0, beta_slow=1.0,
+                            attention_factor=0.0):
+    """(inv_freq, attention factor) of position.rope_scaling, transcribed from Hugging Face transformers
+    src/transformers/modeling_rope_utils.py @ ef46806472a64b0013ed413781e3afed82bfa047 (linear, dynamic, yarn;
+    dynamic's seq_len an int64 tensor as LlamaRotaryEmbedding._dynamic_frequency_update passes it); ntk is the static
+    NTK-aware base * factor ** (dim / (dim - 2)) (bloc97's r/LocalLLaMA post). rpb: nn/position/rope_scaling.h."""
+    def default(b):
+        return 1.0 / (b ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    if scaling == "linear":
+        inv_freq = default(base)
+        inv_freq /= factor
+        return inv_freq, 1.0
+    if scaling == "ntk":
+        return default(base * factor ** (dim / (dim - 2))), 1.0
+    if scaling == "dynamic":
+        seq_len = torch.tensor(seq_len) if seq_len > original_length else original_length
+        b = base * ((factor * seq_len / original_length) - (factor - 1)) ** (dim / (dim - 2))
+        return default(b), 1.0
+    if scaling == "yarn":
+        attention_factor = attention_factor or 0.1 * math.log(factor) + 1.0
 
-    def __init__(self, head_dim, base):
+        def correction_dim(rotations):
+            return (dim * math.log(original_length / (rotations * 2 * math.pi))) / (2 * math.log(base))
+        low = max(math.floor(correction_dim(beta_fast)), 0)
+        high = min(math.ceil(correction_dim(beta_slow)), dim - 1)
+        if low == high:
+            high += 0.001
+        ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
+        pos_freqs = base ** (torch.arange(0, dim, 2).float() / dim)
+        extrapolation, interpolation = 1.0 / pos_freqs, 1.0 / (factor * pos_freqs)
+        keep = 1 - ramp
+        return interpolation * (1 - keep) + extrapolation * keep, attention_factor
+    raise ValueError(f"position.rope_scaling {scaling!r}: expected none, linear, ntk, dynamic or yarn")
+
+
+class Rotary(nn.Module):
+    """rope: x cos + rotate_half(x) sin (HF), angle = float32 position x float32 base^(-2k/head_dim); with
+    position.rope_scaling, HF's frequencies (rope_scaled_frequencies, dynamic's for each forward's length) and cos and
+    sin times the attention factor."""
+
+    def __init__(self, head_dim, base, scaling="none", factor=1.0, original_length=0, beta_fast=32.0, beta_slow=1.0,
+                 attention_factor=0.0):
         super().__init__()
-        inv_freq = torch.tensor([base ** (-2.0 * i / head_dim) for i in range(head_dim // 2)], dtype=torch.float64)
-        self.register_buffer("inv_freq", inv_freq.to(torch.float32), persistent=False)
+        self.scaling, self.scaled = scaling, None
+        if scaling == "none":
+            inv_freq = torch.tensor([base ** (-2.0 * i / head_dim) for i in range(head_dim // 2)],
+                                    dtype=torch.float64).to(torch.float32)
+        else:
+            self.scaled = lambda seq_len: rope_scaled_frequencies(scaling, head_dim, base, factor, original_length,
+                                                                  seq_len, beta_fast, beta_slow, attention_factor)
+            inv_freq, _ = self.scaled(original_length)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
 
     def rotate(self, x):  # (B, H, T, dh)
-        angle = torch.arange(x.shape[-2], dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+        inv_freq, factor = self.inv_freq, 1.0
+        if self.scaled is not None:
+            inv_freq, factor = self.scaled(x.shape[-2])
+        angle = torch.arange(x.shape[-2], dtype=torch.float32)[:, None] * inv_freq[None, :]
         angle = torch.cat([angle, angle], dim=-1)
+        cos, sin = angle.cos(), angle.sin()
+        if factor != 1.0:
+            cos, sin = cos * factor, sin * factor
         x1, x2 = x.chunk(2, dim=-1)
-        return x * angle.cos() + torch.cat([-x2, x1], dim=-1) * angle.sin()
+        return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+def _rope(config, d_model, heads):
+    """rope with its scaling keys; each absent from configs stored before them, or left at its default (rpb writes
+    them only when set): none, factor 0 (the largest of run.eval_multipliers), betas 32 and 1, attention factor 0."""
+    position = config["position"]
+    scaling, factor = position.get("rope_scaling", "none"), position.get("rope_factor", 0.0)
+    betas = position.get("yarn_beta_fast", 32.0), position.get("yarn_beta_slow", 1.0)
+    attention_factor = position.get("yarn_attention_factor", 0.0)
+    base = key(config, "position", "rope_base")
+    if scaling == "none":
+        return Rotary(d_model // heads, base)
+    factor = factor or float(max(key(config, "run", "eval_multipliers")))
+    return Rotary(d_model // heads, base, scaling, factor, key(config, "run", "length"), *betas, attention_factor)
 
 
 class Fire(nn.Module):
@@ -226,7 +291,7 @@ def _shaw(config, d_model, heads):
 POSITION_BUILDERS = {
     "learned": lambda config, d_model, heads: LearnedEmbedding(key(config, "position", "max_positions"), d_model),
     "sinusoidal": lambda config, d_model, heads: SinusoidalEmbedding(d_model),
-    "rope": lambda config, d_model, heads: Rotary(d_model // heads, key(config, "position", "rope_base")),
+    "rope": _rope,
     "t5": _t5,
     "shaw": _shaw,
     "log_decay": lambda config, d_model, heads: DistanceBias([key(config, "position", "lambda")] * heads,

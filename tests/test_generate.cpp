@@ -165,3 +165,46 @@ TEST_CASE("generate refuses an empty prompt, ids outside the vocabulary and leng
                  "make 17 positions, past the 16 the learned scheme runs at (position.max_positions = 16)"));
   CHECK(generate(lm, std::vector<int64_t>(9, 1), o).size() == 16);  // exactly the table
 }
+
+TEST_CASE("KV-cache decoding with rope scaling: linear, ntk and yarn equal the full forward, dynamic follows HF") {
+  // L0 16, factor 4, 40 positions. dynamic (nn/position/rope.cpp): each forward rotates its new queries and keys with
+  // the frequencies of its total length (cache + new), and cached keys keep theirs, as HF's generate does.
+  const int64_t T = 40, L0 = 16;
+  for (const RopeScaling scaling : {RopeScaling::linear, RopeScaling::ntk, RopeScaling::yarn, RopeScaling::dynamic}) {
+    CAPTURE(rope_scaling_name(scaling));
+    TransformerOptions opt = decoding_model_options("rope", true, true);
+    opt.position.rope_scaling = scaling;
+    opt.position.rope_factor = 4;
+    opt.position.train_length = L0;
+    Generator gen(12);
+    LanguageModel lm(opt, gen);
+    randomize(lm, gen);
+    lm.eval();
+    NoGradGuard no_grad;
+    const Tensor tokens = randint({2, T}, 11, gen);
+    // Decoding from a prefill of `prefill` tokens, then one token per forward: the logits of every position.
+    const auto decode = [&](int64_t prefill) {
+      KVCache cache;
+      std::vector<Tensor> steps = {lm.forward(slice(tokens, 1, 0, prefill), &cache)};
+      for (int64_t t = prefill; t < T; ++t) steps.push_back(lm.forward(slice(tokens, 1, t, t + 1), &cache));
+      return concat(steps, 1);  // (2, T, V)
+    };
+    const Tensor one_by_one = decode(1);
+    if (scaling != RopeScaling::dynamic) {
+      CHECK(max_diff(one_by_one, lm.forward(tokens)) <= 1e-5);
+      continue;
+    }
+    // Up to L0 every rotation is the unscaled one: the full forward of each prefix.
+    CHECK(max_diff(slice(one_by_one, 1, 0, L0), lm.forward(slice(tokens, 1, 0, L0))) <= 1e-5);
+    // A prefill of L0 then single tokens is the same decoding (keys up to L0 rotate unscaled either way) ...
+    CHECK(max_diff(decode(L0), one_by_one) <= 1e-6);
+    // ... but past L0 the step at total n is not the full forward of the n tokens (whose keys all rotate for n),
+    const Tensor prefix = lm.forward(slice(tokens, 1, 0, 30));
+    CHECK(max_diff(slice(one_by_one, 1, 29, 30), slice(prefix, 1, 29, 30)) > 1e-4);
+    // and a prefill of 24 (keys 16..23 rotated for 24, not for their own totals) decodes differently afterwards,
+    // its own rows being the full forward of those 24.
+    const Tensor from24 = decode(24);
+    CHECK(max_diff(slice(from24, 1, 0, 24), lm.forward(slice(tokens, 1, 0, 24))) <= 1e-5);
+    CHECK(max_diff(slice(from24, 1, 24, T), slice(one_by_one, 1, 24, T)) > 1e-4);
+  }
+}

@@ -67,6 +67,11 @@ const std::map<std::string, std::string>& evaluation_keys() {
       {"position.untrained", "\"nearest\""},  // the row-table schemes (SchemeInfo::row_table)
       {"grid.eval_window", "4"},              // the window schemes
       {"run.eval_stride", "1"},               // the token tasks (sliding-window evaluation, tests/test_eval_stride.cpp)
+      {"position.rope_scaling", "\"yarn\""},  // rope (tests/test_rope_scaling.cpp)
+      {"position.rope_factor", "4.0"},
+      {"position.yarn_beta_fast", "16.0"},
+      {"position.yarn_beta_slow", "2.0"},
+      {"position.yarn_attention_factor", "1.5"},
   };
   return keys;
 }
@@ -216,7 +221,8 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
         if (const auto e = evaluation_keys().find(key); e != evaluation_keys().end()) {
           const bool applies = key == "position.untrained" ? c.info->row_table
                                : key == "run.eval_stride"  ? task != "grid2d"
-                                                           : c.info->kind == rpb::nn::PositionKind::window;
+                               : key == "grid.eval_window" ? c.info->kind == rpb::nn::PositionKind::window
+                                                           : scheme == "rope";
           if (applies) continue;  // read by evaluation (tests/test_untrained.cpp, the grid evaluations)
           CHECK_THROWS_AS(rpb::parse_config(base, "base", {key + "=" + e->second}), rpb::Error);
           ++refused;

@@ -760,11 +760,21 @@ static testing::GradCase gradcheck_rope() {
   PositionOptions o;
   o.scheme = "rope";
   o.head_dim = 6;
+  o.dtype = DType::f64;
   const auto s = make(o);
-  s->to(DType::f64);
+  // With the scalings that change the rotation at these positions (L0 2, factor 3): yarn's attention factor, and
+  // dynamic's frequencies for the total length 7.
+  o.train_length = 2;
+  o.rope_factor = 3;
+  o.rope_scaling = nn::RopeScaling::yarn;
+  const auto yarn = make(o);
+  o.rope_scaling = nn::RopeScaling::dynamic;
+  const auto dynamic = make(o);
   Generator gen(25);
-  return {"rope rotate", OpKind::Concat, {testing::input(gen, {2, 2, 3, 6})},
-          [s](const std::vector<Tensor>& in) { return s->rotate(in[0], 4); }};
+  return {"rope rotate (none, yarn, dynamic)", OpKind::Concat, {testing::input(gen, {2, 2, 3, 6})},
+          [s, yarn, dynamic](const std::vector<Tensor>& in) {
+            return concat({s->rotate(in[0], 4), yarn->rotate(in[0], 4), dynamic->rotate(in[0], 4)}, -1);
+          }};
 }
 
 // ---------------------------------------------------------------- errors

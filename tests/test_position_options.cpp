@@ -54,7 +54,9 @@ PositionOptions changed(PositionOptions o, const PositionOptionInfo& d) {
         if constexpr (std::is_same_v<T, int64_t>) v = v < d.range.hi ? v + 1 : v - 1;
         else if constexpr (std::is_same_v<T, double>) v = v * 1.5;
         else if constexpr (std::is_same_v<T, bool>) v = !v;
-        else v = v == Untrained::keep ? Untrained::nearest : Untrained::keep;
+        else if constexpr (std::is_same_v<T, Untrained>)
+          v = v == Untrained::keep ? Untrained::nearest : Untrained::keep;
+        else v = v == RopeScaling::none ? RopeScaling::linear : RopeScaling::none;
       },
       d.member);
   return o;

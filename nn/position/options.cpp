@@ -50,6 +50,20 @@ const std::vector<PositionOptionInfo>& option_rows() {
        .real = L::init_std, .loaded = false},
       {.key = "untrained", .member = &P::untrained, .doc = "what evaluation reads at a row training never read",
        .read_by = [](const SchemeInfo& s) { return s.row_table; }},
+      {.key = "rope_scaling", .member = &P::rope_scaling,
+       .doc = "the rotary frequencies past the training length: none, linear, ntk, dynamic or yarn",
+       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .added = true},
+      {.key = "rope_factor", .member = &P::rope_factor,
+       .doc = "rope scaling's factor; 0: the largest evaluation multiplier",
+       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::rope_factor, .added = true},
+      {.key = "yarn_beta_fast", .member = &P::yarn_beta_fast, .doc = "yarn: the rotations where the ramp starts",
+       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::yarn_beta, .added = true},
+      {.key = "yarn_beta_slow", .member = &P::yarn_beta_slow, .doc = "yarn: the rotations where the ramp ends",
+       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::yarn_beta, .added = true},
+      {.key = "yarn_attention_factor", .member = &P::yarn_attention_factor,
+       .doc = "yarn: what cos and sin are multiplied by; 0: 0.1 ln(factor) + 1",
+       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::yarn_attention_factor,
+       .added = true},
   };
   return table;
 }
@@ -82,7 +96,7 @@ std::vector<std::string> schemes_reading(const PositionOptionInfo& o, int64_t di
 }
 
 const char* option_type(const PositionOptionInfo& o) {
-  static const char* const names[] = {"integer", "real", "boolean", "choice"};
+  static const char* const names[] = {"integer", "real", "boolean", "choice", "choice"};
   return names[o.member.index()];
 }
 
@@ -112,9 +126,9 @@ std::string accepted_values(const PositionOptionInfo& o) {
           return text + (o.real.hi_open ? ")" : "]");
         } else if constexpr (std::is_same_v<T, bool>) {
           return "true or false";
-        } else if constexpr (std::is_same_v<T, Untrained>) {
+        } else if constexpr (std::is_same_v<T, Untrained> || std::is_same_v<T, RopeScaling>) {
           std::string names;
-          for (const std::string& n : untrained_names()) {
+          for (const std::string& n : choice_names(o)) {
             names += names.empty() ? "\"" : " or \"";
             names += n;
             names += '"';
@@ -135,9 +149,16 @@ std::string option_value_text(const PositionOptionInfo& o, const PositionOptions
         if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
         else if constexpr (std::is_same_v<T, double>) return position_detail::shortest(v);
         else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-        else return '"' + std::string(untrained_name(v)) + '"';
+        else if constexpr (std::is_same_v<T, Untrained>) return '"' + std::string(untrained_name(v)) + '"';
+        else return '"' + std::string(rope_scaling_name(v)) + '"';
       },
       o.member);
+}
+
+std::vector<std::string> choice_names(const PositionOptionInfo& o) {
+  if (std::holds_alternative<Untrained PositionOptions::*>(o.member)) return untrained_names();
+  if (std::holds_alternative<RopeScaling PositionOptions::*>(o.member)) return rope_scaling_names();
+  return {};
 }
 
 }  // namespace rpb::nn

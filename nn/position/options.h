@@ -14,10 +14,11 @@
 
 namespace rpb::nn {
 
-/// The PositionOptions field an option sets, by type: an integer, a real, a boolean, or the choice of
-/// position.untrained (read as one of untrained_names()).
+/// The PositionOptions field an option sets, by type: an integer, a real, a boolean, the choice of
+/// position.untrained (read as one of untrained_names()) or of position.rope_scaling (one of rope_scaling_names()).
 using PositionOptionMember = std::variant<int64_t PositionOptions::*, double PositionOptions::*,
-                                          bool PositionOptions::*, Untrained PositionOptions::*>;
+                                          bool PositionOptions::*, Untrained PositionOptions::*,
+                                          RopeScaling PositionOptions::*>;
 
 /// One option of the position schemes.
 struct PositionOptionInfo {
@@ -32,6 +33,9 @@ struct PositionOptionInfo {
   bool loaded = true;
   /// True when it changes what `rpb bias` prints: `rpb bias` takes it as --<key with '-' for '_'>.
   bool bias_flag = false;
+  /// True for a key added after runs were stored: the effective config (a run's stored config text) holds it only
+  /// when set away from its default, so the stored configs of runs that leave it stay byte for byte as before.
+  bool added = false;
 };
 
 /// Every option, in the order the config reader reads them (which decides the first error of a config with two).
@@ -54,10 +58,13 @@ const char* option_type(const PositionOptionInfo& o);
 std::string bias_flag_name(const PositionOptionInfo& o);
 
 /// The values it accepts, as the config reader's messages write them: "[2, 65536]", "(1, 1e+12]", "true or false",
-/// "\"keep\" or \"nearest\"".
+/// "\"keep\" or \"nearest\"" (a choice: its names joined by " or ").
 std::string accepted_values(const PositionOptionInfo& o);
 
-/// Its value in `p` as TOML writes it ("32", "0.3", "true", "\"keep\"").
+/// Its value in `p` as TOML writes it ("32", "0.3", "true", "\"keep\"", "\"yarn\"").
 std::string option_value_text(const PositionOptionInfo& o, const PositionOptions& p);
+
+/// A choice option's names (untrained_names(), rope_scaling_names()); empty for the other types.
+std::vector<std::string> choice_names(const PositionOptionInfo& o);
 
 }  // namespace rpb::nn

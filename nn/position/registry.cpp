@@ -6,11 +6,13 @@
 // them; tests/test_position.cpp's `wants` for a 1-D one). An option of its own: a PositionOptions field and a row of
 // nn/position/options.h's table. A 1-D scheme also needs a builder in python/rpb_torch.py (its test names one missing).
 #include <algorithm>
+#include <string_view>
 
 #include "core/checked.h"
 #include "core/text.h"
 #include "nn/position.h"
 #include "nn/position/common.h"
+#include "nn/position/options.h"
 
 namespace rpb::nn {
 
@@ -187,6 +189,16 @@ void validate(const PositionOptions& o) {
     RPB_CHECK_OPTION(false, s.name, "untrained", "untrained = \"", untrained_name(o.untrained),
                      "\" applies to the schemes with a table row per relative position (", join(tables, ", "), "); ",
                      s.name, why);
+  }
+  if (std::string_view(s.name) != "rope") {
+    // The rope scaling options are read by rope alone: set on another scheme, they are refused at their key.
+    const PositionOptions defaults;
+    for (const PositionOptionInfo& d : position_option_table())
+      if (std::string_view(d.key).starts_with("rope_") || std::string_view(d.key).starts_with("yarn_"))
+        if (d.key != std::string_view("rope_base"))
+          RPB_CHECK_OPTION(option_value_text(d, o) == option_value_text(d, defaults), s.name, d.key, d.key, " = ",
+                           option_value_text(d, o), " applies to the rope scheme only; ", s.name,
+                           " has no rotary frequencies to scale");
   }
   s.validate(o);
 }

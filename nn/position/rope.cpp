@@ -1,6 +1,15 @@
 // rope: x * cos + rotate_half(x) * sin (HF LLaMA / GPT-NeoX): the two halves of the last axis are rotated as
 // pairs (x[k], x[k + d/2]) by the angle p * inv_freq[k], inv_freq = base^(-2k/head_dim), so cos and sin repeat
-// the frequencies for both halves.
+// the frequencies for both halves. position.rope_scaling changes the frequencies past the training length and, for
+// yarn, multiplies cos and sin by an attention factor (nn/position/rope_scaling.h); the scaling is part of the built
+// model, in training as in evaluation.
+//
+// dynamic reads the total length of the sequence a forward scores: a call for T positions at `offset` (a KV cache's
+// length) uses the frequencies for offset + T, as HF's update does from max(position_ids) + 1. Keys already in a
+// KV cache keep the rotation they were given when they were computed, so decoding past L0 differs from the full
+// forward (each key rotated for the length of the forward that made it), as in HF's generate. Unlike HF, rpb keeps
+// no state between calls: HF keeps the largest length seen (max_seq_len_cached) until a sequence shorter than L0
+// resets it, rpb computes the frequencies from each call's offset + T.
 #include <cmath>
 
 #include "nn/last_value_cache.h"
@@ -12,9 +21,28 @@ namespace {
 
 using position_detail::from_doubles;
 
+// base^(-2i/head_dim), i = 0 .. head_dim/2 - 1 (computed in double, then rounded to the dtype): unscaled rope.
+std::vector<double> rope_unscaled(int64_t d, double base) {
+  std::vector<double> f(static_cast<std::size_t>(d / 2));
+  for (int64_t i = 0; i < d / 2; ++i) f[i] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+  return f;
+}
+
+RopeScalingParams scaling_params(const PositionOptions& o) {
+  return {o.rope_scaling, o.head_dim, o.rope_base, resolved_rope_factor(o.rope_factor, o.max_eval_multiplier),
+          o.train_length, o.yarn_beta_fast, o.yarn_beta_slow, o.yarn_attention_factor};
+}
+
+// The frequencies the scheme is built with: unscaled, or the scaling's at the training length (dynamic's there are
+// the unscaled ones, in HF's arithmetic).
+RopeFrequencies built_frequencies(const PositionOptions& o) {
+  if (o.rope_scaling == RopeScaling::none) return {rope_unscaled(o.head_dim, o.rope_base), 1.0};
+  return rope_frequencies(scaling_params(o), o.train_length, o.dtype == DType::f32);
+}
+
 class RopeScheme final : public PositionScheme {
  public:
-  explicit RopeScheme(const PositionOptions& o) : o_(o) {}
+  explicit RopeScheme(const PositionOptions& o) : o_(o), built_(built_frequencies(o)) {}
 
   Tensor rotate(const Tensor& x, int64_t offset) const override {
     RPB_CHECK(x.defined(), "rope", "x is undefined");
@@ -34,41 +62,44 @@ class RopeScheme final : public PositionScheme {
   }
 
  private:
-  // (T, head_dim) cos or sin of (offset + t) * inv_freq[k mod d/2]. As HF, the angle is formed in the
-  // scheme's dtype (float32 positions times float32 frequencies), its cos/sin then rounded to that dtype.
+  // (T, head_dim) cos or sin of (offset + t) * inv_freq[k mod d/2], times the attention factor. As HF, the angle is
+  // formed in the scheme's dtype (float32 positions times float32 frequencies), its cos/sin then rounded to that
+  // dtype, and the factor multiplies the rounded value (HF: cos * attention_scaling in float32).
   Tensor table(int64_t t, int64_t offset, bool sine) const {
     const int64_t d = o_.head_dim, half = d / 2;
-    const std::vector<double> f = inv_freq.to_vector();
-    std::vector<double> v(static_cast<std::size_t>(t * d));
     const bool single = inv_freq.dtype() == DType::f32;
+    std::vector<double> f = inv_freq.to_vector();
+    double factor = built_.attention_factor;
+    if (o_.rope_scaling == RopeScaling::dynamic) {
+      const RopeFrequencies now = rope_frequencies(scaling_params(o_), offset + t, single);
+      f = now.inv_freq;
+      factor = now.attention_factor;
+    }
+    std::vector<double> v(static_cast<std::size_t>(t * d));
     for (int64_t r = 0; r < t; ++r)
       for (int64_t k = 0; k < half; ++k) {
         double value;
         if (single) {
           const float angle = static_cast<float>(offset + r) * static_cast<float>(f[k]);
-          value = sine ? std::sin(angle) : std::cos(angle);
+          const float c = sine ? std::sin(angle) : std::cos(angle);
+          volatile float scaled = c * static_cast<float>(factor);  // rounded: no fused multiply with what follows
+          value = factor == 1.0 ? c : scaled;
         } else {
           const double angle = static_cast<double>(offset + r) * f[k];
-          value = sine ? std::sin(angle) : std::cos(angle);
+          value = (sine ? std::sin(angle) : std::cos(angle)) * factor;
         }
         v[static_cast<std::size_t>(r * d + k)] = v[static_cast<std::size_t>(r * d + k + half)] = value;
       }
     return from_doubles({t, d}, v, inv_freq.dtype());
   }
 
-  static std::vector<double> frequencies(int64_t d, double base) {
-    std::vector<double> f(static_cast<std::size_t>(d / 2));
-    for (int64_t i = 0; i < d / 2; ++i) f[i] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-    return f;
-  }
-
   PositionOptions o_;
+  RopeFrequencies built_;                 // the frequencies and attention factor at the training length
   LastValueCache cos_cache_, sin_cache_;  // keyed (T, head_dim, offset, dtype)
 
  public:
-  // base^(-2i/head_dim), i = 0 .. head_dim/2 - 1 (computed in double, then rounded to the dtype).
-  Tensor inv_freq = register_buffer("inv_freq", from_doubles({o_.head_dim / 2}, frequencies(o_.head_dim, o_.rope_base),
-                                                             o_.dtype),
+  // The frequencies at the training length (built_), rounded to the dtype; dynamic recomputes them per call.
+  Tensor inv_freq = register_buffer("inv_freq", from_doubles({o_.head_dim / 2}, built_.inv_freq, o_.dtype),
                                     /*persistent=*/false);  // (head_dim / 2)
 };
 
@@ -80,6 +111,19 @@ void validate_rope(const PositionOptions& o) {
                    " must be even and at least 2 (rotate_half pairs the two halves)");
   RPB_CHECK_OPTION(std::isfinite(o.rope_base) && o.rope_base > 0, "rope", "rope_base", "rope_base ", o.rope_base,
                    " must be positive");
+  if (o.rope_scaling == RopeScaling::none) return;
+  const char* scaling = rope_scaling_name(o.rope_scaling);
+  RPB_CHECK_OPTION(o.rope_factor == 0 || o.rope_factor >= 1, "rope", "rope_factor", "rope_factor ", o.rope_factor,
+                   " must be at least 1 (or 0: the largest evaluation multiplier)");
+  RPB_CHECK_OPTION(resolved_rope_factor(o.rope_factor, o.max_eval_multiplier) >= 1, "rope", "rope_factor",
+                   "rope_scaling = \"", scaling, "\" needs a factor: rope_factor is 0 (the largest evaluation "
+                   "multiplier) and no evaluation length is known; set rope_factor");
+  const bool ntk_like = o.rope_scaling == RopeScaling::ntk || o.rope_scaling == RopeScaling::dynamic;
+  RPB_CHECK_OPTION(!ntk_like || o.head_dim >= 4, "rope", "rope_scaling", "rope_scaling = \"", scaling,
+                   "\" needs head_dim >= 4 (its exponent is d / (d - 2)), got ", o.head_dim);
+  const bool needs_length = o.rope_scaling == RopeScaling::dynamic || o.rope_scaling == RopeScaling::yarn;
+  RPB_CHECK_OPTION(!needs_length || o.train_length >= 1, "rope", "rope_scaling", "rope_scaling = \"", scaling,
+                   "\" needs the original length L0 (run.length), which is unknown here");
 }
 std::shared_ptr<PositionScheme> make_rope(const PositionOptions& o, Generator&) {
   return std::make_shared<RopeScheme>(o);

@@ -21,6 +21,7 @@
 #include "core/ops.h"
 #include "core/rng.h"
 #include "nn/module.h"
+#include "nn/position/rope_scaling.h"
 #include "nn/position/untrained.h"
 
 namespace rpb::nn {
@@ -80,12 +81,22 @@ struct PositionOptions {
   bool learnable_lambda = false;        // log_decay
   int64_t max_positions = 512;          // learned
   double rope_base = 10000.0;           // rope
+  RopeScaling rope_scaling = RopeScaling::none;  // rope: the frequencies past the training length
+                                                 // (nn/position/rope_scaling.h); an evaluation setting
+  double rope_factor = 0;               // rope scaling's factor s; 0: max_eval_multiplier
+  double yarn_beta_fast = 32;           // yarn: the rotations where the ramp starts (HF beta_fast)
+  double yarn_beta_slow = 1;            // yarn: the rotations where it ends (HF beta_slow)
+  double yarn_attention_factor = 0;     // yarn: what cos and sin are multiplied by; 0: 0.1 ln s + 1
   int64_t max_side = 16;                // learned2d: the largest grid side
   int64_t fire_length = 0;              // fire: L0, the threshold's starting length L = |m L0| (0: train_length)
   int64_t fire_hidden = 32;             // fire: the width of the MLP 1 -> fire_hidden -> heads
   int64_t train_length = 0;             // the run's training length (run.length; a grid's side), which schemes that
                                         // scale with it read; 0 when unknown (`rpb bias` without --train-length).
                                         // Set by the config reader, not a config key of its own
+  int64_t max_eval_multiplier = 0;      // the largest evaluation multiplier of the evaluation being run
+                                        // (run.eval_multipliers, or `rpb eval --lengths` / run.length): rope scaling's
+                                        // factor when rope_factor is 0. Set by the config reader and `rpb eval`,
+                                        // not a config key; 0 when unknown
   Untrained untrained = Untrained::keep;  // the table schemes (SchemeInfo::row_table): what evaluation reads at a
                                           // row no training forward read
   double init_std = 0.02;               // learned tables (t5, shaw, learned: normal; learned2d, clipped2d:

@@ -65,6 +65,11 @@ rope_base = 10000.0
 untrained = "{untrained}"
 fire_length = {fire_length}
 fire_hidden = 8
+rope_scaling = "{rope_scaling}"
+rope_factor = {rope_factor}
+yarn_beta_fast = {yarn_beta_fast}
+yarn_beta_slow = 1.0
+yarn_attention_factor = {yarn_attention_factor}
 
 [task]
 kind = "markov"
@@ -83,7 +88,8 @@ schedule = "constant"
 # that each of them is exercised: a head of its own, erf GELU, an explicit scale, per-layer tables, 3 heads (ALiBi's
 # interleaved slopes).
 DEFAULTS = dict(heads=2, tie_head="true", share_position="true", attn_scale="0.0", gelu="tanh",
-                learnable_lambda="false", embedding="scheme", untrained="keep", fire_length="0")
+                learnable_lambda="false", embedding="scheme", untrained="keep", fire_length="0", rope_scaling="none",
+                rope_factor="0.0", yarn_beta_fast="32.0", yarn_attention_factor="0.0")
 RUNS = {
     "t5": dict(),
     "t5_per_layer": dict(scheme="t5", share_position="false", tie_head="false"),
@@ -98,6 +104,11 @@ RUNS = {
     "rope": dict(),
     "fire": dict(share_position="false"),  # L0 = run.length: at 4x, queries past the threshold
     "fire_shared": dict(scheme="fire", fire_length="8"),  # a threshold of its own, below run.length
+    # RoPE scaling (HF's frequencies), applied in training and evaluation; factor 0: max(run.eval_multipliers) = 4
+    "rope_linear": dict(scheme="rope", rope_scaling="linear"),
+    "rope_ntk": dict(scheme="rope", rope_scaling="ntk", rope_factor="2.0"),
+    "rope_dynamic": dict(scheme="rope", rope_scaling="dynamic", rope_factor="3.0"),  # scaled at 64, not at 16
+    "rope_yarn": dict(scheme="rope", rope_scaling="yarn", yarn_beta_fast="8.0", yarn_attention_factor="1.2"),
     "none": dict(),
 }
 

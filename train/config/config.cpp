@@ -155,9 +155,11 @@ void read_position_option(Table& t, const nn::PositionOptionInfo& o, nn::Positio
           t.get(o.key, v, o.real.lo, o.real.hi, o.real.lo_open, o.real.hi_open);
         } else if constexpr (std::is_same_v<T, bool>) {
           t.get(o.key, v);
-        } else {
-          static_assert(std::is_same_v<T, nn::Untrained>, "a position option type without its reader");
+        } else if constexpr (std::is_same_v<T, nn::Untrained>) {
           get_enum(t, o.key, v, nn::kUntrainedNames);
+        } else {
+          static_assert(std::is_same_v<T, nn::RopeScaling>, "a position option type without its reader");
+          get_enum(t, o.key, v, nn::kRopeScalingNames);
         }
       },
       o.member);
@@ -167,6 +169,15 @@ void read_position_option(Table& t, const nn::PositionOptionInfo& o, nn::Positio
 void read_position_options(Table& t, const char* table, nn::PositionOptions& p) {
   for (const nn::PositionOptionInfo& o : nn::position_option_table())
     if (std::string_view(o.table) == table) read_position_option(t, o, p);
+}
+
+// Drops from `effective` the position options added after runs were stored (PositionOptionInfo::added) that `p`
+// leaves at their default.
+void drop_unset_added_options(toml::table& effective, const nn::PositionOptions& p) {
+  const nn::PositionOptions defaults;
+  for (const nn::PositionOptionInfo& o : nn::position_option_table())
+    if (o.added && nn::option_value_text(o, p) == nn::option_value_text(o, defaults))
+      if (toml::table* t = effective[o.table].as_table()) t->erase(o.key);
 }
 
 // [grid]'s values; its checks that depend on the scheme come after [position] (check_grid).
@@ -187,6 +198,7 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
   pos.get("scheme", p.scheme, nn::scheme_names(dims));
   read_position_options(pos, "position", p);
   p.train_length = c.length;
+  p.max_eval_multiplier = c.eval_multipliers.empty() ? 0 : *std::ranges::max_element(c.eval_multipliers);
   const nn::PositionOptions po = c.position();
   const nn::SchemeInfo& info = nn::scheme_info(po);
   // The table of an option (the one that bounds the scheme's length, or one an error names): [grid] (max_side) or
@@ -361,6 +373,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   read_task(task, c.task);
   read_grid(grid, c.grid, c.model.position);
   read_position(pos, grid, run, c);
+  drop_unset_added_options(effective, c.model.position);
   check_grid(grid, c);
   const Table opt = read_optim(r, c, accepted);
   std::vector<std::string> keys;  // the dotted keys of the tables read (accepted_keys), [[optim.group]]'s aside

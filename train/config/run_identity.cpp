@@ -73,7 +73,10 @@ const std::vector<std::string>& non_identity_keys() {
       "run.name",          "run.out_dir",       "run.log_every",   "run.checkpoint_every", "run.eval_multipliers",
       "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.eval_diagnostics", "run.eval_stride",
       "run.valid_multipliers",
-      "run.valid_tokens",  "grid.eval_window",  "position.untrained", "task.kjv_path", "sweep"};
+      "run.valid_tokens",  "grid.eval_window",  "position.untrained", "task.kjv_path", "sweep",
+      // rope scaling: evaluation settings of a rope run (a sweep trains their scheme's runs without them)
+      "position.rope_scaling", "position.rope_factor", "position.yarn_beta_fast", "position.yarn_beta_slow",
+      "position.yarn_attention_factor"};
   return keys;
 }
 

@@ -2,6 +2,7 @@
 
 #include "nn/position.h"
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -79,11 +80,16 @@ LengthResult read_length(const JsonIn& in) {
 
 Json options_json(const EvalRecordOptions& o) {
   const auto text_or_null = [](const std::string& t) { return t.empty() ? Json(nullptr) : Json(t); };
-  return {{"lengths", o.lengths.empty() ? Json(nullptr) : Json(o.lengths)},
-          {"untrained", text_or_null(o.untrained)},
-          {"diagnostics", o.diagnostics},
-          {"other_text", text_or_null(o.other_text)},
-          {"stride", o.stride > 0 ? Json(o.stride) : Json(nullptr)}};
+  Json j = {{"lengths", o.lengths.empty() ? Json(nullptr) : Json(o.lengths)},
+            {"untrained", text_or_null(o.untrained)},
+            {"diagnostics", o.diagnostics},
+            {"other_text", text_or_null(o.other_text)},
+            {"stride", o.stride > 0 ? Json(o.stride) : Json(nullptr)}};
+  if (!o.rope_scaling.empty() || o.rope_factor > 0) {  // absent unless asked: records of before stay byte for byte
+    j["rope_scaling"] = text_or_null(o.rope_scaling);
+    j["rope_factor"] = o.rope_factor > 0 ? Json(o.rope_factor) : Json(nullptr);
+  }
+  return j;
 }
 
 EvalRecordOptions read_options(const JsonIn& in, bool with_stride) {
@@ -93,6 +99,14 @@ EvalRecordOptions read_options(const JsonIn& in, bool with_stride) {
   o.untrained = in["untrained"].string_or_empty();
   if (!o.untrained.empty() && !enum_value(nn::kUntrainedNames, o.untrained))
     in["untrained"].fail("\"" + o.untrained + "\" is not a position.untrained value");
+  if (in.has("rope_scaling")) {
+    o.rope_scaling = in["rope_scaling"].string_or_empty();
+    if (!o.rope_scaling.empty() && !enum_value(nn::kRopeScalingNames, o.rope_scaling))
+      in["rope_scaling"].fail("\"" + o.rope_scaling + "\" is not a position.rope_scaling value");
+    const std::optional<double> factor = in["rope_factor"].optional_number();
+    if (factor && !(*factor >= 1)) in["rope_factor"].fail("expected null or a factor of at least 1");
+    o.rope_factor = factor.value_or(0);
+  }
   o.diagnostics = in["diagnostics"].boolean();
   o.other_text = in["other_text"].string_or_empty();
   if (!o.other_text.empty() && !is_sha256_hex(o.other_text))
@@ -117,27 +131,32 @@ Json eval_record_object(const EvalRecord& r) {
       r.optimal_perplexity ? std::optional<double>(std::log(*r.optimal_perplexity)) : std::nullopt;
   Json lengths = Json::array();
   for (const LengthResult& l : r.lengths) lengths.push_back(length_json(l, r.optimal_perplexity));
-  return {{"format", kEvalRecordFormat},
-          {"provenance", provenance_object(r.provenance)},
-          {"checkpoint", r.checkpoint},
-          {"step", r.step},
-          {"checkpoint_sha256", r.checkpoint_sha256},
-          {"config_digest", r.config_digest},
-          {"run", r.run},
-          {"scheme", r.scheme},
-          {"untrained", r.untrained.empty() ? Json(nullptr) : Json(r.untrained)},
-          {"task", r.task},
-          {"train_length", r.train_length},
-          {"max_length", json_count(r.max_length)},
-          {"tokens", json_count(r.tokens())},
-          {"optimal_perplexity", json_number(r.optimal_perplexity)},
-          {"entropy_rate", json_number(entropy)},
-          {"text", r.text},
-          {"text_sha256", r.text_sha256.empty() ? Json(nullptr) : Json(r.text_sha256)},
-          {"default_lengths", r.default_lengths()},
-          {"protocol", eval_protocol_name(r.options.stride)},
-          {"options", options_json(r.options)},
-          {"lengths", std::move(lengths)}};
+  Json j = {{"format", kEvalRecordFormat},
+            {"provenance", provenance_object(r.provenance)},
+            {"checkpoint", r.checkpoint},
+            {"step", r.step},
+            {"checkpoint_sha256", r.checkpoint_sha256},
+            {"config_digest", r.config_digest},
+            {"run", r.run},
+            {"scheme", r.scheme},
+            {"untrained", r.untrained.empty() ? Json(nullptr) : Json(r.untrained)}};
+  if (!r.rope_scaling.empty()) {  // absent without a scaling: the records of before stay byte for byte
+    j["rope_scaling"] = r.rope_scaling;
+    j["rope_factor"] = r.rope_factor;
+  }
+  j["task"] = r.task;
+  j["train_length"] = r.train_length;
+  j["max_length"] = json_count(r.max_length);
+  j["tokens"] = json_count(r.tokens());
+  j["optimal_perplexity"] = json_number(r.optimal_perplexity);
+  j["entropy_rate"] = json_number(entropy);
+  j["text"] = r.text;
+  j["text_sha256"] = r.text_sha256.empty() ? Json(nullptr) : Json(r.text_sha256);
+  j["default_lengths"] = r.default_lengths();
+  j["protocol"] = eval_protocol_name(r.options.stride);
+  j["options"] = options_json(r.options);
+  j["lengths"] = std::move(lengths);
+  return j;
 }
 
 std::string eval_record_json(const EvalRecord& record) { return json_text(eval_record_object(record)); }
@@ -158,6 +177,13 @@ EvalRecord eval_record_from_json(const Json& json, const std::string& source, co
   r.run = in["run"].string();
   r.scheme = in["scheme"].string();
   r.untrained = in["untrained"].string_or_empty();
+  if (in.has("rope_scaling")) {
+    r.rope_scaling = in["rope_scaling"].string();
+    if (!enum_value(nn::kRopeScalingNames, r.rope_scaling) || r.rope_scaling == "none")
+      in["rope_scaling"].fail("\"" + r.rope_scaling + "\" is not a position.rope_scaling value other than none");
+    r.rope_factor = in["rope_factor"].optional_number().value_or(0);
+    if (!(r.rope_factor >= 1)) in["rope_factor"].fail("expected a factor of at least 1");
+  }
   r.task = in["task"].string();
   r.train_length = in["train_length"].int64();
   r.max_length = in["max_length"].is_null() ? 0 : in["max_length"].int64();
@@ -194,7 +220,7 @@ EvalRecord read_eval_record(const std::string& path) {
 
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options) {
   // Every member, by name: an option added to EvalRecordOptions stops this from compiling until it is named here.
-  const auto& [lengths, untrained, diagnostics, other_text, stride] = options;
+  const auto& [lengths, untrained, diagnostics, other_text, stride, rope_scaling, rope_factor] = options;
   std::ostringstream name;  // a stream, not a + chain: GCC 12 warns falsely (-Wstringop-overflow) on that
   name << fs::path(checkpoint).stem().string() << "-" << tokens;
   if (!lengths.empty()) {
@@ -205,8 +231,16 @@ std::string eval_record_name(const std::string& checkpoint, int64_t tokens, cons
   if (diagnostics) name << "-diag";
   if (!other_text.empty()) name << "-text" << other_text.substr(0, 12);
   if (stride > 0) name << "-S" << stride;
+  if (!rope_scaling.empty()) name << "-rope_" << rope_scaling;
+  if (rope_factor > 0) name << "-factor" << rope_factor_text(rope_factor);
   name << ".json";
   return name.str();
+}
+
+std::string rope_factor_text(double factor) {
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf, factor).ptr;
+  return std::string(buf, end);
 }
 
 std::string eval_record_name(const EvalRecord& r) {

@@ -27,6 +27,9 @@ struct EvalRecordOptions {
   /// The protocol the numbers were scored with: 0 nonoverlapping segments; S >= 1 sliding windows advanced by S
   /// (run.eval_stride or eval --stride, data::EvalWindows). Set for `rpb train`'s records too.
   int64_t stride = 0;
+  std::string rope_scaling;      // eval --rope-scaling: "none", "linear", "ntk", "dynamic" or "yarn"; "": the stored
+                                 // config's position.rope_scaling
+  double rope_factor = 0;        // eval --rope-factor (>= 1); 0: the stored config's position.rope_factor
   bool operator==(const EvalRecordOptions&) const = default;
 };
 
@@ -39,6 +42,9 @@ struct EvalRecord {
   std::string run;                // run.name of its config
   std::string scheme;             // position.scheme
   std::string untrained;          // a table scheme's position.untrained ("keep", "nearest"); "" for the others
+  std::string rope_scaling;       // a rope run's position.rope_scaling when not "none" ("yarn"); "" otherwise (and
+                                  // for a record written before rope scaling: none)
+  double rope_factor = 0;         // the factor that scaling used (rope_factor, or the largest evaluation multiplier)
   std::string task;               // the task, one line (Workload::describe)
   int64_t train_length = 0;       // run.length
   int64_t max_length = 0;         // the longest length the scheme runs at (0: unbounded)
@@ -71,15 +77,18 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///    "provenance": {"rpb_version": "0.1.0", "commit": "<40 hex>[-dirty]" | "unknown", "command": "...",
 ///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
 ///    "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
-///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null, "task": "...",
+///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null,
+///    ["rope_scaling": "linear" | "ntk" | "dynamic" | "yarn", "rope_factor": 8,] (only for a rope run evaluated with a
+///    scaling: a record without them was evaluated with none), "task": "...",
 ///    "train_length": 64, "max_length": null | N, "tokens": 8192,
 ///    "optimal_perplexity": 3.21 | null, "entropy_rate": 1.17 | null,
 ///    "text": "generated" | "training" | "other" | "unverified", "text_sha256": "<64 hex>" | null,
 ///    "default_lengths": true | false,
 ///    "protocol": "nonoverlapping" | "sliding_window" (eval_protocol_name of options.stride),
 ///    "options": {"lengths": null | [64, 1024], "untrained": null | "keep" | "nearest", "diagnostics": true | false,
-///                "other_text": null | "<64 hex>", "stride": null | 32} (EvalRecordOptions; null: not asked, and
-///                for "stride" nonoverlapping),
+///                "other_text": null | "<64 hex>", "stride": null | 32[, "rope_scaling": null | "none" | "linear" |
+///                ..., "rope_factor": null | 8] (the last two only when either was asked)} (EvalRecordOptions; null: not
+///                asked, and for "stride" nonoverlapping),
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null,
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
@@ -112,9 +121,13 @@ EvalRecord read_eval_record(const std::string& path);
 /// The file name of the record of `checkpoint` (a file name or path) scoring `tokens` tokens at each length with
 /// `options`: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), and before ".json" one part per option
 /// that is set, in the struct's order: "-L<l1>_<l2>..." (lengths), "-<untrained>" ("-nearest"), "-diag"
-/// (diagnostics), "-text<first 12 hex digits>" (other_text) and "-S<stride>" (a sliding-window stride):
-/// "step_00000600-8192-L64_1024-nearest-diag.json", "step_00000600-8192-S32.json".
+/// (diagnostics), "-text<first 12 hex digits>" (other_text), "-S<stride>" (a sliding-window stride), "-rope_<scaling>"
+/// ("-rope_yarn") and "-factor<factor>" ("-factor8"): "step_00000600-8192-L64_1024-nearest-diag.json",
+/// "step_00000600-8192-S32.json".
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options);
+/// A rope scaling factor as records and tables write it: the shortest text that reads back as it ("8", "2.5").
+std::string rope_factor_text(double factor);
+
 /// The record's file name: eval_record_name of its checkpoint, tokens() and options. The same checkpoint evaluated
 /// the same way again replaces its record.
 std::string eval_record_name(const EvalRecord& record);

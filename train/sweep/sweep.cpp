@@ -97,6 +97,25 @@ SweepRun sweep_run(const RunConfig& base, const std::string& task, const SweepMe
           "seed" + std::to_string(seed)};
 }
 
+// The rope scaling keys: evaluation settings (non_identity_keys) that the built model reads in training too.
+bool read_in_training(const std::string& key) {
+  return key == "position.rope_scaling" || key == "position.rope_factor" || key.starts_with("position.yarn_");
+}
+
+// The run that trains `sr`'s folder: `sr` itself, or for a method that evaluates its scheme's runs while setting a
+// key the forward reads (rope@rope_scaling=yarn), the method without those settings, so the shared runs train as
+// the scheme's own, whichever method reaches them first.
+SweepRun training_run(const SweepRun& sr) {
+  if (method_folder(sr.method) != sr.method.scheme ||
+      std::none_of(sr.method.settings.begin(), sr.method.settings.end(),
+                   [](const ConfigSetting& s) { return read_in_training(s.key); }))
+    return sr;
+  SweepRun plain = sr;
+  std::erase_if(plain.method.settings, [](const ConfigSetting& s) { return read_in_training(s.key); });
+  plain.method.text = sr.method.scheme;  // the settings left (position.untrained, ...) do not change training
+  return plain;
+}
+
 // A sweep run's task, method and seed, as its log lines name it: "markov / t5@untrained=nearest / seed 0".
 std::string run_label(const SweepRun& sr) {
   return fmt::format("{} / {} / seed {}", sr.task, sr.method.name(), sr.seed);
@@ -109,7 +128,7 @@ std::vector<SweepRun> runs_to_train(const RunConfig& base, const std::vector<std
   for (const std::string& task : tasks)
     for (const SweepMethod& method : base.sweep.methods)
       for (uint64_t seed : base.sweep.seeds) {
-        SweepRun sr = sweep_run(base, task, method, seed);
+        SweepRun sr = training_run(sweep_run(base, task, method, seed));
         if (folders.insert((fs::path(sr.out_dir) / sr.name).string()).second) out.push_back(std::move(sr));
       }
   return out;
@@ -165,6 +184,11 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
         Run run(run_config(base, sr));
         const std::string what = fmt::format("[{}/{}] {}", done + 1, total, run_label(sr));
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (const SweepRun plain = training_run(sr); plain.method.settings.size() != sr.method.settings.size()) {
+          Run trainer(run_config(base, plain));  // trains the shared folder as its scheme's own (then reused below)
+          train_or_reuse(trainer, what, overwrite,
+                         {"", static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command});
+        }
         row.runs.push_back(train_or_reuse(
             run, what, overwrite, {"", static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command}));
         ++done;
