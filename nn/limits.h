@@ -46,6 +46,7 @@ inline constexpr Range max_positions{1, int64_t{1} << 24};      // learned
 inline constexpr double kMaxLambda = 1e6;                       // log_decay: lambda in [0, kMaxLambda]
 inline constexpr RealRange lambda{0.0, kMaxLambda};             // log_decay
 inline constexpr RealRange rope_base{1.0, 1e12, true};          // rope: (1, 1e12]
+inline constexpr Range xpos_scale_base{1, int64_t{1} << 24};    // xpos
 inline constexpr RealRange init_std{0.0, 10.0, true};           // the learned tables: (0, 10]
 
 // [grid]

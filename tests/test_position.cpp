@@ -345,6 +345,7 @@ TEST_CASE("schemes: kinds, names, parameters and buffers") {
       {"sinusoidal", PositionKind::absolute, false, {}, {"inv_freq"}, {}},
       {"learned", PositionKind::absolute, true, {"table"}, {}, {{512, 8}}},
       {"rope", PositionKind::rotary, false, {}, {"inv_freq"}, {}},
+      {"xpos", PositionKind::rotary, false, {}, {"zeta"}, {}},
       {"none", PositionKind::none, false, {}, {}, {}},
   };
   // The table against the registry: one entry per 1-D scheme, each agreeing with its row.
@@ -844,7 +845,8 @@ namespace rpb::testing {
 
 std::vector<SchemeCase> position_1d_scheme_cases() {
   return {{"learned", golden_learned, gradcheck_learned},    {"sinusoidal", golden_sinusoidal, gradcheck_sinusoidal},
-          {"rope", golden_rope, gradcheck_rope},             {"t5", golden_t5, gradcheck_t5},
+          {"rope", golden_rope, gradcheck_rope},             {"xpos", golden_xpos, gradcheck_xpos},
+          {"t5", golden_t5, gradcheck_t5},
           {"shaw", golden_shaw, gradcheck_shaw},             {"log_decay", golden_log_decay, gradcheck_log_decay},
           {"alibi", golden_alibi, gradcheck_alibi},          {"none", golden_none, gradcheck_none}};
 }

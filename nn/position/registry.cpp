@@ -17,6 +17,8 @@ namespace rpb::nn {
 namespace scheme_files {
 // Defined each in nn/position/<name>.cpp.
 using Validator = void(const PositionOptions& o);
+SchemeFactory make_xpos;
+Validator validate_xpos;
 SchemeFactory make_learned, make_sinusoidal, make_rope, make_t5, make_shaw, make_log_decay, make_alibi,
     make_learned2d, make_sinusoidal2d, make_alibi2d, make_clipped2d, make_none;
 Validator validate_learned, validate_sinusoidal, validate_rope, validate_t5, validate_shaw, validate_log_decay,
@@ -55,6 +57,9 @@ const std::vector<SchemeInfo>& scheme_rows() {
     {"rope", 1, K::rotary, "RoPE", "#9467bd", "D",
      "rotary embeddings of queries and keys", false, none, unbounded, nullptr,
      validate_rope, make_rope, W::none},
+    {"xpos", 1, K::rotary, "xPos", "#393b79", "*",
+     "rotary embeddings on interleaved pairs with a per-pair decay (Sun et al.)", false, none, unbounded, nullptr,
+     validate_xpos, make_xpos, W::none},
     {"t5", 1, K::additive_bias, "T5 bias", "#1f77b4", "o",
      "T5's learned bias per log-spaced bucket of key - query", true,
      [](const PositionOptions& o) { return per_head(o, o.num_buckets); },

@@ -79,7 +79,9 @@ struct PositionOptions {
   double lambda = 0.3;                  // log_decay
   bool learnable_lambda = false;        // log_decay
   int64_t max_positions = 512;          // learned
-  double rope_base = 10000.0;           // rope
+  double rope_base = 10000.0;           // rope, xpos
+  int64_t xpos_scale_base = 512;        // xpos: B, the positions over which the decay zeta^(n/B) acts
+  bool blockwise = false;               // xpos: blockwise causal attention in evaluation, blocks of train_length
   int64_t max_side = 16;                // learned2d: the largest grid side
   int64_t train_length = 0;             // the run's training length (run.length; a grid's side), which schemes that
                                         // scale with it read; 0 when unknown (`rpb bias` without --train-length).
@@ -144,8 +146,17 @@ class PositionScheme : public Module, public Positional {
   /// on a line (heads, q_len + k_len - 1), on a grid (heads, (2H - 1)(2W - 1)) with grid {H, W}. Differentiable
   /// in the scheme's parameters. Undefined for schemes without such a form.
   virtual RelativeBias relative_bias(const Positions& p) const;
-  /// rotary: x (B, heads, T, head_dim) rotated for positions offset .. offset + T - 1.
+  /// rotary: x (B, heads, T, head_dim) rotated for positions offset .. offset + T - 1 (the queries).
   virtual Tensor rotate(const Tensor& x, int64_t offset) const;
+  /// rotary: the keys x (B, heads, T, head_dim) at positions offset .. offset + T - 1, rotated: rotate(x, offset)
+  /// unless the scheme treats keys differently (xPos scales keys down where it scales queries up).
+  virtual Tensor rotate_key(const Tensor& x, int64_t offset) const { return rotate(x, offset); }
+  /// rotary: true when a key's rotation depends on how many keys there are (xPos's centre): a KV cache then keeps
+  /// its keys unrotated, and each forward rotates all of them, rotate_key(keys, 0).
+  virtual bool rotates_all_keys() const { return false; }
+  /// The block of blockwise causal attention (core/ops.h AttentionSpec::block) the attention layers use now: 0,
+  /// or xPos's train length in evaluation with position.blockwise.
+  virtual int64_t attention_block() const { return 0; }
   /// Schemes that read a table: the (q_len, k_len) i64 row each score reads; undefined otherwise.
   virtual Tensor index(const Positions& p) const;
 

@@ -72,12 +72,13 @@ const std::vector<std::string>& non_identity_keys() {
   static const std::vector<std::string> keys = {
       "run.name",          "run.out_dir",       "run.log_every",   "run.checkpoint_every", "run.eval_multipliers",
       "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.eval_diagnostics", "run.valid_multipliers",
-      "run.valid_tokens",  "grid.eval_window",  "position.untrained", "task.kjv_path", "sweep"};
+      "run.valid_tokens",  "grid.eval_window",  "position.untrained", "task.kjv_path", "sweep",
+      "position.blockwise"};
   return keys;
 }
 
 const std::vector<AddedKey>& added_identity_keys() {
-  static const std::vector<AddedKey> keys = {};
+  static const std::vector<AddedKey> keys = {{"position.xpos_scale_base", "512"}};
   return keys;
 }
 

@@ -3,7 +3,7 @@
 // run folder only when the identity of the config they are given equals the one the folder was trained with.
 //
 // Identity: every key of the effective config except the ones in non_identity_keys(), i.e. [model], [position]
-// (but position.untrained, read only by evaluation), [task] (but task.kjv_path), [grid] (but grid.eval_window), [optim] with each [[optim.group]], and run.seed,
+// (but position.untrained and position.blockwise, read only by evaluation), [task] (but task.kjv_path), [grid] (but grid.eval_window), [optim] with each [[optim.group]], and run.seed,
 // run.steps, run.batch, run.length, run.on_nonfinite. optim.total_steps counts as the cosine horizon it resolves
 // to (0 reads as run.steps), so a run extended with `train --extend` stays coherent when resumed again;
 // model.embedding = "scheme" counts as the recipe it resolves to for the scheme, and a stored config without a key
@@ -38,7 +38,7 @@ struct AddedKey {
   const char* key;    // dotted: "model.new_option"
   const char* unset;  // its value as TOML writes it (toml_config::value_text): "false", "0", "\"none\""
 };
-/// Every AddedKey, in the order they were added (none yet: the identity froze with today's keys).
+/// Every AddedKey, in the order they were added (position.xpos_scale_base, "512": the identity froze before xpos).
 const std::vector<AddedKey>& added_identity_keys();
 
 /// The identity of a config (read by the readers: load_config, parse_config, parse_stored_config, run_config), as
