@@ -199,6 +199,9 @@ CommandRunner add_eval(CLI::App& cmd) {
                  "t5, shaw, clipped2d: what evaluation reads at a table row training never read: keep (the row) or "
                  "nearest (its nearest trained row); default: the stored config's position.untrained")
       ->check(CLI::IsMember(nn::untrained_names()));
+  cmd.add_flag("--blockwise", a->eval.blockwise,
+               "xpos: blockwise causal attention, each query over its block of the train length and the one before "
+               "(position.blockwise = true; default: the stored config's)");
   cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
   cmd.add_flag("--diagnostics", a->eval.diagnostics,
                "after the perplexity table, print each length's attention per layer and head: mean distance and "

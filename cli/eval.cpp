@@ -48,6 +48,14 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
       throw Error("eval --untrained " + o.untrained + ": " + e.detail());
     }
   }
+  if (o.blockwise) {
+    try {
+      cfg.model.position.blockwise = true;
+      nn::validate(cfg.position());
+    } catch (const OptionError& e) {
+      throw Error("eval --blockwise: " + e.detail());
+    }
+  }
   if (o.tokens == 0) return;
   int64_t longest = 0;
   for (int64_t m : cfg.eval_multipliers) longest = std::max(longest, m * cfg.length);
@@ -83,6 +91,7 @@ EvalRecordOptions record_options(const EvalOptions& o, const EvalRecord& record)
   EvalRecordOptions r;
   r.lengths = o.lengths;
   r.untrained = o.untrained;
+  r.blockwise = o.blockwise;
   r.diagnostics = o.diagnostics;
   if (record.text == text_match_name(TextMatch::other)) r.other_text = record.text_sha256;
   return r;

@@ -20,6 +20,7 @@ struct EvalOptions {
   bool other_text = false;       // kjv runs: a text other than the training text is intended (train/checkpoint/data_identity.h)
   int64_t tokens = 0;            // > 0: target tokens scored at every length, instead of run.eval_tokens
   std::string untrained;         // "keep" or "nearest": position.untrained ("": the stored config's)
+  bool blockwise = false;        // xpos: blockwise causal attention (position.blockwise = true; false: the stored config's)
   bool json = false;             // print the JSON record instead of the table
   bool diagnostics = false;      // measure the attention diagnostics and print their table per length
   bool no_record = false;        // do not write the record into the run folder

@@ -66,6 +66,7 @@ const std::map<std::string, std::string>& evaluation_keys() {
   static const std::map<std::string, std::string> keys = {
       {"position.untrained", "\"nearest\""},  // the row-table schemes (SchemeInfo::row_table)
       {"grid.eval_window", "4"},              // the window schemes
+      {"position.blockwise", "true"},         // xpos
   };
   return keys;
 }
@@ -89,7 +90,8 @@ bool reads(const std::string& key, const Combo& c) {
   if (key == "position.lambda" || key == "position.learnable_lambda") return s == "log_decay";
   if (key == "position.max_positions") return s == "learned";
   if (key == "grid.max_side") return s == "learned2d";
-  if (key == "position.rope_base") return s == "rope";
+  if (key == "position.rope_base") return s == "rope" || s == "xpos";
+  if (key == "position.xpos_scale_base") return s == "xpos";
   // Learned tables; learned positions under the scaled recipe take fairseq's 1/sqrt(d_model) instead.
   if (key == "position.init_std")
     return s == "t5" || s == "shaw" || s == "clipped2d" || s == "learned2d" || (s == "learned" && !scaled);
@@ -115,7 +117,7 @@ std::string other_value(const std::string& key, const Combo& c, const std::strin
       {"run.seed", "1"}, {"run.batch", "3"}, {"run.eval_tokens", "48"},
       {"position.num_buckets", "16"}, {"position.max_distance", "64"}, {"position.max_relative_position", "1"},
       {"position.lambda", "1.0"}, {"position.learnable_lambda", "true"}, {"position.max_positions", "128"},
-      {"position.rope_base", "100.0"}, {"position.init_std", "0.5"}, {"grid.window", "4"}, {"grid.shift", "false"},
+      {"position.rope_base", "100.0"}, {"position.xpos_scale_base", "64"}, {"position.init_std", "0.5"}, {"grid.window", "4"}, {"grid.shift", "false"},
       {"grid.cpb_hidden", "8"}, {"grid.max_side", "16"}, {"task.vocab", "7"}, {"task.seed", "5"},
       {"task.order", "1"}, {"task.concentration", "2.0"}, {"task.lag", "3"}, {"task.noise", "0.3"},
       {"task.train_tokens", "2048"}, {"task.eval_tokens", "2048"}};
@@ -211,8 +213,9 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
         CAPTURE(key);
         if (trainer_keys().count(key) || same_numbers_keys().count(key)) continue;
         if (const auto e = evaluation_keys().find(key); e != evaluation_keys().end()) {
-          const bool applies = key == "position.untrained" ? c.info->row_table
-                                                           : c.info->kind == rpb::nn::PositionKind::window;
+          const bool applies = key == "position.untrained"   ? c.info->row_table
+                               : key == "position.blockwise" ? scheme == "xpos"
+                                                             : c.info->kind == rpb::nn::PositionKind::window;
           if (applies) continue;  // read by evaluation (tests/test_untrained.cpp, the grid evaluations)
           CHECK_THROWS_AS(rpb::parse_config(base, "base", {key + "=" + e->second}), rpb::Error);
           ++refused;

@@ -6,6 +6,7 @@
 // them; tests/test_position.cpp's `wants` for a 1-D one). An option of its own: a PositionOptions field and a row of
 // nn/position/options.h's table. A 1-D scheme also needs a builder in python/rpb_torch.py (its test names one missing).
 #include <algorithm>
+#include <string_view>
 
 #include "core/checked.h"
 #include "core/text.h"
@@ -57,9 +58,6 @@ const std::vector<SchemeInfo>& scheme_rows() {
     {"rope", 1, K::rotary, "RoPE", "#9467bd", "D",
      "rotary embeddings of queries and keys", false, none, unbounded, nullptr,
      validate_rope, make_rope, W::none},
-    {"xpos", 1, K::rotary, "xPos", "#393b79", "*",
-     "rotary embeddings on interleaved pairs with a per-pair decay (Sun et al.)", false, none, unbounded, nullptr,
-     validate_xpos, make_xpos, W::none},
     {"t5", 1, K::additive_bias, "T5 bias", "#1f77b4", "o",
      "T5's learned bias per log-spaced bucket of key - query", true,
      [](const PositionOptions& o) { return per_head(o, o.num_buckets); },
@@ -75,6 +73,9 @@ const std::vector<SchemeInfo>& scheme_rows() {
     {"alibi", 1, K::additive_bias, "ALiBi", "#2ca02c", "^",
      "-m_h * |i - j| with the ALiBi paper's slopes", false, none, unbounded,
      nullptr, no_options, make_alibi, W::none},
+    {"xpos", 1, K::rotary, "xPos", "#393b79", "*",
+     "rotary embeddings on interleaved pairs with a per-pair decay (Sun et al.)", false, none, unbounded, nullptr,
+     validate_xpos, make_xpos, W::none},
     {"swin", 2, K::window, "Swin V1 table (windows)", "#d62728", "h",
      "Swin V1 window attention with a learned bias table", false,
      none, unbounded, nullptr, no_options, nullptr, W::table},
@@ -184,6 +185,8 @@ void validate(const PositionOptions& o) {
                      "\" applies to the schemes with a table row per relative position (", join(tables, ", "), "); ",
                      s.name, why);
   }
+  RPB_CHECK_OPTION(!o.blockwise || std::string_view(s.name) == "xpos", s.name, "blockwise",
+                   "blockwise = true applies to xpos (the evaluation its paper pairs it with); ", s.name, " has none");
   s.validate(o);
 }
 

@@ -79,10 +79,12 @@ LengthResult read_length(const JsonIn& in) {
 
 Json options_json(const EvalRecordOptions& o) {
   const auto text_or_null = [](const std::string& t) { return t.empty() ? Json(nullptr) : Json(t); };
-  return {{"lengths", o.lengths.empty() ? Json(nullptr) : Json(o.lengths)},
-          {"untrained", text_or_null(o.untrained)},
-          {"diagnostics", o.diagnostics},
-          {"other_text", text_or_null(o.other_text)}};
+  Json j = {{"lengths", o.lengths.empty() ? Json(nullptr) : Json(o.lengths)},
+            {"untrained", text_or_null(o.untrained)},
+            {"diagnostics", o.diagnostics},
+            {"other_text", text_or_null(o.other_text)}};
+  if (o.blockwise) j["blockwise"] = true;  // only when asked: the records of every other evaluation stay as they were
+  return j;
 }
 
 EvalRecordOptions read_options(const JsonIn& in) {
@@ -93,6 +95,7 @@ EvalRecordOptions read_options(const JsonIn& in) {
   if (!o.untrained.empty() && !enum_value(nn::kUntrainedNames, o.untrained))
     in["untrained"].fail("\"" + o.untrained + "\" is not a position.untrained value");
   o.diagnostics = in["diagnostics"].boolean();
+  o.blockwise = in.has("blockwise") && in["blockwise"].boolean();
   o.other_text = in["other_text"].string_or_empty();
   if (!o.other_text.empty() && !is_sha256_hex(o.other_text))
     in["other_text"].fail("expected null or 64 lowercase hex digits (a SHA-256)");
@@ -184,7 +187,7 @@ EvalRecord read_eval_record(const std::string& path) {
 
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options) {
   // Every member, by name: an option added to EvalRecordOptions stops this from compiling until it is named here.
-  const auto& [lengths, untrained, diagnostics, other_text] = options;
+  const auto& [lengths, untrained, diagnostics, other_text, blockwise] = options;
   std::ostringstream name;  // a stream, not a + chain: GCC 12 warns falsely (-Wstringop-overflow) on that
   name << fs::path(checkpoint).stem().string() << "-" << tokens;
   if (!lengths.empty()) {
@@ -194,6 +197,7 @@ std::string eval_record_name(const std::string& checkpoint, int64_t tokens, cons
   if (!untrained.empty()) name << "-" << untrained;
   if (diagnostics) name << "-diag";
   if (!other_text.empty()) name << "-text" << other_text.substr(0, 12);
+  if (blockwise) name << "-blockwise";
   name << ".json";
   return name.str();
 }

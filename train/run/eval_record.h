@@ -24,6 +24,7 @@ struct EvalRecordOptions {
   std::string untrained;         // eval --untrained: "keep" or "nearest"; "": the stored config's position.untrained
   bool diagnostics = false;      // eval --diagnostics: attention diagnostics measured whatever run.eval_diagnostics says
   std::string other_text;        // eval --other-text scoring another text: its SHA-256; "": the training text (or none)
+  bool blockwise = false;        // eval --blockwise: xpos with blockwise causal attention (position.blockwise = true)
   bool operator==(const EvalRecordOptions&) const = default;
 };
 
@@ -72,7 +73,8 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///    "text": "generated" | "training" | "other" | "unverified", "text_sha256": "<64 hex>" | null,
 ///    "default_lengths": true | false,
 ///    "options": {"lengths": null | [64, 1024], "untrained": null | "keep" | "nearest", "diagnostics": true | false,
-///                "other_text": null | "<64 hex>"} (EvalRecordOptions; null: not asked),
+///                "other_text": null | "<64 hex>", "blockwise": true (only when asked; absent: false)}
+///               (EvalRecordOptions; null: not asked),
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null,
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
@@ -105,7 +107,7 @@ EvalRecord read_eval_record(const std::string& path);
 /// The file name of the record of `checkpoint` (a file name or path) scoring `tokens` tokens at each length with
 /// `options`: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), and before ".json" one part per option
 /// that is set, in the struct's order: "-L<l1>_<l2>..." (lengths), "-<untrained>" ("-nearest"), "-diag"
-/// (diagnostics) and "-text<first 12 hex digits>" (other_text): "step_00000600-8192-L64_1024-nearest-diag.json".
+/// (diagnostics), "-text<first 12 hex digits>" (other_text) and "-blockwise": "step_00000600-8192-L64_1024-nearest-diag.json".
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options);
 /// The record's file name: eval_record_name of its checkpoint, tokens() and options. The same checkpoint evaluated
 /// the same way again replaces its record.
