@@ -62,6 +62,8 @@ lambda = 1.0
 learnable_lambda = {learnable_lambda}
 max_positions = 64
 rope_base = 10000.0
+xpos_scale_base = {xpos_scale_base}
+blockwise = {blockwise}
 untrained = "{untrained}"
 
 [task]
@@ -81,7 +83,8 @@ schedule = "constant"
 # that each of them is exercised: a head of its own, erf GELU, an explicit scale, per-layer tables, 3 heads (ALiBi's
 # interleaved slopes).
 DEFAULTS = dict(heads=2, tie_head="true", share_position="true", attn_scale="0.0", gelu="tanh",
-                learnable_lambda="false", embedding="scheme", untrained="keep")
+                learnable_lambda="false", embedding="scheme", untrained="keep", xpos_scale_base=512,
+                blockwise="false")
 RUNS = {
     "t5": dict(),
     "t5_per_layer": dict(scheme="t5", share_position="false", tie_head="false"),
@@ -94,6 +97,8 @@ RUNS = {
     "sinusoidal_gpt2": dict(scheme="sinusoidal", embedding="gpt2"),
     "learned": dict(tie_head="false"),
     "rope": dict(),
+    "xpos": dict(xpos_scale_base=8),  # a small scale base: the decay matters at 16 and 64 positions
+    "xpos_blockwise": dict(scheme="xpos", xpos_scale_base=8, blockwise="true"),  # 4 blocks of 16 at 64
     "none": dict(),
 }
 
