@@ -132,6 +132,7 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
   // What the table shows, under it: the task's description is a long line.
   out << "\nPerplexity on the held-out test split, trained at length " << r.train_length << ", checkpoint "
       << r.checkpoint << " (step " << r.step << "), " << r.tokens() << " tokens scored at each length";
+  if (r.options.blockwise) out << ", with blockwise causal attention (blocks of " << r.train_length << ")";
   if (r.text == "other") out << ", on another text than the training text (sha256 " << r.text_sha256 << ")";
   if (r.text == "unverified") out << " (the text could not be verified: the checkpoint records no training text)";
   out << ".\nTask: " << r.task << "\n";
