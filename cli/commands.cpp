@@ -213,6 +213,9 @@ CommandRunner add_eval(CLI::App& cmd) {
                  "rope runs: the scaling factor (position.rope_factor, at least 1); default: the stored config's, "
                  "whose 0 means the largest evaluation length over the train length")
       ->check(CLI::Range(1.0, nn::limits::rope_factor.hi));
+  cmd.add_flag("--blockwise", a->eval.blockwise,
+               "xpos: blockwise causal attention, each query over its block of the train length and the one before "
+               "(position.blockwise = true; default: the stored config's)");
   cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
   cmd.add_flag("--diagnostics", a->eval.diagnostics,
                "after the perplexity table, print each length's attention per layer and head: mean distance and "

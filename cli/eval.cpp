@@ -81,6 +81,14 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
   }
   if (o.stride) apply_stride(cfg, *o.stride);
   apply_rope_scaling_options(cfg, o);
+  if (o.blockwise) {
+    try {
+      cfg.model.position.blockwise = true;
+      nn::validate(cfg.position());
+    } catch (const OptionError& e) {
+      throw Error("eval --blockwise: " + e.detail());
+    }
+  }
   if (o.tokens == 0) return;
   int64_t longest = 0;
   for (int64_t m : cfg.eval_multipliers) longest = std::max(longest, m * cfg.length);
@@ -118,6 +126,7 @@ EvalRecordOptions record_options(const EvalOptions& o, const EvalRecord& record)
   r.untrained = o.untrained;
   r.rope_scaling = o.rope_scaling;
   r.rope_factor = o.rope_factor;
+  r.blockwise = o.blockwise;
   r.diagnostics = o.diagnostics;
   if (record.text == text_match_name(TextMatch::other)) r.other_text = record.text_sha256;
   r.stride = record.options.stride;  // the protocol scored (make_eval_record), asked or the stored config's
@@ -164,6 +173,7 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
   // What the table shows, under it: the task's description is a long line.
   out << "\nPerplexity on the held-out test split, trained at length " << r.train_length << ", checkpoint "
       << r.checkpoint << " (step " << r.step << "), " << r.tokens() << " tokens scored at each length";
+  if (r.options.blockwise) out << ", with blockwise causal attention (blocks of " << r.train_length << ")";
   if (r.text == "other") out << ", on another text than the training text (sha256 " << r.text_sha256 << ")";
   if (r.text == "unverified") out << " (the text could not be verified: the checkpoint records no training text)";
   out << ".\nProtocol: " << eval_protocol_text(r.options.stride);

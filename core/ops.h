@@ -133,7 +133,17 @@ struct AttentionSpec {
   /// reshaping a (B, T, 3d) qkv Linear gives, and the output is (B, T, H, dh), as the output projection reads
   /// it: no permutes or slices on either side.
   bool packed_qkv = false;
+  /// Blockwise causal attention (xPos's evaluation, Sun et al. 2022, section 3.3) when > 0, with `causal`: the query
+  /// at position p attends only keys from block_first_key(p, block) on, its own block p / block and the one
+  /// before; key tiles wholly before that are skipped, so the work is O(Tq block). 0: every earlier key.
+  int64_t block = 0;
 };
+
+/// The first key the query at position `p` may attend under blockwise causal attention with blocks of `block`
+/// (AttentionSpec::block): the start of the block before its own, (p / block - 1) block, or 0 (also for block 0).
+inline int64_t block_first_key(int64_t p, int64_t block) {
+  return block > 0 && p / block > 0 ? (p / block - 1) * block : 0;
+}
 
 class BiasTiles;
 

@@ -22,11 +22,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   return matmul(probs, v);  // (B, H, Tq, dh)
 }
 
-Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset) {
+Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset, int64_t block) {
   Tensor m = Tensor::empty({q_len, k_len}, DType::i64);
   int64_t* p = m.mutable_data<int64_t>();
-  for (int64_t i = 0; i < q_len; ++i)
-    for (int64_t j = 0; j < k_len; ++j) p[i * k_len + j] = j > q_offset + i;
+  for (int64_t i = 0; i < q_len; ++i) {
+    const int64_t first = block_first_key(q_offset + i, block);
+    for (int64_t j = 0; j < k_len; ++j) p[i * k_len + j] = j > q_offset + i || j < first;
+  }
   return m;
 }
 
@@ -97,6 +99,9 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
               "attention", "key padding mask ", key_padding_mask.shape(), " is not (B, Tk) = (", B, ", ", T + offset,
               ")");
   const bool rotary = pos.rotary != nullptr;
+  // xPos's keys depend on how many there are (its centre): the cache keeps them unrotated, all rotated below.
+  const bool rotate_all_keys = rotary && pos.rotary->rotates_all_keys();
+  RPB_CHECK(pos.block == 0 || causal_, "attention", "blockwise attention (block ", pos.block, ") needs causal attention");
   const Tensor packed = reshape(qkv->forward(x), {B, T, 3, heads_, head_dim_});  // a view of the (B, T, 3d) output
   auto project_out = [&](const Tensor& h) {  // (B, T, H, dh) -> (B, T, d), then the output projection
     return resid_drop->forward(out->forward(reshape(h, {B, T, d})));
@@ -105,6 +110,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
     // The kernel reads q, k and v where the projection wrote them and writes what the output projection reads.
     AttentionSpec spec{scale_, causal_, 0};
     spec.packed_qkv = true;
+    spec.block = pos.block;
     return project_out(fused_attention(packed, Tensor(), Tensor(), bias.relative, key_padding_mask, Tensor(), spec));
   }
   // (B, T, 3, H, dh) -> three (B, H, T, dh)
@@ -113,7 +119,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   Tensor q = part(0), k = part(1), v = part(2);
   if (rotary) {
     q = pos.rotary->rotate(q, offset);
-    k = pos.rotary->rotate(k, offset);
+    if (!rotate_all_keys) k = pos.rotary->rotate_key(k, offset);
   }
   if (cache) {
     if (cache->k.defined()) {
@@ -123,23 +129,25 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
     cache->k = k;
     cache->v = v;
   }
+  if (rotate_all_keys) k = pos.rotary->rotate_key(k, 0);
   const int64_t Tk = k.size(2);
   if (stats_) {
     AttentionInputs in;
     in.q = q, in.k = k, in.scale = scale_, in.full_bias = bias.full, in.relative = bias.relative;
-    in.causal = causal_, in.q_offset = offset, in.key_padding = key_padding_mask;
+    in.causal = causal_, in.q_offset = offset, in.key_padding = key_padding_mask, in.block = pos.block;
     accumulate_attention_stats(in, *stats_);
   }
   auto merge_heads = [&](const Tensor& h) { return project_out(permute(h, {0, 2, 1, 3})); };  // (B, H, T, dh) in
   if (uses_fused() && !bias.full.defined()) {
-    const AttentionSpec spec{scale_, causal_, offset};
+    AttentionSpec spec{scale_, causal_, offset};
+    spec.block = pos.block;
     return merge_heads(fused_attention(q, k, v, bias.relative, key_padding_mask, Tensor(), spec));
   }
   const Tensor full = bias.full.defined() || !bias.relative.defined()
                           ? bias.full
                           : full_bias(bias.relative, T, Tk, offset, q.dtype());
   Tensor mask;
-  if (causal_) mask = causal_mask(T, Tk, offset);
+  if (causal_) mask = causal_mask(T, Tk, offset, pos.block);
   if (key_padding_mask.defined()) {
     const Tensor kp = reshape(key_padding_mask, {B, 1, 1, Tk});
     if (mask.defined()) {

@@ -23,8 +23,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 /// `scale`, or 1/sqrt(head_dim) when it is 0.
 double attention_scale(double scale, int64_t head_dim);
 
-/// (Tq, Tk) i64 causal mask: 1 where key j lies after query q_offset + i.
-Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset);
+/// (Tq, Tk) i64 causal mask: 1 where key j lies after query q_offset + i, and with `block` > 0 (blockwise causal
+/// attention, core/ops.h AttentionSpec::block) also where j lies before block_first_key(q_offset + i, block).
+Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset, int64_t block = 0);
 
 /// An additive position bias in one of its two forms.
 struct PositionBias {
@@ -37,6 +38,7 @@ struct PositionBias {
 struct AttentionPositions {
   PositionBias bias;                       // additive schemes: added to the scores
   const PositionScheme* rotary = nullptr;  // rotary schemes: rotates queries and keys
+  int64_t block = 0;  // > 0: blockwise causal attention in blocks of this many positions (PositionScheme::attention_block)
 };
 
 /// (H, Tq, Tk): the full bias of a relative one over a line, full[h, i, j] = relative[h, j - i + Tq - 1].

@@ -48,6 +48,7 @@ struct AttentionInputs {
   RelativeBias relative;  // (H, R) per offset, as fused_attention reads it (core/ops.h)
   bool causal = false;    // key j is masked for query i when j > q_offset + i
   int64_t q_offset = 0;   // the position of the first query (keys start at 0)
+  int64_t block = 0;      // with causal, > 0: blockwise causal attention (core/ops.h AttentionSpec::block)
   Tensor key_padding;     // (B, Tk) non-zero at masked keys, or undefined
   Tensor score_bias;      // (G, Tq, Tk) added to the scores of batch entry b from group b % G (Swin's region
                           // mask per window), or undefined

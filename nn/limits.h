@@ -49,6 +49,7 @@ inline constexpr RealRange rope_base{1.0, 1e12, true};          // rope: (1, 1e1
 inline constexpr RealRange rope_factor{0.0, 1e6};               // rope scaling: [0, 1e6] (0: the default; else >= 1)
 inline constexpr RealRange yarn_beta{0.0, 1e6, true};           // yarn's beta_fast and beta_slow: (0, 1e6]
 inline constexpr RealRange yarn_attention_factor{0.0, 1e3};     // yarn: [0, 1e3] (0: the default)
+inline constexpr Range xpos_scale_base{1, int64_t{1} << 24};    // xpos
 inline constexpr RealRange init_std{0.0, 10.0, true};           // the learned tables: (0, 10]
 inline constexpr Range fire_length{0, kMaxPosition};            // fire: L0 (0: run.length)
 inline constexpr Range fire_hidden{1, int64_t{1} << 12};         // fire: the MLP's width

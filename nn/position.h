@@ -19,6 +19,10 @@
 //   learned      a (max_positions, d_model) table added to the token embeddings; positions past the table are
 //                an error.
 //   rope         rotary embeddings on Q and K (HF/GPT-NeoX rotate_half convention, inv_freq = base^(-2i/d)).
+//   xpos         torchscale's XPOS (Sun et al. 2022): rotary on interleaved pairs (rotate_every_two) with the decay
+//                zeta_k = (2k + 0.4d)/(1.4d) to the power +s/B on queries and -s/B on keys, s the position centred
+//                over the sequence; a KV cache keeps keys unrotated. position.blockwise: blockwise causal attention
+//                in evaluation (blocks of the train length).
 //   swin         Swin V1 window attention's table (nn/window_attention.h): query - key per axis.
 //   swin_v2      Swin V2's continuous bias MLP over log-spaced window coordinates.
 //   learned2d    a learned (max_side, max_side, d_model) table, one vector per grid cell.

@@ -8,6 +8,7 @@ AttentionPositions positions_of(const PositionScheme* s, const Positions& p, boo
   AttentionPositions a;
   if (!s) return a;
   if (s->kind() == PositionKind::rotary) a.rotary = s;
+  a.block = s->attention_block();
   if (s->kind() != PositionKind::additive_bias) return a;
   if (relative) a.bias.relative = s->relative_bias(p);
   if (!a.bias.relative.defined()) a.bias.full = s->bias(p);

@@ -265,6 +265,42 @@ def _fire(config, d_model, heads):
     length0 = key(config, "position", "fire_length") or key(config, "run", "length")
     return Fire(length0, key(config, "position", "fire_hidden"), heads)
 
+    rotate_key = rotate
+    block = 0
+
+
+class Xpos(nn.Module):
+    """xpos: microsoft/torchscale's XPOS (torchscale/component/xpos_relative_position.py at 776b070), as
+    nn/position/xpos.cpp: rotate_every_two on interleaved pairs, cos and sin of p * base^(-k/(d/2)) times
+    zeta_k^(s/B) on queries and its inverse on keys, zeta_k = (2k + 0.4 d)/(1.4 d), s = p + (-(T) // 2) centred
+    over the T positions. With position.blockwise, each query attends its block of the train length and the one
+    before (the model is for evaluation)."""
+
+    def __init__(self, head_dim, base, scale_base, block):
+        super().__init__()
+        self.base, self.scale_base, self.block = base, scale_base, block
+        self.register_buffer("zeta", (torch.arange(0, head_dim, 2) + 0.4 * head_dim) / (1.4 * head_dim),
+                             persistent=False)
+
+    def _apply(self, x, downscale):  # (B, H, T, dh)
+        length = x.shape[-2]
+        min_pos = -length // 2
+        scale = self.zeta ** torch.arange(min_pos, length + min_pos, 1).to(self.zeta).div(self.scale_base)[:, None]
+        half = scale.shape[1]
+        inv_freq = 1.0 / (self.base ** (torch.arange(0, half) / half))
+        angle = torch.einsum("i , j -> i j", torch.arange(0, length, dtype=torch.float), inv_freq).to(scale)
+        if downscale:
+            scale = 1 / scale
+        sin, cos = ((t * scale).repeat_interleave(2, dim=-1) for t in (angle.sin(), angle.cos()))
+        rotated = torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)
+        return x * cos + rotated * sin
+
+    def rotate(self, x):
+        return self._apply(x, False)
+
+    def rotate_key(self, x):
+        return self._apply(x, True)
+
 
 class NoPosition(nn.Module):
     """none: nothing (also the type of a block that holds no position module)."""
@@ -278,6 +314,12 @@ def _t5(config, d_model, heads):
     num_buckets, max_distance = key(config, "position", "num_buckets"), key(config, "position", "max_distance")
     return TableBias(num_buckets, heads, lambda r: t5_bucket(r, False, num_buckets, max_distance), _untrained(config),
                      max_distance)
+
+
+def _xpos(config, d_model, heads):
+    blockwise = key(config, "position", "blockwise")
+    return Xpos(d_model // heads, key(config, "position", "rope_base"), key(config, "position", "xpos_scale_base"),
+                key(config, "run", "length") if blockwise else 0)
 
 
 def _shaw(config, d_model, heads):
@@ -298,6 +340,7 @@ POSITION_BUILDERS = {
                                                              key(config, "position", "learnable_lambda"), torch.log1p),
     "alibi": lambda config, d_model, heads: DistanceBias(alibi_slopes(heads), False, lambda d: d),
     "fire": _fire,
+    "xpos": _xpos,
     "none": lambda config, d_model, heads: NoPosition(),
 }
 SCHEMES = tuple(POSITION_BUILDERS)  # every 1-D scheme of the registry
@@ -340,11 +383,14 @@ class Attention(nn.Module):
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
         if rotary is not None:
-            q, k = rotary.rotate(q), rotary.rotate(k)
+            q, k = rotary.rotate(q), rotary.rotate_key(k)
         scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale
         if bias is not None:
             scores = scores + bias
         causal = torch.ones(t, t, dtype=torch.bool).triu_(1)
+        if rotary is not None and rotary.block > 0:  # blockwise: keys before the previous block's start
+            p = torch.arange(t)
+            causal |= p[None, :] < ((p // rotary.block - 1).clamp(min=0) * rotary.block)[:, None]
         probs = torch.softmax(scores.masked_fill(causal, -math.inf), dim=-1)
         return self.out(torch.matmul(probs, v).transpose(1, 2).reshape(b, t, d))
 
@@ -417,7 +463,7 @@ class LanguageModel(nn.Module):
         if not self.per_layer:
             biases = [biases[0]] * len(self.blocks)  # shared: computed once
         for block, position, bias in zip(self.blocks, modules, biases):
-            x = block(x, bias, position if isinstance(position, Rotary) else None)
+            x = block(x, bias, position if isinstance(position, (Rotary, Xpos)) else None)
         x = self.ln_f(x)
         return x @ self.tok.weight.t() if self.tied else self.head(x)
 

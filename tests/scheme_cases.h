@@ -25,6 +25,9 @@ struct SchemeCase {
 std::vector<SchemeCase> position_1d_scheme_cases();
 /// FIRE's (tests/test_fire.cpp), one of position_1d_scheme_cases().
 SchemeCase fire_scheme_case();
+/// xpos's golden and gradient-check cases (tests/test_xpos.cpp), which position_1d_scheme_cases lists.
+void golden_xpos();
+GradCase gradcheck_xpos();
 /// The 2-D schemes of global attention (tests/test_position_2d.cpp).
 std::vector<SchemeCase> position_2d_scheme_cases();
 /// The window schemes, swin and swin_v2 (tests/test_window_attention.cpp).

@@ -90,7 +90,7 @@ EvalRecord sample_record(bool full) {
     r.optimal_perplexity = std::exp(1.17);
     r.text = "other";
     r.text_sha256 = std::string(64, 'c');
-    r.options = {{64, 128, 1024}, "nearest", true, std::string(64, 'c')};
+    r.options = {{64, 128, 1024}, "nearest", true, std::string(64, 'c'), true};
     r.provenance = {"0.1.0", std::string(40, 'd') + "-dirty", "rpb eval 'a b'", "2025-01-31T12:34:56Z"};
   }
   return r;
@@ -108,6 +108,7 @@ TEST_CASE("eval record: written, read back (read_eval_record) equal, n/a and NaN
     CHECK(j["lengths"][2]["nll"].is_null());                            // n/a
     CHECK(j["lengths"][2]["perplexity"].is_null());
     CHECK(j["optimal_perplexity"].is_null() == !full);
+    CHECK(j["options"].contains("blockwise") == full);  // written only when asked
     CHECK(text.find("\"mean_distance\": null") != std::string::npos);
     CHECK(text.find("0.30000000000000004") != std::string::npos);  // the shortest text of 0.1 + 0.2
     const EvalRecord back = read_eval_record(path);

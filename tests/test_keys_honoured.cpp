@@ -72,6 +72,7 @@ const std::map<std::string, std::string>& evaluation_keys() {
       {"position.yarn_beta_fast", "16.0"},
       {"position.yarn_beta_slow", "2.0"},
       {"position.yarn_attention_factor", "1.5"},
+      {"position.blockwise", "true"},         // xpos
   };
   return keys;
 }
@@ -95,7 +96,8 @@ bool reads(const std::string& key, const Combo& c) {
   if (key == "position.lambda" || key == "position.learnable_lambda") return s == "log_decay";
   if (key == "position.max_positions") return s == "learned";
   if (key == "grid.max_side") return s == "learned2d";
-  if (key == "position.rope_base") return s == "rope";
+  if (key == "position.rope_base") return s == "rope" || s == "xpos";
+  if (key == "position.xpos_scale_base") return s == "xpos";
   if (key == "position.fire_length" || key == "position.fire_hidden") return s == "fire";
   // Learned tables; learned positions under the scaled recipe take fairseq's 1/sqrt(d_model) instead.
   if (key == "position.init_std")
@@ -122,7 +124,7 @@ std::string other_value(const std::string& key, const Combo& c, const std::strin
       {"run.seed", "1"}, {"run.batch", "3"}, {"run.eval_tokens", "48"},
       {"position.num_buckets", "16"}, {"position.max_distance", "64"}, {"position.max_relative_position", "1"},
       {"position.lambda", "1.0"}, {"position.learnable_lambda", "true"}, {"position.max_positions", "128"},
-      {"position.rope_base", "100.0"}, {"position.fire_length", "3"}, {"position.fire_hidden", "8"},
+      {"position.rope_base", "100.0"}, {"position.xpos_scale_base", "64"}, {"position.fire_length", "3"}, {"position.fire_hidden", "8"},
       {"position.init_std", "0.5"}, {"grid.window", "4"}, {"grid.shift", "false"},
       {"grid.cpb_hidden", "8"}, {"grid.max_side", "16"}, {"task.vocab", "7"}, {"task.seed", "5"},
       {"task.order", "1"}, {"task.concentration", "2.0"}, {"task.lag", "3"}, {"task.noise", "0.3"},
@@ -219,10 +221,11 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
         CAPTURE(key);
         if (trainer_keys().count(key) || same_numbers_keys().count(key)) continue;
         if (const auto e = evaluation_keys().find(key); e != evaluation_keys().end()) {
-          const bool applies = key == "position.untrained" ? c.info->row_table
-                               : key == "run.eval_stride"  ? task != "grid2d"
-                               : key == "grid.eval_window" ? c.info->kind == rpb::nn::PositionKind::window
-                                                           : scheme == "rope";
+          const bool applies = key == "position.untrained"   ? c.info->row_table
+                               : key == "run.eval_stride"    ? task != "grid2d"
+                               : key == "position.blockwise" ? scheme == "xpos"
+                               : key == "grid.eval_window"   ? c.info->kind == rpb::nn::PositionKind::window
+                                                             : scheme == "rope";
           if (applies) continue;  // read by evaluation (tests/test_untrained.cpp, the grid evaluations)
           CHECK_THROWS_AS(rpb::parse_config(base, "base", {key + "=" + e->second}), rpb::Error);
           ++refused;

@@ -346,6 +346,7 @@ TEST_CASE("schemes: kinds, names, parameters and buffers") {
       {"sinusoidal", PositionKind::absolute, false, {}, {"inv_freq"}, {}},
       {"learned", PositionKind::absolute, true, {"table"}, {}, {{512, 8}}},
       {"rope", PositionKind::rotary, false, {}, {"inv_freq"}, {}},
+      {"xpos", PositionKind::rotary, false, {}, {"zeta"}, {}},
       {"none", PositionKind::none, false, {}, {}, {}},
       {"fire", PositionKind::additive_bias, true,
        {"c", "multiplier", "hidden.weight", "hidden.bias", "out.weight", "out.bias"}, {},
@@ -858,7 +859,8 @@ namespace rpb::testing {
 
 std::vector<SchemeCase> position_1d_scheme_cases() {
   return {{"learned", golden_learned, gradcheck_learned},    {"sinusoidal", golden_sinusoidal, gradcheck_sinusoidal},
-          {"rope", golden_rope, gradcheck_rope},             {"t5", golden_t5, gradcheck_t5},
+          {"rope", golden_rope, gradcheck_rope},             {"xpos", golden_xpos, gradcheck_xpos},
+          {"t5", golden_t5, gradcheck_t5},
           {"shaw", golden_shaw, gradcheck_shaw},             {"log_decay", golden_log_decay, gradcheck_log_decay},
           {"alibi", golden_alibi, gradcheck_alibi},          {"none", golden_none, gradcheck_none},
           fire_scheme_case()};

@@ -62,7 +62,7 @@ TEST_CASE("registry rows: unique names per dims, builders for every scheme but t
     CHECK((s.length_option != nullptr) == (s.max_length(PositionOptions{}) > 0));
   }
   CHECK(scheme_names(1) ==
-        std::vector<std::string>{"learned", "sinusoidal", "rope", "t5", "shaw", "log_decay", "alibi", "fire", "none"});
+        std::vector<std::string>{"learned", "sinusoidal", "rope", "t5", "shaw", "log_decay", "alibi", "xpos", "fire", "none"});
   CHECK(find_scheme("none", 1) == find_scheme("none", 2));
   CHECK(find_scheme("swin", 1) == nullptr);
   CHECK(find_scheme("t5", 2) == nullptr);

@@ -56,6 +56,8 @@ struct Geometry {
   int64_t rel_index(int64_t i, int64_t j) const { return line ? j - i + Tq - 1 : key_code[j] - query_code[i]; }
   // One past the last key a query tile ending (exclusive) at i_end may see.
   int64_t key_end(int64_t i_end) const { return spec.causal ? std::min(Tk, spec.q_offset + i_end) : Tk; }
+  // The first key a query tile starting at i0 may see: 0, or under blockwise attention its first query's window.
+  int64_t key_begin(int64_t i0) const { return std::min(Tk, block_first_key(spec.q_offset + i0, spec.block)); }
 
   // Offsets of head h of batch entry b's first row. Heads-first: (B, H, T, dh) each. Packed: q, k, v
   // interleaved in (B, T, 3, H, dh) and out in (B, T, H, dh).
@@ -129,6 +131,12 @@ void score_tile(const Geometry& g, const Task<T>& t, int64_t i0, int64_t bq, int
       if (first_masked < bk) S.row(r).tail(bk - std::max<int64_t>(first_masked, 0)).setConstant(kNegInf);
     }
   }
+  if (g.spec.block > 0) {
+    for (int64_t r = 0; r < bq; ++r) {
+      const int64_t first_seen = block_first_key(g.spec.q_offset + i0 + r, g.spec.block) - j0;  // tile column
+      if (first_seen > 0) S.row(r).head(std::min(first_seen, bk)).setConstant(kNegInf);
+    }
+  }
 }
 
 // out (Tq, dh; rows out_row apart) and lse (Tq) of one task.
@@ -146,7 +154,7 @@ void forward_task(const Geometry& g, const Task<T>& t, T* out, T* lse) {
     m.head(bq).setConstant(kNegInf);
     l.head(bq).setZero();
     const int64_t kend = g.key_end(i0 + bq);
-    for (int64_t j0 = 0; j0 < kend; j0 += kTileK) {
+    for (int64_t j0 = g.key_begin(i0); j0 < kend; j0 += kTileK) {
       const int64_t bk = std::min(kTileK, kend - j0);
       Mat<T> S(s_buf.data(), bq, bk);
       score_tile(g, t, i0, bq, j0, bk, S);
@@ -201,7 +209,7 @@ void backward_task(const Geometry& g, const Task<T>& t, const T* out, const T* l
     SMat<T> dQb(dq + i0 * row, bq, dh, in_stride);
     D.head(bq) = (dO.array() * CSMat<T>(out + i0 * g.out_row, bq, dh, out_stride).array()).rowwise().sum();
     const int64_t kend = g.key_end(i0 + bq);
-    for (int64_t j0 = 0; j0 < kend; j0 += kTileK) {
+    for (int64_t j0 = g.key_begin(i0); j0 < kend; j0 += kTileK) {
       const int64_t bk = std::min(kTileK, kend - j0);
       Mat<T> P(p_buf.data(), bq, bk);
       Mat<T> dS(dp_buf.data(), bq, bk);
@@ -265,6 +273,8 @@ void set_shapes(Geometry& g, const Tensor& q, const Tensor& k, const Tensor& v) 
   }
   RPB_CHECK(q.is_floating(), "fused_attention", "expected float tensors, got ", dtype_name(q.dtype()), " ", q.shape());
   RPB_CHECK(spec.q_offset >= 0, "fused_attention", "q_offset ", spec.q_offset, " must be >= 0");
+  RPB_CHECK(spec.block >= 0 && (spec.block == 0 || spec.causal), "fused_attention", "block ", spec.block,
+            " must be 0 or, with causal attention, positive");
 }
 
 // "[n_0, n_1]" for messages.

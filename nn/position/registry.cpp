@@ -19,6 +19,8 @@ namespace rpb::nn {
 namespace scheme_files {
 // Defined each in nn/position/<name>.cpp.
 using Validator = void(const PositionOptions& o);
+SchemeFactory make_xpos;
+Validator validate_xpos;
 SchemeFactory make_learned, make_sinusoidal, make_rope, make_t5, make_shaw, make_log_decay, make_alibi, make_fire,
     make_learned2d, make_sinusoidal2d, make_alibi2d, make_clipped2d, make_none;
 Validator validate_learned, validate_sinusoidal, validate_rope, validate_t5, validate_shaw, validate_log_decay, validate_fire,
@@ -72,7 +74,10 @@ const std::vector<SchemeInfo>& scheme_rows() {
     {"alibi", 1, K::additive_bias, "ALiBi", "#2ca02c", "^",
      "-m_h * |i - j| with the ALiBi paper's slopes", false, none, unbounded,
      nullptr, no_options, make_alibi, W::none},
-    {"fire", 1, K::additive_bias, "FIRE", "#17becf", "*",
+    {"xpos", 1, K::rotary, "xPos", "#393b79", "*",
+     "rotary embeddings on interleaved pairs with a per-pair decay (Sun et al.)", false, none, unbounded, nullptr,
+     validate_xpos, make_xpos, W::none},
+    {"fire", 1, K::additive_bias, "FIRE", "#17becf", "H",
      "FIRE's learned MLP of log distance over the query's log position", true,
      [](const PositionOptions& o) {
        // c and the multiplier, the hidden layer (weight and bias), the output layer (weight and bias)
@@ -200,6 +205,8 @@ void validate(const PositionOptions& o) {
                            option_value_text(d, o), " applies to the rope scheme only; ", s.name,
                            " has no rotary frequencies to scale");
   }
+  RPB_CHECK_OPTION(!o.blockwise || std::string_view(s.name) == "xpos", s.name, "blockwise",
+                   "blockwise = true applies to xpos (the evaluation its paper pairs it with); ", s.name, " has none");
   s.validate(o);
 }
 

@@ -80,13 +80,15 @@ struct PositionOptions {
   double lambda = 0.3;                  // log_decay
   bool learnable_lambda = false;        // log_decay
   int64_t max_positions = 512;          // learned
-  double rope_base = 10000.0;           // rope
+  double rope_base = 10000.0;           // rope, xpos
   RopeScaling rope_scaling = RopeScaling::none;  // rope: the frequencies past the training length
                                                  // (nn/position/rope_scaling.h); an evaluation setting
   double rope_factor = 0;               // rope scaling's factor s; 0: max_eval_multiplier
   double yarn_beta_fast = 32;           // yarn: the rotations where the ramp starts (HF beta_fast)
   double yarn_beta_slow = 1;            // yarn: the rotations where it ends (HF beta_slow)
   double yarn_attention_factor = 0;     // yarn: what cos and sin are multiplied by; 0: 0.1 ln s + 1
+  int64_t xpos_scale_base = 512;        // xpos: B, the positions over which the decay zeta^(n/B) acts
+  bool blockwise = false;               // xpos: blockwise causal attention in evaluation, blocks of train_length
   int64_t max_side = 16;                // learned2d: the largest grid side
   int64_t fire_length = 0;              // fire: L0, the threshold's starting length L = |m L0| (0: train_length)
   int64_t fire_hidden = 32;             // fire: the width of the MLP 1 -> fire_hidden -> heads
@@ -157,8 +159,17 @@ class PositionScheme : public Module, public Positional {
   /// on a line (heads, q_len + k_len - 1), on a grid (heads, (2H - 1)(2W - 1)) with grid {H, W}. Differentiable
   /// in the scheme's parameters. Undefined for schemes without such a form.
   virtual RelativeBias relative_bias(const Positions& p) const;
-  /// rotary: x (B, heads, T, head_dim) rotated for positions offset .. offset + T - 1.
+  /// rotary: x (B, heads, T, head_dim) rotated for positions offset .. offset + T - 1 (the queries).
   virtual Tensor rotate(const Tensor& x, int64_t offset) const;
+  /// rotary: the keys x (B, heads, T, head_dim) at positions offset .. offset + T - 1, rotated: rotate(x, offset)
+  /// unless the scheme treats keys differently (xPos scales keys down where it scales queries up).
+  virtual Tensor rotate_key(const Tensor& x, int64_t offset) const { return rotate(x, offset); }
+  /// rotary: true when a key's rotation depends on how many keys there are (xPos's centre): a KV cache then keeps
+  /// its keys unrotated, and each forward rotates all of them, rotate_key(keys, 0).
+  virtual bool rotates_all_keys() const { return false; }
+  /// The block of blockwise causal attention (core/ops.h AttentionSpec::block) the attention layers use now: 0,
+  /// or xPos's train length in evaluation with position.blockwise.
+  virtual int64_t attention_block() const { return 0; }
   /// Schemes that read a table: the (q_len, k_len) i64 row each score reads; undefined otherwise.
   virtual Tensor index(const Positions& p) const;
   /// Schemes whose bias is a learned function of a fixed input (fire): the (q_len, k_len) f64 input each score's

@@ -62,6 +62,8 @@ lambda = 1.0
 learnable_lambda = {learnable_lambda}
 max_positions = 64
 rope_base = 10000.0
+xpos_scale_base = {xpos_scale_base}
+blockwise = {blockwise}
 untrained = "{untrained}"
 fire_length = {fire_length}
 fire_hidden = 8
@@ -89,7 +91,8 @@ schedule = "constant"
 # interleaved slopes).
 DEFAULTS = dict(heads=2, tie_head="true", share_position="true", attn_scale="0.0", gelu="tanh",
                 learnable_lambda="false", embedding="scheme", untrained="keep", fire_length="0", rope_scaling="none",
-                rope_factor="0.0", yarn_beta_fast="32.0", yarn_attention_factor="0.0")
+                rope_factor="0.0", yarn_beta_fast="32.0", yarn_attention_factor="0.0", xpos_scale_base=512,
+                blockwise="false")
 RUNS = {
     "t5": dict(),
     "t5_per_layer": dict(scheme="t5", share_position="false", tie_head="false"),
@@ -109,6 +112,8 @@ RUNS = {
     "rope_ntk": dict(scheme="rope", rope_scaling="ntk", rope_factor="2.0"),
     "rope_dynamic": dict(scheme="rope", rope_scaling="dynamic", rope_factor="3.0"),  # scaled at 64, not at 16
     "rope_yarn": dict(scheme="rope", rope_scaling="yarn", yarn_beta_fast="8.0", yarn_attention_factor="1.2"),
+    "xpos": dict(xpos_scale_base=8),  # a small scale base: the decay matters at 16 and 64 positions
+    "xpos_blockwise": dict(scheme="xpos", xpos_scale_base=8, blockwise="true"),  # 4 blocks of 16 at 64
     "none": dict(),
 }
 

@@ -74,6 +74,7 @@ const std::vector<std::string>& non_identity_keys() {
       "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.eval_diagnostics", "run.eval_stride",
       "run.valid_multipliers",
       "run.valid_tokens",  "grid.eval_window",  "position.untrained", "task.kjv_path", "sweep",
+      "position.blockwise",
       // rope scaling: evaluation settings of a rope run (a sweep trains their scheme's runs without them)
       "position.rope_scaling", "position.rope_factor", "position.yarn_beta_fast", "position.yarn_beta_slow",
       "position.yarn_attention_factor"};
@@ -81,7 +82,8 @@ const std::vector<std::string>& non_identity_keys() {
 }
 
 const std::vector<AddedKey>& added_identity_keys() {
-  static const std::vector<AddedKey> keys = {{"position.fire_length", "0"}, {"position.fire_hidden", "32"}};
+  static const std::vector<AddedKey> keys = {
+      {"position.xpos_scale_base", "512"}, {"position.fire_length", "0"}, {"position.fire_hidden", "32"}};
   return keys;
 }
 

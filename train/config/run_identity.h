@@ -3,7 +3,7 @@
 // run folder only when the identity of the config they are given equals the one the folder was trained with.
 //
 // Identity: every key of the effective config except the ones in non_identity_keys(), i.e. [model], [position]
-// (but position.untrained, read only by evaluation, and the rope scaling keys position.rope_scaling, rope_factor
+// (but position.untrained and position.blockwise, read only by evaluation, and the rope scaling keys position.rope_scaling, rope_factor
 // and yarn_*, evaluation settings of a rope run), [task] (but task.kjv_path), [grid] (but grid.eval_window),
 // [optim] with each [[optim.group]], and run.seed,
 // run.steps, run.batch, run.length, run.on_nonfinite. optim.total_steps counts as the cosine horizon it resolves

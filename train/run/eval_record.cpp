@@ -89,6 +89,7 @@ Json options_json(const EvalRecordOptions& o) {
     j["rope_scaling"] = text_or_null(o.rope_scaling);
     j["rope_factor"] = o.rope_factor > 0 ? Json(o.rope_factor) : Json(nullptr);
   }
+  if (o.blockwise) j["blockwise"] = true;  // only when asked: the records of every other evaluation stay as they were
   return j;
 }
 
@@ -108,6 +109,7 @@ EvalRecordOptions read_options(const JsonIn& in, bool with_stride) {
     o.rope_factor = factor.value_or(0);
   }
   o.diagnostics = in["diagnostics"].boolean();
+  o.blockwise = in.has("blockwise") && in["blockwise"].boolean();
   o.other_text = in["other_text"].string_or_empty();
   if (!o.other_text.empty() && !is_sha256_hex(o.other_text))
     in["other_text"].fail("expected null or 64 lowercase hex digits (a SHA-256)");
@@ -220,7 +222,7 @@ EvalRecord read_eval_record(const std::string& path) {
 
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options) {
   // Every member, by name: an option added to EvalRecordOptions stops this from compiling until it is named here.
-  const auto& [lengths, untrained, diagnostics, other_text, stride, rope_scaling, rope_factor] = options;
+  const auto& [lengths, untrained, diagnostics, other_text, stride, rope_scaling, rope_factor, blockwise] = options;
   std::ostringstream name;  // a stream, not a + chain: GCC 12 warns falsely (-Wstringop-overflow) on that
   name << fs::path(checkpoint).stem().string() << "-" << tokens;
   if (!lengths.empty()) {
@@ -233,6 +235,7 @@ std::string eval_record_name(const std::string& checkpoint, int64_t tokens, cons
   if (stride > 0) name << "-S" << stride;
   if (!rope_scaling.empty()) name << "-rope_" << rope_scaling;
   if (rope_factor > 0) name << "-factor" << rope_factor_text(rope_factor);
+  if (blockwise) name << "-blockwise";
   name << ".json";
   return name.str();
 }

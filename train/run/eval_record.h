@@ -30,6 +30,7 @@ struct EvalRecordOptions {
   std::string rope_scaling;      // eval --rope-scaling: "none", "linear", "ntk", "dynamic" or "yarn"; "": the stored
                                  // config's position.rope_scaling
   double rope_factor = 0;        // eval --rope-factor (>= 1); 0: the stored config's position.rope_factor
+  bool blockwise = false;        // eval --blockwise: xpos with blockwise causal attention (position.blockwise = true)
   bool operator==(const EvalRecordOptions&) const = default;
 };
 
@@ -87,8 +88,8 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///    "protocol": "nonoverlapping" | "sliding_window" (eval_protocol_name of options.stride),
 ///    "options": {"lengths": null | [64, 1024], "untrained": null | "keep" | "nearest", "diagnostics": true | false,
 ///                "other_text": null | "<64 hex>", "stride": null | 32[, "rope_scaling": null | "none" | "linear" |
-///                ..., "rope_factor": null | 8] (the last two only when either was asked)} (EvalRecordOptions; null: not
-///                asked, and for "stride" nonoverlapping),
+///                ..., "rope_factor": null | 8] (the last two only when either was asked)[, "blockwise": true (only
+///                when asked; absent: false)]} (EvalRecordOptions; null: not asked, and for "stride" nonoverlapping),
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null,
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
@@ -122,7 +123,7 @@ EvalRecord read_eval_record(const std::string& path);
 /// `options`: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), and before ".json" one part per option
 /// that is set, in the struct's order: "-L<l1>_<l2>..." (lengths), "-<untrained>" ("-nearest"), "-diag"
 /// (diagnostics), "-text<first 12 hex digits>" (other_text), "-S<stride>" (a sliding-window stride), "-rope_<scaling>"
-/// ("-rope_yarn") and "-factor<factor>" ("-factor8"): "step_00000600-8192-L64_1024-nearest-diag.json",
+/// ("-rope_yarn") and "-factor<factor>" ("-factor8") and "-blockwise": "step_00000600-8192-L64_1024-nearest-diag.json",
 /// "step_00000600-8192-S32.json".
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options);
 /// A rope scaling factor as records and tables write it: the shortest text that reads back as it ("8", "2.5").
