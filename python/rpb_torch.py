@@ -224,6 +224,9 @@ class Rotary(nn.Module):
         x1, x2 = x.chunk(2, dim=-1)
         return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 
+    rotate_key = rotate
+    block = 0
+
 
 def _rope(config, d_model, heads):
     """rope with its scaling keys; each absent from configs stored before them, or left at its default (rpb writes
@@ -262,11 +265,10 @@ class Fire(nn.Module):
 
 
 def _fire(config, d_model, heads):
-    length0 = key(config, "position", "fire_length") or key(config, "run", "length")
-    return Fire(length0, key(config, "position", "fire_hidden"), heads)
-
-    rotate_key = rotate
-    block = 0
+    # fire_length and fire_hidden are written into a stored config only when set (rpb's added keys): 0 and 32 else.
+    position = config["position"]
+    length0 = position.get("fire_length", 0) or key(config, "run", "length")
+    return Fire(length0, position.get("fire_hidden", 32), heads)
 
 
 class Xpos(nn.Module):
@@ -317,8 +319,10 @@ def _t5(config, d_model, heads):
 
 
 def _xpos(config, d_model, heads):
-    blockwise = key(config, "position", "blockwise")
-    return Xpos(d_model // heads, key(config, "position", "rope_base"), key(config, "position", "xpos_scale_base"),
+    # xpos_scale_base and blockwise are written into a stored config only when set (rpb's added keys): 512 and false.
+    position = config["position"]
+    blockwise = position.get("blockwise", False)
+    return Xpos(d_model // heads, key(config, "position", "rope_base"), position.get("xpos_scale_base", 512),
                 key(config, "run", "length") if blockwise else 0)
 
 
@@ -339,8 +343,8 @@ POSITION_BUILDERS = {
     "log_decay": lambda config, d_model, heads: DistanceBias([key(config, "position", "lambda")] * heads,
                                                              key(config, "position", "learnable_lambda"), torch.log1p),
     "alibi": lambda config, d_model, heads: DistanceBias(alibi_slopes(heads), False, lambda d: d),
-    "fire": _fire,
     "xpos": _xpos,
+    "fire": _fire,
     "none": lambda config, d_model, heads: NoPosition(),
 }
 SCHEMES = tuple(POSITION_BUILDERS)  # every 1-D scheme of the registry

@@ -110,7 +110,7 @@ TEST_CASE("rpb schemes --json: every scheme has a colour and a marker of its own
   REQUIRE(r.code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
   const std::regex hex("#[0-9a-f]{6}");
-  const std::set<std::string> markers = {"o", "s", "^", "v", "D", "P", "X", "x", "h", "p", "*", "<", ">", "d"};
+  const std::set<std::string> markers = {"o", "s", "^", "v", "D", "P", "X", "x", "h", "H", "p", "*", "<", ">", "d"};
   for (const int64_t dims : {1, 2}) {
     std::set<std::string> colors, marks;
     std::size_t n = 0;

@@ -90,7 +90,14 @@ EvalRecord sample_record(bool full) {
     r.optimal_perplexity = std::exp(1.17);
     r.text = "other";
     r.text_sha256 = std::string(64, 'c');
-    r.options = {{64, 128, 1024}, "nearest", true, std::string(64, 'c'), true};
+    r.options = {.lengths = {64, 128, 1024},
+                 .untrained = "nearest",
+                 .diagnostics = true,
+                 .other_text = std::string(64, 'c'),
+                 .stride = 32,
+                 .rope_scaling = "yarn",
+                 .rope_factor = 8,
+                 .blockwise = true};
     r.provenance = {"0.1.0", std::string(40, 'd') + "-dirty", "rpb eval 'a b'", "2025-01-31T12:34:56Z"};
   }
   return r;
