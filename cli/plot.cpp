@@ -110,8 +110,9 @@ void check_sweeps(const std::vector<Input>& inputs, const PlotArgs& a) {
 
 // The results.json row listing the run in `dir` with `seed`: its sweep folder's (<sweep>/<task>/<method folder>/
 // seed<k>, the layout run_sweep gives it), whose row's "runs" name the run's folder (as the sweep named it: its path
-// below the sweep folder is the recorded folder's tail). None for a run trained alone, or when that results.json is
-// missing, unreadable or does not list the run.
+// below the sweep folder is the recorded folder's tail). An evaluation-only method shares its scheme's folder
+// ("t5@untrained=nearest" evaluates the runs of "t5"): of the rows listing the run, the one whose method names its
+// folder. None for a run trained alone, or when that results.json is missing, unreadable or does not list the run.
 std::optional<SweepResultsRow> listing_row(const fs::path& dir, uint64_t seed) {
   const fs::path sweep = dir.parent_path().parent_path().parent_path();
   const fs::path file = sweep / kResultsJsonName;
@@ -124,14 +125,18 @@ std::optional<SweepResultsRow> listing_row(const fs::path& dir, uint64_t seed) {
   }
   const auto parts = [](const fs::path& p) { return std::vector<fs::path>(p.begin(), p.end()); };
   const std::vector<fs::path> below = parts(dir.lexically_relative(sweep));
+  const std::string method_folder = dir.parent_path().filename().string();
+  std::optional<SweepResultsRow> found;
   for (const SweepResultsRow& row : results.rows)
     for (std::size_t s = 0; s < row.runs.size() && s < results.seeds.size(); ++s) {
       const std::vector<fs::path> recorded = parts(row.runs[s].folder);
       if (results.seeds[s] == seed && recorded.size() >= below.size() &&
-          std::equal(below.begin(), below.end(), recorded.end() - std::ptrdiff_t(below.size())))
-        return row;
+          std::equal(below.begin(), below.end(), recorded.end() - std::ptrdiff_t(below.size()))) {
+        if (row.method == method_folder) return row;
+        if (!found) found = row;
+      }
     }
-  return std::nullopt;
+  return found;
 }
 
 // The run in `folder` as its curves show it, from its config.toml (read the typed way): its scheme; for a sweep's
@@ -230,8 +235,10 @@ int run_plot(const PlotArgs& a, std::ostream& out_stream) {
     rules.inputs.push_back({runs ? "metrics file" : "sweep results", in.file});
     if (runs) rules.inputs.push_back({"run config", (fs::path(in.folder) / kConfigFileName).string()});
   }
-  check_output_file(out, rules);  // before any input is read: a refusal costs nothing
-  figure_format(out, "--out");
+  // --request without --out writes nothing: no output to check (python/rpb_plot's API asks so for a figure it keeps).
+  const bool writes = !(a.request && a.out.empty());
+  if (writes) check_output_file(out, rules);  // before any input is read: a refusal costs nothing
+  const std::string format = writes ? figure_format(out, "--out") : "";
   nlohmann::ordered_json request;
   if (runs) {
     const std::string x = a.x.empty() ? "step" : a.x;
@@ -243,8 +250,8 @@ int run_plot(const PlotArgs& a, std::ostream& out_stream) {
     request = plot_request("sweep", sweep_block(f));
   }
   if (a.request) {  // python/rpb_plot's plot_sweep and plot_curves draw it
-    request["outputs"] = nlohmann::ordered_json::array(
-        {{{"path", fs::absolute(out).string()}, {"format", figure_format(out, "--out")}}});
+    request["outputs"] = writes ? nlohmann::ordered_json::array({{{"path", fs::absolute(out).string()}, {"format", format}}})
+                                : nlohmann::ordered_json::array();
     out_stream << request.dump() << "\n";
     return 0;
   }

@@ -164,7 +164,7 @@ void accumulate_attention_stats(const AttentionInputs& in, AttentionStats& stats
       const int64_t* cp = cells.defined() ? cells.data<int64_t>() + (b % cells.size(0)) * g.Tq * 2 : nullptr;
       for (int64_t i = 0; i < g.Tq; ++i) {
         if (qpad.defined() && qpad.data<int64_t>()[b * g.Tq + i]) continue;
-        const int64_t first = in.causal ? block_first_key(g.q_offset + i, in.block) : 0;
+        const int64_t first = block_first_key(g.q_offset + i, in.block);
         for (int64_t j = 0; j < g.Tk; ++j) {
           const bool masked = (in.causal && (j > g.q_offset + i || j < first)) ||
                               (kpad.defined() && kpad.data<int64_t>()[b * g.Tk + j]);

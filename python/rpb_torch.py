@@ -284,7 +284,7 @@ class Xpos(nn.Module):
         self.register_buffer("zeta", (torch.arange(0, head_dim, 2) + 0.4 * head_dim) / (1.4 * head_dim),
                              persistent=False)
 
-    def _apply(self, x, downscale):  # (B, H, T, dh)
+    def _rotated(self, x, downscale):  # (B, H, T, dh)
         length = x.shape[-2]
         min_pos = -length // 2
         scale = self.zeta ** torch.arange(min_pos, length + min_pos, 1).to(self.zeta).div(self.scale_base)[:, None]
@@ -298,10 +298,10 @@ class Xpos(nn.Module):
         return x * cos + rotated * sin
 
     def rotate(self, x):
-        return self._apply(x, False)
+        return self._rotated(x, False)
 
     def rotate_key(self, x):
-        return self._apply(x, True)
+        return self._rotated(x, True)
 
 
 class NoPosition(nn.Module):

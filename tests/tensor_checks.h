@@ -4,11 +4,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "core/rng.h"
 #include "gradcheck.h"
 #include "nn/module.h"
 
@@ -21,6 +23,32 @@ inline void check_values(const Tensor& t, const std::vector<double>& want, doubl
   for (std::size_t i = 0; i < got.size(); ++i) {
     INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
     CHECK(std::abs(got[i] - want[i]) <= tol);
+  }
+}
+
+/// The largest |a - b| over the elements of two tensors of one shape.
+inline double max_abs_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const std::vector<double> x = a.to_vector(), y = b.to_vector();
+  double worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  return worst;
+}
+
+/// True when no element is NaN or infinite.
+inline bool all_finite(const Tensor& t) {
+  for (const double v : t.to_vector())
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+/// Redraws every float32 parameter of `m` ~ N(0, std) from `gen`: a model whose positions matter (the init's 0.02
+/// would leave position tables, and any error in their offsets, almost invisible).
+inline void randomize(nn::Module& m, Generator& gen, double std = 0.5) {
+  for (auto& [name, p] : m.named_parameters()) {
+    const std::vector<double> v = randn(p.shape(), gen, DType::f64, 0.0, std).to_vector();
+    float* d = p.mutable_data<float>();
+    for (std::size_t i = 0; i < v.size(); ++i) d[i] = static_cast<float>(v[i]);
   }
 }
 

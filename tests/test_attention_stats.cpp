@@ -10,21 +10,15 @@
 #include "nn/grid_model.h"
 #include "nn/transformer.h"
 #include "test_util.h"
+#include "tensor_checks.h"
 
 using namespace rpb;
+using rpb::testing::max_abs_diff;
 using namespace rpb::nn;
 using rpb::testing::contains;
 using rpb::testing::error_of;
 
 namespace {
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  const std::vector<double> x = a.to_vector(), y = b.to_vector();
-  double worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
-  return worst;
-}
 
 // The inputs of an attention call over q and k with scale 1 and nothing else.
 AttentionInputs stats_inputs(const Tensor& q, const Tensor& k) {

@@ -7,24 +7,13 @@
 #include "core/core.h"
 #include "nn/attention.h"
 #include "test_util.h"
+#include "tensor_checks.h"
 
 using namespace rpb;
+using rpb::testing::max_abs_diff;
+using rpb::testing::all_finite;
 
 namespace blockwise_tests {
-
-double worst_diff(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  const std::vector<double> x = a.to_vector(), y = b.to_vector();
-  double worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
-  return worst;
-}
-
-bool all_finite(const Tensor& t) {
-  for (const double v : t.to_vector())
-    if (!std::isfinite(v)) return false;
-  return true;
-}
 
 }  // namespace blockwise_tests
 
@@ -66,11 +55,11 @@ TEST_CASE("blockwise fused attention equals the reference path with the explicit
         q, k, v, nn::expand_relative_bias(rel, Tq, Tk), nn::causal_mask(Tq, Tk, off, block), 0.5));
     for (std::size_t i = 0; i < fused.size(); ++i) {
       CAPTURE(i);
-      CHECK(worst_diff(fused[i], ref[i]) <= 1e-11);
+      CHECK(max_abs_diff(fused[i], ref[i]) <= 1e-11);
     }
     // The block changes the result (the test would prove little otherwise).
     const Tensor causal = fused_attention(q, k, v, rel, Tensor(), Tensor(), {0.5, true, off});
-    CHECK(worst_diff(fused[0], causal.detach()) > 1e-3);
+    CHECK(max_abs_diff(fused[0], causal.detach()) > 1e-3);
   }
 }
 

@@ -253,10 +253,7 @@ TEST_CASE("eval stride: the record's options, name and protocol round trip, an o
 TEST_CASE("eval stride: a sweep's stride row reuses its scheme's runs and its results say the protocol") {
   TempDir tmp("eval_stride_sweep");
   rpb::RunConfig c = rpb::parse_config(
-      "[run]\nname = \"s\"\nout_dir = \"" + tmp.path.string() +
-          "\"\nsteps = 3\nbatch = 2\nlength = 8\nlog_every = 1\neval_multipliers = [1, 2]\neval_tokens = 64\n"
-          "eval_diagnostics = false\n[model]\nd_model = 8\nheads = 2\nlayers = 1\nd_ff = 16\n"
-          "[task]\nkind = \"markov\"\nvocab = 5\norder = 1\ntrain_tokens = 1024\neval_tokens = 512\n"
+      rpb::testing::tiny_sweep_config(tmp.path, "s", "[1, 2]") +
           "[optim]\nwarmup_steps = 1\n[sweep]\nseeds = [0]\nfigures = false\n"
           "methods = [\"alibi@run.eval_stride=4\", \"alibi\"]\n",
       "sweep.toml");

@@ -12,6 +12,7 @@
 #include "nn/position.h"
 #include "nn/transformer.h"
 #include "scheme_cases.h"
+#include "tensor_checks.h"
 #include "test_util.h"
 
 using namespace rpb;
@@ -67,9 +68,9 @@ const std::vector<double> kReference = {
     0.489999592, 0.430499792, 0.360753536, 0.577261388, 0.920000017, 0.577261388,
     0.489999652, 0.445355952, 0.394157112, 0.334141195, 0.625077367, 0.920000017};
 
-// The formula, in double: f_h(psi(i - j) / (psi(max(i, L)) + eps)).
-double formula(int64_t h, int64_t i, int64_t j) {
-  const double c = 0.3, l = std::abs(0.9 * 3.0);
+// The formula, in double: f_h(psi(i - j) / (psi(max(i, L)) + eps)), with c and the multiplier m (L = |m L0|).
+double formula(int64_t h, int64_t i, int64_t j, double c = 0.3, double m = 0.9) {
+  const double l = std::abs(m * 3.0);
   auto psi = [&](double x) { return std::log(std::abs(c * x) + 1.0); };
   const double x = psi(static_cast<double>(i - j)) / (psi(std::max(static_cast<double>(i), l)) + 1e-6);
   const auto& w1 = kWeights.at("hidden.weight");
@@ -80,13 +81,7 @@ double formula(int64_t h, int64_t i, int64_t j) {
   return y;
 }
 
-void check_close(const Tensor& a, const Tensor& b, double tol) {
-  REQUIRE(a.shape() == b.shape());
-  const std::vector<double> x = a.to_vector(), y = b.to_vector();
-  double worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
-  CHECK(worst <= tol);
-}
+void check_close(const Tensor& a, const Tensor& b, double tol) { CHECK(testing::max_abs_diff(a, b) <= tol); }
 
 void golden() {
   // float32 as the reference computes it.
@@ -152,21 +147,11 @@ TEST_CASE("fire: the c and multiplier gradients are the formula's derivatives") 
   const Positions p = Positions::line(6, 6, 0);
   backward(sum(s->bias(p)));
   const auto params = s->named_parameters();
-  auto total = [&](double c, double m) {
-    const double l = std::abs(m * 3.0);
-    auto psi = [&](double x) { return std::log(std::abs(c * x) + 1.0); };
-    const auto& w1 = kWeights.at("hidden.weight");
-    const auto& b1 = kWeights.at("hidden.bias");
-    const auto& w2 = kWeights.at("out.weight");
+  auto total = [](double c, double m) {
     double sum_all = 0;
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t i = 0; i < 6; ++i)
-        for (int64_t j = 0; j < 6; ++j) {
-          const double x = psi(static_cast<double>(i - j)) / (psi(std::max(static_cast<double>(i), l)) + 1e-6);
-          double y = kWeights.at("out.bias")[h];
-          for (std::size_t k = 0; k < 3; ++k) y += w2[h * 3 + k] * std::max(0.0, w1[k] * x + b1[k]);
-          sum_all += y;
-        }
+        for (int64_t j = 0; j < 6; ++j) sum_all += formula(h, i, j, c, m);
     return sum_all;
   };
   const double e = 1e-6;
@@ -208,10 +193,7 @@ TEST_CASE("fire: a model past its threshold gives the same logits on the fused a
   Generator gen(5);
   nn::LanguageModel flat(o, gen);
   NoGradGuard no_grad;
-  const std::vector<double> a = flat.forward(tokens).to_vector(), b = logits[1].to_vector();
-  double diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
-  CHECK(diff > 1e-3);
+  CHECK(testing::max_abs_diff(flat.forward(tokens), logits[1]) > 1e-3);
 }
 
 namespace fire_test {

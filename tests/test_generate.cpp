@@ -9,8 +9,11 @@
 #include "nn/generate.h"
 #include "nn/transformer.h"
 #include "test_util.h"
+#include "tensor_checks.h"
 
 using namespace rpb;
+using rpb::testing::max_abs_diff;
+using rpb::testing::randomize;
 using namespace rpb::nn;
 using rpb::testing::contains;
 using rpb::testing::error_of;
@@ -38,22 +41,6 @@ TransformerOptions decoding_model_options(const std::string& scheme, bool fused,
   return o;
 }
 
-void randomize(Module& m, Generator& gen) {
-  for (auto& [name, p] : m.named_parameters()) {
-    const std::vector<double> v = randn(p.shape(), gen, DType::f64, 0.0, 0.5).to_vector();
-    float* d = p.mutable_data<float>();
-    for (std::size_t i = 0; i < v.size(); ++i) d[i] = static_cast<float>(v[i]);
-  }
-}
-
-double max_diff(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_vector(), y = b.to_vector();
-  REQUIRE(x.size() == y.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
-  return worst;
-}
-
 }  // namespace
 
 TEST_CASE("KV-cache decoding gives the full forward's logits at every position, for every 1-D scheme") {
@@ -79,10 +66,10 @@ TEST_CASE("KV-cache decoding gives the full forward's logits at every position, 
         double worst = 0, spread = 0;
         for (const auto& [b, e] : chunks) {
           const Tensor step = lm.forward(slice(tokens, 1, b, e), &cache);  // (2, e - b, V)
-          worst = std::max(worst, max_diff(step, slice(full, 1, b, e)));
+          worst = std::max(worst, max_abs_diff(step, slice(full, 1, b, e)));
         }
         // The logits must depend on position (else the comparison proves little): the same token's logits differ.
-        spread = max_diff(slice(full, 1, T - 1, T), lm.forward(slice(tokens, 1, T - 1, T)));
+        spread = max_abs_diff(slice(full, 1, T - 1, T), lm.forward(slice(tokens, 1, T - 1, T)));
         CHECK(cache.length() == T);
         CHECK(worst <= 1e-5);
         if (scheme != "none") CHECK(spread > 1e-3);
@@ -191,20 +178,20 @@ TEST_CASE("KV-cache decoding with rope scaling: linear, ntk and yarn equal the f
     };
     const Tensor one_by_one = decode(1);
     if (scaling != RopeScaling::dynamic) {
-      CHECK(max_diff(one_by_one, lm.forward(tokens)) <= 1e-5);
+      CHECK(max_abs_diff(one_by_one, lm.forward(tokens)) <= 1e-5);
       continue;
     }
     // Up to L0 every rotation is the unscaled one: the full forward of each prefix.
-    CHECK(max_diff(slice(one_by_one, 1, 0, L0), lm.forward(slice(tokens, 1, 0, L0))) <= 1e-5);
+    CHECK(max_abs_diff(slice(one_by_one, 1, 0, L0), lm.forward(slice(tokens, 1, 0, L0))) <= 1e-5);
     // A prefill of L0 then single tokens is the same decoding (keys up to L0 rotate unscaled either way) ...
-    CHECK(max_diff(decode(L0), one_by_one) <= 1e-6);
+    CHECK(max_abs_diff(decode(L0), one_by_one) <= 1e-6);
     // ... but past L0 the step at total n is not the full forward of the n tokens (whose keys all rotate for n),
     const Tensor prefix = lm.forward(slice(tokens, 1, 0, 30));
-    CHECK(max_diff(slice(one_by_one, 1, 29, 30), slice(prefix, 1, 29, 30)) > 1e-4);
+    CHECK(max_abs_diff(slice(one_by_one, 1, 29, 30), slice(prefix, 1, 29, 30)) > 1e-4);
     // and a prefill of 24 (keys 16..23 rotated for 24, not for their own totals) decodes differently afterwards,
     // its own rows being the full forward of those 24.
     const Tensor from24 = decode(24);
-    CHECK(max_diff(slice(from24, 1, 0, 24), lm.forward(slice(tokens, 1, 0, 24))) <= 1e-5);
-    CHECK(max_diff(slice(from24, 1, 24, T), slice(one_by_one, 1, 24, T)) > 1e-4);
+    CHECK(max_abs_diff(slice(from24, 1, 0, 24), lm.forward(slice(tokens, 1, 0, 24))) <= 1e-5);
+    CHECK(max_abs_diff(slice(from24, 1, 24, T), slice(one_by_one, 1, 24, T)) > 1e-4);
   }
 }

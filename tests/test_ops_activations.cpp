@@ -10,8 +10,10 @@
 
 #include "core/core.h"
 #include "test_util.h"
+#include "tensor_checks.h"
 
 using namespace rpb;
+using rpb::testing::all_finite;
 using rpb::testing::contains;
 using rpb::testing::error_of;
 
@@ -49,12 +51,6 @@ Tensor grad_of(const std::function<Tensor(const Tensor&)>& f, const Tensor& x0, 
   return x.grad();
 }
 
-
-bool all_finite(const Tensor& t) {
-  for (double v : t.to_vector())
-    if (!std::isfinite(v)) return false;
-  return true;
-}
 
 }  // namespace
 

@@ -256,10 +256,7 @@ TEST_CASE("eval records: the rope scaling options in the file name and the JSON,
 TEST_CASE("rope scaling sweep rows evaluate the rope runs, which train without the scaling whichever row comes first") {
   rpb::testing::TempDir tmp("rope_scaling_sweep");
   const RunConfig c = parse_config(
-      "[run]\nname = \"s\"\nout_dir = \"" + tmp.path.string() +
-          "\"\nsteps = 3\nbatch = 2\nlength = 8\nlog_every = 1\neval_multipliers = [1, 2]\neval_tokens = 64\n"
-          "eval_diagnostics = false\n[model]\nd_model = 8\nheads = 2\nlayers = 1\nd_ff = 16\n"
-          "[task]\nkind = \"markov\"\nvocab = 5\norder = 1\ntrain_tokens = 1024\neval_tokens = 512\n"
+      rpb::testing::tiny_sweep_config(tmp.path, "s", "[1, 2]") +
           "[sweep]\nseeds = [0]\nmethods = [\"rope@rope_scaling=linear@rope_factor=4\", \"rope\"]\n",
       "sweep.toml");
   const SweepResult result = run_sweep(c);

@@ -235,12 +235,7 @@ std::map<std::string, fs::file_time_type> checkpoints(const fs::path& root) {
 TEST_CASE("sweep grid: a 2 x 2 grid trains 4 runs and reuses them on rerun") {
   rpb::testing::TempDir tmp("sweep_grid");
   const RunConfig c = parse_config(
-      "[run]\nname = \"g\"\nout_dir = \"" + tmp.path.string() +
-          "\"\nsteps = 3\nbatch = 2\nlength = 8\nlog_every = 1\neval_multipliers = [1]\neval_tokens = 64\n"
-          "eval_diagnostics = false\n"
-          "[model]\nd_model = 8\nheads = 2\nlayers = 1\nd_ff = 16\n"
-          "[position]\nscheme = \"t5\"\nnum_buckets = 8\n"
-          "[task]\nkind = \"markov\"\nvocab = 5\norder = 1\ntrain_tokens = 1024\neval_tokens = 512\n"
+      rpb::testing::tiny_sweep_config(tmp.path, "g", "[1]") + "[position]\nscheme = \"t5\"\nnum_buckets = 8\n"
           "[optim]\nwarmup_steps = 1\n" +
           "[sweep]\nseeds = [0]\n[[sweep.grid]]\nmethods = [\"t5\"]\n\"optim.lr\" = [1e-3, 3e-3]\nmax_distance = [16, 32]\n",
       "grid.toml");

@@ -49,6 +49,17 @@ inline std::vector<std::string> tiny_t5_overrides(const std::filesystem::path& o
           "task.train_tokens=4096", "task.eval_tokens=1024", "optim.warmup_steps=1"};
 }
 
+/// The [run], [model] and [task] tables of a tiny sweep `name` writing into `out_dir`: 3 steps of batch 2 at length 8,
+/// evaluated at `multipliers` ("[1, 2]") on 64 tokens without diagnostics; d_model 8, 2 heads, 1 layer; markov over 5
+/// tokens. A test appends [position], [optim] and [sweep].
+inline std::string tiny_sweep_config(const std::filesystem::path& out_dir, const std::string& name,
+                                     const std::string& multipliers) {
+  return "[run]\nname = \"" + name + "\"\nout_dir = \"" + out_dir.string() +
+         "\"\nsteps = 3\nbatch = 2\nlength = 8\nlog_every = 1\neval_multipliers = " + multipliers +
+         "\neval_tokens = 64\neval_diagnostics = false\n[model]\nd_model = 8\nheads = 2\nlayers = 1\nd_ff = 16\n"
+         "[task]\nkind = \"markov\"\nvocab = 5\norder = 1\ntrain_tokens = 1024\neval_tokens = 512\n";
+}
+
 /// A fresh folder under the system temp dir, removed with everything in it when the guard goes.
 /// `tag` names the test in the folder's name; a counter keeps several guards of one tag apart.
 struct TempDir {

@@ -19,6 +19,7 @@
 #include "test_util.h"
 
 using namespace rpb;
+using rpb::testing::max_abs_diff;
 using namespace rpb::nn;
 using rpb::testing::contains;
 using rpb::testing::error_of;
@@ -33,14 +34,6 @@ std::vector<double> iota(int64_t n) {
   std::vector<double> v(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i);
   return v;
-}
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  const auto va = a.to_vector(), vb = b.to_vector();
-  double m = 0;
-  for (std::size_t i = 0; i < va.size(); ++i) m = std::max(m, std::abs(va[i] - vb[i]));
-  return m;
 }
 
 WindowAttentionOptions window_options(int64_t dim, int64_t heads, int64_t wh, int64_t ww, int64_t sh = 0,

@@ -14,8 +14,11 @@
 #include "nn/transformer.h"
 #include "scheme_cases.h"
 #include "test_util.h"
+#include "tensor_checks.h"
 
 using namespace rpb;
+using rpb::testing::max_abs_diff;
+using rpb::testing::randomize;
 using rpb::nn::PositionOptions;
 
 namespace xpos_tests {
@@ -47,15 +50,6 @@ Tensor golden_input() {
   return Tensor::from_vector<float>({1, 1, 5, 6}, x);
 }
 
-// (B, H, T, d) -> max |a - b|
-double max_diff(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_vector(), y = b.to_vector();
-  REQUIRE(x.size() == y.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
-  return worst;
-}
-
 nn::TransformerOptions model_options(bool fused, int64_t scale_base, bool blockwise) {
   nn::TransformerOptions o;
   o.vocab = 11;
@@ -70,15 +64,6 @@ nn::TransformerOptions model_options(bool fused, int64_t scale_base, bool blockw
   o.position.blockwise = blockwise;
   o.position.train_length = 8;
   return o;
-}
-
-// Every parameter redrawn with std 0.5, so positions visibly matter.
-void randomize(Module& m, Generator& gen) {
-  for (auto& [name, p] : m.named_parameters()) {
-    const std::vector<double> v = randn(p.shape(), gen, DType::f64, 0.0, 0.5).to_vector();
-    float* d = p.mutable_data<float>();
-    for (std::size_t i = 0; i < v.size(); ++i) d[i] = static_cast<float>(v[i]);
-  }
 }
 
 }  // namespace xpos_tests
@@ -179,7 +164,7 @@ TEST_CASE("xpos: KV-cache decoding equals the full forward (keys re-rotated with
       for (int64_t t = 12; t < T; ++t) chunks.push_back({t, t + 1});
       double worst = 0;
       for (const auto& [b, e] : chunks)
-        worst = std::max(worst, max_diff(lm.forward(slice(tokens, 1, b, e), &cache), slice(full, 1, b, e)));
+        worst = std::max(worst, max_abs_diff(lm.forward(slice(tokens, 1, b, e), &cache), slice(full, 1, b, e)));
       CHECK(worst <= 1e-4);
     }
 }
@@ -198,12 +183,12 @@ TEST_CASE("xpos: blockwise attention in evaluation only, each query over its blo
     return lm.forward(slice(tokens, 1, 0, length));
   };
   // Up to two blocks every query sees every earlier key anyway; past them blockwise attention sees less.
-  CHECK(max_diff(logits(true, true, false, 16), logits(true, false, false, 16)) == 0);
-  CHECK(max_diff(logits(true, true, false, 40), logits(true, false, false, 40)) > 1e-3);
+  CHECK(max_abs_diff(logits(true, true, false, 16), logits(true, false, false, 16)) == 0);
+  CHECK(max_abs_diff(logits(true, true, false, 40), logits(true, false, false, 40)) > 1e-3);
   // The fused kernel's mask equals the reference path's.
-  CHECK(max_diff(logits(true, true, false, 40), logits(false, true, false, 40)) <= 1e-5);
+  CHECK(max_abs_diff(logits(true, true, false, 40), logits(false, true, false, 40)) <= 1e-5);
   // Training ignores it.
-  CHECK(max_diff(logits(true, true, true, 40), logits(true, false, true, 40)) == 0);
+  CHECK(max_abs_diff(logits(true, true, true, 40), logits(true, false, true, 40)) == 0);
   // Its block is the train length, which it needs.
   PositionOptions o;
   o.scheme = "xpos";

@@ -29,7 +29,9 @@ namespace rpb::nn {
 
 namespace {
 
+using position_detail::distance_table;
 using position_detail::from_doubles;
+using position_detail::offset_row;
 
 constexpr double kFireEps = 1e-6;  // the reference's eps, added to psi of the normaliser
 constexpr double kFireInitC = 0.1;
@@ -149,13 +151,12 @@ class FireScheme final : public PositionScheme {
 
   Tensor bias(const Positions& p) const override {
     check(p, "fire");
-    // i - j per (query, key), and each query's position, as the reference's float positions.
-    std::vector<double> d(static_cast<std::size_t>(p.q_len * p.k_len)), pos(static_cast<std::size_t>(p.q_len));
-    for (int64_t r = 0; r < p.q_len; ++r) {
-      pos[r] = static_cast<double>(p.q_offset + r);
-      for (int64_t k = 0; k < p.k_len; ++k) d[r * p.k_len + k] = static_cast<double>(p.q_offset + r - k);
-    }
     const DType dt = c.dtype();
+    // |i - j| per (query, key): psi reads |c (i - j)|, which equals |c| |i - j| exactly in float.
+    const Tensor distance = reshape(distance_table(p, dt, [](double d) { return d; }), {p.q_len, p.k_len});
+    // Each query's position, as the reference's float positions.
+    std::vector<double> pos(static_cast<std::size_t>(p.q_len));
+    for (int64_t r = 0; r < p.q_len; ++r) pos[r] = static_cast<double>(p.q_offset + r);
     const Tensor positions = from_doubles({p.q_len, 1}, pos, dt);  // (q, 1)
     const Tensor thr = threshold();                                 // (1)
     // max(i, L) per row: L where it is the larger (its gradient reaches m there), else the position.
@@ -163,26 +164,22 @@ class FireScheme final : public PositionScheme {
     const double l = thr.to_vector()[0];
     for (int64_t r = 0; r < p.q_len; ++r) below.mutable_data<int64_t>()[r] = pos[r] < l;
     const Tensor normaliser = add_scalar(psi(where(below, mul(Tensor::ones({p.q_len, 1}, dt), thr), positions), c),
-                                         kFireEps);  // (q, 1)
-    const Tensor x = div(psi(from_doubles({p.q_len, p.k_len}, d, dt), c), normaliser);  // (q, k)
+                                         kFireEps);                                   // (q, 1)
+    const Tensor x = div(psi(distance, c), normaliser);                               // (q, k)
     const Tensor f = mlp(reshape(x, {p.q_len * p.k_len, 1}));                         // (q k, H)
     return permute(reshape(f, {p.q_len, p.k_len, o_.heads}), {2, 0, 1});              // (H, q, k)
   }
 
   RelativeBias relative_bias(const Positions& p) const override {
     check(p, "fire");
-    const double l = threshold().to_vector()[0];
-    if (static_cast<double>(p.q_offset + p.q_len - 1) <= l) {
-      // Every row's normaliser is psi(L): a function of i - j alone, one value per offset column m, where
-      // i - j = q_offset + q_len - 1 - m.
-      const std::vector<double> d = [&] {
-        std::vector<double> v(static_cast<std::size_t>(p.q_len + p.k_len - 1));
-        for (std::size_t m = 0; m < v.size(); ++m) v[m] = static_cast<double>(p.q_offset + p.q_len - 1) - static_cast<double>(m);
-        return v;
-      }();
-      const Tensor offsets = from_doubles({static_cast<int64_t>(d.size()), 1}, d, c.dtype());  // (R, 1)
-      const Tensor x = div(psi(offsets, c), add_scalar(psi(threshold(), c), kFireEps));      // (R, 1)
-      return RelativeBias(transpose(mlp(x), 0, 1));                                         // (H, R)
+    const Tensor thr = threshold();  // (1)
+    if (static_cast<double>(p.q_offset + p.q_len - 1) <= thr.to_vector()[0]) {
+      // Every row's normaliser is psi(L): a function of i - j = -(key - query) alone, one value per offset column.
+      const int64_t columns = p.q_len + p.k_len - 1;
+      const Tensor offsets = reshape(offset_row(p, c.dtype(), [](int64_t r) { return -static_cast<double>(r); }),
+                                     {columns, 1});                                  // (R, 1): i - j
+      const Tensor x = div(psi(offsets, c), add_scalar(psi(thr, c), kFireEps));       // (R, 1)
+      return RelativeBias(transpose(mlp(x), 0, 1));                                  // (H, R)
     }
     if (grad_enabled()) return RelativeBias();  // past the threshold with gradients: bias()
     return RelativeBias(tiles(p));

@@ -92,9 +92,8 @@ class XposScheme final : public PositionScheme {
   void fill(std::vector<double>& v, int64_t t, int64_t offset, bool key, bool sine) const {
     const int64_t d = o_.head_dim, half = d / 2, shift = centre_shift(offset + t);
     for (int64_t k = 0; k < half; ++k) {
-      // XPOS's buffer: (arange(0, d, 2) + 0.4 d) / (1.4 d); fixed_pos_embedding's 1 / (10000 ** (arange(dim) / dim))
-      const F z = (static_cast<F>(2 * k) + static_cast<F>(0.4 * static_cast<double>(d))) /
-                  static_cast<F>(1.4 * static_cast<double>(d));
+      // fixed_pos_embedding's 1 / (10000 ** (arange(dim) / dim))
+      const F z = zeta_of<F>(k, d);
       const F inv = F(1) / std::pow(static_cast<F>(o_.rope_base), static_cast<F>(k) / static_cast<F>(half));
       for (int64_t r = 0; r < t; ++r) {
         const int64_t p = offset + r;
@@ -107,10 +106,16 @@ class XposScheme final : public PositionScheme {
     }
   }
 
+  // XPOS's buffer, (arange(0, d, 2) + 0.4 d) / (1.4 d), at pair k, in F.
+  template <typename F>
+  static F zeta_of(int64_t k, int64_t d) {
+    const double width = static_cast<double>(d);
+    return (static_cast<F>(2 * k) + static_cast<F>(0.4 * width)) / static_cast<F>(1.4 * width);
+  }
+
   static std::vector<double> zetas(int64_t d) {
     std::vector<double> z(static_cast<std::size_t>(d / 2));
-    for (int64_t k = 0; k < d / 2; ++k)
-      z[k] = (2.0 * static_cast<double>(k) + 0.4 * static_cast<double>(d)) / (1.4 * static_cast<double>(d));
+    for (int64_t k = 0; k < d / 2; ++k) z[k] = zeta_of<double>(k, d);
     return z;
   }
 

@@ -16,8 +16,8 @@ exit 0 when every output is written, 2 on a bad request (the reason on stderr), 
 
 plot_sweep and plot_curves draw what `rpb plot PATH... [flags]` draws, from the request it builds (rpb_request runs
 `rpb plot ... --request`: one rule for labels, methods and filters; lengths in tokens), so they need a built rpb
-(build/rpb of this source tree, or $RPB). The names to import: draw, render, save, request_for, rpb_request,
-plot_sweep, plot_curves, load_styles; RequestError, MatplotlibMissing and the EXIT_* codes; the building blocks
+(build/rpb of this source tree, or $RPB). The names to import: draw, render, save, rpb_request,
+plot_sweep, plot_curves; RequestError, MatplotlibMissing and the EXIT_* codes; the building blocks
 listed in __all__ (ticks, styles, panels) for figures of one's own; theme (the constants).
 
 The request (JSON; only the block named by "kind" is read; unknown fields are ignored):
@@ -67,7 +67,7 @@ figures), results.py (results.json, Metric), sweep.py, curves.py and bias.py (th
 render, rpb_request, plot_sweep, plot_curves), __main__.py (the script).
 """
 from . import theme
-from .api import KINDS, draw, input_paths, plot_curves, plot_sweep, render, request_for, rpb_request, save
+from .api import KINDS, draw, input_paths, plot_curves, plot_sweep, render, rpb_request, save
 from .axes import (legend_below, legend_rows, linear_ticks, new_figure, nice_ticks, padded, set_axis, si_labels,
                    tick_labels)
 from .bias import draw_bias, draw_bias_line, draw_heatmap, symlog_ticks
@@ -76,13 +76,13 @@ from .errors import EXIT_BAD_REQUEST, EXIT_ERROR, EXIT_NO_MATPLOTLIB, Matplotlib
 from .request import FORMATS, REQUEST_FORMAT, check_bias, check_curves, check_request, check_sweep
 from .results import (RESULTS_FORMAT, RESULTS_FORMATS, Metric, Results, known_metrics, mean_std, metric_stats,
                       metrics_named, read_results, results_path, select_rows)
-from .styles import (Style, base_style, figure_styles, load_styles, rpb_binary, scheme_dims, seed_style, shade,
+from .styles import (Style, base_style, figure_styles, rpb_binary, scheme_dims, seed_style, shade,
                      style_of)
 from .sweep import (Panel, Series, draw_panel, draw_series, draw_sweep, length_panels, setting_of, setting_panels,
                     sweep_panels)
 
 __all__ = [
-    "draw", "render", "save", "input_paths", "request_for", "rpb_request", "plot_sweep", "plot_curves", "load_styles",
+    "draw", "render", "save", "input_paths", "rpb_request", "plot_sweep", "plot_curves",
     "rpb_binary",
     "RequestError", "MatplotlibMissing", "require", "EXIT_ERROR", "EXIT_BAD_REQUEST", "EXIT_NO_MATPLOTLIB",
     "REQUEST_FORMAT", "FORMATS", "KINDS", "check_request", "check_sweep", "check_curves", "check_bias",

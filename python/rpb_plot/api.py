@@ -11,8 +11,8 @@ from .backend import matplotlib
 from .bias import draw_bias
 from .curves import draw_curves
 from .errors import RequestError, require
-from .request import CHECKS, FORMATS, REQUEST_FORMAT, check_request
-from .styles import load_styles, rpb_binary
+from .request import CHECKS, FORMATS, check_request
+from .styles import rpb_binary
 from .sweep import draw_sweep
 
 DRAWS = {"sweep": draw_sweep, "curves": draw_curves, "bias": draw_bias}  # a kind's block -> its Figure
@@ -78,13 +78,6 @@ def render(request, inputs=()):
     return fig
 
 
-def request_for(kind, block, out=None, styles=None):
-    """A request dict of `kind` with `block`, writing `out` (format by extension) when given."""
-    outputs = [{"path": os.path.abspath(out), "format": os.path.splitext(out)[1].lstrip(".").lower()}] if out else []
-    return {"format": REQUEST_FORMAT, "kind": kind, "outputs": outputs,
-            "styles": styles if styles is not None else load_styles(), kind: block}
-
-
 def rpb_request(args, out=None, rpb=None):
     """The request `rpb plot ARGS --request` builds (rpb's one rule for labels, methods, schemes and filters), writing
     `out` when given (else no output); a RequestError with rpb's message when it refuses or cannot run."""
@@ -96,9 +89,7 @@ def rpb_request(args, out=None, rpb=None):
     lines = done.stdout.strip().splitlines()
     require(done.returncode == 0 and lines, "rpb plot %s: %s" % (" ".join(command[2:]), done.stderr.strip()
                                                                 or "exit %d" % done.returncode))
-    request = json.loads(lines[-1])
-    request["outputs"] = request["outputs"] if out else []
-    return request
+    return json.loads(lines[-1])  # "outputs": `out`, or none when not given
 
 
 def _flags(flag, values):

@@ -2,9 +2,7 @@
 marker derived from its label's digest; the registry's styles read from `rpb schemes --json`."""
 import colorsys
 import hashlib
-import json
 import os
-import subprocess
 from dataclasses import dataclass
 
 from . import theme
@@ -109,15 +107,4 @@ def rpb_binary():
     """The rpb to ask for styles: env RPB, else build/rpb of the source tree holding python/rpb_plot/."""
     source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return os.environ.get("RPB") or os.path.join(source, "build", "rpb")
-
-
-def load_styles(rpb=None):
-    """`rpb schemes --json` (its "schemes": name, dims, label, color, marker), or {"schemes": []} when rpb is
-    missing or fails (style_of then uses the deterministic fallback palette)."""
-    try:
-        out = subprocess.run([rpb or rpb_binary(), "schemes", "--json"], capture_output=True, text=True,
-                             timeout=60, check=True).stdout
-        return {"schemes": json.loads(out).get("schemes", [])}
-    except (OSError, subprocess.SubprocessError, ValueError, AttributeError):
-        return {"schemes": []}
 

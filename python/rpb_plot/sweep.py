@@ -53,7 +53,7 @@ def _labels(pairs):
 def _protocol_note(row):
     """" (sliding window, stride 32)" for a row scored so whose method does not say it; "" otherwise."""
     stride = row.get("eval_stride")
-    return " (sliding window, stride %d)" % stride if stride and "eval_stride" not in row["method"] else ""
+    return " (sliding window, stride %d)" % stride if stride and setting_of(row, "run.eval_stride") is None else ""
 
 
 def _optimum(pairs, metric):

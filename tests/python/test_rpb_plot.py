@@ -546,7 +546,7 @@ class ReviewMendsTest(FigureChecks):
         with tempfile.TemporaryDirectory() as tmp:
             rows = [{"task": "markov", "method": "t5", "scheme": "t5", "eval_stride": 32, "perplexity": [[4.0, 5.0]]},
                     {"task": "markov", "method": "alibi@run.eval_stride=32", "scheme": "alibi", "eval_stride": 32,
-                     "perplexity": [[4.5, 5.5]]},
+                     "settings": {"run.eval_stride": 32}, "perplexity": [[4.5, 5.5]]},
                     {"task": "markov", "method": "rope", "scheme": "rope", "eval_stride": None,
                      "perplexity": [[4.2, 6.0]]}]
             path = results_file(tmp, "new.json", rows, fmt="rpb-results-5")

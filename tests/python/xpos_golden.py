@@ -65,7 +65,6 @@ def fmt(t):
 
 
 if __name__ == "__main__":
-    torch.set_printoptions(precision=9)
     d, length = 6, 5
     # x[0, t, c] = 0.1 (t + 1) - 0.05 c + 0.3 (c % 2): every pair distinct, nothing symmetric
     x = torch.tensor([[[0.1 * (t + 1) - 0.05 * c + 0.3 * (c % 2) for c in range(d)] for t in range(length)]],
@@ -77,6 +76,6 @@ if __name__ == "__main__":
     print("queries, offset 4 (T = 2):", fmt(xpos(x[:, 3:5], offset=4)))
     print("keys, offset 4 (T = 2):", fmt(xpos(x[:, 3:5], offset=4, downscale=True)))
     big = XPOS(d)  # scale_base 512 at 16 x 512 positions: the centred scales stay finite
-    far = x[:, :1].repeat(1, 1, 1)
+    far = x[:, :1]
     print("queries, offset 8191, scale_base 512:", fmt(big(far, offset=8191)))
     print("keys, offset 8191, scale_base 512:", fmt(big(far, offset=8191, downscale=True)))

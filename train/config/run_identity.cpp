@@ -82,8 +82,8 @@ const std::vector<std::string>& non_identity_keys() {
 }
 
 const std::vector<AddedKey>& added_identity_keys() {
-  static const std::vector<AddedKey> keys = {
-      {"position.xpos_scale_base", "512"}, {"position.fire_length", "0"}, {"position.fire_hidden", "32"}};
+  static const std::vector<AddedKey> keys = {};  // the position options added later leave the effective config
+                                                 // at their default instead (PositionOptionInfo::added)
   return keys;
 }
 

@@ -40,7 +40,8 @@ struct AddedKey {
   const char* key;    // dotted: "model.new_option"
   const char* unset;  // its value as TOML writes it (toml_config::value_text): "false", "0", "\"none\""
 };
-/// Every AddedKey, in the order they were added.
+/// Every AddedKey, in the order they were added (none: a position option added later is dropped from the
+/// effective config at its default instead, PositionOptionInfo::added).
 const std::vector<AddedKey>& added_identity_keys();
 
 /// The identity of a config (read by the readers: load_config, parse_config, parse_stored_config, run_config), as
