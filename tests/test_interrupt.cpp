@@ -163,8 +163,11 @@ TEST_CASE("interrupt: a second signal ends rpb train at once, without the checkp
 TEST_CASE("interrupt: a signal during the evaluation after training exits with its code and prints no table") {
   TempDir tmp("evalsig");
   const fs::path cfg = tmp.path / "eval.toml", out = tmp.path / "out.txt", dir = tmp.path / "run";
-  // A long evaluation (32768 tokens at six lengths up to 1024) after a short training.
-  std::ofstream(cfg) << signal_config(tmp.path, "eval_multipliers = [1, 2, 4, 8, 16, 32]\neval_tokens = 32768\n");
+  // A long evaluation after a short training: 262144 tokens at seven lengths up to 2048 take seconds (about 3 s on
+  // two threads), so the signal lands in it even on a loaded machine; 32768 tokens (0.15 s) once finished first.
+  std::string config = signal_config(tmp.path, "eval_multipliers = [1, 2, 4, 8, 16, 32, 64]\neval_tokens = 262144\n");
+  config.replace(config.find("eval_tokens = 40000"), 19, "eval_tokens = 300000");
+  std::ofstream(cfg) << config;
   const pid_t pid = spawn_rpb({"train", cfg.string(), "--set", "run.steps=20"}, out.string());
   REQUIRE_MESSAGE(wait_for(pid, [&] { return contains(file_text(dir / "train.log"), "finished at step 20"); }),
                   file_text(out));
