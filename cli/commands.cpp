@@ -49,10 +49,11 @@ std::string resume_hint(const std::string& verb, const std::string& config,
 }  // namespace
 
 int cmd_train(const std::string& config_path, bool resume, const std::string& resume_from,
-              const std::vector<std::string>& overrides, bool extend, bool overwrite) {
+              const std::vector<std::string>& overrides, bool extend, bool overwrite, const std::string& init_from) {
   RPB_CHECK(!extend || resume || !resume_from.empty(), "train",
             "--extend trains a run on past its run.steps: pass it with --resume or --resume-from");
-  const RunConfig cfg = load_config(config_path, overrides);
+  RunConfig cfg = load_config(config_path, overrides);
+  if (!init_from.empty()) cfg = derive_config(cfg, {{"run.init_from", SettingValue{init_from}, init_from}}, "--init-from");
   const InterruptHandlers handlers;  // SIGINT, SIGTERM: a checkpoint, then exit 130 / 143 (train/interrupt.h)
   Run run(cfg);
   ProgressContext context;
@@ -152,10 +153,15 @@ CommandRunner add_train(CLI::App& cmd) {
     std::vector<std::string> overrides;
     std::string max_memory;
     bool extend = false, overwrite = false;
+    std::string init_from;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("config", a->config, "configs/*.toml")->required();
   cmd.add_flag("--resume", a->resume, "continue the run from its latest checkpoint");
+  cmd.add_option("--init-from", a->init_from,
+                 "a fine-tune: start from this checkpoint's parameters (weights only: a fresh optimizer, its own run "
+                 "folder and identity, which records the checkpoint's SHA-256); sets run.init_from. Train at another "
+                 "length with --set run.finetune_length=N");
   cmd.add_option("--resume-from", a->resume_from,
                  "continue the run from this checkpoint of its folder (step_*.h5), and point `latest` at it");
   cmd.add_option("--set", a->overrides, "override a config key: --set model.d_model=256 (repeatable)");
@@ -167,7 +173,7 @@ CommandRunner add_train(CLI::App& cmd) {
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
-    return cmd_train(a->config, a->resume, a->resume_from, a->overrides, a->extend, a->overwrite);
+    return cmd_train(a->config, a->resume, a->resume_from, a->overrides, a->extend, a->overwrite, a->init_from);
   };
 }
 

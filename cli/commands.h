@@ -35,9 +35,11 @@ void apply_memory_option(const std::string& value);
 /// Trains the run `config_path` describes (with `overrides` applied), then evaluates it. `resume` continues
 /// from the run folder's `latest`, a non-empty `resume_from` from that checkpoint file (see Run::train); `extend`
 /// (--extend) lets a resumed run have another run.steps, `overwrite` (--overwrite) moves a folder holding another
-/// run aside (StartOptions).
+/// run aside (StartOptions); a non-empty `init_from` (--init-from) sets run.init_from: a fine-tune starting from
+/// that checkpoint's parameters (Run::train).
 int cmd_train(const std::string& config_path, bool resume, const std::string& resume_from,
-              const std::vector<std::string>& overrides, bool extend = false, bool overwrite = false);
+              const std::vector<std::string>& overrides, bool extend = false, bool overwrite = false,
+              const std::string& init_from = "");
 /// Perplexity of a checkpoint at `lengths` (empty: the config's multiples of the train length). A kjv run reads
 /// the text at `kjv_path` ("": the default path), never the path stored in the checkpoint.
 int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths, const std::string& kjv_path = "");

@@ -197,12 +197,15 @@ def rope_scaled_frequencies(scaling, dim, base, factor, original_length, seq_len
 class Rotary(nn.Module):
     """rope: x cos + rotate_half(x) sin (HF), angle = float32 position x float32 base^(-2k/head_dim); with
     position.rope_scaling, HF's frequencies (rope_scaled_frequencies, dynamic's for each forward's length) and cos and
-    sin times the attention factor."""
+    sin times the attention factor: in evaluation (module.eval()) only, unless `scaling_trained` (a fine-tune, whose
+    config has run.init_from), as rpb's rope (nn/position/rope.cpp) reads them."""
 
     def __init__(self, head_dim, base, scaling="none", factor=1.0, original_length=0, beta_fast=32.0, beta_slow=1.0,
-                 attention_factor=0.0):
+                 attention_factor=0.0, scaling_trained=False):
         super().__init__()
-        self.scaling, self.scaled = scaling, None
+        self.scaling, self.scaled, self.scaling_trained = scaling, None, scaling_trained
+        self.register_buffer("plain_inv_freq", torch.tensor([base ** (-2.0 * i / head_dim) for i in range(head_dim // 2)],
+                                                            dtype=torch.float64).to(torch.float32), persistent=False)
         if scaling == "none":
             inv_freq = torch.tensor([base ** (-2.0 * i / head_dim) for i in range(head_dim // 2)],
                                     dtype=torch.float64).to(torch.float32)
@@ -214,7 +217,9 @@ class Rotary(nn.Module):
 
     def rotate(self, x):  # (B, H, T, dh)
         inv_freq, factor = self.inv_freq, 1.0
-        if self.scaled is not None:
+        if self.scaled is not None and self.training and not self.scaling_trained:
+            inv_freq = self.plain_inv_freq  # the scaling is an evaluation setting of a run that is not a fine-tune
+        elif self.scaled is not None:
             inv_freq, factor = self.scaled(x.shape[-2])
         angle = torch.arange(x.shape[-2], dtype=torch.float32)[:, None] * inv_freq[None, :]
         angle = torch.cat([angle, angle], dim=-1)
@@ -239,7 +244,9 @@ def _rope(config, d_model, heads):
     if scaling == "none":
         return Rotary(d_model // heads, base)
     factor = factor or float(max(key(config, "run", "eval_multipliers")))
-    return Rotary(d_model // heads, base, scaling, factor, key(config, "run", "length"), *betas, attention_factor)
+    fine_tune = "init_from" in config.get("run", {})
+    return Rotary(d_model // heads, base, scaling, factor, key(config, "run", "length"), *betas, attention_factor,
+                  scaling_trained=fine_tune)
 
 
 class Fire(nn.Module):

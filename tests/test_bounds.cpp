@@ -115,7 +115,7 @@ TEST_CASE("config: the evaluation lengths are checked against the held-out strea
 
 TEST_CASE("config: run.name is one folder name and run.out_dir a path, without control characters") {
   const std::string folder = "expected a folder name (one path component: not '.' or '..', no '/', no control, format "
-                             "or separator characters, at most 100 bytes), found ";
+                             "or separator characters, at most 200 bytes), found ";
   CHECK(config_error("[run]\nname = \"a\\u0000b\"\n") == "F:2:8: run.name = \"a\\x00b\": " + folder +
                                                               "a control character (U+0000)");
   CHECK(config_error("[run]\nname = \"\\u001b[2J\"\n") == "F:2:8: run.name = \"\\x1b[2J\": " + folder +
@@ -125,7 +125,7 @@ TEST_CASE("config: run.name is one folder name and run.out_dir a path, without c
   CHECK(contains(config_error("[run]\nname = \"a/b\"\n"), folder + "a '/'"));
   CHECK(contains(config_error("[run]\nname = \"..\"\n"), folder + "'..'"));
   CHECK(contains(config_error("[run]\nname = \"\"\n"), folder + "an empty name"));
-  CHECK(config_error("[run]\nname = \"" + std::string(100, 'x') + "\"\n").empty());
+  CHECK(config_error("[run]\nname = \"" + std::string(200, 'x') + "\"\n").empty());
   CHECK(config_error("[run]\nname = \"r\xc3\xa9sum\xc3\xa9\"\n").empty());  // UTF-8 letters are fine
 
   const std::string path = "expected a path (no control, format or separator characters, at most 4096 bytes), found ";

@@ -47,7 +47,9 @@ const std::set<std::string>& trainer_keys() {
       "run.eval_batch", "run.eval_every", "run.eval_diagnostics", "run.valid_multipliers", "run.valid_tokens",
       "run.on_nonfinite", "optim.kind", "optim.lr", "optim.schedule", "optim.warmup_steps", "optim.min_lr_ratio",
       "optim.beta1", "optim.beta2", "optim.eps", "optim.weight_decay", "optim.momentum", "optim.grad_clip",
-      "optim.total_steps"};
+      "optim.total_steps",
+      // a fine-tune's parent and training length, read by the trainer (tests/test_finetune.cpp)
+      "run.init_from", "run.init_sha256", "run.finetune_length"};
   return keys;
 }
 

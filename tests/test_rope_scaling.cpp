@@ -67,6 +67,14 @@ std::pair<std::vector<double>, std::vector<double>> cos_sin(const PositionScheme
   return {c, sn};
 }
 
+// The scheme of `o`, in evaluation mode: where a run that is not a fine-tune reads its scaling.
+std::shared_ptr<PositionScheme> evaluating(const PositionOptions& o) {
+  Generator gen(1);
+  std::shared_ptr<PositionScheme> s = make_position_scheme(o, gen);
+  s->eval();
+  return s;
+}
+
 }  // namespace rope_scaling_test
 
 using namespace rope_scaling_test;
@@ -137,7 +145,7 @@ TEST_CASE("rope scaling: linear, ntk, dynamic and yarn frequencies equal Hugging
 }
 
 TEST_CASE("rope scaling: the built scheme rotates with HF's cos and sin, yarn's times its attention factor") {
-  const auto yarn = make_position_scheme(rope_options(RopeScaling::yarn, 4), *std::make_unique<Generator>(1));
+  const auto yarn = evaluating(rope_options(RopeScaling::yarn, 4));
   // yarn factor 4: HF's cos * attention_scaling and sin * attention_scaling at position 100 (float32).
   const std::vector<double> cos_hf = {9.818616509e-01, 1.759349108e-01, 3.229855895e-01, 8.009582758e-01,
                                       1.103232265e+00, 1.135073066e+00, 1.138273716e+00, 1.138593912e+00};
@@ -152,6 +160,22 @@ TEST_CASE("rope scaling: the built scheme rotates with HF's cos and sin, yarn's 
   // The static scalings keep their frequencies in the inv_freq buffer.
   const auto linear = make_position_scheme(rope_options(RopeScaling::linear, 4), *std::make_unique<Generator>(1));
   CHECK(linear->named_buffers()[0].second.to_vector()[1] == static_cast<double>(7.905694097e-02f));
+}
+
+TEST_CASE("rope scaling: training forwards read the unscaled frequencies, a fine-tune's (rope_scaling_trained) the "
+          "scaled ones") {
+  PositionOptions o = rope_options(RopeScaling::yarn, 4);
+  Generator gen(1);
+  const auto trained = make_position_scheme(o, gen);  // modules start in training mode
+  const auto plain = make_position_scheme(rope_options(RopeScaling::none, 0), gen);
+  const auto scaled = evaluating(o);
+  CHECK(cos_sin(*trained, 16, 100) == cos_sin(*plain, 16, 100));
+  CHECK(cos_sin(*trained, 16, 100) != cos_sin(*scaled, 16, 100));
+  trained->eval();  // the same module, evaluating: the scaling
+  CHECK(cos_sin(*trained, 16, 100) == cos_sin(*scaled, 16, 100));
+  o.rope_scaling_trained = true;
+  const auto fine_tune = make_position_scheme(o, gen);
+  CHECK(cos_sin(*fine_tune, 16, 100) == cos_sin(*scaled, 16, 100));
 }
 
 TEST_CASE("rope scaling none is rope as it was: base^(-2k/d) in double rounded once, whatever the factor keys say") {
@@ -171,7 +195,7 @@ TEST_CASE("rope scaling none is rope as it was: base^(-2k/d) in double rounded o
 }
 
 TEST_CASE("rope scaling dynamic: each call's frequencies are those of its total length offset + T") {
-  const auto s = make_position_scheme(rope_options(RopeScaling::dynamic, 4), *std::make_unique<Generator>(1));
+  const auto s = evaluating(rope_options(RopeScaling::dynamic, 4));
   const std::vector<double> f100 = rope_frequencies(hf_config(RopeScaling::dynamic, 4), 100, true).inv_freq;
   const std::vector<double> f64 = rope_frequencies(hf_config(RopeScaling::dynamic, 4), 64, true).inv_freq;
   // One query at position 99 (a KV cache of 99): total 100, HF's seq_len = max(position_ids) + 1.

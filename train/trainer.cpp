@@ -107,6 +107,31 @@ Run::Run(const RunConfig& config, Parallel parallel, RunPurpose purpose)
   check_memory(memory_, memory_budget(), "run " + config_.name);
   workload_ = make_workload(config_);
   if (purpose == RunPurpose::train) optimizer_ = make_optimizer(config_.optim, workload_->model().named_parameters());
+  if (purpose == RunPurpose::train && !config_.init_from.empty()) read_parent();
+}
+
+void Run::read_parent() {
+  const std::string& file = config_.init_from;
+  auto c = std::make_unique<Checkpoint>(load_checkpoint(file, /*in_run_folder=*/false, FileDigest::sha256));
+  if (!config_.init_sha256.empty() && c->file_sha256 != config_.init_sha256)
+    throw Error(fmt::format("{}: run.init_from = {} has SHA-256 {}, and run.init_sha256 pins the fine-tune to the "
+                            "parent {}: this is another checkpoint (or the parent was rewritten)",
+                            config_.source, printable(file), c->file_sha256, config_.init_sha256));
+  check_finite(*c, file);
+  check_params(*c, workload_->model().named_parameters(), file);
+  if (config_.init_sha256.empty()) {
+    const std::string& sha = c->file_sha256;
+    config_ = derive_config(config_, {{"run.init_sha256", SettingValue{sha}, sha}}, "run.init_from's SHA-256");
+  }
+  parent_ = std::move(c);
+}
+
+void Run::init_from_parent() {
+  load_parameters(*parent_, workload_->model(), config_.init_from);
+  init_note_ = fmt::format("fine-tune: parameters and buffers from {} (step {}, SHA-256 {}), a fresh optimizer, "
+                           "training at length {}", config_.init_from, parent_->step, config_.init_sha256,
+                           config_.train_length());
+  parent_.reset();
 }
 
 Run::~Run() = default;
@@ -332,11 +357,13 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
     stale = remove_stale_temp_files(dir_);
     start = this->start(resume, resume_from, options, summary);
     if (!summary.moved_aside.empty()) lock = std::make_unique<RunLock>(dir_);  // the new folder's
+    if (parent_ && !summary.resumed) init_from_parent();  // data-parallel: follow_lead sends the parameters on
   };
   // Data-parallel, the folder is rank 0's: an error there (a run folder that may not be continued) ends every
   // rank alike, through MPI_Finalize, rather than rank 0 alone while the others wait in follow_lead.
   if (shard_.count > 1) dist::on_root(open_folder);
   else open_folder();
+  parent_.reset();  // resumed, or in the model (data-parallel ranks other than 0 take rank 0's parameters)
   if (shard_.count > 1) start = follow_lead(start, options);
   if (!lead_) return train_steps(start, summary, *quiet_logger(), nullptr);
   config_digest_ = config_digest(config_);
@@ -345,6 +372,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   if (!summary.moved_aside.empty())
     log->info("{}--overwrite: moved the previous run folder aside to {}", lead(context_), summary.moved_aside);
   if (!extend_note_.empty()) log->info("{}{}", lead(context_), extend_note_);
+  if (!init_note_.empty()) log->info("{}{}", lead(context_), init_note_);
   MetricsCsv csv((fs::path(dir_) / kMetricsFileName).string(), config_.valid_lengths(), metrics_,
                  workload_->batch_tokens());
   if (!stale.empty()) {

@@ -68,7 +68,10 @@ enum class RunPurpose {
 class Run {
  public:
   /// Builds the workload (task and model) and the optimizer from `config`. With Parallel::ranks under an MPI job
-  /// of N > 1 ranks, run.batch must be a multiple of N (else rpb::Error says so).
+  /// of N > 1 ranks, run.batch must be a multiple of N (else rpb::Error says so). A fine-tune (run.init_from, built
+  /// to train) reads its parent checkpoint here, once: its SHA-256 must equal run.init_sha256 when the config gives
+  /// one, else it becomes the config's run.init_sha256 (part of the run's identity, so a resumed fine-tune needs the
+  /// same parent), and its parameters must be finite and fit this config's model (check_params).
   explicit Run(const RunConfig& config, Parallel parallel = Parallel::ranks, RunPurpose purpose = RunPurpose::train);
   ~Run();
 
@@ -78,7 +81,9 @@ class Run {
   /// (bit-identical to an uninterrupted run; see resume_point() for a folder whose `latest` is not
   /// valid); with `resume_from` (a checkpoint file of the run folder), continues from that file and points
   /// `latest` at it. Without either, a folder that already holds checkpoints is an error (nothing is
-  /// overwritten). A resumed checkpoint's step must lie in [0, config.steps], and its stored config must have the
+  /// overwritten). A run that starts at step 0 with run.init_from (a fine-tune) takes its parent's parameters and
+  /// persistent buffers, nothing else (a fresh optimizer, data order and schedule: weights only, unlike a resume).
+  /// A resumed checkpoint's step must lie in [0, config.steps], and its stored config must have the
   /// identity of this one (train/config/run_identity.h; run.steps may differ with options.extend): else rpb::Error lists
   /// the differing keys (changed_config_message), unless options.overwrite moves the folder aside.
   ///
@@ -188,6 +193,14 @@ class Run {
   GradientHook gradient_hook_;
   StepHook step_hook_;
   std::string extend_note_;  // what start() did with --extend, logged once the run's log is open
+  /// A fine-tune's parent checkpoint (run.init_from), read by the constructor, released once its parameters are in
+  /// the model (or the run resumes from a checkpoint of its own).
+  std::unique_ptr<Checkpoint> parent_;
+  std::string init_note_;    // what start() took from the parent, logged once the run's log is open
+  /// Reads run.init_from into parent_ and checks or records its SHA-256 (run.init_sha256).
+  void read_parent();
+  /// Puts parent_'s parameters and persistent buffers into the model; fills init_note_.
+  void init_from_parent();
   ProgressContext context_;
 };
 

@@ -29,14 +29,14 @@ class LmWorkload final : public Workload {
     model_ = std::make_unique<nn::LanguageModel>(model_options(c, task_->vocab()), init_gen);
     if (training)
       sampler_ =
-          std::make_unique<data::BatchSampler>(task_->train_stream(), c.batch, c.length, c.seed ^ kSamplerSeedSalt);
+          std::make_unique<data::BatchSampler>(task_->train_stream(), c.batch, c.train_length(), c.seed ^ kSamplerSeedSalt);
   }
 
   nn::Module& model() override { return *model_; }
   std::string describe() const override { return task_->describe(); }
   std::optional<double> optimal_perplexity() const override { return task_->optimal_perplexity(); }
   DataIdentity data_identity() const override { return rpb::data_identity(*task_); }
-  int64_t batch_tokens() const override { return config_.batch * config_.length; }
+  int64_t batch_tokens() const override { return config_.batch * config_.train_length(); }
 
   Tensor next_loss(const Shard& shard, int64_t step) override {
     RPB_CHECK(sampler_ != nullptr, "train", "the workload was built without its training stream");

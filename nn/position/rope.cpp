@@ -1,8 +1,9 @@
 // rope: x * cos + rotate_half(x) * sin (HF LLaMA / GPT-NeoX): the two halves of the last axis are rotated as
 // pairs (x[k], x[k + d/2]) by the angle p * inv_freq[k], inv_freq = base^(-2k/head_dim), so cos and sin repeat
 // the frequencies for both halves. position.rope_scaling changes the frequencies past the training length and, for
-// yarn, multiplies cos and sin by an attention factor (nn/position/rope_scaling.h); the scaling is part of the built
-// model, in training as in evaluation.
+// yarn, multiplies cos and sin by an attention factor (nn/position/rope_scaling.h). The scaling is an evaluation
+// setting: training forwards read the unscaled frequencies, so a run trains the same weights whatever its scaling,
+// unless the run is a fine-tune (PositionOptions::rope_scaling_trained, run.init_from), which trains with it.
 //
 // dynamic reads the total length of the sequence a forward scores: a call for T positions at `offset` (a KV cache's
 // length) uses the frequencies for offset + T, as HF's update does from max(position_ids) + 1. Keys already in a
@@ -53,9 +54,10 @@ class RopeScheme final : public PositionScheme {
     RPB_CHECK(offset >= 0, "rope", "offset ", offset, " must be at least 0");
     const int64_t t = x.size(-2), half = o_.head_dim / 2;
     RPB_CHECK(t >= 1, "rope", "x ", x.shape(), " has no positions (T = 0)");
-    const std::vector<int64_t> key{t, o_.head_dim, offset, static_cast<int64_t>(x.dtype())};
-    const Tensor cos_t = cos_cache_.get(key, [&] { return table(t, offset, false); });
-    const Tensor sin_t = sin_cache_.get(key, [&] { return table(t, offset, true); });
+    const bool scaled = o_.rope_scaling != RopeScaling::none && (o_.rope_scaling_trained || !is_training());
+    const std::vector<int64_t> key{t, o_.head_dim, offset, static_cast<int64_t>(x.dtype()), scaled};
+    const Tensor cos_t = cos_cache_.get(key, [&] { return table(t, offset, false, scaled); });
+    const Tensor sin_t = sin_cache_.get(key, [&] { return table(t, offset, true, scaled); });
     const std::vector<Tensor> halves = split(x, {half, half}, -1);   // x1, x2: (..., T, d/2)
     const Tensor rotated = concat({neg(halves[1]), halves[0]}, -1);  // rotate_half(x) = (-x2, x1)
     return add(mul(x, cos_t), mul(rotated, sin_t));                  // (..., T, d)
@@ -64,13 +66,20 @@ class RopeScheme final : public PositionScheme {
  private:
   // (T, head_dim) cos or sin of (offset + t) * inv_freq[k mod d/2], times the attention factor. As HF, the angle is
   // formed in the scheme's dtype (float32 positions times float32 frequencies), its cos/sin then rounded to that
-  // dtype, and the factor multiplies the rounded value (HF: cos * attention_scaling in float32).
-  Tensor table(int64_t t, int64_t offset, bool sine) const {
+  // dtype, and the factor multiplies the rounded value (HF: cos * attention_scaling in float32). Unscaled (a
+  // training forward of a run that is not a fine-tune): the frequencies of rope_scaling = "none", rounded as its
+  // inv_freq would be.
+  Tensor table(int64_t t, int64_t offset, bool sine, bool scaled) const {
     const int64_t d = o_.head_dim, half = d / 2;
     const bool single = inv_freq.dtype() == DType::f32;
     std::vector<double> f = inv_freq.to_vector();
     double factor = built_.attention_factor;
-    if (o_.rope_scaling == RopeScaling::dynamic) {
+    if (!scaled && o_.rope_scaling != RopeScaling::none) {
+      f = rope_unscaled(d, o_.rope_base);
+      if (single)
+        for (double& v : f) v = static_cast<float>(v);
+      factor = 1.0;
+    } else if (o_.rope_scaling == RopeScaling::dynamic) {
       const RopeFrequencies now = rope_frequencies(scaling_params(o_), offset + t, single);
       f = now.inv_freq;
       factor = now.attention_factor;
@@ -95,7 +104,7 @@ class RopeScheme final : public PositionScheme {
 
   PositionOptions o_;
   RopeFrequencies built_;                 // the frequencies and attention factor at the training length
-  LastValueCache cos_cache_, sin_cache_;  // keyed (T, head_dim, offset, dtype)
+  LastValueCache cos_cache_, sin_cache_;  // keyed (T, head_dim, offset, dtype, scaled)
 
  public:
   // The frequencies at the training length (built_), rounded to the dtype; dynamic recomputes them per call.

@@ -84,6 +84,9 @@ struct PositionOptions {
   RopeScaling rope_scaling = RopeScaling::none;  // rope: the frequencies past the training length
                                                  // (nn/position/rope_scaling.h); an evaluation setting
   double rope_factor = 0;               // rope scaling's factor s; 0: max_eval_multiplier
+  bool rope_scaling_trained = false;    // rope: training forwards read the scaling too (a fine-tune, run.init_from);
+                                        // else they read the unscaled frequencies, the scaling being an evaluation
+                                        // setting. Set by the config reader, not a config key
   double yarn_beta_fast = 32;           // yarn: the rotations where the ramp starts (HF beta_fast)
   double yarn_beta_slow = 1;            // yarn: the rotations where it ends (HF beta_slow)
   double yarn_attention_factor = 0;     // yarn: what cos and sin are multiplied by; 0: 0.1 ln s + 1

@@ -107,7 +107,8 @@ RUNS = {
     "rope": dict(),
     "fire": dict(share_position="false"),  # L0 = run.length: at 4x, queries past the threshold
     "fire_shared": dict(scheme="fire", fire_length="8"),  # a threshold of its own, below run.length
-    # RoPE scaling (HF's frequencies), applied in training and evaluation; factor 0: max(run.eval_multipliers) = 4
+    # RoPE scaling (HF's frequencies): evaluation settings, so each run trains as plain rope (a fine-tune, run.init_from,
+    # would train with them) and evaluates scaled; factor 0: max(run.eval_multipliers) = 4
     "rope_linear": dict(scheme="rope", rope_scaling="linear"),
     "rope_ntk": dict(scheme="rope", rope_scaling="ntk", rope_factor="2.0"),
     "rope_dynamic": dict(scheme="rope", rope_scaling="dynamic", rope_factor="3.0"),  # scaled at 64, not at 16

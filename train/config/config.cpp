@@ -20,6 +20,7 @@
 #include "train/config/toml_table.h"
 #include "train/data/task_registry.h"
 #include "train/io/input_file.h"
+#include "train/io/sha256.h"
 
 namespace rpb {
 
@@ -88,6 +89,26 @@ void get_enum(Table& t, const char* key, E& out, const EnumName<E> (&names)[N]) 
   out = *enum_value(names, name);
 }
 
+// run.init_from, run.init_sha256 and run.finetune_length (RunConfig): each written into the effective config only
+// when set, so the configs of runs that are not fine-tunes keep their stored text.
+void read_finetune(Table& run, RunConfig& c) {
+  get_path(run, "init_from", c.init_from, false);
+  run.get("init_sha256", c.init_sha256);
+  run.get("finetune_length", c.finetune_length, 0, L::kMaxSequence);
+  if (!c.init_sha256.empty() && !is_sha256_hex(c.init_sha256))
+    run.fail_at("init_sha256", "expected 64 lowercase hexadecimal digits (the SHA-256 of run.init_from's bytes), found \"" +
+                                   printable(c.init_sha256) + "\"");
+  if (c.init_from.empty()) {
+    if (!c.init_sha256.empty()) run.fail_at("init_sha256", "is the SHA-256 of run.init_from, which is not set");
+    if (c.finetune_length != 0)
+      run.fail_at("finetune_length", "is the length a fine-tune trains at, and run.init_from (the checkpoint it "
+                                     "starts from) is not set; a run of its own trains at run.length");
+  }
+  if (c.init_from.empty()) run.unput("init_from");
+  if (c.init_sha256.empty()) run.unput("init_sha256");
+  if (c.finetune_length == 0) run.unput("finetune_length");
+}
+
 void read_run(Table& run, RunConfig& c) {
   get_path(run, "name", c.name, true);
   get_path(run, "out_dir", c.out_dir, false);
@@ -107,6 +128,7 @@ void read_run(Table& run, RunConfig& c) {
   run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier, kMaxLengths);
   run.get("valid_tokens", c.valid_tokens, 1, kMaxTokens);
   get_enum(run, "on_nonfinite", c.on_nonfinite, kOnNonFiniteNames);
+  read_finetune(run, c);
   run.done();
 }
 
@@ -199,6 +221,13 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
   read_position_options(pos, "position", p);
   p.train_length = c.length;
   p.max_eval_multiplier = c.eval_multipliers.empty() ? 0 : *std::ranges::max_element(c.eval_multipliers);
+  p.rope_scaling_trained = !c.init_from.empty();
+  if (p.rope_scaling_trained && p.rope_scaling != nn::RopeScaling::none && p.rope_factor == 0)
+    pos.fail_at("rope_factor", "a fine-tune (run.init_from) trains with its RoPE scaling, so its factor is part of "
+                               "the run: set position.rope_factor (0 takes each evaluation's largest multiplier)");
+  if (c.finetune_length != 0 && dims != 1)
+    run.fail_at("finetune_length", "a fine-tune at another length needs a token task; " + c.task.kind +
+                                       " trains on grids of side run.length");
   const nn::PositionOptions po = c.position();
   const nn::SchemeInfo& info = nn::scheme_info(po);
   // The table of an option (the one that bounds the scheme's length, or one an error names): [grid] (max_side) or
@@ -214,11 +243,14 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
     const std::string& key = t.has(e.field().c_str()) ? e.field() : std::string("scheme");
     (key == "scheme" ? pos : t).fail_at(key.c_str(), "invalid for scheme " + p.scheme + ": " + e.detail());
   }
-  if (const int64_t limit = info.max_length(po); limit > 0 && limit < c.length)
+  if (const int64_t limit = info.max_length(po); limit > 0 && limit < c.train_length()) {
+    const bool ft = c.finetune_length > 0;
     table_of(info.length_option)
-        .fail_at(info.length_option, "the " + p.scheme + " table needs at least run.length = " + std::to_string(c.length) +
-                                         (dims == 2 ? " cells per side" : " positions") + run.set_by("length") + ", got " +
-                                         std::to_string(limit));
+        .fail_at(info.length_option, "the " + p.scheme + " table needs at least " +
+                                         (ft ? "run.finetune_length" : "run.length") + " = " +
+                                         std::to_string(c.train_length()) + (dims == 2 ? " cells per side" : " positions") +
+                                         run.set_by(ft ? "finetune_length" : "length") + ", got " + std::to_string(limit));
+  }
   pos.done();
 }
 

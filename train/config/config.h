@@ -43,7 +43,8 @@ inline constexpr std::size_t kMaxSweepGrids = 64;        // [[sweep.grid]] table
 inline constexpr std::size_t kMaxSweepSeeds = 1000;      // sweep.seeds
 inline constexpr std::size_t kMaxSweepRuns = 4096;       // methods x tasks x seeds: the runs of one sweep
 inline constexpr int64_t kMaxVocab = int64_t{1} << 16;   // task.vocab
-inline constexpr std::size_t kMaxNameBytes = 100;        // run.name: one path component
+inline constexpr std::size_t kMaxNameBytes = 200;        // run.name, a sweep method: one path component (NAME_MAX
+                                                         // 255 less what move_run_aside and temp files add)
 inline constexpr std::size_t kMaxPathBytes = 4096;       // run.out_dir, task.kjv_path
 }  // namespace run_limits
 
@@ -169,6 +170,18 @@ struct RunConfig {
   /// by S, each scoring its last S targets (data::EvalWindows). Validation stays nonoverlapping. Written into the
   /// effective config only when set (a config without it keeps its stored text).
   int64_t eval_stride = 0;
+  /// A fine-tune: the checkpoint whose parameters (and persistent buffers) the run starts from, at step 0 with a
+  /// fresh optimizer (`rpb train --init-from`; in a sweep, the name of the method whose run of the same task and seed
+  /// it continues). Weights only: unlike --resume, the run has its own folder and identity. A path, not part of the
+  /// identity; init_sha256 is. Written into the effective config only when set, as are the two below.
+  std::string init_from;
+  /// The SHA-256 (hex) of init_from's bytes: filled in by Run when absent, checked against the file when given (a
+  /// fine-tune pinned to its parent). Part of the run's identity: a resumed fine-tune needs the same parent.
+  std::string init_sha256;
+  /// A fine-tune's training length (token tasks); 0: run.length. run.length stays the parent's training length,
+  /// which evaluation and validation lengths (multipliers of it) and the schemes' L0 (rope scaling, fire) are
+  /// relative to, so a fine-tune's table has the same columns as its parent's.
+  int64_t finetune_length = 0;
   std::vector<int64_t> valid_multipliers = {1};  // validation lengths, as multiples of run.length
   int64_t valid_tokens = 4096;       // valid-split target tokens scored at every validation length
   OnNonFinite on_nonfinite = OnNonFinite::stop;  // a non-finite loss or gradient stops the run or skips the step
@@ -192,6 +205,8 @@ struct RunConfig {
   std::string run_dir() const;
   /// The number of dims of the task's grid: 2 for grid2d, 1 for the token tasks.
   int64_t dims() const { return data::task_dims(task.kind); }
+  /// The length training batches have: finetune_length when set, else length.
+  int64_t train_length() const { return finetune_length > 0 ? finetune_length : length; }
   /// The validation lengths (valid_multipliers x length); empty when eval_every is 0.
   std::vector<int64_t> valid_lengths() const;
   /// The options of the model's position scheme (nn::position_options_for with the task's dims).

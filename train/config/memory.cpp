@@ -99,9 +99,9 @@ MemoryPart activations_part(const RunConfig& c, int64_t vocab, MemoryUse use) {
     train_keys = windows ? mul(c.grid.window, c.grid.window) : mul(c.length, c.length);
     eval_keys = windows ? mul(window, window) : cells;
   } else {
-    train_tokens = mul(c.batch, c.length);
+    train_tokens = mul(c.batch, c.train_length());  // a fine-tune's training length (run.finetune_length)
     eval_tokens = mul(c.eval_batch, longest);
-    train_keys = c.length;
+    train_keys = c.train_length();
     eval_keys = longest;
   }
   if (use == MemoryUse::generate) eval_tokens = longest;  // one sequence
@@ -112,7 +112,7 @@ MemoryPart activations_part(const RunConfig& c, int64_t vocab, MemoryUse use) {
     return {"activations of a generation forward (one sequence of the generated length)", "--tokens",
             static_cast<std::size_t>(eval)};
   if (use == MemoryUse::train && train >= eval)
-    return {"activations of a training step (run.batch x run.length tokens)", "run.batch",
+    return {"activations of a training step (run.batch x the training length)", "run.batch",
             static_cast<std::size_t>(train)};
   return {
       "activations of an evaluation forward (run.eval_batch x the longest "

@@ -38,7 +38,8 @@ const toml::node* find_key(const toml::table& t, const std::string& key) {
 toml::table identity_table(const RunConfig& c, const std::vector<AddedKey>& added) {
   RPB_CHECK(c.document != nullptr, "config identity", "the config ", c.source, " was not read by the readers");
   toml::table t = c.document->effective;
-  for (const std::string& key : non_identity_keys()) erase_key(t, key);
+  for (const std::string& key : non_identity_keys())
+    if (c.init_from.empty() || !is_rope_scaling_key(key)) erase_key(t, key);  // a fine-tune trains with its scaling
   for (const AddedKey& k : added)
     if (const toml::node* n = find_key(t, k.key); n && toml_config::value_text(*n) == k.unset) erase_key(t, k.key);
   // model.embedding is the recipe the model is built with: "scheme" equals the recipe it resolves to.
@@ -74,11 +75,16 @@ const std::vector<std::string>& non_identity_keys() {
       "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.eval_diagnostics", "run.eval_stride",
       "run.valid_multipliers",
       "run.valid_tokens",  "grid.eval_window",  "position.untrained", "task.kjv_path", "sweep",
-      "position.blockwise",
-      // rope scaling: evaluation settings of a rope run (a sweep trains their scheme's runs without them)
+      "position.blockwise", "run.init_from",
+      // rope scaling: evaluation settings of a rope run (its training forwards read the unscaled frequencies), but
+      // part of a fine-tune's identity (run.init_from: it trains with them)
       "position.rope_scaling", "position.rope_factor", "position.yarn_beta_fast", "position.yarn_beta_slow",
       "position.yarn_attention_factor"};
   return keys;
+}
+
+bool is_rope_scaling_key(const std::string& key) {
+  return key == "position.rope_scaling" || key == "position.rope_factor" || key.starts_with("position.yarn_");
 }
 
 const std::vector<AddedKey>& added_identity_keys() {

@@ -3,10 +3,11 @@
 // run folder only when the identity of the config they are given equals the one the folder was trained with.
 //
 // Identity: every key of the effective config except the ones in non_identity_keys(), i.e. [model], [position]
-// (but position.untrained and position.blockwise, read only by evaluation, and the rope scaling keys position.rope_scaling, rope_factor
-// and yarn_*, evaluation settings of a rope run), [task] (but task.kjv_path), [grid] (but grid.eval_window),
-// [optim] with each [[optim.group]], and run.seed,
-// run.steps, run.batch, run.length, run.on_nonfinite. optim.total_steps counts as the cosine horizon it resolves
+// (but position.untrained and position.blockwise, read only by evaluation, and the rope scaling keys
+// position.rope_scaling, rope_factor and yarn_*, evaluation settings of a rope run unless it is a fine-tune, which
+// trains with them), [task] (but task.kjv_path), [grid] (but grid.eval_window), [optim] with each [[optim.group]],
+// and run.seed, run.steps, run.batch, run.length, run.on_nonfinite, and a fine-tune's run.init_sha256 (the parent's
+// bytes; run.init_from, its path, is not) and run.finetune_length. optim.total_steps counts as the cosine horizon it resolves
 // to (0 reads as run.steps), so a run extended with `train --extend` stays coherent when resumed again;
 // model.embedding = "scheme" counts as the recipe it resolves to for the scheme, and a stored config without a key
 // of legacy_keys() (train/config/config.h) as that key's old value, so a run trained before a recipe changed is not
@@ -31,6 +32,9 @@ namespace rpb {
 /// The keys that are not part of a run's identity: how a run is named, stored, logged and evaluated, and the
 /// sweep ("sweep" is the whole [sweep] table). The one list: digests, comparisons and messages use it.
 const std::vector<std::string>& non_identity_keys();
+/// The rope scaling keys of non_identity_keys() (position.rope_scaling, rope_factor, yarn_*): part of the identity of
+/// a fine-tune (run.init_from), which trains with them (PositionOptions::rope_scaling_trained).
+bool is_rope_scaling_key(const std::string& key);
 
 /// A key added to the identity after it froze (after runs were stored without it): it counts in a run's identity
 /// only when its value differs from `unset`, the value that trains what runs did before the key existed. A stored

@@ -132,7 +132,9 @@ std::string SweepMethod::label() const {
     if (scheme == s.name) info = &s;
   std::string label = info ? info->label : scheme;
   for (const ConfigSetting& s : settings)  // {position.max_distance, 64} -> ", max_distance 64"
-    label += s.key == "run.eval_stride" ? ", sliding window stride " + s.text
+    label += s.key == "run.eval_stride"       ? ", sliding window stride " + s.text
+             : s.key == "run.init_from"       ? ", fine-tuned from " + s.text
+             : s.key == "run.finetune_length" ? " at length " + s.text
              : ", " + (s.key == "grid.eval_window" ? std::string("eval window")
                        : s.key.rfind("position.", 0) == 0 ? s.key.substr(9) : s.key) +
                    " " + s.text;

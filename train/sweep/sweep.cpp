@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/text.h"
 #include "nn/position.h"
 #include "train/config/memory.h"
 #include "train/config/run_identity.h"
@@ -82,13 +83,43 @@ SweepRunRecord train_or_reuse(Run& run, const std::string& what, bool overwrite,
   return {run.dir(), config_digest(run.config()), fs::path(s.checkpoint).filename().string(), s.checkpoint_sha256};
 }
 
+// A fine-tune's run.init_from setting ("rope@...@run.init_from=rope": the method whose run it continues); null for a
+// method trained from scratch.
+const ConfigSetting* init_setting(const SweepMethod& m) {
+  for (const ConfigSetting& s : m.settings)
+    if (s.key == "run.init_from") return &s;
+  return nullptr;
+}
+
 // The folder of a method's runs: its scheme's when the method sets only evaluation keys (it evaluates that scheme's
-// runs, "swin_v2@window8", "t5@untrained=nearest"), else its own ("t5@max_distance=64").
+// runs, "swin_v2@window8", "t5@untrained=nearest"), else its own ("t5@max_distance=64"; a fine-tune always: it
+// trains a run of its own).
 std::string method_folder(const SweepMethod& m) {
   const std::vector<std::string>& evaluation = non_identity_keys();
+  if (init_setting(m)) return m.name();
   for (const ConfigSetting& s : m.settings)
     if (std::find(evaluation.begin(), evaluation.end(), s.key) == evaluation.end()) return m.name();
   return m.scheme;
+}
+
+// The method a fine-tune continues: the sweep method its run.init_from names, or a bare scheme of the sweep's dims
+// (its runs as the sweep trains them: "rope"). Refused: a name that is neither, and a fine-tune of a fine-tune.
+SweepMethod parent_method(const RunConfig& base, const SweepMethod& m) {
+  const ConfigSetting* init = init_setting(m);
+  const std::string* name = init ? std::get_if<std::string>(&init->value.value) : nullptr;
+  if (name == nullptr) throw Error(base.source + ": sweep method \"" + printable(m.text) + "\": run.init_from is not a string");
+  for (const SweepMethod& other : base.sweep.methods)
+    if (other.text == *name) {
+      if (init_setting(other))
+        throw Error(base.source + ": sweep method \"" + printable(m.text) + "\": its run.init_from names \"" +
+                    printable(*name) + "\", itself a fine-tune; a fine-tune continues a run trained from scratch");
+      return other;
+    }
+  const std::vector<std::string> schemes = nn::scheme_names(base.dims());
+  if (std::find(schemes.begin(), schemes.end(), *name) != schemes.end()) return {*name, *name, {}};
+  throw Error(base.source + ": sweep method \"" + printable(m.text) + "\": run.init_from = \"" + printable(*name) +
+              "\" names neither a method of sweep.methods nor a scheme; in a sweep it names the method whose run "
+              "(of the same task and seed) the fine-tune continues");
 }
 
 // The run of `method` on `task` with `seed`: <out_dir>/<name>/<task>/<method folder>/seed<k>.
@@ -121,13 +152,24 @@ std::string run_label(const SweepRun& sr) {
   return fmt::format("{} / {} / seed {}", sr.task, sr.method.name(), sr.seed);
 }
 
-// Each run folder the sweep trains, once (an evaluation-only method shares its scheme's runs), in sweep order.
+// `sr` (a fine-tune's run) with its run.init_from set to the checkpoint of its parent's run `parent`.
+SweepRun with_parent(const SweepRun& sr, const SweepRunRecord& parent) {
+  SweepRun out = sr;
+  const std::string file = (fs::path(parent.folder) / parent.checkpoint).string();
+  for (ConfigSetting& s : out.method.settings)
+    if (s.key == "run.init_from") s = {s.key, SettingValue{file}, file};
+  return out;
+}
+
+// Each run folder the sweep trains, once (an evaluation-only method shares its scheme's runs), in sweep order; the
+// fine-tunes aside (rank 0 trains them after their parents, in run_sweep's loop).
 std::vector<SweepRun> runs_to_train(const RunConfig& base, const std::vector<std::string>& tasks) {
   std::vector<SweepRun> out;
   std::set<std::string> folders;
   for (const std::string& task : tasks)
     for (const SweepMethod& method : base.sweep.methods)
       for (uint64_t seed : base.sweep.seeds) {
+        if (init_setting(method)) continue;
         SweepRun sr = training_run(sweep_run(base, task, method, seed));
         if (folders.insert((fs::path(sr.out_dir) / sr.name).string()).second) out.push_back(std::move(sr));
       }
@@ -165,6 +207,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
   // Every run's config is checked, and its memory estimated, before the first one trains.
   for (const std::string& task : tasks)
     for (const SweepMethod& method : base.sweep.methods) {
+      if (init_setting(method)) parent_method(base, method);  // names a method or scheme of the sweep
       const RunConfig cfg = run_config(base, {task, method, 0, root, "check"});
       check_memory(estimate_memory(cfg, vocab_bound(cfg)), memory_budget(), "sweep run " + task + " / " + method.name());
     }
@@ -180,17 +223,20 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
       row.task = task;
       row.method = method;
       for (uint64_t seed : base.sweep.seeds) {
-        const SweepRun sr = sweep_run(base, task, method, seed);
-        Run run(run_config(base, sr));
+        SweepRun sr = sweep_run(base, task, method, seed);
         const std::string what = fmt::format("[{}/{}] {}", done + 1, total, run_label(sr));
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const ProgressContext context{"", static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command};
+        if (init_setting(method)) {  // a fine-tune: its parent's run first (trained, resumed or reused)
+          Run parent(run_config(base, training_run(sweep_run(base, task, parent_method(base, method), seed))));
+          sr = with_parent(sr, train_or_reuse(parent, what + " (its parent)", overwrite, context));
+        }
+        Run run(run_config(base, sr));
         if (const SweepRun plain = training_run(sr); plain.method.settings.size() != sr.method.settings.size()) {
           Run trainer(run_config(base, plain));  // trains the shared folder as its scheme's own (then reused below)
-          train_or_reuse(trainer, what, overwrite,
-                         {"", static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command});
+          train_or_reuse(trainer, what, overwrite, context);
         }
-        row.runs.push_back(train_or_reuse(
-            run, what, overwrite, {"", static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command}));
+        row.runs.push_back(train_or_reuse(run, what, overwrite, context));
         ++done;
         std::vector<std::optional<double>> ppl, nll;
         std::vector<int64_t> tokens;

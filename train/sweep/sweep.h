@@ -55,9 +55,15 @@ struct SweepResult {
 /// lists the differing keys, unless `overwrite` moves the run folder aside and trains the run afresh.
 /// `resume_command` is what a run interrupted by a signal tells to run (Run::set_context).
 ///
+/// A fine-tune method (run.init_from = "<method>", a method of sweep.methods or a bare scheme) continues the run of
+/// that method with the same task and seed: the parent is trained (or reused) first, and the fine-tune's run.init_from
+/// becomes the parent's final checkpoint (its SHA-256 then in the fine-tune's identity, Run). A name that is neither,
+/// or a parent that is itself a fine-tune, is refused before anything trains.
+///
 /// Under MPI with N > 1 ranks (train/dist/distributed.h), the ranks first train the runs, each whole on one rank and
-/// handed out as ranks free up (train/sweep/work_queue.h); then rank 0 alone evaluates them all as one process does and
-/// returns the table, which is bit-identical to a one-process sweep's. The other ranks return an empty result.
+/// handed out as ranks free up (train/sweep/work_queue.h), the fine-tunes aside; then rank 0 alone trains the
+/// fine-tunes (after their parents) and evaluates every run as one process does and returns the table, which is
+/// bit-identical to a one-process sweep's. The other ranks return an empty result.
 SweepResult run_sweep(const RunConfig& config, bool overwrite = false, const std::string& resume_command = {});
 
 /// mean and sample standard deviation of the defined values (nullopt when none is defined).
