@@ -3,8 +3,9 @@
 //
 //   bench_models --case A|B [--steps 20] [--warmup 3] [--impl fused|reference]
 //       train steps (forward, backward, AdamW) of the decoder LM A or B: tokens/s
-//   bench_models --case C --length 4096 [--steps 1] [--warmup 1] [--impl fused|reference]
-//       evaluation (no gradients, forward + loss) of model A on one sequence
+//   bench_models --case C --length 4096 [--scheme t5|fire|xpos] [--steps 1] [--warmup 1] [--impl fused|reference]
+//       evaluation (no gradients, forward + loss) of model A on one sequence, with the t5 scheme (the default)
+//       or with FIRE or xPos (issue 27; their fused path holds O(L) memory: FIRE's bias is computed tile by tile)
 //   bench_models --case D --length 1024 [--steps 3] [--warmup 1] [--impl fused|reference]
 //       t5-biased causal attention alone, forward + backward: 8 heads, head dim 64, batch 1
 //   bench_models --case sgemm [--length 2048]
@@ -15,7 +16,8 @@
 //
 // FLOPs are counted analytically (bench/compare.py documents the same count): a matmul
 // (M, K) @ (K, N) is 2 M N K; attention counts q k^T and p v over the full L x L (causal included);
-// a train step or an attention backward is 3x the forward.
+// a train step or an attention backward is 3x the forward. A position scheme's own work (t5's bucket lookup,
+// FIRE's MLP, xPos's rotation) is not counted, so model A counts the same FLOPs under every scheme.
 #include <cblas.h>
 #include <sys/resource.h>
 
@@ -47,7 +49,23 @@ constexpr ModelSize kModelB{256, 8, 4, 1024, 256, 16};
 constexpr int64_t kVocab = 64;
 constexpr int64_t kAttnHeads = 8, kAttnHeadDim = 64;  // case D
 
-nn::TransformerOptions model_options(const ModelSize& m, bool fused) {
+// Model A's position schemes for case C: t5 (every other case's), and FIRE and xPos with their defaults
+// (nn/position/scheme.h; python/rpb_torch.py builds the same from a config that leaves them unset).
+const std::vector<std::string> kEvalSchemes{"t5", "fire", "xpos"};
+
+// The [position] options of `scheme` for a model trained at `train_length` tokens: t5 with 32 buckets up to
+// distance 128; fire with L0 = the train length (fire_length 0) and a 32-wide MLP; xpos with rope_base 10000 and
+// scale base 512, not blockwise.
+nn::PositionOptions position_options(const std::string& scheme, int64_t train_length) {
+  nn::PositionOptions p;
+  p.scheme = scheme;
+  p.num_buckets = 32;
+  p.max_distance = 128;
+  p.train_length = train_length;
+  return p;
+}
+
+nn::TransformerOptions model_options(const ModelSize& m, bool fused, const std::string& scheme = "t5") {
   nn::TransformerOptions o;
   o.vocab = kVocab;
   o.d_model = m.d_model;
@@ -55,10 +73,8 @@ nn::TransformerOptions model_options(const ModelSize& m, bool fused) {
   o.layers = m.layers;
   o.d_ff = m.d_ff;
   o.fused_attention = fused;
-  o.position.scheme = "t5";
-  o.position.num_buckets = 32;
-  o.position.max_distance = 128;
-  return o;  // causal, tied head, one shared table, tanh GELU, LayerNorm eps 1e-5: the defaults
+  o.position = position_options(scheme, m.length);
+  return o;  // causal, tied head, one shared position module, tanh GELU, LayerNorm eps 1e-5: the defaults
 }
 
 // Forward FLOPs of the decoder LM on (batch, length) tokens.
@@ -95,17 +111,17 @@ double time_steps(int warmup, int steps, const std::function<void()>& f) {
 }
 
 struct Result {
-  std::string bench_case, impl;
+  std::string bench_case, impl, scheme = "t5";
   int64_t length = 0;
   double sec_per_step = 0, flops_per_step = 0, tokens_per_step = 0;
 };
 
 void print_json(const Result& r) {
   std::printf(
-      "{\"side\": \"rpb\", \"case\": \"%s\", \"impl\": \"%s\", \"length\": %lld, \"sec_per_step\": %.6g, "
-      "\"tokens_per_s\": %.6g, \"flops_per_step\": %.6g, \"gflops\": %.6g, \"peak_rss_mb\": %.6g, "
-      "\"tensor_peak_mb\": %.6g}\n",
-      r.bench_case.c_str(), r.impl.c_str(), static_cast<long long>(r.length), r.sec_per_step,
+      "{\"side\": \"rpb\", \"case\": \"%s\", \"impl\": \"%s\", \"scheme\": \"%s\", \"length\": %lld, "
+      "\"sec_per_step\": %.6g, \"tokens_per_s\": %.6g, \"flops_per_step\": %.6g, \"gflops\": %.6g, "
+      "\"peak_rss_mb\": %.6g, \"tensor_peak_mb\": %.6g}\n",
+      r.bench_case.c_str(), r.impl.c_str(), r.scheme.c_str(), static_cast<long long>(r.length), r.sec_per_step,
       r.tokens_per_step / r.sec_per_step, r.flops_per_step, r.flops_per_step / r.sec_per_step * 1e-9, peak_rss_mb(),
       static_cast<double>(peak_memory_bytes()) / (1024.0 * 1024.0));
   std::fflush(stdout);
@@ -123,19 +139,19 @@ Result bench_train(const ModelSize& m, bool fused, int warmup, int steps) {
     backward(loss);
     opt.step(1e-3);
   });
-  return {"", "", m.length, sec, 3 * model_forward_flops(m, m.batch, m.length),
+  return {"", "", "t5", m.length, sec, 3 * model_forward_flops(m, m.batch, m.length),
           static_cast<double>(m.batch * m.length)};
 }
 
-Result bench_eval(int64_t length, bool fused, int warmup, int steps) {
+Result bench_eval(int64_t length, const std::string& scheme, bool fused, int warmup, int steps) {
   Generator gen(1);
-  nn::LanguageModel model(model_options(kModelA, fused), gen);
+  nn::LanguageModel model(model_options(kModelA, fused, scheme), gen);
   model.eval();
   const Tensor tokens = randint({1, length}, kVocab, gen);
   const Tensor targets = randint({1, length}, kVocab, gen);
   NoGradGuard no_grad;
   const double sec = time_steps(warmup, steps, [&] { model.loss(tokens, targets).item(); });
-  return {"", "", length, sec, model_forward_flops(kModelA, 1, length), static_cast<double>(length)};
+  return {"", "", scheme, length, sec, model_forward_flops(kModelA, 1, length), static_cast<double>(length)};
 }
 
 Result bench_attention(int64_t length, bool fused, int warmup, int steps) {
@@ -160,7 +176,7 @@ Result bench_attention(int64_t length, bool fused, int warmup, int steps) {
               : nn::scaled_dot_product_attention(q, k, v, pos->bias(nn::Positions::line(length, length)), mask, scale);
     backward(out, g);
   });
-  return {"", "", length, sec, 3 * attention_forward_flops(length), static_cast<double>(length)};
+  return {"", "", "t5", length, sec, 3 * attention_forward_flops(length), static_cast<double>(length)};
 }
 
 Result bench_sgemm(int64_t n) {
@@ -176,7 +192,7 @@ Result bench_sgemm(int64_t n) {
   std::vector<double> t;
   for (int i = 0; i < 7; ++i) t.push_back(seconds_of(run));
   std::sort(t.begin(), t.end());
-  return {"", "", n, t[t.size() / 2], 2.0 * n * n * n, 0};
+  return {"", "", "", n, t[t.size() / 2], 2.0 * n * n * n, 0};
 }
 
 // ---- parity: the checkpoint, batch and losses torch_models.py checks against ----
@@ -266,13 +282,15 @@ void write_parity(const std::string& dir) {
 
 int main(int argc, char** argv) {
   CLI::App app{"rpb's side of bench/compare.py: one case, one JSON line"};
-  std::string bench_case, impl = "fused", out_dir;
+  std::string bench_case, impl = "fused", scheme = "t5", out_dir;
   int64_t length = 0;
   int steps = -1, warmup = -1;
   app.add_option("--case", bench_case, "A, B, C, D, sgemm or parity")
       ->required()
       ->check(CLI::IsMember({"A", "B", "C", "D", "sgemm", "parity"}));
   app.add_option("--length", length, "C and D: sequence length; sgemm: n");
+  app.add_option("--scheme", scheme, "C: model A's position scheme (t5, the other cases' scheme; fire; xpos)")
+      ->check(CLI::IsMember(kEvalSchemes));
   app.add_option("--steps", steps, "timed steps");
   app.add_option("--warmup", warmup, "untimed steps first");
   app.add_option("--impl", impl, "fused (the default path) or reference (unfused attention)")
@@ -285,12 +303,13 @@ int main(int argc, char** argv) {
     auto need_length = [&] {
       if (length <= 0) throw Error("bench_models: --case " + bench_case + " needs --length");
     };
+    if (scheme != "t5" && bench_case != "C") throw Error("bench_models: --scheme is for --case C only");
     Result r;
     if (bench_case == "A" || bench_case == "B") {
       r = bench_train(bench_case == "A" ? kModelA : kModelB, fused, warmup < 0 ? 3 : warmup, steps < 0 ? 20 : steps);
     } else if (bench_case == "C") {
       need_length();
-      r = bench_eval(length, fused, warmup < 0 ? 1 : warmup, steps < 0 ? 2 : steps);
+      r = bench_eval(length, scheme, fused, warmup < 0 ? 1 : warmup, steps < 0 ? 2 : steps);
     } else if (bench_case == "D") {
       need_length();
       r = bench_attention(length, fused, warmup < 0 ? 1 : warmup, steps < 0 ? 3 : steps);

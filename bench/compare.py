@@ -3,6 +3,17 @@
   /usr/bin/python3 bench/compare.py [--reps 5] [--quick] [--no-tune] [--extrapolate] [--cases A,D4096]
                                     [--build build] [--out bench/results.md]
 
+The cases (keys for --cases):
+  A, B                       train steps of model A (d 128, 2 layers, 32 x 64 tokens) and B (d 256, 4 layers)
+  C1024, C4096, C16384       evaluation of model A (t5 scheme) on one sequence, no gradients
+  D256, D1024, D4096         t5-biased causal attention alone, forward + backward
+  F4096, X4096               evaluation of model A with FIRE (F) or xPos (X) instead of t5, against PyTorch
+                             (issue 27; PyTorch's FIRE holds an (L, L, 32) hidden layer: 2 GiB at 4096 tokens,
+                             32 GiB at 16384, so it runs at 4096 only)
+  FM4096, FM8192, FM16384,   rpb alone (no PyTorch) evaluating model A with FIRE (FM) or xPos (XM) at 4096, 8192
+  XM4096, XM8192, XM16384    and 16384 tokens: rpb's peak memory, which must grow linearly in the length (see
+                             memory_growth: the check and its criterion)
+
 bench/run.sh builds rpb and runs this with Debian's python (python3-torch, python3-h5py).
 
 First a parity check (fails loudly): bench_models writes model A from a fixed seed as an rpb checkpoint
@@ -43,6 +54,10 @@ MODELS = {  # as bench_models.cpp and torch_models.py
 }
 ATTN_HEADS, ATTN_HEAD_DIM = 8, 64
 EVAL_LENGTHS = (1024, 4096, 16384)
+SCHEME_KEYS = {"fire": "F", "xpos": "X"}  # issue 27's schemes: F4096 against PyTorch, FM<length> rpb alone
+SCHEME_EVAL_LENGTH = 4096                 # where PyTorch still fits (its FIRE hidden layer is (L, L, 32) floats)
+MEMORY_LENGTHS = (4096, 8192, 16384)      # rpb's peak memory, which must grow linearly
+LINEAR_SLOPE_TOLERANCE = 1.25             # memory_growth's criterion (a quadratic term would give a ratio of 2)
 ATTN_LENGTHS = (256, 1024, 4096)
 REFERENCE_MAX_ELEMENTS = 2 ** 28  # rpb's reference path runs where its (H, L, L) scores stay below 1 GiB
 SGEMM_FLOPS = 2 * 2048 ** 3  # bench_models --case sgemm and torch_models.py --case mm: (2048, 2048) @ (2048, 2048)
@@ -60,22 +75,26 @@ def attention_forward_flops(length):
 
 
 class Case:
-    """One row of the table: what runs, how long, and its FLOPs per step."""
+    """One row of the table: what runs, how long, and its FLOPs per step. `scheme` is model A's position scheme
+    (case C: t5, fire or xpos); `torch` is False for rpb-only rows (the memory cases)."""
 
-    def __init__(self, key, kind, length, flops, steps, warmup, reference):
+    def __init__(self, key, kind, length, flops, steps, warmup, reference, scheme="t5", torch=True):
         self.key, self.kind, self.length, self.flops = key, kind, length, flops
         self.steps, self.warmup, self.reference = steps, warmup, reference
+        self.scheme, self.torch = scheme, torch
 
     def commands(self, build, torch_extra):
         """[(implementation, argv)] in the order one rep runs them."""
         timing = ["--steps", str(self.steps), "--warmup", str(self.warmup)]
         length = [] if self.kind in MODELS else ["--length", str(self.length)]
-        rpb = [os.path.join(build, "bench_models"), "--case", self.kind] + length + timing
-        torch = [sys.executable, TORCH_SCRIPT, "--case", self.kind] + length + timing + torch_extra
+        scheme = [] if self.scheme == "t5" else ["--scheme", self.scheme]
+        rpb = [os.path.join(build, "bench_models"), "--case", self.kind] + length + scheme + timing
+        torch = [sys.executable, TORCH_SCRIPT, "--case", self.kind] + length + scheme + timing + torch_extra
         out = [("rpb", rpb)]
         if self.reference:
             out.append(("rpb-ref", rpb + ["--impl", "reference"]))
-        out.append(("torch", torch))
+        if self.torch:
+            out.append(("torch", torch))
         return out
 
 
@@ -96,6 +115,23 @@ def make_cases(quick):
         s, w = steps({256: (50, 5), 1024: (10, 2), 4096: (2, 1)}[length], (1, 1))
         ref = ATTN_HEADS * length * length <= REFERENCE_MAX_ELEMENTS
         cases.append(Case(f"D{length}", "D", length, 3 * attention_forward_flops(length), s, w, ref))
+    return cases + scheme_cases(quick)
+
+
+def scheme_cases(quick):
+    """Issue 27's rows: FIRE and xPos evaluating model A against PyTorch at SCHEME_EVAL_LENGTH (F4096, X4096), then
+    rpb alone at MEMORY_LENGTHS (FM4096 ... XM16384) for its peak memory."""
+    cases = []
+    flops = lambda length: model_forward_flops(MODELS["A"], 1, length)  # noqa: E731  (the schemes' work uncounted)
+    ref = MODELS["A"]["heads"] * SCHEME_EVAL_LENGTH ** 2 <= REFERENCE_MAX_ELEMENTS
+    for scheme, letter in SCHEME_KEYS.items():
+        s, w = (1, 1) if quick else (3, 1)
+        cases.append(Case(f"{letter}{SCHEME_EVAL_LENGTH}", "C", SCHEME_EVAL_LENGTH, flops(SCHEME_EVAL_LENGTH), s, w,
+                          ref, scheme))
+    for scheme, letter in SCHEME_KEYS.items():
+        for length in MEMORY_LENGTHS:
+            s, w = (1, 1 if length < 16384 else 0) if quick else {4096: (3, 1), 8192: (2, 1), 16384: (1, 1)}[length]
+            cases.append(Case(f"{letter}M{length}", "C", length, flops(length), s, w, False, scheme, torch=False))
     return cases
 
 
@@ -362,8 +398,11 @@ def describe(case):
     if case.kind in MODELS:
         m = MODELS[case.kind]
         return f"{case.kind}: train, d {m['d_model']}, {m['layers']} layers, batch {m['batch']} x {m['length']}"
+    if case.kind == "C" and not case.torch:
+        return f"{case.key[:2]}: eval model A ({case.scheme}), 1 x {case.length}, rpb alone"
     if case.kind == "C":
-        return f"C: eval model A, 1 x {case.length}"
+        scheme = "" if case.scheme == "t5" else f" ({case.scheme})"
+        return f"{case.key[0]}: eval model A{scheme}, 1 x {case.length}"
     return f"D: attention fwd+bwd, 8 x {case.length} x 64"
 
 
@@ -372,13 +411,15 @@ def main_table(summaries):
             "rpb % sgemm", "torch GFLOP/s", "torch % sgemm", "rpb MB", "torch MB", "rpb/torch memory"]
     rows = []
     for s in summaries:
-        has_ref = "rpb-ref" in s.runs
+        has_ref, has_torch = "rpb-ref" in s.runs, s.case.torch
+        torch = lambda text: text if has_torch else "-"  # noqa: E731
         rows.append([describe(s.case), fmt(s.tokens_per_s("rpb"), 0),
-                     fmt(s.tokens_per_s("rpb-ref"), 0) if has_ref else "-", fmt(s.tokens_per_s("torch"), 0),
-                     f"{fmt(s.speedup(), 2)}x", fmt(s.gflops("rpb")), f"{fmt(100 * s.gflops('rpb') / s.sgemm, 0)}%",
-                     fmt(s.gflops("torch")), f"{fmt(100 * s.gflops('torch') / s.sgemm, 0)}%",
-                     fmt(s.median_rss("rpb"), 0), fmt(s.median_rss("torch"), 0),
-                     fmt(s.memory_fraction(), 3)])
+                     fmt(s.tokens_per_s("rpb-ref"), 0) if has_ref else "-", torch(fmt(s.tokens_per_s("torch"), 0)),
+                     torch(f"{fmt(s.speedup(), 2)}x"), fmt(s.gflops("rpb")),
+                     f"{fmt(100 * s.gflops('rpb') / s.sgemm, 0)}%",
+                     torch(fmt(s.gflops("torch"))), torch(f"{fmt(100 * s.gflops('torch') / s.sgemm, 0)}%"),
+                     fmt(s.median_rss("rpb"), 0), torch(fmt(s.median_rss("torch"), 0)),
+                     torch(fmt(s.memory_fraction(), 3))])
     return head, rows
 
 
@@ -387,12 +428,55 @@ def time_table(summaries):
             "torch MB", "rpb tensors MB"]
     rows = []
     for s in summaries:
-        has_ref = "rpb-ref" in s.runs
+        has_ref, has_torch = "rpb-ref" in s.runs, s.case.torch
         rows.append([s.case.key, fmt(1e3 * s.median_sec("rpb"), 2),
-                     fmt(1e3 * s.median_sec("rpb-ref"), 2) if has_ref else "-", fmt(1e3 * s.median_sec("torch"), 2),
-                     f"{fmt(s.speedup(), 2)}x", f"{fmt(s.speedup('rpb-ref'), 2)}x" if has_ref else "-",
+                     fmt(1e3 * s.median_sec("rpb-ref"), 2) if has_ref else "-",
+                     fmt(1e3 * s.median_sec("torch"), 2) if has_torch else "-",
+                     f"{fmt(s.speedup(), 2)}x" if has_torch else "-",
+                     f"{fmt(s.speedup('rpb-ref'), 2)}x" if has_ref and has_torch else "-",
                      fmt(s.median_rss("rpb"), 0), fmt(s.median_rss("rpb-ref"), 0) if has_ref else "-",
-                     fmt(s.median_rss("torch"), 0), fmt(s.median_of("rpb", "tensor_peak_mb"))])
+                     fmt(s.median_rss("torch"), 0) if has_torch else "-", fmt(s.median_of("rpb", "tensor_peak_mb"))])
+    return head, rows
+
+
+def memory_growth(summaries):
+    """{scheme: growth} for each scheme whose memory cases (FM4096, FM8192, FM16384; XM...) all ran. rpb's peak
+    memory grows linearly when the MB it adds per 1k tokens from 8192 to 16384 is at most LINEAR_SLOPE_TOLERANCE
+    times what it adds from 4096 to 8192: a linear peak a + bL gives a ratio of 1, a quadratic term cL^2 (an
+    (L, L) buffer) a ratio of 2 on its own. Judged on the peak RSS (median over reps), which holds everything the
+    process touched; the same slopes of rpb's live tensor storage are shown beside it. `linear` is None when a
+    length has no successful run."""
+    by_key = {s.case.key: s for s in summaries}
+    out = {}
+    for scheme, letter in SCHEME_KEYS.items():
+        rows = [by_key.get(f"{letter}M{length}") for length in MEMORY_LENGTHS]
+        if None in rows:
+            continue
+        rss = [s.median_rss("rpb") for s in rows]
+        tensors = [s.median_of("rpb", "tensor_peak_mb") for s in rows]
+        rss_slopes, tensor_slopes = slopes_per_1k(rss), slopes_per_1k(tensors)
+        ratio = rss_slopes[1] / rss_slopes[0] if rss_slopes[0] > 0 else float("nan")
+        out[scheme] = dict(rss=rss, tensors=tensors, rss_slopes=rss_slopes, tensor_slopes=tensor_slopes,
+                           ratio=ratio, linear=None if ratio != ratio else ratio <= LINEAR_SLOPE_TOLERANCE)
+    return out
+
+
+def slopes_per_1k(peaks):
+    """MB added per 1,000 tokens between consecutive MEMORY_LENGTHS."""
+    return [(b - a) / ((lb - la) / 1000) for a, b, la, lb in zip(peaks, peaks[1:], MEMORY_LENGTHS, MEMORY_LENGTHS[1:])]
+
+
+def memory_table(growth):
+    lengths = MEMORY_LENGTHS
+    head = (["scheme"] + [f"rpb MB at {n}" for n in lengths]
+            + [f"MB per 1k tokens, {a} to {b}" for a, b in zip(lengths, lengths[1:])]
+            + ["ratio of the slopes", "rpb tensors MB (" + ", ".join(str(n) for n in lengths) + ")",
+               "tensors MB per 1k tokens", "linear"])
+    rows = []
+    for scheme, g in growth.items():
+        rows.append([scheme] + [fmt(x, 0) for x in g["rss"]] + [fmt(x, 2) for x in g["rss_slopes"]]
+                    + [fmt(g["ratio"], 2), ", ".join(fmt(x, 1) for x in g["tensors"]),
+                       ", ".join(fmt(x, 2) for x in g["tensor_slopes"]), verdict(g["linear"])])
     return head, rows
 
 
@@ -415,8 +499,8 @@ def raw_table(summaries, sgemm_runs):
     return head, rows
 
 
-def targets(by_key, extrapolate=None):
-    """(target, measured, met) for issue 6's targets."""
+def targets(by_key, extrapolate=None, growth=None):
+    """(target, measured, met) for issue 6's targets, then issue 27's (growth: memory_growth's result)."""
     out = []
 
     def speed(key, need, text):
@@ -445,7 +529,33 @@ def targets(by_key, extrapolate=None):
                           f"{others[True]:.0%} and {others[False]:.0%} of the CPUs meanwhile)", "reported"))
     else:
         out.append((text, "not measured in this run (`compare.py --extrapolate` adds it, about 10 minutes)", "-"))
+    return out + scheme_targets(by_key, growth or {})
+
+
+def scheme_targets(by_key, growth):
+    """(target, measured, met) for issue 27: FIRE and xPos against PyTorch at SCHEME_EVAL_LENGTH (reported), and
+    rpb's peak memory growing linearly over MEMORY_LENGTHS (memory_growth's criterion)."""
+    out = []
+    for scheme, letter in SCHEME_KEYS.items():
+        s = by_key.get(f"{letter}{SCHEME_EVAL_LENGTH}")
+        if s:
+            out.append((f"({letter}) {scheme} evaluating model A on {SCHEME_EVAL_LENGTH} tokens, against PyTorch",
+                        f"{fmt(s.speedup(), 2)}x faster, {fmt(s.memory_fraction(), 3)} of the memory "
+                        f"({fmt(s.median_rss('rpb'), 0)} MB against {fmt(s.median_rss('torch'), 0)} MB)", "reported"))
+    lengths = ", ".join(str(n) for n in MEMORY_LENGTHS)
+    for scheme, g in growth.items():
+        out.append((f"({SCHEME_KEYS[scheme]}M) {scheme}: rpb's peak memory grows linearly over {lengths} tokens "
+                    f"(MB per 1k tokens from {MEMORY_LENGTHS[1]} to {MEMORY_LENGTHS[2]} at most "
+                    f"{LINEAR_SLOPE_TOLERANCE}x that from {MEMORY_LENGTHS[0]} to {MEMORY_LENGTHS[1]})",
+                    f"{' / '.join(fmt(x, 0) for x in g['rss'])} MB: {fmt(g['rss_slopes'][0], 2)} then "
+                    f"{fmt(g['rss_slopes'][1], 2)} MB per 1k tokens (x{fmt(g['ratio'], 2)})",
+                    verdict(g["linear"])))
     return out
+
+
+def verdict(met):
+    """A target's 'met' column: yes, **no**, or n/a when it could not be judged (None)."""
+    return "n/a" if met is None else "yes" if met else "**no**"
 
 
 def torch_settings_text(summaries):
@@ -474,8 +584,24 @@ def torch_settings_text(summaries):
         "between steps; evaluation under `torch.inference_mode()`. The t5 bias is built once per forward and "
         f"shared by the layers, {bias}, its buckets cached per length (as rpb caches them), the causal -inf "
         f"folded into it; scores are {scores} (one (B, H, L, L) buffer before the softmax). "
-        "Warm-up steps are not timed."
+        "Warm-up steps are not timed." + (SCHEMES_TORCH_TEXT if any(s.case.scheme != "t5" and s.case.torch
+                                                                    for s in summaries) else "")
     )
+
+
+SCHEMES_TORCH_TEXT = (
+    " FIRE and xPos (F, X) are python/rpb_torch.py's `Fire` and `Xpos` with rpb's defaults and initialisation "
+    "(FIRE: L0 = model A's train length 64, a 32-wide MLP, c 0.1, multiplier 1, one module shared by the layers; "
+    "xPos: rope_base 10000, scale base 512): FIRE's bias is built once per forward as `Fire.bias` builds it, with "
+    "the ReLU in place (one (L, L, 32) buffer), the causal -inf folded into it; xPos rotates queries and keys, and "
+    "a cached (L, L) causal bias of 0 and -inf takes the t5 bias's place.")
+
+
+def print_table(head, rows):
+    """A table for the terminal, right-aligned columns."""
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    for row in [head] + rows:
+        print("  ".join(str(c).rjust(w) for c, w in zip(row, widths)))
 
 
 def markdown_table(head, rows):
@@ -488,6 +614,7 @@ def write_report(path, args, info, parity, summaries, sgemm_runs, tuned, extrapo
     rpb_parity, torch_parity = parity
     sgemm = stats([gflops_of(r, SGEMM_FLOPS) for r in sgemm_runs["rpb"]])[1]
     by_key = {s.case.key: s for s in summaries}
+    growth = memory_growth(summaries)
     v = info["versions"]
     out = [
         "# rpb against PyTorch: results",
@@ -559,14 +686,19 @@ def write_report(path, args, info, parity, summaries, sgemm_runs, tuned, extrapo
         "",
         "Time per step (a train step, one evaluation forward, one attention forward + backward); "
         "torch/rpb > 1 means rpb is faster. rpb-ref is rpb with `fused_attention = false` (the unfused "
-        "reference path), run where its (H, L, L) scores stay under 1 GiB. MB is the peak RSS; 'rpb tensors "
-        "MB' is the peak of rpb's live tensor storage (what the model and the tape hold):",
+        "reference path), run where its (H, L, L) scores stay under 1 GiB (with FIRE it also holds the (L, L, 32) "
+        "hidden layer of the bias's MLP, as PyTorch does). MB is the peak RSS; 'rpb tensors MB' is the peak of "
+        "rpb's live tensor storage (what the model and the tape hold):",
         "",
         markdown_table(*time_table(summaries)),
+    ]
+    if growth:
+        out += memory_section(growth)
+    out += [
         "",
-        "## Issue 6's targets",
+        "## Targets (issues 6 and 27)",
         "",
-        markdown_table(["target", "measured", "met"], targets(by_key, extrapolate)),
+        markdown_table(["target", "measured", "met"], targets(by_key, extrapolate, growth)),
         "",
         "## How FLOPs are counted",
         "",
@@ -593,6 +725,23 @@ def write_report(path, args, info, parity, summaries, sgemm_runs, tuned, extrapo
         f.write("\n".join(out) + "\n")
 
 
+def memory_section(growth):
+    """results.md's lines on rpb's peak memory with FIRE and xPos over MEMORY_LENGTHS."""
+    return [
+        "",
+        "## rpb's peak memory with FIRE and xPos (issue 27)",
+        "",
+        "rpb alone evaluating model A with FIRE and with xPos (cases FM and XM; PyTorch would need tens of GB at "
+        "16384 tokens: its FIRE hidden layer is (L, L, 32) floats, 32 GiB). rpb evaluates both on the fused "
+        "attention path, FIRE's bias computed tile by tile from its function. Peak RSS (median over reps), the MB "
+        "it adds per 1,000 tokens between consecutive lengths, and the ratio of the second slope to the first: "
+        f"the peak grows linearly when that ratio is at most {LINEAR_SLOPE_TOLERANCE} (a linear peak a + bL gives "
+        "1, an (L, L) buffer alone 2). rpb's live tensor storage is shown beside it, with its own slopes:",
+        "",
+        markdown_table(*memory_table(growth)),
+    ]
+
+
 def quiet_text(shares):
     lo, mid, hi = stats(shares)
     return f"{mid:.1%} (median over reps; {lo:.1%} to {hi:.1%})"
@@ -600,6 +749,17 @@ def quiet_text(shares):
 
 def load_average():
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def select_cases(cases, keys):
+    """The cases named in `keys` ("A,F4096"; all when empty), in make_cases's order; an unknown key fails."""
+    if not keys:
+        return cases
+    wanted = set(keys.split(","))
+    unknown = wanted - {c.key for c in cases}
+    if unknown:
+        raise SystemExit(f"--cases: no case {', '.join(sorted(unknown))} (the keys: {', '.join(c.key for c in cases)})")
+    return [c for c in cases if c.key in wanted]
 
 
 def main():
@@ -628,6 +788,7 @@ def main():
     if not os.path.exists(os.path.join(build, "bench_models")):
         raise SystemExit(f"{build}/bench_models is missing: build rpb with its benchmarks first (scripts/build.sh -DRPB_BUILD_BENCH=ON)")
 
+    cases = select_cases(make_cases(args.quick), args.cases)
     started = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "load": load_average()}
     log = lambda line: print(line, flush=True)  # noqa: E731
     info = {"machine": machine_info(), "versions": versions()}
@@ -638,23 +799,22 @@ def main():
         if torch_extra:  # the settings the timing uses must compute the same model too
             parity = check_parity(build, workdir, torch_extra)
 
-    cases = make_cases(args.quick)
-    if args.cases:
-        wanted = set(args.cases.split(","))
-        cases = [c for c in cases if c.key in wanted]
     results, others = measure(cases, build, torch_extra, args.reps, log)
     sgemm_runs = {"rpb": results.pop(("sgemm", "rpb")), "torch": results.pop(("sgemm", "torch"))}
     sgemm = stats([gflops_of(r, SGEMM_FLOPS) for r in sgemm_runs["rpb"]])[1]
     summaries = [Summary(c, results, sgemm) for c in cases]
 
     print()
-    head, rows = main_table(summaries)
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    for row in [head] + rows:
-        print("  ".join(str(c).rjust(w) for c, w in zip(row, widths)))
+    print_table(*main_table(summaries))
     print(f"\ncblas_sgemm 2048^3: {fmt(sgemm)} GFLOP/s (median)")
+    growth = memory_growth(summaries)
+    if growth:
+        a, b, c = MEMORY_LENGTHS
+        print(f"\nrpb's peak memory with FIRE and xPos (linear: the MB per 1k tokens from {b} to {c} at most "
+              f"{LINEAR_SLOPE_TOLERANCE}x that from {a} to {b}):")
+        print_table(*memory_table(growth))
     extrapolate = time_extrapolate(build, log) if args.extrapolate else None
-    for target, measured, met in targets({s.case.key: s for s in summaries}, extrapolate):
+    for target, measured, met in targets({s.case.key: s for s in summaries}, extrapolate, growth):
         print(f"{ {'yes': 'MET', '**no**': 'MISSED'}.get(met, '-'):6s}  {target}: {measured}")
     finished = {"others": others}
     write_report(args.out, args, info, parity, summaries, sgemm_runs, tuned, extrapolate, started, finished)

@@ -3,7 +3,9 @@
 One measurement per process (so ru_maxrss is that case's peak); prints one JSON line.
 
   torch_models.py --case A|B [--steps 20] [--warmup 3]   train steps (forward, backward, AdamW)
-  torch_models.py --case C --length 4096                   evaluation of model A, no gradients
+  torch_models.py --case C --length 4096 [--scheme t5|fire|xpos]
+                                                           evaluation of model A, no gradients, with the t5
+                                                           scheme (the default) or FIRE or xPos (issue 27)
   torch_models.py --case D --length 1024                   t5-biased causal attention, forward + backward
   torch_models.py --case mm [--length 2048]                torch.mm, for reference beside cblas_sgemm
   torch_models.py --case parity --dir DIR                  loads DIR/model.h5 (an rpb checkpoint) and
@@ -17,6 +19,12 @@ shapes are rpb's ("tok.weight", "pos.t5.table", "blocks.0.attn.qkv.weight", ...)
 model fixed to the benchmark's shapes, with the ways of forming the bias and the scores that bench/results.md
 times (--bias, --scores); both share rpb_torch's T5 bucket function and checkpoint reader. To load any rpb
 checkpoint into PyTorch, use rpb_torch.load.
+
+With --scheme fire or xpos (case C only) the t5 table gives way to rpb_torch's modules with rpb's defaults
+and initialisation: FIRE (rpb_torch.Fire: L0 = model A's train length 64, a 32-wide MLP, c 0.1, multiplier 1,
+one module shared by the layers) builds the (1, H, L, L) bias once per forward as Fire.bias does, the ReLU in
+place (inference mode; one (L, L, 32) buffer, not two); xPos (rpb_torch.Xpos: rope_base 10000, scale base 512,
+not blockwise) rotates queries and keys, and a (1, 1, L, L) causal bias of 0 and -inf takes the table's place.
 
 Thread settings are read by OpenMP and OpenBLAS when torch is imported, so they are set from the
 command line before the import; the defaults are the fastest found on the bench machine (see
@@ -35,6 +43,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--case", required=True, choices=["A", "B", "C", "D", "mm", "parity"])
     p.add_argument("--length", type=int, default=0, help="C and D: sequence length; mm: n")
+    p.add_argument("--scheme", default="t5", choices=["t5", "fire", "xpos"], help="C: model A's position scheme")
     p.add_argument("--steps", type=int, default=-1, help="timed steps")
     p.add_argument("--warmup", type=int, default=-1, help="untimed steps first")
     p.add_argument("--dir", help="parity: the folder bench_models --case parity wrote")
@@ -96,7 +105,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
-from rpb_torch import read_checkpoint, t5_bucket  # noqa: E402  (rpb's model in PyTorch, python/rpb_torch.py)
+from rpb_torch import Fire, Xpos, read_checkpoint, t5_bucket  # noqa: E402  (python/rpb_torch.py: rpb in PyTorch)
 
 VOCAB = 64
 MODELS = {  # d_model, heads, layers, d_ff, length, batch: as bench_models.cpp
@@ -104,6 +113,8 @@ MODELS = {  # d_model, heads, layers, d_ff, length, batch: as bench_models.cpp
     "B": dict(d_model=256, heads=8, layers=4, d_ff=1024, length=256, batch=16),
 }
 NUM_BUCKETS, MAX_DISTANCE = 32, 128
+FIRE_HIDDEN, FIRE_INIT_C, FIRE_INIT_MULTIPLIER = 32, 0.1, 1.0  # nn/position/scheme.h and fire.cpp's defaults
+ROPE_BASE, XPOS_SCALE_BASE = 10000.0, 512                       # nn/position/scheme.h's defaults
 ATTN_HEADS, ATTN_HEAD_DIM = 8, 64  # case D
 
 
@@ -140,6 +151,69 @@ class T5Bias(nn.Module):
         return bias.masked_fill_(causal, -math.inf).unsqueeze(0)
 
 
+def causal_bias(length):
+    """(L, L): 0 at and below the diagonal, -inf above it."""
+    return torch.zeros(length, length).masked_fill_(torch.ones(length, length, dtype=torch.bool).triu_(1), -math.inf)
+
+
+class FireBias(Fire):
+    """rpb_torch.Fire with rpb's initialisation (c 0.1, multiplier 1; the MLP's init is LanguageModel's); forward(L)
+    gives Fire.bias(L) as a causal (1, H, L, L) bias, -inf above the diagonal."""
+
+    def __init__(self, length0, heads):
+        super().__init__(length0, FIRE_HIDDEN, heads)
+        with torch.no_grad():
+            self.c.fill_(FIRE_INIT_C)
+            self.multiplier.fill_(FIRE_INIT_MULTIPLIER)
+        self._causal = {}
+
+    def _mask(self, length):
+        if length not in self._causal:  # built once per length, as T5Bias caches its index
+            self._causal = {length: torch.ones(length, length, dtype=torch.bool).triu_(1)}
+        return self._causal[length]
+
+    def forward(self, length):
+        # Fire.bias's operations in its order; the ReLU in place when no gradient is recorded.
+        positions = torch.arange(length, dtype=torch.float32)
+        threshold = torch.abs(self.multiplier * self.length0)
+        normaliser = torch.max(positions, threshold)[:, None]
+        distance = torch.log(torch.abs(self.c * (positions[:, None] - positions[None, :])) + 1)
+        normaliser = torch.log(torch.abs(self.c * normaliser) + 1)
+        hidden = self.hidden((distance / (normaliser + 1e-6))[..., None])  # (L, L, width): FIRE's big buffer
+        hidden = hidden.relu_() if torch.is_inference_mode_enabled() else torch.relu(hidden)
+        bias = self.out(hidden).permute(2, 0, 1)  # (H, L, L), a view of a new tensor
+        return bias.masked_fill_(self._mask(length), -math.inf).unsqueeze(0)
+
+
+class XposRotation(nn.Module):
+    """rpb_torch.Xpos (rotates queries and keys; no parameters); forward(L) is the (1, 1, L, L) causal bias."""
+
+    def __init__(self, head_dim):
+        super().__init__()
+        self.xpos = Xpos(head_dim, ROPE_BASE, XPOS_SCALE_BASE, 0)
+        self._bias = {}
+
+    def rotate(self, x):
+        return self.xpos.rotate(x)
+
+    def rotate_key(self, x):
+        return self.xpos.rotate_key(x)
+
+    def forward(self, length):
+        if length not in self._bias:
+            self._bias = {length: causal_bias(length)[None, None]}
+        return self._bias[length]
+
+
+def make_position(scheme, heads, head_dim, train_length, bias_method):
+    """Model A's position module of `scheme`; forward(L) gives the (1, H or 1, L, L) bias attention adds."""
+    if scheme == "fire":
+        return FireBias(train_length, heads)
+    if scheme == "xpos":
+        return XposRotation(head_dim)
+    return T5Bias(heads, bias_method)
+
+
 def attention(q, k, v, bias, scale, scores="mul"):
     """softmax(q k^T * scale + bias) v, the eager way; bias (1, H, L, L) carries the causal -inf.
     scores: how q k^T * scale + bias is formed (all write one (B, H, L, L) buffer):
@@ -165,9 +239,11 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(d, 3 * d)
         self.out = nn.Linear(d, d)
 
-    def forward(self, x, bias):
+    def forward(self, x, bias, rotary=None):
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        if rotary is not None:
+            q, k = rotary.rotate(q), rotary.rotate_key(k)
         h = attention(q, k, v, bias, 1.0 / math.sqrt(self.head_dim), self.scores)
         return self.out(h.transpose(1, 2).reshape(b, t, d))
 
@@ -190,16 +266,17 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(d, eps=1e-5)
         self.mlp = MLP(d, d_ff)
 
-    def forward(self, x, bias):
-        x = x + self.attn(self.ln1(x), bias)
+    def forward(self, x, bias, rotary=None):
+        x = x + self.attn(self.ln1(x), bias, rotary)
         return x + self.mlp(self.ln2(x))
 
 
 class LanguageModel(nn.Module):
-    def __init__(self, d_model, heads, layers, d_ff, bias_method="unfold", scores="mul", **_):
+    def __init__(self, d_model, heads, layers, d_ff, length, bias_method="unfold", scores="mul", scheme="t5", **_):
         super().__init__()
+        self.scheme = scheme
         self.tok = nn.Embedding(VOCAB, d_model)
-        self.pos = nn.ModuleDict({"t5": T5Bias(heads, bias_method)})
+        self.pos = nn.ModuleDict({scheme: make_position(scheme, heads, d_model // heads, length, bias_method)})
         self.blocks = nn.ModuleList(Block(d_model, heads, d_ff, scores) for _ in range(layers))
         self.ln_f = nn.LayerNorm(d_model, eps=1e-5)
         for name, p in self.named_parameters():  # near rpb's init; the timing does not depend on it
@@ -210,9 +287,11 @@ class LanguageModel(nn.Module):
 
     def forward(self, tokens, targets):
         x = self.tok(tokens)
-        bias = self.pos["t5"](tokens.shape[1])  # once per forward, shared by the layers
+        position = self.pos[self.scheme]
+        bias = position(tokens.shape[1])  # once per forward, shared by the layers
+        rotary = position if isinstance(position, XposRotation) else None
         for block in self.blocks:
-            x = block(x, bias)
+            x = block(x, bias, rotary)
         logits = self.ln_f(x) @ self.tok.weight.t()
         return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
@@ -249,7 +328,7 @@ def bench_train(name, args):
 
 def bench_eval(args):
     torch.manual_seed(1)
-    model = LanguageModel(**MODELS["A"], bias_method=args.bias, scores=args.scores).eval()
+    model = LanguageModel(**MODELS["A"], bias_method=args.bias, scores=args.scores, scheme=args.scheme).eval()
     tokens = torch.randint(VOCAB, (1, args.length))
     targets = torch.randint(VOCAB, (1, args.length))
 
@@ -351,7 +430,8 @@ def settings(args):
     return {"threads": torch.get_num_threads(), "interop": torch.get_num_interop_threads(),
             "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
             "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
-            "foreach": bool(args.foreach), "bias": args.bias, "scores": args.scores, "allocator": args.allocator}
+            "foreach": bool(args.foreach), "bias": args.bias, "scores": args.scores, "allocator": args.allocator,
+            "scheme": args.scheme}
 
 
 def main(args):
@@ -365,6 +445,8 @@ def main(args):
         return
     if args.case in ("C", "D") and args.length <= 0:
         raise SystemExit(f"--case {args.case} needs --length")
+    if args.scheme != "t5" and args.case != "C":
+        raise SystemExit("--scheme is for --case C only")
     if args.case in MODELS:
         sec, tokens = bench_train(args.case, args)
     elif args.case == "C":
@@ -374,7 +456,8 @@ def main(args):
     else:
         sec, tokens = bench_mm(args)
     length = MODELS[args.case]["length"] if args.case in MODELS else (args.length or 2048)
-    print(json.dumps({"side": "torch", "case": args.case, "impl": "eager", "length": length, "sec_per_step": sec,
+    print(json.dumps({"side": "torch", "case": args.case, "impl": "eager", "scheme": args.scheme, "length": length,
+                      "sec_per_step": sec,
                       "tokens_per_s": tokens / sec, "peak_rss_mb": peak_rss_mb(), "settings": settings(args)}),
           flush=True)
 
