@@ -77,7 +77,8 @@ ordered_json line_module(const BiasModule& m, const RunConfig& config, int64_t d
     const auto row = flags.empty() ? 0 : static_cast<std::size_t>(rows[static_cast<std::size_t>(distances - 1 - d)]);
     trained.push_back(flags.empty() || (row < flags.size() && flags[row]));
   }
-  ordered_json out = {{"name", m.path}, {"distances", ds}, {"values", values}, {"trained", trained}};
+  ordered_json out = {{"name", m.path}, {"query", distances - 1}, {"distances", ds}, {"values", values},
+                      {"trained", trained}};
   out.update(common_fields(m, config, heads));
   return out;
 }

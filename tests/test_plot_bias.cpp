@@ -74,6 +74,7 @@ TEST_CASE("plot bias: ALiBi's values fall linearly with d = query - key, one row
   const ordered_json& m = b.at("modules")[0];
   CHECK(m.at("distances").size() == 16);  // 4 x the train length, at least 16
   CHECK(m.at("distances")[5] == 5);
+  CHECK(m.at("query") == 15);  // one query, at the last position, over keys 0 .. 15
   REQUIRE(m.at("values").size() == 2);
   for (const ordered_json& head : m.at("values")) {
     REQUIRE(head.size() == 16);

@@ -211,6 +211,7 @@ class FireScheme final : public PositionScheme {
     const int64_t at = static_cast<int64_t>(std::ceil(l));
     const Positions p = Positions::line(1, at + 1, at);
     const Tensor b = bias(p).to(DType::f64);  // (H, 1, at + 1)
+    out << "  the bias of the query at position " << at << " (the threshold; a later query's is its own):\n";
     for (int64_t h = 0; h < o_.heads; ++h) {
       out << "  head " << h << ": bias at distance";
       for (int64_t d : {0, 1, 4, 16, 64, 256})

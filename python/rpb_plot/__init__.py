@@ -34,7 +34,8 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
      "bias":   {"dims": 1, "scheme": "t5", "title": "...", "train_length": 64,
                 "modules": [{"name": "blocks.0.attn.position", "distances": [0, 1, ...],
                              "values": [[per distance] per head], "trained": [bool per distance],
-                             "untrained_rows": "nearest" | null, "head_notes": ["slope 0.5", ...] (optional)}]}
+                             "untrained_rows": "nearest" | null, "head_notes": ["slope 0.5", ...] (optional),
+                             "query": the position of the one query whose keys the distances reach (optional)}]}
                2-D modules: {"name", "dy": [...], "dx": [...], "values": [[[per dx] per dy] per head],
                              "trained": [[per dx] per dy]}
 

@@ -61,7 +61,10 @@ def draw_bias_line(ax, module, train_length, untrained_rule):
     ax.xaxis.set_minor_locator(NullLocator())
     ys = [v for head in module["values"] for v in head if finite(v)]
     set_axis(ax, "y", min(ys), max(ys))
-    ax.set_xlabel("distance d = query - key (positions; symlog)", fontsize=9)
+    # The bias of a scheme whose normaliser reads the query's position (FIRE) depends on which query: rpb says.
+    query = module.get("query")
+    where = "" if query is None else ", the query at position %d" % query
+    ax.set_xlabel("distance d = query - key (positions%s; symlog)" % where, fontsize=9)
     ax.set_ylabel("bias (added to the score)", fontsize=9)
     ax.set_title(module["name"], fontsize=9.5)
     ax.tick_params(labelsize=8)

@@ -377,8 +377,12 @@ class BiasFigureTest(FigureChecks):
         self.assertIn("trained: |d| < 16", texts)
         ticks = labelled(ax, "x")
         self.assertEqual(ticks, [0, 1, 2, 4, 8, 16, 32])
+        self.assertEqual(ax.get_xlabel(), "distance d = query - key (positions; symlog)")  # no query given
         self.assert_data_ticks(ax)
         self.assert_nothing_clipped(fig)
+        block["modules"][0]["query"] = 40  # rpb names the one query (FIRE's bias depends on it)
+        (ax,) = rpb_plot.draw(request("bias", block)).axes
+        self.assertEqual(ax.get_xlabel(), "distance d = query - key (positions, the query at position 40; symlog)")
 
     def test_bias_2d(self):
         fig = rpb_plot.draw(request("bias", bias_2d()))
