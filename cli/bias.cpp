@@ -212,7 +212,9 @@ int run_bias_command(const BiasOptions& o, std::ostream& out, std::ostream& err)
         err << "rpb bias: " << e << "\n";
         return 2;
       }
-    if (learned) po.heads = 1;  // the learned values are not printed: a one-head table gives the same index
+    // The learned values are not printed: a one-head table gives the same index (a learned function, FIRE's, keeps
+    // --heads, which its title names).
+    if (learned && info.row_table) po.heads = 1;
     Generator gen(0);
     scheme = nn::make_position_scheme(po, gen);
   } catch (const OptionError& e) {

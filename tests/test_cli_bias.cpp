@@ -67,8 +67,24 @@ TEST_CASE("rpb bias prints the shaw index and the alibi and log_decay biases") {
   CHECK(has(r.out, "  0.0000 -0.2079 -0.3296 -0.4159 -0.4828\n"));
 }
 
+TEST_CASE("rpb bias prints FIRE's function input psi(i - j) / (psi(max(i, L)) + eps), at and past the threshold") {
+  // c 0.1, L = L0 = 8: row 1 reads log(1.1) / log(1.8) = 0.1622, row 7 key 0 log(1.7) / log(1.8) = 0.9028.
+  auto r = run_rpb("bias --scheme fire --heads 2 --fire-length 8 --query-length 8 --key-length 8");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "MLP 1 -> 32 -> 2"));
+  CHECK(has(r.out, "  0.1622  0.0000  0.1622  0.3102"));
+  CHECK(has(r.out, "  0.9028  0.7996  0.6898"));
+  // A query at 16, past the threshold: its own normaliser log(2.6), so distance 1 reads log(1.1) / log(2.6) = 0.0997.
+  r = run_rpb("bias --scheme fire --fire-length 8 --query-length 1 --key-length 17 --query-offset 16 --json");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "\"function_input\":[[0.99999"));
+  CHECK(has(r.out, ",0.0997"));
+  CHECK(!has(r.out, "\"bias\""));  // the MLP is learned: its values need a checkpoint
+}
+
 TEST_CASE("rpb bias: schemes without a bias matrix say so and exit 0") {
-  for (const char* s : {"rope", "sinusoidal", "learned", "none"}) {
+  for (const char* s : {"rope", "xpos", "sinusoidal", "learned", "none"}) {
     INFO(s);
     const auto r = run_rpb(std::string("bias --scheme ") + s);
     CHECK(r.code == 0);
