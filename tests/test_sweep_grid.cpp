@@ -255,4 +255,24 @@ TEST_CASE("sweep grid: a 2 x 2 grid trains 4 runs and reuses them on rerun") {
   for (std::size_t i = 0; i < 4; ++i) CHECK(second.rows[i].ppl == first.rows[i].ppl);
 }
 
+TEST_CASE("sweep: a method with evaluation settings beside trained ones evaluates the runs of the method without them") {
+  rpb::testing::TempDir tmp("sweep_shared");
+  // Listed first, the evaluation row still trains the shared folder as "t5@optim.lr=0.01" would: its stored
+  // config has no position.untrained, and only that folder exists.
+  const RunConfig c = parse_config(
+      rpb::testing::tiny_sweep_config(tmp.path, "s", "[1, 4]") + "[position]\nscheme = \"t5\"\nnum_buckets = 8\n"
+          "[optim]\nwarmup_steps = 1\n[sweep]\nseeds = [0]\n"
+          "methods = [\"t5@optim.lr=0.01@untrained=nearest\", \"t5@optim.lr=0.01\"]\n",
+      "shared.toml");
+  const SweepResult r = run_sweep(c);
+  REQUIRE(r.rows.size() == 2);
+  const fs::path run = tmp.path / "s" / "markov" / "t5@optim.lr=0.01" / "seed0";
+  CHECK(r.rows[0].runs[0].folder == run.string());
+  CHECK(r.rows[1].runs[0].folder == run.string());
+  CHECK(!fs::exists(tmp.path / "s" / "markov" / "t5@optim.lr=0.01@untrained=nearest"));
+  CHECK(checkpoints(tmp.path).size() == 1);
+  CHECK(contains(rpb::testing::file_text(run / "config.toml"), "untrained = 'keep'"));
+  CHECK(r.rows[0].ppl != r.rows[1].ppl);  // at 4x the untrained buckets are read, or their nearest trained one
+}
+
 }  // namespace sweep_grid_test

@@ -112,9 +112,11 @@ struct ConfigSetting {
 ///   "sinusoidal@optim.lr=1e-3"  any dotted key: a method's own learning rate or warm-up
 ///   "swin_v2@window8"           grid.eval_window = 8
 /// The settings are parsed when the config is read; their keys and values are checked when the sweep's run configs
-/// are made (run_config). A method that sets only evaluation keys (run_identity.h's non_identity_keys:
-/// position.untrained, grid.eval_window) evaluates the runs of its scheme; one that sets any other key trains runs
-/// of its own.
+/// are made (run_config). Evaluation keys (run_identity.h's non_identity_keys: position.untrained, grid.eval_window,
+/// run.eval_stride, the rope scaling keys, ...) never give a method runs of its own: it evaluates the runs of the
+/// method without them (the scheme's for "t5@untrained=nearest"; "xpos@xpos_scale_base=32@blockwise=true" evaluates
+/// those of "xpos@xpos_scale_base=32"), so a method trains runs of its own only when it sets another key; a
+/// fine-tune (run.init_from) always has its own.
 struct SweepMethod {
   std::string text;                     // as written: its name in results and its run folder
   std::string scheme;                   // a registered scheme of the task's dims

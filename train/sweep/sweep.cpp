@@ -91,16 +91,34 @@ const ConfigSetting* init_setting(const SweepMethod& m) {
   return nullptr;
 }
 
-// The folder of a method's runs: its scheme's when the method sets only evaluation keys (it evaluates that scheme's
-// runs, "swin_v2@window8", "t5@untrained=nearest"), else its own ("t5@max_distance=64"; a fine-tune always: it
-// trains a run of its own).
-std::string method_folder(const SweepMethod& m) {
+// The method whose runs `m` evaluates: `m` without its evaluation settings (the keys of non_identity_keys(), which
+// change no trained weight: "t5@untrained=nearest" -> "t5", "xpos@xpos_scale_base=32@blockwise=true" ->
+// "xpos@xpos_scale_base=32"), its text the segments written for the settings it keeps. A fine-tune is its own (its
+// rope scaling trains with it, and its run.init_from names its parent).
+SweepMethod trained_method(const SweepMethod& m) {
+  if (init_setting(m)) return m;
+  std::vector<std::string> parts;  // as parse_method splits the text: the scheme, then one segment per setting
+  for (std::size_t from = 0;;) {
+    const auto at = m.text.find('@', from);
+    parts.push_back(m.text.substr(from, at == std::string::npos ? std::string::npos : at - from));
+    if (at == std::string::npos) break;
+    from = at + 1;
+  }
+  RPB_CHECK(parts.size() == m.settings.size() + 1, "sweep", "method \"", printable(m.text), "\" has ",
+            m.settings.size(), " settings and ", parts.size() - 1, " segments after its scheme");
   const std::vector<std::string>& evaluation = non_identity_keys();
-  if (init_setting(m)) return m.name();
-  for (const ConfigSetting& s : m.settings)
-    if (std::find(evaluation.begin(), evaluation.end(), s.key) == evaluation.end()) return m.name();
-  return m.scheme;
+  SweepMethod t{m.scheme, m.scheme, {}};
+  for (std::size_t i = 0; i < m.settings.size(); ++i)
+    if (std::find(evaluation.begin(), evaluation.end(), m.settings[i].key) == evaluation.end()) {
+      t.text += "@" + parts[i + 1];
+      t.settings.push_back(m.settings[i]);
+    }
+  return t;
 }
+
+// The folder of a method's runs: that of the method it evaluates (trained_method): its scheme's for a method that
+// sets only evaluation keys ("swin_v2@window8", "t5@untrained=nearest"), else one of its own ("t5@max_distance=64").
+std::string method_folder(const SweepMethod& m) { return trained_method(m).name(); }
 
 // The method a fine-tune continues: the sweep method its run.init_from names, or a bare scheme of the sweep's dims
 // (its runs as the sweep trains them: "rope"). Refused: a name that is neither, and a fine-tune of a fine-tune.
@@ -128,22 +146,12 @@ SweepRun sweep_run(const RunConfig& base, const std::string& task, const SweepMe
           "seed" + std::to_string(seed)};
 }
 
-// The rope scaling keys: evaluation settings (non_identity_keys) that the built model reads in training too.
-bool read_in_training(const std::string& key) {
-  return key == "position.rope_scaling" || key == "position.rope_factor" || key.starts_with("position.yarn_");
-}
-
-// The run that trains `sr`'s folder: `sr` itself, or for a method that evaluates its scheme's runs while setting a
-// key the forward reads (rope@rope_scaling=yarn), the method without those settings, so the shared runs train as
-// the scheme's own, whichever method reaches them first.
+// The run that trains `sr`'s folder: `sr` itself, or for a method with evaluation settings, the method it evaluates
+// (trained_method), so that a shared folder trains as that method's own whichever row reaches it first, and its
+// stored config holds no evaluation setting.
 SweepRun training_run(const SweepRun& sr) {
-  if (method_folder(sr.method) != sr.method.scheme ||
-      std::none_of(sr.method.settings.begin(), sr.method.settings.end(),
-                   [](const ConfigSetting& s) { return read_in_training(s.key); }))
-    return sr;
   SweepRun plain = sr;
-  std::erase_if(plain.method.settings, [](const ConfigSetting& s) { return read_in_training(s.key); });
-  plain.method.text = sr.method.scheme;  // the settings left (position.untrained, ...) do not change training
+  plain.method = trained_method(sr.method);
   return plain;
 }
 
