@@ -20,12 +20,17 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-# sweep, metric drawn, figure name: the README shows each.
+# sweep, metric drawn, figure name, then any further `rpb plot` options (no spaces inside one): the README shows each.
+recent_methods=t5,alibi,log_decay,rope,rope@rope_scaling=dynamic,fire,xpos,xpos@xpos_scale_base=32
+recent_methods+=,xpos@xpos_scale_base=32@blockwise=true
+recent_methods+=,rope@rope_scaling=yarn@rope_factor=16@run.init_from=rope@run.finetune_length=1024@run.batch=2
+recent_methods+=@run.steps=200@optim.lr=3e-4@optim.warmup_steps=20
 figures=(
   "extrapolation perplexity perplexity"
   "extrapolation_paper mean_attention_distance attention_distance"
   "extrapolation_2d perplexity perplexity"
   "extrapolation_2d mean_attention_distance attention_distance"
+  "extrapolation_recent perplexity perplexity --methods $recent_methods"
 )
 if [ "$copy" = 1 ]; then  # each sweep once, however many figures it has
   for sweep in $(printf '%s\n' "${figures[@]}" | cut -d' ' -f1 | sort -u); do
@@ -34,11 +39,12 @@ if [ "$copy" = 1 ]; then  # each sweep once, however many figures it has
   done
 fi
 for f in "${figures[@]}"; do
-  read -r sweep metric name <<< "$f"
+  read -r sweep metric name options <<< "$f"
   dir=bench/figures/$sweep
   dest=$dir
   if [ -n "$out_dir" ]; then dest=$out_dir/$sweep; mkdir -p "$dest"; fi
   for ext in ${formats//,/ }; do
-    "$rpb" plot "$dir" --metric "$metric" --out "$dest/$name.$ext"
+    # shellcheck disable=SC2086  # the options split into words
+    "$rpb" plot "$dir" --metric "$metric" --out "$dest/$name.$ext" ${options:-}
   done
 done

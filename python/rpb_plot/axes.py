@@ -104,14 +104,41 @@ def new_figure(width, height):
     return fig
 
 
+LEGEND_LINE = 60  # the longest legend line; a longer label is wrapped (wrap_label)
+
+
+def wrap_label(text, width=LEGEND_LINE):
+    """`text` in lines of at most `width` characters, broken only before an '@' of a method's settings
+    ("rope@rope_scaling=yarn@...@optim.lr=3e-4"); a part longer than `width` keeps its own line. A fine-tune
+    method's name runs past 100 characters, and one unbroken line wider than the figure leaves constrained layout
+    no room for the axes (matplotlib then draws no legend)."""
+    if len(text) <= width:
+        return text
+    parts = text.split("@")
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 1 + len(part) <= width:
+            lines[-1] += "@" + part
+        else:
+            lines.append("@" + part)
+    return "\n".join(lines)
+
+
+def legend_lines(labels):
+    """The lines a legend of `labels` takes, wrapped as legend_below wraps them (a panel's height allowance)."""
+    return sum(wrap_label(label).count("\n") + 1 for label in labels)
+
+
 def legend_below(ax, handles, columns=2, below=0.5):
     """The axes' legend `below` inches under the axes' bottom edge (clear of its tick labels and x label), in
-    `columns` columns (one when a label is long); constrained layout makes room for it, so nothing is clipped."""
+    `columns` columns (one when a label is long), each label wrapped (wrap_label); constrained layout makes room for
+    it, so nothing is clipped. The handles keep their own labels (lines are found by them)."""
     if handles:
         columns = 1 if max(len(h.get_label()) for h in handles) > 30 else columns
         offset = ax.transAxes + ScaledTranslation(0, -below, ax.figure.dpi_scale_trans)
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=offset, ncol=columns,
-                  fontsize=7.5, frameon=False, borderaxespad=0.0)
+        ax.legend(handles=handles, labels=[wrap_label(h.get_label()) for h in handles], loc="upper center",
+                  bbox_to_anchor=(0.5, 0), bbox_transform=offset, ncol=columns, fontsize=7.5, frameon=False,
+                  borderaxespad=0.0)
 
 
 def legend_rows(entries, columns=2):

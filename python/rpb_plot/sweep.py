@@ -4,7 +4,7 @@ its legend entry (never a point), the optimal perplexity a dashed line with its 
 from dataclasses import dataclass, field
 
 from . import theme
-from .axes import legend_below, legend_rows, new_figure, set_axis, tick_labels
+from .axes import legend_below, legend_lines, legend_rows, new_figure, set_axis, tick_labels
 from .backend import NullLocator, Patch
 from .errors import finite, require
 from .results import (Metric, known_metrics, length_indices, metric_stats, metrics_named, read_results, results_path,
@@ -284,7 +284,7 @@ def draw_sweep(request_sweep, styles):
     drawn against a setting)."""
     grid = sweep_panels(request_sweep, styles)
     columns = len(grid[0])
-    entries = max(len(p.series) for row in grid for p in row if p) + 2
+    entries = max(legend_lines([s.label for s in p.series]) for row in grid for p in row if p) + 2  # wrapped lines
     height = theme.PANEL_SIZE[1] + theme.LEGEND_ROW * legend_rows(entries)
     fig = new_figure(theme.PANEL_SIZE[0] * columns, height * len(grid))
     axes = fig.subplots(len(grid), columns, squeeze=False)

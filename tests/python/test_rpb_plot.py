@@ -205,6 +205,18 @@ class StyleTest(unittest.TestCase):
             self.assertEqual(len(set(labels)), len(labels), labels)
 
 
+class LegendWrapTest(unittest.TestCase):
+    def test_long_method_names_wrap_before_their_settings(self):
+        name = ("rope@rope_scaling=yarn@rope_factor=16@run.init_from=rope@run.finetune_length=1024@run.batch=2"
+                "@run.steps=200@optim.lr=3e-4@optim.warmup_steps=20")
+        lines = rpb_plot.axes.wrap_label(name).split("\n")
+        self.assertEqual("".join(lines), name)  # nothing lost, breaks only before '@'
+        self.assertTrue(all(len(line) <= rpb_plot.axes.LEGEND_LINE for line in lines), lines)
+        self.assertTrue(all(line.startswith("@") for line in lines[1:]), lines)
+        self.assertEqual(rpb_plot.axes.wrap_label("t5@untrained=nearest"), "t5@untrained=nearest")
+        self.assertEqual(rpb_plot.axes.legend_lines(["t5", name]), 1 + len(lines))
+
+
 class SweepFigureTest(FigureChecks):
     @classmethod
     def setUpClass(cls):
