@@ -63,8 +63,10 @@ namespace {
 // another config is refused, or with `overwrite` moved aside (by Run::train) and the run trained afresh. `what`
 // names it ("[3/72] markov / t5 / seed 0"): it starts every line the sweep, the run's training and its
 // evaluation log about it (the context's prefix, "<what>:"). Returns the run's record: its folder, config digest and
-// final checkpoint (with the SHA-256 of the bytes loaded or saved).
-SweepRunRecord train_or_reuse(Run& run, const std::string& what, bool overwrite, ProgressContext context) {
+// final checkpoint (with the SHA-256 of the bytes loaded or saved). `log_reuse` false: a reused run is not announced
+// (a row evaluating a shared folder that its own method has just trained or reused, and announced).
+SweepRunRecord train_or_reuse(Run& run, const std::string& what, bool overwrite, ProgressContext context,
+                              bool log_reuse = true) {
   context.prefix = what + ":";
   const auto latest = run.latest(FileDigest::sha256);
   std::vector<ConfigChange> changes;
@@ -73,7 +75,7 @@ SweepRunRecord train_or_reuse(Run& run, const std::string& what, bool overwrite,
     throw Error(changed_config_message("extrapolate", run.dir(), latest->first, changes));
   run.set_context(std::move(context));  // its prefix shows in the training's progress and the evaluation's
   if (latest && changes.empty() && latest->second.step >= run.config().steps) {
-    spdlog::info("{}: finished earlier, reusing {}", what, run.dir());
+    if (log_reuse) spdlog::info("{}: finished earlier, reusing {}", what, run.dir());
     run.restore(latest->second, latest->first);
     return {run.dir(), config_digest(run.config()), fs::path(latest->first).filename().string(),
             latest->second.file_sha256};
@@ -240,11 +242,12 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
           sr = with_parent(sr, train_or_reuse(parent, what + " (its parent)", overwrite, context));
         }
         Run run(run_config(base, sr));
-        if (const SweepRun plain = training_run(sr); plain.method.settings.size() != sr.method.settings.size()) {
-          Run trainer(run_config(base, plain));  // trains the shared folder as its scheme's own (then reused below)
+        const bool shared = training_run(sr).method.settings.size() != sr.method.settings.size();
+        if (shared) {  // the folder's own method trains or reuses it, and says which; the row then loads it quietly
+          Run trainer(run_config(base, training_run(sr)));
           train_or_reuse(trainer, what, overwrite, context);
         }
-        row.runs.push_back(train_or_reuse(run, what, overwrite, context));
+        row.runs.push_back(train_or_reuse(run, what, overwrite, context, /*log_reuse=*/!shared));
         ++done;
         std::vector<std::optional<double>> ppl, nll;
         std::vector<int64_t> tokens;
