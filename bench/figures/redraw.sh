@@ -25,12 +25,17 @@ recent_methods=t5,alibi,log_decay,rope,rope@rope_scaling=dynamic,fire,xpos,xpos@
 recent_methods+=,xpos@xpos_scale_base=32@blockwise=true
 recent_methods+=,rope@rope_scaling=yarn@rope_factor=16@run.init_from=rope@run.finetune_length=1024@run.batch=2
 recent_methods+=@run.steps=200@optim.lr=3e-4@optim.warmup_steps=20
+paper_methods=t5,alibi,log_decay,rope,rope@rope_scaling=dynamic,fire,xpos,xpos@xpos_scale_base=64
+paper_methods+=,xpos@xpos_scale_base=64@blockwise=true
+paper_methods+=,rope@rope_scaling=yarn@rope_factor=16@run.init_from=rope@run.finetune_length=2048@run.batch=1
+paper_methods+=@run.steps=200@optim.lr=3e-4@optim.warmup_steps=20
 figures=(
   "extrapolation perplexity perplexity"
   "extrapolation_paper mean_attention_distance attention_distance"
   "extrapolation_2d perplexity perplexity"
   "extrapolation_2d mean_attention_distance attention_distance"
   "extrapolation_recent perplexity perplexity --methods $recent_methods"
+  "extrapolation_recent_paper perplexity perplexity --methods $paper_methods"
 )
 if [ "$copy" = 1 ]; then  # each sweep once, however many figures it has
   for sweep in $(printf '%s\n' "${figures[@]}" | cut -d' ' -f1 | sort -u); do
