@@ -136,13 +136,11 @@ TEST_CASE("fine-tune: starts from the parent's parameters with a fresh optimizer
   const TrainSummary os = other.train(false);
   fs::copy_file(fs::path(other.dir()) / os.checkpoint, parent_file, fs::copy_options::overwrite_existing);
   CHECK(contains(error_of([&] { Run(ft_config).train(true); }), "run.init_sha256"));
-  // A config that pins the parent refuses another file.
-  CHECK(contains(error_of([&] {
-                   Run(parse_config(tiny_rope(tmp.path, "pinned", 2), "p.toml",
-                                    {"run.init_from=\"" + parent_file + "\"",
-                                     "run.init_sha256=\"" + ps.checkpoint_sha256 + "\""}));
-                 }),
-                 "pins the fine-tune"));
+  // A config that pins the parent reads it when it trains, and refuses another file before the run folder exists.
+  Run pinned(parse_config(tiny_rope(tmp.path, "pinned", 2), "p.toml",
+                          {"run.init_from=\"" + parent_file + "\"", "run.init_sha256=\"" + ps.checkpoint_sha256 + "\""}));
+  CHECK(contains(error_of([&] { pinned.train(false); }), "pins the fine-tune"));
+  CHECK(!fs::exists(tmp.path / "pinned"));
   // A parent of another architecture is refused before anything trains, naming the dataset.
   const std::string wide = error_of([&] {
     Run(parse_config(tiny_rope(tmp.path, "wide", 2), "w.toml",

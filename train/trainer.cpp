@@ -107,7 +107,9 @@ Run::Run(const RunConfig& config, Parallel parallel, RunPurpose purpose)
   check_memory(memory_, memory_budget(), "run " + config_.name);
   workload_ = make_workload(config_);
   if (purpose == RunPurpose::train) optimizer_ = make_optimizer(config_.optim, workload_->model().named_parameters());
-  if (purpose == RunPurpose::train && !config_.init_from.empty()) read_parent();
+  // The parent's digest is part of the run's identity: without run.init_sha256 it is read now, to learn it; with it
+  // (a sweep passes the digest it has just computed), train() reads it, so a reused fine-tune never does.
+  if (purpose == RunPurpose::train && !config_.init_from.empty() && config_.init_sha256.empty()) read_parent();
 }
 
 void Run::read_parent() {
@@ -131,7 +133,6 @@ void Run::init_from_parent() {
   init_note_ = fmt::format("fine-tune: parameters and buffers from {} (step {}, SHA-256 {}), a fresh optimizer, "
                            "training at length {}", config_.init_from, parent_->step, config_.init_sha256,
                            config_.train_length());
-  parent_.reset();
 }
 
 Run::~Run() = default;
@@ -351,6 +352,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   std::vector<std::string> stale;
   int64_t start = 0;
   if (shard_.count > 1) check_same_config();
+  if (!config_.init_from.empty() && !parent_) read_parent();  // its digest was given: checked here, before the folder
   const auto open_folder = [&] {
     create_run_folder(config_.out_dir, dir_);
     lock = std::make_unique<RunLock>(dir_);

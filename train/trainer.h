@@ -69,9 +69,11 @@ class Run {
  public:
   /// Builds the workload (task and model) and the optimizer from `config`. With Parallel::ranks under an MPI job
   /// of N > 1 ranks, run.batch must be a multiple of N (else rpb::Error says so). A fine-tune (run.init_from, built
-  /// to train) reads its parent checkpoint here, once: its SHA-256 must equal run.init_sha256 when the config gives
-  /// one, else it becomes the config's run.init_sha256 (part of the run's identity, so a resumed fine-tune needs the
-  /// same parent), and its parameters must be finite and fit this config's model (check_params).
+  /// to train) without run.init_sha256 reads its parent checkpoint here, once, and its SHA-256 becomes the config's
+  /// run.init_sha256 (part of the run's identity, so a resumed fine-tune needs the same parent); with it, train()
+  /// reads the parent (before it touches the run folder) and refuses a file of another digest, so that a finished
+  /// fine-tune is reused (restore()) without reading its parent. Either way the parent's parameters must be finite
+  /// and fit this config's model (check_params) before anything trains.
   explicit Run(const RunConfig& config, Parallel parallel = Parallel::ranks, RunPurpose purpose = RunPurpose::train);
   ~Run();
 
@@ -193,8 +195,8 @@ class Run {
   GradientHook gradient_hook_;
   StepHook step_hook_;
   std::string extend_note_;  // what start() did with --extend, logged once the run's log is open
-  /// A fine-tune's parent checkpoint (run.init_from), read by the constructor, released once its parameters are in
-  /// the model (or the run resumes from a checkpoint of its own).
+  /// A fine-tune's parent checkpoint (run.init_from), read by the constructor or train() (see Run()), released by
+  /// train() once its parameters are in the model (or the run resumes from a checkpoint of its own).
   std::unique_ptr<Checkpoint> parent_;
   std::string init_note_;    // what start() took from the parent, logged once the run's log is open
   /// Reads run.init_from into parent_ and checks or records its SHA-256 (run.init_sha256).

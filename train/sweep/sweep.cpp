@@ -162,12 +162,16 @@ std::string run_label(const SweepRun& sr) {
   return fmt::format("{} / {} / seed {}", sr.task, sr.method.name(), sr.seed);
 }
 
-// `sr` (a fine-tune's run) with its run.init_from set to the checkpoint of its parent's run `parent`.
+// `sr` (a fine-tune's run) with its run.init_from set to the checkpoint of its parent's run `parent`, and
+// run.init_sha256 to the digest train_or_reuse has just computed of it (when known), so that the fine-tune's Run need
+// not read and hash the parent again to learn its identity (it reads it only to train).
 SweepRun with_parent(const SweepRun& sr, const SweepRunRecord& parent) {
   SweepRun out = sr;
   const std::string file = (fs::path(parent.folder) / parent.checkpoint).string();
   for (ConfigSetting& s : out.method.settings)
     if (s.key == "run.init_from") s = {s.key, SettingValue{file}, file};
+  if (!parent.checkpoint_sha256.empty())
+    out.method.settings.push_back({"run.init_sha256", SettingValue{parent.checkpoint_sha256}, parent.checkpoint_sha256});
   return out;
 }
 
