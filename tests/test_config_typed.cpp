@@ -34,6 +34,7 @@ TEST_CASE("config typed: sweep methods hold typed settings, parsed when the conf
   CHECK(std::get<int64_t>(t5.settings[0].value.value) == 64);
   CHECK(t5.settings[1].key == "position.untrained");
   CHECK(std::get<std::string>(t5.settings[1].value.value) == "nearest");
+  CHECK(t5.segments() == std::vector<std::string>{"t5", "max_distance=64", "untrained=nearest"});  // one per setting
   const ConfigSetting& lr = c.sweep.methods[1].settings.at(0);
   CHECK(lr.key == "optim.lr");
   CHECK(std::get<double>(lr.value.value) == 1e-3);

@@ -125,6 +125,9 @@ struct SweepMethod {
   std::string name() const { return text; }
   /// Its label in result tables ("Swin V2 continuous (windows), eval window 8"; "T5 bias, max_distance 64").
   std::string label() const;
+  /// Its text split at every '@': the scheme, then one segment per setting, in order ("t5@max_distance=64" ->
+  /// {"t5", "max_distance=64"}; "swin_v2@window8" -> {"swin_v2", "window8"}).
+  std::vector<std::string> segments() const;
 };
 
 /// What `rpb extrapolate` sweeps: each method x task x seed is one run.

@@ -85,14 +85,9 @@ SettingValue setting_value(const toml::node& n, const std::string& from) {
 // "swin_v2@window8" -> {swin_v2, {grid.eval_window = 8}}. The error names what was expected for the sweep's dims.
 // The settings' keys and values are checked when the sweep's run configs are made (run_config).
 SweepMethod parse_method(toml_config::Table& sweep, const std::string& text, int64_t dims) {
-  std::vector<std::string> parts;
-  for (std::size_t from = 0;;) {
-    const auto at = text.find('@', from);
-    parts.push_back(text.substr(from, at == std::string::npos ? std::string::npos : at - from));
-    if (at == std::string::npos) break;
-    from = at + 1;
-  }
-  SweepMethod m{text, parts[0], {}};
+  SweepMethod m{text, "", {}};
+  const std::vector<std::string> parts = m.segments();
+  m.scheme = parts[0];
   const nn::SchemeInfo* info = nn::find_scheme(m.scheme, dims);
   if (!info) {
     std::string what = "\"" + printable(text) + "\": expected one of";
@@ -124,6 +119,16 @@ SweepMethod parse_method(toml_config::Table& sweep, const std::string& text, int
     m.settings.push_back(parse_setting(sweep, text, s));
   }
   return m;
+}
+
+std::vector<std::string> SweepMethod::segments() const {
+  std::vector<std::string> parts;
+  for (std::size_t from = 0;;) {
+    const auto at = text.find('@', from);
+    parts.push_back(text.substr(from, at == std::string::npos ? std::string::npos : at - from));
+    if (at == std::string::npos) return parts;
+    from = at + 1;
+  }
 }
 
 std::string SweepMethod::label() const {

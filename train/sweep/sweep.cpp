@@ -99,13 +99,7 @@ const ConfigSetting* init_setting(const SweepMethod& m) {
 // rope scaling trains with it, and its run.init_from names its parent).
 SweepMethod trained_method(const SweepMethod& m) {
   if (init_setting(m)) return m;
-  std::vector<std::string> parts;  // as parse_method splits the text: the scheme, then one segment per setting
-  for (std::size_t from = 0;;) {
-    const auto at = m.text.find('@', from);
-    parts.push_back(m.text.substr(from, at == std::string::npos ? std::string::npos : at - from));
-    if (at == std::string::npos) break;
-    from = at + 1;
-  }
+  const std::vector<std::string> parts = m.segments();  // as parse_method read them: the scheme, then the settings
   RPB_CHECK(parts.size() == m.settings.size() + 1, "sweep", "method \"", printable(m.text), "\" has ",
             m.settings.size(), " settings and ", parts.size() - 1, " segments after its scheme");
   const std::vector<std::string>& evaluation = non_identity_keys();
