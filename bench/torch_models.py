@@ -173,15 +173,7 @@ class FireBias(Fire):
         return self._causal[length]
 
     def forward(self, length):
-        # Fire.bias's operations in its order; the ReLU in place when no gradient is recorded.
-        positions = torch.arange(length, dtype=torch.float32)
-        threshold = torch.abs(self.multiplier * self.length0)
-        normaliser = torch.max(positions, threshold)[:, None]
-        distance = torch.log(torch.abs(self.c * (positions[:, None] - positions[None, :])) + 1)
-        normaliser = torch.log(torch.abs(self.c * normaliser) + 1)
-        hidden = self.hidden((distance / (normaliser + 1e-6))[..., None])  # (L, L, width): FIRE's big buffer
-        hidden = hidden.relu_() if torch.is_inference_mode_enabled() else torch.relu(hidden)
-        bias = self.out(hidden).permute(2, 0, 1)  # (H, L, L), a view of a new tensor
+        bias = self.bias(length, inplace=torch.is_inference_mode_enabled())  # (H, L, L), a view of a new tensor
         return bias.masked_fill_(self._mask(length), -math.inf).unsqueeze(0)
 
 

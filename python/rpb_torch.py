@@ -261,14 +261,17 @@ class Fire(nn.Module):
         self.out = nn.Linear(width, heads)
         self.length0 = float(length0)
 
-    def bias(self, length):
+    def bias(self, length, inplace=False):
+        """(H, L, L): every query's bias over every key (causal masking is the caller's). inplace applies the ReLU
+        to the (L, L, width) hidden layer in place, which only a caller recording no gradient may ask for."""
         positions = torch.arange(length, dtype=torch.float32)
         threshold = torch.abs(self.multiplier * self.length0)
         normaliser = torch.max(positions, threshold)[:, None]
         distance = torch.log(torch.abs(self.c * (positions[:, None] - positions[None, :])) + 1)
         normaliser = torch.log(torch.abs(self.c * normaliser) + 1)
         x = distance / (normaliser + 1e-6)
-        return self.out(torch.relu(self.hidden(x[..., None]))).permute(2, 0, 1)
+        hidden = self.hidden(x[..., None])  # (L, L, width): FIRE's big buffer
+        return self.out(hidden.relu_() if inplace else torch.relu(hidden)).permute(2, 0, 1)
 
 
 def _fire(config, d_model, heads):
