@@ -28,7 +28,7 @@ std::string report_of(const std::string& file) {
 
 TEST_CASE("inspect: a stored config edited after the checkpoint was written is flagged, with both digests") {
   TempDir tmp("inspect_digest");
-  const RunConfig cfg = load_config(std::string(RPB_SOURCE_DIR) + "/configs/t5.toml", tiny_t5_overrides(tmp.path, "run", 2));
+  const RunConfig cfg = load_config(RPB_SOURCE_DIR "/configs/t5.toml", tiny_t5_overrides(tmp.path, "run", 2));
   Run(cfg).train(false);
   const std::string file = (tmp.path / "run" / "step_00000002.h5").string();
   Checkpoint c = load_checkpoint(file);

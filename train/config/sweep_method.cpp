@@ -90,7 +90,8 @@ SweepMethod parse_method(toml_config::Table& sweep, const std::string& text, int
   m.scheme = parts[0];
   const nn::SchemeInfo* info = nn::find_scheme(m.scheme, dims);
   if (!info) {
-    std::string what = "\"" + printable(text) + "\": expected one of";
+    std::string what = "\"";  // appended piecewise: GCC 12 warns (-Wstringop-overflow, a false positive) on "\"" + ...
+    what += printable(text) + "\": expected one of";
     const std::vector<std::string> known = nn::scheme_names(dims);
     for (const std::string& n : known) what += " " + n;
     const std::string near = closest(m.scheme, known);

@@ -84,7 +84,10 @@ std::string protocol_sentence(const std::vector<const SweepResultsRow*>& rows) {
     return s + ".";
   }
   std::string s = "Protocol by row:";
-  for (const SweepResultsRow* row : rows) s += " " + latex_escape(row->label) + ", " + text(row->eval_stride) + ";";
+  for (const SweepResultsRow* row : rows) {  // appended piecewise: GCC 12 warns (-Wstringop-overflow, a false positive)
+    s += ' ';
+    s += latex_escape(row->label) + ", " + text(row->eval_stride) + ";";
+  }
   s.back() = '.';
   return s;
 }
