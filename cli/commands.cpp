@@ -190,13 +190,13 @@ CommandRunner add_eval(CLI::App& cmd) {
                  "comma-separated lengths (multiples of the train length), each once, at most 64")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, nn::limits::kMaxSequence));
-  cmd.add_option("--kjv-path", a->eval.kjv_path,
-                 "kjv runs: the text to evaluate on (default checkpoints/data/kjv.txt; the checkpoint's own path is "
-                 "never used); it must be the training text (its characters and SHA-256 are checked) unless "
-                 "--other-text");
+  cmd.add_option("--data,--kjv-path", a->eval.kjv_path,
+                 "the text to evaluate on (kjv runs: default checkpoints/data/kjv.txt; text runs: the corpus, a file "
+                 "or a folder, encoded with the checkpoint's tokenizer; the checkpoint's own path is never used); it "
+                 "must be the training text (its SHA-256 is checked) unless --other-text");
   cmd.add_flag("--other-text", a->eval.other_text,
-               "kjv runs: evaluate on a text other than the one the checkpoint was trained on (the same characters; "
-               "the record names its SHA-256 and that it is not the training text)");
+               "kjv and text runs: evaluate on a text other than the one the checkpoint was trained on (kjv: the same "
+               "characters; the record names its SHA-256 and that it is not the training text)");
   cmd.add_option("--tokens", a->eval.tokens,
                  "target tokens scored at every length (rounded down to a multiple of the longest), instead of "
                  "run.eval_tokens; " + tokens_help())

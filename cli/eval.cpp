@@ -17,6 +17,7 @@
 #include "train/config/run_identity.h"
 #include "train/data/task.h"
 #include "train/data/task_registry.h"
+#include "train/data/tokenizer.h"
 #include "train/run/checkpoint_path.h"
 #include "train/run/log_file_sink.h"
 #include "train/run/log_format.h"
@@ -164,11 +165,20 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
 }
 
 void print_eval_table(const EvalRecord& r, std::ostream& out) {
-  out << "| length | x train | NLL (nats) | perplexity |\n|---|---|---|---|\n";
+  // A text task's tokens stand for bytes of text: bits per byte compare runs with different tokenizers.
+  const bool bytes = std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.bytes > 0; });
+  out << "| length | x train | NLL (nats) | perplexity |" << (bytes ? " bits per byte |" : "") << "\n|---|---|---|---|"
+      << (bytes ? "---|" : "") << "\n";
   for (const LengthResult& l : r.lengths) {
     out << "| " << l.length << " | " << l.multiplier << "x | ";
-    if (l.nll) out << std::fixed << std::setprecision(4) << *l.nll << " | " << *l.perplexity() << " |\n";
-    else out << "n/a | n/a (" << r.scheme << " positions end at " << r.max_length << ") |\n";
+    if (l.nll) {
+      out << std::fixed << std::setprecision(4) << *l.nll << " | " << *l.perplexity() << " |";
+      if (bytes) out << " " << *l.bits_per_byte() << " |";
+      out << "\n";
+    } else {
+      out << "n/a | n/a (" << r.scheme << " positions end at " << r.max_length << ") |" << (bytes ? " n/a |" : "")
+          << "\n";
+    }
   }
   // What the table shows, under it: the task's description is a long line.
   out << "\nPerplexity on the held-out test split, trained at length " << r.train_length << ", checkpoint "
@@ -231,12 +241,22 @@ int cmd_eval(const EvalOptions& o) {
   const Checkpoint& c = stored.checkpoint;
   RunConfig& cfg = stored.config;
   const data::TaskInfo& task = data::task_info(cfg.task.kind);
-  if (task.reads_text) {
-    out.inputs.push_back({std::string(task.name) + " text", data::kjv_text_path(o.kjv_path)});
-    if (!o.out.empty()) check_output_file(o.out, out);
+  if (task.stores_tokenizer) {  // the user's corpus, encoded by the checkpoint's tokenizer
+    if (o.kjv_path.empty())
+      throw UsageError("eval: " + ref.file + " is a " + cfg.task.kind + " run: pass the text to evaluate on with "
+                       "--data PATH (the checkpoint's own " + task.text_key + " is never read)");
+    if (c.data.tokenizer.empty())
+      throw Error("eval: " + ref.file + ": a " + cfg.task.kind + " run's checkpoint without its tokenizer "
+                  "(/data/tokenizer_model)");
+    cfg.task.stored_tokenizer = std::make_shared<const data::TokenizerRecord>(c.data.tokenizer);
   }
-  // The task's data is the user's, never the file's: a stored kjv_path is not read, and no data file is written.
-  cfg.task.kjv_path = o.kjv_path;
+  if (task.reads_text) {
+    const std::string path = task.stores_tokenizer ? o.kjv_path : data::kjv_text_path(o.kjv_path);
+    out.inputs.push_back({std::string(task.name) + " text", path});
+    if (!o.out.empty()) check_output_file(o.out, out);
+    // The task's data is the user's, never the file's: a stored path is not read, and no data file is written.
+    cfg.task.*task.text_path = o.kjv_path;
+  }
   cfg.task.generate_missing = false;
   apply_eval_options(cfg, o);
   if (o.diagnostics) cfg.eval_diagnostics = true;

@@ -15,6 +15,7 @@
 #include "train/config/memory.h"
 #include "train/data/task.h"
 #include "train/data/task_registry.h"
+#include "train/data/tokenizer.h"
 #include "train/run/checkpoint_path.h"
 
 namespace rpb {
@@ -55,15 +56,37 @@ std::vector<int64_t> encode_kjv_prompt(const data::KjvTask& task, const std::str
   return ids;
 }
 
-// What turns ids into output: kjv characters (escaped for the terminal) or ids.
+// A text prompt as ids of a stored tokenizer (a text run's).
+std::vector<int64_t> encode_text_prompt(const data::Tokenizer& tokenizer, const std::string& prompt) {
+  RPB_CHECK(!prompt.empty(), "--prompt", "expected some text, found an empty prompt");
+  const std::vector<int32_t> ids = tokenizer.encode(prompt);
+  return {ids.begin(), ids.end()};
+}
+
+// What turns ids into output: kjv characters or a tokenizer's text (escaped for the terminal; a character whose
+// bytes span tokens is printed once whole), or ids.
 struct Printer {
   const data::KjvTask* kjv = nullptr;
+  const data::Tokenizer* tokenizer = nullptr;
   bool first = true;
+  std::string pending;  // a tokenizer's bytes not yet printed: the start of a character
   void operator()(int64_t id) {
-    if (kjv) std::cout << terminal_text(std::string(1, kjv->chars()[static_cast<std::size_t>(id)]));
-    else std::cout << (first ? "" : " ") << id;
+    if (kjv) {
+      std::cout << terminal_text(std::string(1, kjv->chars()[static_cast<std::size_t>(id)]));
+    } else if (tokenizer) {
+      pending += tokenizer->token_bytes(static_cast<int32_t>(id));
+      const std::size_t n = data::printable_prefix(pending);
+      std::cout << terminal_text(pending.substr(0, n));
+      pending.erase(0, n);
+    } else {
+      std::cout << (first ? "" : " ") << id;
+    }
     first = false;
     std::cout.flush();
+  }
+  void finish() {
+    if (!pending.empty()) std::cout << terminal_text(pending);  // an incomplete character, escaped
+    pending.clear();
   }
 };
 
@@ -90,7 +113,15 @@ int cmd_generate(const GenerateRequest& r) {
   std::unique_ptr<nn::Module> module = load_stored_model(c, cfg, vocab, ref.file);
   auto& model = dynamic_cast<nn::LanguageModel&>(*module);
   std::unique_ptr<data::Task> task;
-  if (data::task_info(cfg.task.kind).reads_text) {  // the vocabulary is the text's characters
+  std::unique_ptr<data::Tokenizer> tokenizer;
+  const data::TaskInfo& row = data::task_info(cfg.task.kind);
+  if (row.stores_tokenizer) {  // the checkpoint holds the tokenizer: no text is read
+    RPB_CHECK(!c.data.tokenizer.empty(), "generate", ref.file, ": a ", cfg.task.kind,
+              " run's checkpoint without its tokenizer (/data/tokenizer_model)");
+    tokenizer = data::load_tokenizer(c.data.tokenizer, ref.file + ": /data/tokenizer_model");
+    RPB_CHECK(tokenizer->vocab() == model.options().vocab, "generate", ref.file, ": its tokenizer has ",
+              tokenizer->vocab(), " ids and its model ", model.options().vocab);
+  } else if (row.reads_text) {  // the vocabulary is the text's characters
     task = data::make_task(cfg.task);
     check_data_identity(c.data, data_identity(*task), ref.file, r.other_text, "generate");
     RPB_CHECK(task->vocab() == model.options().vocab, "generate", "the kjv text ", task->describe(), " has ",
@@ -100,7 +131,9 @@ int cmd_generate(const GenerateRequest& r) {
   const auto* kjv = dynamic_cast<const data::KjvTask*>(task.get());
   std::vector<int64_t> prompt;
   try {
-    prompt = kjv ? encode_kjv_prompt(*kjv, r.prompt) : parse_token_prompt(r.prompt, model.options().vocab);
+    prompt = kjv ? encode_kjv_prompt(*kjv, r.prompt)
+           : tokenizer ? encode_text_prompt(*tokenizer, r.prompt)
+                       : parse_token_prompt(r.prompt, model.options().vocab);
   } catch (const Error& e) {
     throw UsageError(e.message(), e.location());  // the command line's prompt: exit 2, no source path unless -v
   }
@@ -109,12 +142,15 @@ int cmd_generate(const GenerateRequest& r) {
   o.sampling = {r.temperature, r.top_k, r.seed};
   o.use_cache = !r.no_cache;
   nn::check_generation_length(model, static_cast<int64_t>(prompt.size()) + r.tokens);
-  Printer print{kjv};
+  Printer print;
+  print.kjv = kjv;
+  print.tokenizer = tokenizer.get();
   for (int64_t id : prompt) print(id);
   const auto t0 = std::chrono::steady_clock::now();
   nn::generate(model, prompt, o, [&](int64_t id) { print(id); });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "\n";
+  print.finish();
+  std::cout << std::endl;  // before the log line on stderr
   spdlog::info("{} tokens after a prompt of {} in {:.3f} s ({:.0f} tokens/s, {})", r.tokens, prompt.size(), secs,
                secs > 0 ? static_cast<double>(r.tokens) / secs : 0.0, o.use_cache ? "KV cache" : "no cache");
   return 0;
@@ -151,9 +187,10 @@ CommandRunner add_generate_command(CLI::App& cmd) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
   cmd.add_option("--seed", r.seed, "seed of the sampling draws (the same seed gives the same tokens)");
   cmd.add_flag("--no-cache", r.no_cache, "recompute the whole sequence for every token (slow; to compare)");
-  cmd.add_option("--kjv-path", r.kjv_path,
+  cmd.add_option("--data,--kjv-path", r.kjv_path,
                  "kjv runs: the text whose characters are the vocabulary (default checkpoints/data/kjv.txt); it must "
-                 "be the training text (its characters and SHA-256 are checked) unless --other-text");
+                 "be the training text (its characters and SHA-256 are checked) unless --other-text. A text run "
+                 "needs none: its checkpoint holds its tokenizer");
   cmd.add_flag("--other-text", r.other_text,
                "kjv runs: read the vocabulary from a text other than the one the checkpoint was trained on (the same "
                "characters)");

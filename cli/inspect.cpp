@@ -20,6 +20,7 @@
 #include "train/config/memory.h"
 #include "train/config/run_identity.h"
 #include "train/data/task_registry.h"
+#include "train/data/tokenizer.h"
 
 namespace rpb {
 
@@ -137,6 +138,9 @@ void print_non_finite(const Checkpoint& c, std::ostream& out) {
 
 // What the run's data was (train/checkpoint/data_identity.h): a kjv text by its digest and characters, or generated.
 std::string data_line(const Checkpoint& c, const RunConfig& cfg) {
+  if (!c.data.tokenizer.empty())  // parsed when the checkpoint was read
+    return "text sha256 " + printable(c.data.text_sha256) + ", tokenizer " +
+           data::load_tokenizer(c.data.tokenizer, "/data/tokenizer_model")->describe();
   if (!c.data.empty())
     return "kjv text sha256 " + printable(c.data.text_sha256) + ", " + std::to_string(c.data.vocab.size()) +
            " characters \"" + printable(c.data.vocab, 300) + "\"";

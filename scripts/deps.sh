@@ -6,6 +6,7 @@ PACKAGES=(g++ cmake make pkg-config
   libeigen3-dev libopenblas-dev libhdf5-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev hdf5-tools
   nlohmann-json3-dev  # the JSON rpb writes and reads back (results.json, eval records)
   bible-kjv bible-kjv-text
+  libsentencepiece-dev  # the text task's sentencepiece tokenizer (train/data/tokenizer_sentencepiece.cpp)
   clang-14 libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (scripts/test.sh)
   python3-torch python3-h5py  # python/rpb_torch.py and its test (tests/python), bench/torch_models.py
   python3-matplotlib  # python/rpb_plot/: every figure rpb draws (rpb plot, the sweep's, inspect --plot)

@@ -106,12 +106,17 @@ bool reads(const std::string& key, const Combo& c) {
     return s == "t5" || s == "shaw" || s == "clipped2d" || s == "learned2d" || s == "fire" || (s == "learned" && !scaled);
   if (key == "grid.window" || key == "grid.shift") return window;
   if (key == "grid.cpb_hidden") return s == "swin_v2";
-  if (key == "task.vocab" || key == "task.seed") return c.task != "kjv";
+  if (key == "task.vocab" || key == "task.seed") return c.task != "kjv" && c.task != "text";  // text: bytes here
   if (key == "task.order" || key == "task.concentration") return c.task == "markov";
   if (key == "task.lag") return c.task == "lag";
   if (key == "task.noise") return c.task == "lag" || c.task == "grid2d";
   if (key == "task.train_tokens" || key == "task.eval_tokens") return c.task == "markov" || c.task == "lag";
   if (key == "task.kjv_path") return c.task == "kjv";
+  if (key == "task.path" || key == "task.documents" || key == "task.valid_fraction" || key == "task.test_fraction" ||
+      key == "task.tokenizer")
+    return c.task == "text";
+  // SentencePiece's own keys: the base text config tokenizes bytes (tests/test_text_task.cpp trains SentencePiece)
+  if (key == "task.sentencepiece_model" || key == "task.sentencepiece_sentences") return false;
   FAIL("config key " << key << " is accepted but not classified: say in tests/test_keys_honoured.cpp which schemes "
                         "and tasks read it (and make the others refuse it or ignore it by design)");
   return false;
@@ -130,11 +135,14 @@ std::string other_value(const std::string& key, const Combo& c, const std::strin
       {"position.init_std", "0.5"}, {"grid.window", "4"}, {"grid.shift", "false"},
       {"grid.cpb_hidden", "8"}, {"grid.max_side", "16"}, {"task.vocab", "7"}, {"task.seed", "5"},
       {"task.order", "1"}, {"task.concentration", "2.0"}, {"task.lag", "3"}, {"task.noise", "0.3"},
-      {"task.train_tokens", "2048"}, {"task.eval_tokens", "2048"}};
+      {"task.train_tokens", "2048"}, {"task.eval_tokens", "2048"}, {"task.documents", "\"blank_lines\""},
+      {"task.valid_fraction", "0.3"}, {"task.test_fraction", "0.3"}, {"task.tokenizer", "\"chars\""},
+      {"task.sentencepiece_model", "\"bpe\""}, {"task.sentencepiece_sentences", "5000"}};
   if (key == "model.embedding")
     return c.base.embedding_recipe() == rpb::nn::EmbeddingRecipe::scaled ? "\"gpt2\"" : "\"scaled\"";
   if (key == "run.length") return c.task == "grid2d" ? "3" : "16";
   if (key == "task.kjv_path") return "\"" + other_text + "\"";
+  if (key == "task.path") return "\"" + other_text + ".d\"";  // write_corpus's folder beside the other kjv text
   const auto it = values.find(key);
   REQUIRE_MESSAGE(it != values.end(), "no other value for " << key);
   return it->second;
@@ -183,12 +191,17 @@ std::string fingerprint(const rpb::RunConfig& cfg) {
   return os.str();
 }
 
-// A text in kjv's layout: 20 books of three verses (the test split, books 9 and 19, holds over 64 characters).
+// A text in kjv's layout: 20 books of three verses (the test split, books 9 and 19, holds over 64 characters); and
+// the same books as 20 files of the folder <path>.d, the text task's corpus.
 void write_kjv(const std::string& path, const std::string& word) {
   std::ofstream f(path);
-  for (int b = 0; b < 20; ++b)
-    f << (b ? "\n" : "") << "Book " << char('A' + b) << " verse one of " << word << ".\nAnd the second verse!\n"
-      << "The third verse, the last.\n";
+  std::filesystem::create_directories(path + ".d");
+  for (int b = 0; b < 20; ++b) {
+    std::ostringstream book;
+    book << "Book " << char('A' + b) << " verse one of " << word << ".\nAnd the second verse!\nThe third verse, the last.\n";
+    f << (b ? "\n" : "") << book.str();
+    std::ofstream(path + ".d/book" + std::to_string(10 + b) + ".txt") << book.str();
+  }
 }
 
 std::string base_text(const std::string& task, const std::string& scheme, const std::string& kjv_path) {
@@ -198,6 +211,7 @@ std::string base_text(const std::string& task, const std::string& scheme, const 
   text += "[model]\nd_model = 8\nheads = 2\nlayers = 2\nd_ff = 16\n[position]\nscheme = \"" + scheme + "\"\n";
   text += "[task]\nkind = \"" + task + "\"\nvocab = 5\ntrain_tokens = 1024\neval_tokens = 1024\n";
   if (task == "kjv") text += "kjv_path = \"" + kjv_path + "\"\n";
+  if (task == "text") text += "path = \"" + kjv_path + ".d\"\nvalid_fraction = 0.2\ntest_fraction = 0.2\n";
   text += "[grid]\nwindow = 2\nmax_side = 8\ncpb_hidden = 16\n";
   return text;
 }

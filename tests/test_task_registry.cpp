@@ -57,7 +57,7 @@ data::DataMemory count_memory(const data::TaskOptions& o, data::DataUse use) {
 
 // Its row, registered while the guard lives (the built-in rows are compiled into train/data/task_registry.cpp).
 const data::TaskInfo kCountRow = {"count",      1, "x_t = x_{t-1} + 1 mod task.vocab (a test-only task)",
-                                  make_count,   0, count_memory,
+                                  make_count,   nullptr, count_memory,
                                   data::HeldOut::eval_tokens, false};
 struct Registered {
   explicit Registered(const data::TaskInfo& row) : name(row.name) { data::register_task(row); }
@@ -128,6 +128,21 @@ void kjv_golden() {
                     {5, 19, 19, 17, 1, 13, 1, 19, 18, 16, 3, 0}, 22, std::nullopt});
 }
 
+// text: eight one-line documents (files a.txt .. h.txt), split by their SHA-256 at valid 0.1 and test 0.1 (zeta's
+// digest reads 0.127: valid; eta's 0.084: test; the others 0.40 to 0.95: train), bytes as tokens.
+void text_golden() {
+  TempDir dir("task_registry_text");
+  const char* words[] = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"};
+  for (int i = 0; i < 8; ++i) std::ofstream(dir.path / (std::string(1, char('a' + i)) + ".txt")) << words[i] << "\n";
+  data::TaskOptions o;
+  o.kind = "text";
+  o.path = dir.path.string();
+  o.valid_fraction = 0.1;
+  o.test_fraction = 0.1;
+  const auto bytes = [](const std::string& s) { return std::vector<int32_t>(s.begin(), s.end()); };
+  check_streams(o, {37, 5, 4, bytes("alpha\nbeta\ng"), bytes("zeta\n"), bytes("eta\n"), 256, std::nullopt});
+}
+
 // grid2d has no stream (its row's make is null): the grid workload builds a Grid2DTask from [task].
 void grid2d_golden() {
   data::Grid2DOptions g;
@@ -163,6 +178,7 @@ std::vector<TaskCase> task_cases() {
                         {0, 0, 0, 2, 3, 2, 2, 3, 2, 2, 3, 2}, 4, 0.58750093110620727});
        }},
       {"kjv", kjv_golden},
+      {"text", text_golden},
       {"grid2d", grid2d_golden},
       {"count",
        [] {
@@ -203,7 +219,7 @@ TEST_CASE("task registry: every registered task has a golden case, and it passes
   // And no case for a task that is not registered (a renamed or removed one).
   for (const TaskCase& c : cases) CHECK_MESSAGE(registered.count(c.task) == 1, c.task);
   // A task registered without a case is found.
-  const data::TaskInfo bare{"no_golden_case", 1, "a task without tests", make_count, 0, count_memory,
+  const data::TaskInfo bare{"no_golden_case", 1, "a task without tests", make_count, nullptr, count_memory,
                             data::HeldOut::eval_tokens, false};
   const Registered without(bare);
   CHECK(without_case(cases) == std::vector<std::string>{"no_golden_case"});
@@ -230,11 +246,11 @@ TEST_CASE("task registry: rows read consistently, and what reads them follows") 
     CHECK(&data::task_info(t.name) == &t);
     CHECK(contains(data::task_help(), std::string("  ") + t.name + " "));
   }
-  CHECK(data::task_names() == std::vector<std::string>{"markov", "lag", "kjv", "grid2d"});
+  CHECK(data::task_names() == std::vector<std::string>{"markov", "lag", "kjv", "text", "grid2d"});
   CHECK(data::task_names(2) == std::vector<std::string>{"grid2d"});
   CHECK(data::find_task("fibonacci") == nullptr);
   CHECK(contains(error_of([] { data::task_info("makrov"); }),
-                 "task.kind must be one of markov, lag, kjv, grid2d; got \"makrov\" (did you mean \"markov\"?)"));
+                 "task.kind must be one of markov, lag, kjv, text, grid2d; got \"makrov\" (did you mean \"markov\"?)"));
   data::TaskOptions grid;
   grid.kind = "grid2d";
   CHECK(contains(error_of([&] { data::make_task(grid); }), "a 2-D task: the grid workload builds it"));
@@ -242,7 +258,7 @@ TEST_CASE("task registry: rows read consistently, and what reads them follows") 
   CHECK(contains(error_of([] { data::register_task(kCountRow), data::register_task(kCountRow); }), "already registered"));
   data::remove_task("count");
   CHECK(contains(error_of([] { data::remove_task("markov"); }), "no task 'markov' was registered"));
-  CHECK(data::task_names().size() == 4);
+  CHECK(data::task_names().size() == 5);
 }
 
 TEST_CASE("task registry: a task added from the tests trains end to end (config, memory estimate, trainer, eval)") {

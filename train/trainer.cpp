@@ -17,6 +17,7 @@
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "train/checkpoint/checkpoint_finite.h"
+#include "train/checkpoint/data_identity.h"
 #include "train/checkpoint/stored_model.h"
 #include "train/config/memory.h"
 #include "train/config/run_identity.h"
@@ -203,6 +204,7 @@ int64_t Run::start(bool resume, const std::string& resume_from, const StartOptio
     if (options.overwrite) return start_afresh(summary);
     throw Error(changed_config_message("train", dir_, from->file, match.changes));
   }
+  check_resumed_data(c.data, workload_->data_identity(), from->file);
   config_ = match.config;  // with the schedule's horizon the run keeps
   if (match.extended) extend_note_ = extend_note(config_, match.stored_steps);
   check_checkpoint_step(c, config_, from->file);

@@ -6,6 +6,7 @@
 #include "train/data/task.h"
 #include "train/data/task_registry.h"
 #include "train/eval_progress.h"
+#include "train/data/tokenizer.h"
 #include "train/workload.h"
 
 namespace rpb {
@@ -93,6 +94,7 @@ class LmWorkload final : public Workload {
         if (progress) progress->begin(static_cast<int64_t>(i), r.length, segments[i].targets.numel());
         r.nll = stride > 0 ? sliding_nll(stream, windows[i], progress) : mean_nll(segments[i], progress);
         r.tokens = segments[i].targets.numel();
+        r.bytes = scored_bytes(stream, r.tokens);
         if (config_.eval_diagnostics && !valid) {
           if (progress) progress->measuring_attention();
           r.attention = diagnostics(segments[i], longest);
@@ -105,6 +107,15 @@ class LmWorkload final : public Workload {
   }
 
  private:
+  // The text bytes of targets stream[1..n] (what every length scores); 0 for a task without a tokenizer.
+  int64_t scored_bytes(const std::vector<int32_t>& stream, int64_t n) const {
+    const data::Tokenizer* t = task_->tokenizer();
+    if (!t) return 0;
+    int64_t bytes = 0;
+    for (int64_t i = 1; i <= n; ++i) bytes += static_cast<int64_t>(t->token_bytes(stream[static_cast<std::size_t>(i)]).size());
+    return bytes;
+  }
+
   double mean_nll(const data::EvalSegments& s, EvalProgress* progress) const {
     NoGradGuard no_grad;
     const int64_t n = s.inputs.size(0);

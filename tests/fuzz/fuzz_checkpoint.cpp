@@ -7,6 +7,8 @@
 //         external and hard links, contiguous / compact / chunked / external / virtual datasets with
 //         declared sizes, string and step attributes), made with the HDF5 C API (checkpoint_edits.h);
 //   'C'   the stored config: a valid checkpoint whose `config` attribute is the rest of the input;
+//   'T'   a text run's tokenizer (data/tokenizer.h): a valid checkpoint whose /data names tokenizer data[1] (mod the
+//         registry's count) with the rest of the input as its model; what loads also encodes and decodes a text;
 //   'N'   numbers: a valid checkpoint (CRCs right, as anyone editing a file would leave them) whose parameter
 //         number data[1] (mod their count) has its first values replaced by the rest of the input's bytes
 //         (float32 NaN, inf, huge values): `inspect` must list the non-finite ones, not fail;
@@ -38,6 +40,7 @@
 #include "cli/inspect.h"
 #include "core/error.h"
 #include "train/checkpoint/checkpoint.h"
+#include "train/data/tokenizer.h"
 
 namespace {
 
@@ -127,6 +130,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::size_t room = static_cast<std::size_t>(t.numel()) * rpb::dtype_size(t.dtype());
     std::memcpy(t.raw_mutable_data(), data + 2, std::min(room, size - 2));
     rpb::save_checkpoint(input_path(), c);
+  } else if (mode == 'T' && size > 1) {
+    rpb::Checkpoint c = template_checkpoint;
+    const std::vector<std::string> names = rpb::data::tokenizer_names();
+    c.data.text_sha256 = std::string(64, 'a');
+    c.data.tokenizer = {names[data[1] % names.size()], std::string(data + 2, data + size)};
+    rpb::save_checkpoint(input_path(), c);
+    try {
+      const auto t = rpb::data::load_tokenizer(c.data.tokenizer, "fuzz");
+      const std::string text = "In the beginning God created the heaven and the earth.\n\xc3\xa9";
+      std::vector<int32_t> ids;
+      t->encode(text, ids);
+      if (t->decode(ids) != text) std::abort();  // what a tokenizer encodes, it gives back
+    } catch (const rpb::Error&) {
+    }
   } else if (mode == 'C') {
     rpb::Checkpoint c = template_checkpoint;
     c.config_text.assign(reinterpret_cast<const char*>(data + 1), size - 1);

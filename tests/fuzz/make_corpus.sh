@@ -100,6 +100,15 @@ seed L_counter_escape 'L\x00\x09\x02\x00\x00\x00\x00\x00\x00\x00\x07'
 # 'N': a NaN (float32 0x7fc00000) as the first value of parameter 0, and +inf as that of parameter 1.
 seed N_nan_param 'N\x00\x00\x00\xc0\x7f'
 seed N_inf_param 'N\x01\x00\x00\x80\x7f'
+# 'T': a text run's tokenizer (data[1] picks the registry's row: 0 bytes, 1 chars, 2 sentencepiece), the rest its
+# model: none, a sorted character list, and the SentencePiece model of a tiny text run over Debian's GPL-3.
+seed T_bytes 'T\x00'
+seed T_chars 'T\x01\t\n ,.abcdefghijklmnopqrstuvwxyz\xc3\xa9'
+mkdir -p "$tmp/corpus" && cp /usr/share/common-licenses/GPL-3 "$tmp/corpus/"
+printf '[run]\nname = "tiny"\nsteps = 2\nbatch = 1\nlength = 4\neval_multipliers = [1]\neval_tokens = 8\n[model]\nd_model = 2\nheads = 1\nlayers = 1\nd_ff = 2\n[task]\nkind = "text"\npath = "corpus"\ndocuments = "blank_lines"\ntokenizer = "sentencepiece"\nvocab = 400\nvalid_fraction = 0.1\ntest_fraction = 0.1\n' > "$tmp/text.toml"
+(cd "$tmp" && "$RPB" train text.toml --set run.out_dir=text) > /dev/null 2>&1
+h5dump -d /data/tokenizer_model -b LE -o "$tmp/sp.model" "$tmp/text/tiny/step_00000002.h5" > /dev/null
+{ printf 'T\x02'; cat "$tmp/sp.model"; } > "$out/checkpoint/T_sentencepiece"
 printf 'C%s[optim]\nkind = "adamw"\n' "$tiny" > "$out/checkpoint/C_tiny.toml"
 printf 'C%s[optim]\nkind = "sgd"\n' "${tiny/d_model = 2/d_model = 4}" > "$out/checkpoint/C_other_model.toml"
 printf 'C[model\nd_model = ' > "$out/checkpoint/C_bad_syntax.toml"

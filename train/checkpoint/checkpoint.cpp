@@ -144,11 +144,19 @@ void write_metrics(hid_t root, const std::vector<MetricsRow>& rows, const std::s
   }
 }
 
-/// /data (DataIdentity) when there is one: the text's digest and the byte of each id.
+/// /data (DataIdentity) when there is one: the text's digest, and the byte of each id (kjv) or the tokenizer (text).
 void write_data_identity(hid_t root, const DataIdentity& d, const std::string& op) {
   if (d.empty()) return;
   Hid data = create_group(root, "data", "/data", op);
   write_string_attr(data.get(), "text_sha256", d.text_sha256, "/data", op);
+  if (!d.tokenizer.empty()) {
+    write_string_attr(data.get(), "tokenizer", d.tokenizer.kind, "/data", op);
+    const std::string& m = d.tokenizer.model;
+    if (!m.empty())
+      write_dataset(data.get(), "tokenizer_model", "/data/tokenizer_model", H5T_NATIVE_UINT8,
+                    Shape{static_cast<int64_t>(m.size())}, m.data(), m.size(), op);
+    return;
+  }
   std::vector<int64_t> bytes;
   for (const char ch : d.vocab) bytes.push_back(static_cast<unsigned char>(ch));
   write_dataset(data.get(), "vocab", "/data/vocab", H5T_NATIVE_INT64, Shape{static_cast<int64_t>(bytes.size())},
@@ -365,6 +373,26 @@ DataIdentity read_data_identity(SafeReader& r, hid_t root) {
   CKPT_CHECK(is_sha256_hex(d.text_sha256),
              "attribute text_sha256 of /data: expected 64 lowercase hex digits, found \"", printable(d.text_sha256, 80),
              "\"");
+  if (H5Aexists(data.get(), "tokenizer") > 0) {  // a text run: its tokenizer, parsed (every size checked) on load
+    d.tokenizer.kind = read_string_attr(data.get(), "tokenizer", "/data", op);
+    if (H5Lexists(data.get(), "tokenizer_model", H5P_DEFAULT) > 0) {
+      Hid dset = r.open_dataset(data.get(), "tokenizer_model", "/data/tokenizer_model");
+      Hid type = must(H5Dget_type(dset.get()), H5Tclose, op, "cannot read the type of /data/tokenizer_model");
+      const DatasetExtent e = r.extent(dset.get(), 1, "/data/tokenizer_model");
+      CKPT_CHECK(H5Tget_class(type.get()) == H5T_INTEGER && H5Tget_size(type.get()) == 1 && e.shape.size() == 1 &&
+                     e.numel >= 1 && e.numel <= data::kMaxTokenizerModelBytes,
+                 "dataset /data/tokenizer_model: expected 1 to ", data::kMaxTokenizerModelBytes,
+                 " bytes (uint8), found ", e.shape, " ", type_name(type.get()));
+      d.tokenizer.model.resize(e.numel);
+      read_dataset(dset.get(), "/data/tokenizer_model", H5T_NATIVE_UINT8, d.tokenizer.model.data(), e.numel, op);
+    }
+    try {
+      data::load_tokenizer(d.tokenizer, "/data/tokenizer_model");
+    } catch (const Error& e) {
+      CKPT_CHECK(false, e.message());
+    }
+    return d;
+  }
   CKPT_CHECK(H5Lexists(data.get(), "vocab", H5P_DEFAULT) > 0, "dataset /data/vocab is missing");
   Hid dset = r.open_dataset(data.get(), "vocab", "/data/vocab");
   Hid type = must(H5Dget_type(dset.get()), H5Tclose, op, "cannot read the type of /data/vocab");

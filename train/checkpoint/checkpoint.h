@@ -12,6 +12,7 @@
 #include "nn/module.h"
 #include "optim/optimizer.h"
 #include "train/checkpoint/metrics_row.h"
+#include "train/data/tokenizer.h"
 
 namespace rpb {
 
@@ -24,9 +25,11 @@ inline constexpr int kCheckpointFormatVersion = 1;
 /// (a generated task, or a checkpoint written before rpb recorded them).
 struct DataIdentity {
   std::string vocab;        // kjv: the characters (bytes) in id order; id i is vocab[i]
-  std::string text_sha256;  // kjv: data::KjvTask::text_sha256 of the text the splits came from (64 hex digits)
+  std::string text_sha256;  // kjv: data::KjvTask::text_sha256 of the text the splits came from (64 hex digits);
+                            // text: data::TextTask::text_sha256
+  data::TokenizerRecord tokenizer;  // text: the tokenizer its ids come from (data/tokenizer.h); empty for kjv
   std::string path;         // where the text was read, for messages; not stored
-  bool empty() const { return vocab.empty() && text_sha256.empty(); }
+  bool empty() const { return vocab.empty() && text_sha256.empty() && tokenizer.empty(); }
 };
 
 /// Everything needed to resume a run, and what `rpb inspect`, h5dump and h5py show.
@@ -43,8 +46,10 @@ struct DataIdentity {
 ///   /metrics/{step,loss,lr,grad_norm,tokens_per_sec,elapsed_s}  1-D datasets, one entry per MetricsRow
 ///   /metrics/valid_loss@<length>  1-D float64, one per validation length, NaN where a row has none
 ///                                 (elapsed_s and these are optional on load: older files lack them)
-///   /data            kjv runs only (optional on load: older files and generated tasks lack it): attribute
-///                    text_sha256 (string) and dataset vocab, int64 [V], the byte of each id (DataIdentity)
+///   /data            kjv and text runs only (optional on load: older files and generated tasks lack it): attribute
+///                    text_sha256 (string); kjv: dataset vocab, int64 [V], the byte of each id; text: attribute
+///                    tokenizer (its kind, data/tokenizer.h) and dataset tokenizer_model, uint8 [n], its model
+///                    (absent for bytes), parsed on load (DataIdentity)
 /// Tensors keep their dtype (float32, float64, int64) and shape (0-D tensors are scalar dataspaces).
 /// Every dataset carries a uint32 attribute "crc32" (CRC-32/IEEE of its raw bytes, train/checkpoint/crc32.h) checked on load.
 /// Datasets are contiguous (compact ones load too), unfiltered and stored inside the file; every link is a

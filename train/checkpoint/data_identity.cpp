@@ -41,9 +41,11 @@ const char* text_match_name(TextMatch match) {
 }
 
 DataIdentity data_identity(const data::Task& task) {
+  if (const auto* text = dynamic_cast<const data::TextTask*>(&task))
+    return {"", text->text_sha256(), text->tokenizer()->record(), text->path()};
   const auto* kjv = dynamic_cast<const data::KjvTask*>(&task);
   if (!kjv) return {};
-  return {kjv->chars(), kjv->text_sha256(), kjv->path()};
+  return {kjv->chars(), kjv->text_sha256(), {}, kjv->path()};
 }
 
 DataVerdict check_data_identity(const DataIdentity& trained, const DataIdentity& given, const std::string& file,
@@ -57,11 +59,15 @@ DataVerdict check_data_identity(const DataIdentity& trained, const DataIdentity&
     spdlog::warn("{}: {}", op, v.note);
     return v;
   }
-  const std::string not_it = op + ": the kjv text " + printable(given.path) + " is not the one " + printable(file) +
+  const std::string not_it = op + ": the " + (given.tokenizer.empty() ? "kjv text " : "corpus ") + printable(given.path) + " is not the one " + printable(file) +
                              " was trained on: ";
+  if (trained.tokenizer.kind != given.tokenizer.kind)  // a kjv checkpoint given to a text task's config, or back
+    throw UsageError(not_it + "it was tokenized " +
+                     (trained.tokenizer.empty() ? "as kjv characters" : "by " + trained.tokenizer.kind) + ", the text " +
+                     (given.tokenizer.empty() ? "as kjv characters" : "by " + given.tokenizer.kind));
   if (trained.vocab != given.vocab)
     throw UsageError(not_it + first_difference(trained.vocab, given.vocab) +
-                     "; pass the text it was trained on with --kjv-path (another text must have the same characters, "
+                     "; pass the text it was trained on with --data (another text must have the same characters, "
                      "even with --other-text)");
   if (trained.text_sha256 == given.text_sha256) {
     v.match = TextMatch::same;
@@ -70,13 +76,24 @@ DataVerdict check_data_identity(const DataIdentity& trained, const DataIdentity&
   }
   if (!other_text)
     throw UsageError(not_it + "its sha256 is " + given.text_sha256 + ", the training text's " + trained.text_sha256 +
-                     " (the same characters); pass the training text with --kjv-path, or --other-text to " + op +
+                     " (the same tokens); pass the training text with --data, or --other-text to " + op +
                      " on this one");
   v.match = TextMatch::other;
   v.note = "another text than the training text (sha256 " + given.text_sha256 + ", training text " +
            trained.text_sha256 + "; --other-text)";
   spdlog::warn("{}: {}", op, v.note);
   return v;
+}
+
+void check_resumed_data(const DataIdentity& trained, const DataIdentity& given, const std::string& file) {
+  if (trained.empty() || given.empty()) return;
+  const bool same_tokens = trained.vocab == given.vocab && trained.tokenizer.kind == given.tokenizer.kind &&
+                           trained.tokenizer.model == given.tokenizer.model;
+  RPB_CHECK(trained.text_sha256 == given.text_sha256 && same_tokens, "train", file, " was trained on the text of sha256 ",
+            trained.text_sha256, ", and ", printable(given.path), " holds ",
+            trained.text_sha256 == given.text_sha256 ? "the same text with another tokenizer"
+                                                     : "the text of sha256 " + given.text_sha256,
+            ": a resumed run continues on its own data (train a new run on this text)");
 }
 
 }  // namespace rpb

@@ -11,6 +11,7 @@
 
 #include "train/checkpoint/checkpoint.h"
 #include "train/data/task.h"
+#include "train/data/text.h"
 
 namespace rpb {
 
@@ -46,5 +47,10 @@ struct DataVerdict {
 /// an unverified text is logged as a warning ("<op>: <note>").
 DataVerdict check_data_identity(const DataIdentity& trained, const DataIdentity& given, const std::string& file,
                                 bool other_text, const std::string& op);
+
+/// Refuses to resume from checkpoint `file` (trained on `trained`) on other data (`given`, the task just built): a
+/// text with another digest, or another tokenizer (ids that would mean other text). Checkpoints that record no data
+/// (generated tasks, older files) pass.
+void check_resumed_data(const DataIdentity& trained, const DataIdentity& given, const std::string& file);
 
 }  // namespace rpb

@@ -35,7 +35,7 @@ int64_t checkpoint_vocab(const Checkpoint& c, const RunConfig& config, const std
                 run_limits::kMaxVocab, "]");
       return value;
     }
-  if (data::task_info(config.task.kind).data_vocab_bound == 0) return config.task.vocab;
+  if (!data::task_info(config.task.kind).data_vocab_bound) return config.task.vocab;
   // The parameter count grows with the vocabulary (the embedding rows), so at most one fits.
   const int64_t held = stored_parameters(c, file);
   for (int64_t v = 1; v <= vocab_bound(config); ++v)

@@ -19,6 +19,7 @@
 #include "train/config/toml_depth.h"
 #include "train/config/toml_table.h"
 #include "train/data/task_registry.h"
+#include "train/data/tokenizer.h"
 #include "train/io/input_file.h"
 #include "train/io/sha256.h"
 
@@ -151,6 +152,30 @@ void read_model(Table& model, nn::TransformerOptions& m) {
   model.done();
 }
 
+// The keys of one's own corpus and its tokenizer (data::TaskInfo::stores_tokenizer: the text task), written into the
+// effective config only for such a task, so that the configs of the other tasks keep their stored text.
+void read_corpus(Table& task, data::TaskOptions& t) {
+  get_path(task, "path", t.path, false);
+  task.get("documents", t.documents, {"files", "blank_lines"});
+  task.get("valid_fraction", t.valid_fraction, 0.0, 1.0, true, true);
+  task.get("test_fraction", t.test_fraction, 0.0, 1.0, true, true);
+  task.get("tokenizer", t.tokenizer, data::tokenizer_names());
+  task.get("sentencepiece_model", t.sentencepiece_model, {"unigram", "bpe"});
+  task.get("sentencepiece_sentences", t.sentencepiece_sentences, 1000, int64_t{1} << 30);
+  static const char* const kKeys[] = {"path", "documents", "valid_fraction", "test_fraction", "tokenizer",
+                                      "sentencepiece_model", "sentencepiece_sentences"};
+  if (!data::task_info(t.kind).stores_tokenizer) {
+    for (const char* key : kKeys) task.unput(key);
+    return;
+  }
+  if (t.path.empty())
+    task.fail_at("path", "the " + t.kind + " task reads one's own text: set task.path to a UTF-8 file or a folder "
+                         "of them");
+  if (t.valid_fraction + t.test_fraction >= 1.0)
+    task.fail_at("test_fraction", "task.valid_fraction + task.test_fraction must be below 1 (the rest trains), "
+                                  "found " + std::to_string(t.valid_fraction + t.test_fraction));
+}
+
 void read_task(Table& task, data::TaskOptions& t) {
   task.get("kind", t.kind, data::task_names());
   task.get("vocab", t.vocab, 2, kMaxVocab);
@@ -162,6 +187,7 @@ void read_task(Table& task, data::TaskOptions& t) {
   task.get("train_tokens", t.train_tokens, 2, kMaxTokens);
   task.get("eval_tokens", t.eval_tokens, 2, kMaxTokens);
   get_path(task, "kjv_path", t.kjv_path, false);
+  read_corpus(task, t);
   task.done();
 }
 

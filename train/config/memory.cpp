@@ -172,8 +172,8 @@ std::string MemoryEstimate::describe() const {
 }
 
 int64_t vocab_bound(const RunConfig& c) {
-  const int64_t from_data = data::task_info(c.task.kind).data_vocab_bound;
-  return from_data > 0 ? from_data : c.task.vocab;
+  const auto bound = data::task_info(c.task.kind).data_vocab_bound;
+  return bound ? bound(c.task) : c.task.vocab;
 }
 
 MemoryEstimate estimate_memory(const RunConfig& c, int64_t vocab, MemoryUse use) {

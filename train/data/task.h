@@ -16,6 +16,9 @@
 
 namespace rpb::data {
 
+class Tokenizer;
+struct TokenizerRecord;
+
 /// An independent seed for stream `id` of a source seeded with `seed` (splitmix64 finalizer).
 inline uint64_t derive_seed(uint64_t seed, uint64_t id) {
   uint64_t z = seed + 0x9E3779B97F4A7C15ull * (id + 1);
@@ -49,6 +52,16 @@ struct TaskOptions {
   /// kjv: write the text to kjv_path when it is missing. Not a config key: `rpb eval` turns it off, as reading
   /// a checkpoint must not write files.
   bool generate_missing = true;
+  std::string path = "";             // text: a UTF-8 file, or a folder of them (task.path)
+  std::string documents = "files";   // text: each file one document, or "blank_lines": each paragraph (task.documents)
+  double valid_fraction = 0.05;      // text: the share of documents in valid and test, by content (split_of_document)
+  double test_fraction = 0.05;
+  std::string tokenizer = "bytes";   // text: a registered tokenizer (train/data/tokenizer.h; task.tokenizer)
+  std::string sentencepiece_model = "unigram";  // text with sentencepiece: "unigram" or "bpe"; its size is task.vocab
+  int64_t sentencepiece_sentences = 1000000;    // text with sentencepiece: the most train lines it samples
+  /// text: the tokenizer to use instead of building one from the corpus (a checkpoint's, for rpb eval). Not a config
+  /// key.
+  std::shared_ptr<const TokenizerRecord> stored_tokenizer;
   /// markov, lag: the train and valid streams are built for DataUse::train only (the test stream always is). Not a
   /// config key: `rpb eval` reads only the test split (DataUse::evaluate), so a large task.train_tokens costs it
   /// nothing; a stream not built is empty, and describe() still names its configured size. kjv builds every split
@@ -75,6 +88,8 @@ class Task {
   const std::vector<int32_t>& test_stream() const { return test_; }
   /// Tokens as text for display: characters for kjv, space-separated ids otherwise.
   virtual std::string decode(const std::vector<int32_t>& tokens) const;
+  /// The tokenizer of a text task (its tokens' bytes give bits per byte); null for the others.
+  virtual const Tokenizer* tokenizer() const { return nullptr; }
 
  protected:
   std::vector<int32_t> train_, valid_, test_;

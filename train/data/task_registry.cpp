@@ -10,6 +10,8 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "train/data/text.h"
+#include "train/data/tokenizer_detail.h"
 
 namespace rpb::data {
 
@@ -51,22 +53,41 @@ DataMemory kjv_memory(const TaskOptions&, DataUse) {
 // themselves are sized with the evaluation's segments.
 DataMemory grid2d_memory(const TaskOptions& t, DataUse) { return {mul(mul(t.vocab + 1, t.vocab + 1), 8)}; }
 
+// The text task's data: its files (stat'ed, as read_documents walks them), the ids of every split (int32, at most one
+// per byte), and the sentences SentencePiece samples (at most the text again); a generation reads no text.
+DataMemory text_memory(const TaskOptions& t, DataUse use) {
+  if (use == DataUse::generate) return {};
+  const int64_t bytes = corpus_bytes(t.path);
+  return {add(mul(bytes, 6), int64_t{16} << 20), "task.path"};
+}
+
+int64_t kjv_vocab_bound(const TaskOptions&) { return 256; }
+int64_t text_vocab_bound(const TaskOptions& t) {
+  if (t.tokenizer == "sentencepiece") return t.vocab;
+  return t.tokenizer == "bytes" ? 256 : kMaxCharsVocab;
+}
+
 std::unique_ptr<Task> make_markov(const TaskOptions& o) { return std::make_unique<MarkovTask>(o); }
 std::unique_ptr<Task> make_lag(const TaskOptions& o) { return std::make_unique<LagTask>(o); }
 std::unique_ptr<Task> make_kjv(const TaskOptions& o) { return std::make_unique<KjvTask>(o); }
+std::unique_ptr<Task> make_text(const TaskOptions& o) { return std::make_unique<TextTask>(o); }
 
 // The built-in rows. Their order is the order of every list of names (config choices, help, sweep folders);
 // register_task adds after them.
 const TaskInfo kBuiltIn[] = {
-    // name, dims, summary, make, data_vocab_bound, memory, held_out, reads_text
+    // name, dims, summary, make, data_vocab_bound, memory, held_out, reads_text, text_key, text_path,
+    // stores_tokenizer
     {"markov", 1, "a random order-k Markov chain of tokens (task.order, task.concentration); exact entropy rate",
-     make_markov, 0, markov_memory, HeldOut::eval_tokens, false},
-    {"lag", 1, "x_t copies x_{t-lag} except with probability task.noise; exact entropy rate", make_lag, 0, lag_memory,
-     HeldOut::eval_tokens, false},
-    {"kjv", 1, "the King James Bible by character (task.kjv_path), split by book", make_kjv, 256, kjv_memory,
-     HeldOut::data, true},
+     make_markov, nullptr, markov_memory, HeldOut::eval_tokens, false},
+    {"lag", 1, "x_t copies x_{t-lag} except with probability task.noise; exact entropy rate", make_lag, nullptr,
+     lag_memory, HeldOut::eval_tokens, false},
+    {"kjv", 1, "the King James Bible by character (task.kjv_path), split by book", make_kjv, kjv_vocab_bound,
+     kjv_memory, HeldOut::data, true, "task.kjv_path", &TaskOptions::kjv_path, false},
+    {"text", 1, "one's own UTF-8 text (task.path: a file or a folder), split by document content, tokenized by "
+     "task.tokenizer", make_text, text_vocab_bound, text_memory, HeldOut::data, true, "task.path", &TaskOptions::path,
+     true},
     {"grid2d", 2, "grids whose targets read a table of each cell's left and upper neighbours; exact entropy", nullptr,
-     0, grid2d_memory, HeldOut::grids, false},
+     nullptr, grid2d_memory, HeldOut::grids, false},
 };
 
 // The registry: the built-in rows, then those register_task added.

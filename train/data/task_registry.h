@@ -43,16 +43,24 @@ struct TaskInfo {
   /// Builds the 1-D token task (data::Task). Null for the 2-D tasks, which the grid workload builds from [task]
   /// (train/workload_grid.cpp: grid2d's Grid2DTask); a task of dims 2 has no stream to build here.
   TaskFactory* make;
-  /// 0: the vocabulary is task.vocab. Otherwise the vocabulary comes from the data (kjv: the text's distinct bytes),
-  /// known only once it is read, and holds at most this many ids: the memory estimate sizes the model with it, and a
-  /// checkpoint without a recorded vocabulary is matched against every size up to it.
-  int64_t data_vocab_bound;
+  /// Null: the vocabulary is task.vocab. Otherwise the vocabulary comes from the data (kjv: the text's distinct bytes;
+  /// text: its tokenizer's), known only once it is read, and holds at most this many ids: the memory estimate sizes
+  /// the model with it, and a checkpoint without a recorded vocabulary is matched against every size up to it.
+  int64_t (*data_vocab_bound)(const TaskOptions& options);
   /// The bytes its data holds for `use` (streams, tables, a text).
   DataMemory (*memory)(const TaskOptions& options, DataUse use);
   HeldOut held_out;
   /// True when it reads a text file (task.kjv_path): `rpb eval` and `rpb generate` read the user's text (never the
   /// stored path) and name it as an input, and a checkpoint records its digest (train/checkpoint/data_identity.h).
   bool reads_text;
+  /// The config key of the text it reads ("task.kjv_path", "task.path"; `rpb eval --data` sets it) and its member of
+  /// TaskOptions; null for a task that reads no text.
+  const char* text_key = nullptr;
+  std::string TaskOptions::*text_path = nullptr;
+  /// True when it tokenizes the text with task.tokenizer (text): its checkpoints store the tokenizer, so `rpb
+  /// generate` and `rpb inspect` read no text and `rpb eval` encodes the text with the stored tokenizer; it reads the
+  /// keys of the corpus and the tokenizer (task.path, task.documents, ...), which stay out of other tasks' configs.
+  bool stores_tokenizer = false;
 };
 
 /// Every row, in the registry's order (the order of every list of names: config choices, the help text, sweeps).

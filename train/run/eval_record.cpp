@@ -37,13 +37,18 @@ Json attention_json(const AttentionDiagnostics& a) {
 }
 
 Json length_json(const LengthResult& r, const std::optional<double>& optimum) {
-  return {{"length", r.length},
-          {"multiplier", r.multiplier},
-          {"nll", json_number(r.nll)},
-          {"perplexity", json_number(r.perplexity())},
-          {"tokens", json_count(r.nll ? r.tokens : 0)},
-          {"optimal_perplexity", json_number(optimum)},
-          {"attention", attention_json(r.attention)}};
+  Json out = {{"length", r.length},
+              {"multiplier", r.multiplier},
+              {"nll", json_number(r.nll)},
+              {"perplexity", json_number(r.perplexity())},
+              {"tokens", json_count(r.nll ? r.tokens : 0)},
+              {"optimal_perplexity", json_number(optimum)},
+              {"attention", attention_json(r.attention)}};
+  if (r.bytes > 0) {  // a text task's: the text the scored tokens stand for
+    out["bytes"] = r.bytes;
+    out["bits_per_byte"] = json_number(r.bits_per_byte());
+  }
+  return out;
 }
 
 // The entries of attention_json back as [layer][head] matrices: in the order written (layer by layer, head by head).
@@ -75,6 +80,7 @@ LengthResult read_length(const JsonIn& in) {
   const JsonIn tokens = in["tokens"];
   r.tokens = tokens.is_null() ? 0 : tokens.int64();
   r.attention = read_attention(in["attention"]);
+  if (in.has("bytes")) r.bytes = in["bytes"].int64();
   return r;
 }
 

@@ -91,7 +91,8 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///                ..., "rope_factor": null | 8] (the last two only when either was asked)[, "blockwise": true (only
 ///                when asked; absent: false)]} (EvalRecordOptions; null: not asked, and for "stride" nonoverlapping),
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
-///                 "optimal_perplexity": 3.21 | null,
+///                 "optimal_perplexity": 3.21 | null, ["bytes": 6671, "bits_per_byte": 1.856 | null,] (only for a
+///                 text run: the bytes of text the scored tokens stand for, LengthResult::bytes)
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
 /// nll is the mean NLL in nats, perplexity exp(nll); a length the scheme cannot run at has null nll, perplexity and
 /// tokens. "attention" holds the attention diagnostics per layer and head (LengthResult::attention, train/workload.h:

@@ -22,6 +22,11 @@ std::optional<double> LengthResult::perplexity() const {
   return std::exp(*nll);
 }
 
+std::optional<double> LengthResult::bits_per_byte() const {
+  if (!nll || bytes <= 0) return std::nullopt;
+  return *nll * static_cast<double>(tokens) / (static_cast<double>(bytes) * std::log(2.0));
+}
+
 std::optional<double> AttentionDiagnostics::mean_distance_overall() const { return overall(mean_distance); }
 std::optional<double> AttentionDiagnostics::entropy_overall() const { return overall(entropy); }
 

@@ -30,8 +30,14 @@ struct LengthResult {
   std::optional<double> nll;  // mean NLL in nats; nullopt where the model cannot run (learned positions past its table)
   int64_t tokens = 0;         // target tokens (grids: cells) the mean is over; 0 where nll is nullopt
   AttentionDiagnostics attention;  // test split with run.eval_diagnostics; else empty
+  /// The bytes of text the scored tokens stand for (a text task's: data::Tokenizer::token_bytes); 0 for the tasks
+  /// without text bytes. The same at every length: every length scores the same tokens.
+  int64_t bytes = 0;
   /// exp(nll); nullopt where nll is.
   std::optional<double> perplexity() const;
+  /// nll * tokens / (bytes * ln 2): bits per byte of text, comparable across tokenizers; nullopt where nll is or
+  /// bytes is 0.
+  std::optional<double> bits_per_byte() const;
 };
 
 /// The diagnostics an AttentionStatsRecorder holds, [layer][head].

@@ -1,0 +1,180 @@
+// rpb/train/data/tokenizer_sentencepiece.cpp: the sentencepiece tokenizer, through Debian's libsentencepiece (Kudo
+// and Richardson 2018); the one file that includes its headers.
+//
+// Trained from memory on the train split's lines (a SentenceIterator; no file is written), with the settings that
+// make decoding exact: the identity normalisation, no whitespace folding, no dummy prefix, and byte fallback (a
+// character outside the pieces is encoded as its UTF-8 bytes, so nothing becomes <unk>). Reproducible: SentencePiece's
+// random generator is seeded with task.seed before it samples at most task.sentencepiece_sentences lines, and it
+// trains on one thread.
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/text.h"
+#include "train/data/tokenizer_detail.h"
+
+namespace rpb::data {
+
+namespace {
+
+// The longest line SentencePiece trains on (its max_sentence_length is 4192 bytes): longer lines are fed in pieces
+// cut at a character boundary.
+constexpr std::size_t kMaxSentenceBytes = 4096;
+
+// SentencePiece's escaped space (U+2581 LOWER ONE EIGHTH BLOCK), which its pieces hold for ' '.
+constexpr std::string_view kSpaceMark = "\xe2\x96\x81";
+
+class SentencePieceTokenizer final : public Tokenizer {
+ public:
+  // `where` names the model for errors (a checkpoint's dataset, or "the trained model").
+  SentencePieceTokenizer(const std::string& model, const std::string& where) {
+    const auto status = processor_.LoadFromSerializedProto(model);
+    RPB_CHECK(status.ok(), "tokenizer", where, ": not a SentencePiece model: ", status.ToString());
+    const int n = processor_.GetPieceSize();
+    RPB_CHECK(n >= 1 && n <= kMaxCharsVocab, "tokenizer", where, ": a SentencePiece model of ", n,
+              " pieces; rpb reads 1 to ", kMaxCharsVocab);
+    bytes_.resize(static_cast<std::size_t>(n));
+    for (int id = 0; id < n; ++id) {
+      const std::string& piece = processor_.IdToPiece(id);
+      std::string& out = bytes_[static_cast<std::size_t>(id)];
+      if (processor_.IsControl(id) || processor_.IsUnknown(id)) continue;  // stands for no text
+      if (processor_.IsByte(id)) {  // "<0x0A>"
+        unsigned value = 0;
+        RPB_CHECK(piece.size() == 6 && std::sscanf(piece.c_str(), "<0x%2X>", &value) == 1, "tokenizer", where,
+                  ": byte piece ", id, " is \"", printable(piece), "\", expected <0xNN>");
+        out.push_back(static_cast<char>(value));
+        continue;
+      }
+      for (std::size_t at = 0; at < piece.size();) {
+        if (piece.compare(at, kSpaceMark.size(), kSpaceMark) == 0) {
+          out.push_back(' ');
+          at += kSpaceMark.size();
+        } else {
+          out.push_back(piece[at++]);
+        }
+      }
+    }
+    model_ = model;
+  }
+
+  int64_t vocab() const override { return static_cast<int64_t>(bytes_.size()); }
+
+  void encode(std::string_view text, std::vector<int32_t>& out) const override {
+    std::vector<int> ids;
+    const auto status = processor_.Encode(text, &ids);
+    RPB_CHECK(status.ok(), "sentencepiece tokenizer", "cannot encode the text: ", status.ToString());
+    // Decoding must give the text back (bits per byte count its bytes): checked, so that a text SentencePiece would
+    // change (a U+2581 of its own, which reads back as a space) is refused rather than scored as another text.
+    std::size_t at = 0;
+    for (const int id : ids) {
+      const std::string& b = bytes_[static_cast<std::size_t>(id)];
+      if (text.compare(at, b.size(), b) != 0 || (b.empty() && !processor_.IsControl(id))) {
+        RPB_FAIL("sentencepiece tokenizer", "the pieces do not spell the text from byte ", at, " (", character_name(text, std::min(at, text.size() - 1)),
+                 "): piece ", id, " \"", printable(processor_.IdToPiece(id)),
+                 "\"; SentencePiece cannot encode this text exactly (a U+2581 in the text reads back as a space)");
+      }
+      at += b.size();
+      out.push_back(id);
+    }
+    RPB_CHECK(at == text.size(), "sentencepiece tokenizer", "the pieces spell ", at, " of the text's ", text.size(),
+              " bytes");
+  }
+
+  const std::string& token_bytes(int32_t id) const override {
+    RPB_CHECK(id >= 0 && id < vocab(), "sentencepiece tokenizer", "token ", id, " outside the vocabulary of ",
+              vocab());
+    return bytes_[static_cast<std::size_t>(id)];
+  }
+
+  TokenizerRecord record() const override { return {"sentencepiece", model_}; }
+
+  std::string describe() const override {
+    return "sentencepiece (" + std::to_string(bytes_.size()) + " pieces, byte fallback)";
+  }
+
+ private:
+  sentencepiece::SentencePieceProcessor processor_;
+  std::string model_;               // the serialized ModelProto
+  std::vector<std::string> bytes_;  // token_bytes of every id
+};
+
+// The train split's lines, each cut into pieces of at most kMaxSentenceBytes at character boundaries; empty lines
+// skipped.
+class TrainLines final : public sentencepiece::SentenceIterator {
+ public:
+  explicit TrainLines(const TokenizerCorpus& corpus) : corpus_(corpus) { advance(); }
+  bool done() const override { return doc_ >= corpus_.documents.size(); }
+  void Next() override { advance(); }
+  const std::string& value() const override { return value_; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  // Moves to the next non-empty piece of a train document's line, or past the last document.
+  void advance() {
+    while (doc_ < corpus_.documents.size()) {
+      const std::string_view d = corpus_.documents[doc_];
+      if (corpus_.splits[doc_] != 0 || at_ >= d.size()) {
+        ++doc_;
+        at_ = 0;
+        continue;
+      }
+      std::size_t end = std::min(d.find('\n', at_), d.size());
+      if (end - at_ > kMaxSentenceBytes) {
+        end = at_ + kMaxSentenceBytes;
+        while (end > at_ && (static_cast<unsigned char>(d[end]) & 0xC0) == 0x80) --end;  // not inside a character
+      }
+      value_.assign(d.substr(at_, end - at_));
+      at_ = end < d.size() && d[end] == '\n' ? end + 1 : end;
+      if (!value_.empty()) return;
+    }
+  }
+
+  const TokenizerCorpus& corpus_;
+  std::size_t doc_ = 0, at_ = 0;
+  std::string value_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> build_sentencepiece(const TokenizerCorpus& corpus, const TokenizerOptions& options) {
+  // SentencePiece's seed and log level are global: one training at a time.
+  static std::mutex training;
+  const std::lock_guard<std::mutex> lock(training);
+  sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned>(options.seed % 0xFFFFFFFFull));
+  const std::unordered_map<std::string, std::string> args = {
+      {"model_type", options.model_type},
+      {"vocab_size", std::to_string(options.vocab)},
+      {"byte_fallback", "true"},
+      {"normalization_rule_name", "identity"},
+      {"remove_extra_whitespaces", "false"},
+      {"add_dummy_prefix", "false"},
+      {"unk_id", "0"},
+      {"bos_id", "-1"},
+      {"eos_id", "-1"},
+      {"pad_id", "-1"},
+      {"input_sentence_size", std::to_string(options.max_sentences)},
+      {"shuffle_input_sentence", "true"},
+      {"num_threads", "1"},
+      {"minloglevel", "2"},  // errors come back as a status; its progress lines would flood the run's log
+  };
+  TrainLines lines(corpus);
+  RPB_CHECK(!lines.done(), "sentencepiece tokenizer", "the train split has no text to train on");
+  std::string model;
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
+  RPB_CHECK(status.ok(), "sentencepiece tokenizer", "training a ", options.model_type, " model of task.vocab = ",
+            options.vocab, " pieces failed: ", status.ToString(),
+            " (a vocabulary holds the 256 byte pieces, <unk> and the text's characters; a small text supports few "
+            "more)");
+  return std::make_unique<SentencePieceTokenizer>(model, "the trained SentencePiece model");
+}
+
+std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model, const std::string& where) {
+  return std::make_unique<SentencePieceTokenizer>(model, where);
+}
+
+}  // namespace rpb::data
