@@ -101,9 +101,9 @@ TEST_CASE("data: streams are deterministic from the options, the seed changes th
     CHECK(a->valid_stream().size() == 5000);
     CHECK(a->test_stream().size() == 5000);
     CHECK(a->valid_stream() != a->test_stream());  // independent runs
-    CHECK(!std::equal(a->valid_stream().begin(), a->valid_stream().end(), a->train_stream().begin()));
+    CHECK(a->valid_stream() != a->train_stream().to_vector(0, 5000));
     for (const auto* s : {&a->train_stream(), &a->valid_stream(), &a->test_stream()})
-      for (int32_t t : *s) REQUIRE((t >= 0 && t < a->vocab()));
+      for (int32_t t : s->to_vector()) REQUIRE((t >= 0 && t < a->vocab()));
     o.seed = 1;
     const auto c = make_task(o);
     CHECK(c->train_stream() != a->train_stream());
@@ -220,7 +220,7 @@ TEST_CASE("markov: entropy rate matches the empirical NLL of a 200k-token sample
     int64_t s = 0;
     for (int64_t i = 0; i < 2; ++i) s = t.next_state(s, x[i]);  // the first k tokens are the start state
     double nll = 0;
-    for (size_t i = 2; i < x.size(); ++i) {
+    for (int64_t i = 2; i < x.size(); ++i) {
       nll -= std::log(t.table()[s * 16 + x[i]]);
       s = t.next_state(s, x[i]);
     }
@@ -292,7 +292,7 @@ TEST_CASE("lag: entropy formula, copy fraction and empirical NLL") {
   const auto& x = t.train_stream();
   int64_t same = 0;
   double nll = 0;
-  for (size_t i = 8; i < x.size(); ++i) {
+  for (int64_t i = 8; i < x.size(); ++i) {
     const bool eq = x[i] == x[i - 8];
     same += eq;
     nll -= std::log(eq ? q : r);
@@ -302,7 +302,7 @@ TEST_CASE("lag: entropy formula, copy fraction and empirical NLL") {
   CHECK(nll / n == rel(t.entropy_rate().value(), 0.01));
   // Not a copy at any other offset.
   int64_t same7 = 0;
-  for (size_t i = 7; i < x.size(); ++i) same7 += x[i] == x[i - 7];
+  for (int64_t i = 7; i < x.size(); ++i) same7 += x[i] == x[i - 7];
   CHECK(same7 / n < 0.1);
   // Edge cases of the formula.
   o.noise = 0;
@@ -313,8 +313,9 @@ TEST_CASE("lag: entropy formula, copy fraction and empirical NLL") {
 }
 
 TEST_CASE("batch: targets are inputs shifted by one and a restored state reproduces the next batches") {
-  std::vector<int32_t> stream(1000);
-  for (int i = 0; i < 1000; ++i) stream[i] = i;  // token = position, so a window shows its offset
+  std::vector<int32_t> ids(1000);
+  for (int i = 0; i < 1000; ++i) ids[i] = i;  // token = position, so a window shows its offset
+  const TokenStream stream(ids);
   BatchSampler s(stream, 4, 16, 42);
   Tensor in, tg;
   s.next(in, tg);
@@ -354,8 +355,9 @@ TEST_CASE("batch: targets are inputs shifted by one and a restored state reprodu
   u.next(in, tg);
   CHECK(in.to_vector() != first);
   // Offsets are uniform over every valid start, the last one included: [0, size - L - 1].
-  std::vector<int32_t> shortstream(19);
-  for (int i = 0; i < 19; ++i) shortstream[i] = i;
+  std::vector<int32_t> short_ids(19);
+  for (int i = 0; i < 19; ++i) short_ids[i] = i;
+  const TokenStream shortstream(short_ids);
   BatchSampler w(shortstream, 8, 16, 1);
   std::vector<int> seen(3, 0);
   for (int i = 0; i < 300; ++i) {
@@ -449,9 +451,9 @@ TEST_CASE("kjv: splits, vocabulary and decoding from a hand-made cached text") {
   const auto task = make_task(o);
   const auto& k = dynamic_cast<const KjvTask&>(*task);
   CHECK(k.book_splits() == std::vector<int>{0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0});
-  CHECK(k.decode(k.valid_stream()) == "Book E one.\nBook E two!\n");
-  CHECK(k.decode(k.test_stream()) == "Book J one.\nBook J two!\n");
-  const std::string train = k.decode(k.train_stream());
+  CHECK(k.decode(k.valid_stream().to_vector()) == "Book E one.\nBook E two!\n");
+  CHECK(k.decode(k.test_stream().to_vector()) == "Book J one.\nBook J two!\n");
+  const std::string train = k.decode(k.train_stream().to_vector());
   CHECK(train.rfind("Book A one.\nBook A two!\nBook B one.\n", 0) == 0);
   CHECK(!contains(train, "Book E"));
   CHECK(!contains(train, "Book J"));
@@ -544,8 +546,8 @@ TEST_CASE("kjv: the text is produced with `bible`, cached, and split by book") {
   CHECK(k.vocab() >= 60);
   CHECK(k.vocab() <= 80);
   // Each split starts with its first book: Genesis, Deuteronomy, 2 Samuel.
-  const auto head = [&](const std::vector<int32_t>& s, size_t len) {
-    return k.decode(std::vector<int32_t>(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(len)));
+  const auto head = [&](const TokenStream& s, size_t len) {
+    return k.decode(s.to_vector(0, static_cast<int64_t>(len)));
   };
   CHECK(head(k.train_stream(), 37) == "In the beginning God created the heav");
   CHECK(first_verse[1].rfind("These be the words which Moses spake", 0) == 0);
@@ -553,14 +555,14 @@ TEST_CASE("kjv: the text is produced with `bible`, cached, and split by book") {
   CHECK(first_verse[2].rfind("Now it came to pass after the death of Saul", 0) == 0);
   CHECK(head(k.test_stream(), first_verse[2].size()) == first_verse[2]);
   // Disjoint by book: a valid-only and a test-only phrase never appear in train.
-  const std::string train = k.decode(k.train_stream());
+  const std::string train = k.decode(k.train_stream().to_vector());
   CHECK(!contains(train, first_verse[1]));
   CHECK(!contains(train, first_verse[2]));
   CHECK(contains(k.describe(), "valid when b % 10 == 4 (Deuteronomy, Ezra, Lamentations, Habakkuk, Romans, 2 Timothy, Jude), test when b % 10 == 9 (2 Samuel, Proverbs, Amos, Matthew, Philippians, 1 Peter)"));
   // decode(encode) round-trips.
   const std::string sample = train.substr(100000, 2000);
   CHECK(k.decode(k.encode(sample)) == sample);
-  CHECK(k.encode(k.decode(k.test_stream())) == k.test_stream());
+  CHECK(k.encode(k.decode(k.test_stream().to_vector())) == k.test_stream());
 
   // Cached: a second task reads the file without rewriting it.
   const auto mtime = fs::last_write_time(o.kjv_path);

@@ -151,7 +151,7 @@ TEST_CASE("eval stride: the NLL is the mean of the per-token NLLs of the model r
   // at these tokens and score their last `scored` targets: 8 + 5 x 3 + 1 = 24.
   const std::vector<std::pair<int64_t, int64_t>> windows = {{0, 8}, {3, 3}, {6, 3}, {9, 3}, {12, 3}, {15, 3}, {16, 1}};
   const auto task = rpb::data::make_task(cfg.task);
-  const std::vector<int32_t>& stream = task->test_stream();
+  const std::vector<int32_t> stream = task->test_stream().to_vector();
   auto& model = dynamic_cast<rpb::nn::LanguageModel&>(workload->model());
   model.eval();
   rpb::NoGradGuard no_grad;

@@ -184,9 +184,9 @@ std::string fingerprint(const rpb::RunConfig& cfg) {
   for (const rpb::LengthResult& r : w->evaluate({1}, rpb::data::Split::test, 0, nullptr)) os << *r.nll << ' ' << r.tokens << '\n';
   if (cfg.dims() == 1) {
     const auto task = rpb::data::make_task(cfg.task);
-    print(os, task->train_stream());
-    print(os, task->valid_stream());
-    print(os, task->test_stream());
+    print(os, task->train_stream().to_vector());
+    print(os, task->valid_stream().to_vector());
+    print(os, task->test_stream().to_vector());
   }
   return os.str();
 }

@@ -72,8 +72,8 @@ struct TaskCase {
   std::function<void()> golden;
 };
 
-std::vector<int32_t> head(const std::vector<int32_t>& s, std::size_t n = 12) {
-  return {s.begin(), s.begin() + static_cast<std::ptrdiff_t>(std::min(n, s.size()))};
+std::vector<int32_t> head(const data::TokenStream& s, std::size_t n = 12) {
+  return s.to_vector(0, std::min(static_cast<int64_t>(n), s.size()));
 }
 
 // A token task's streams: their sizes and first tokens, its vocabulary and entropy rate.

@@ -108,11 +108,11 @@ class LmWorkload final : public Workload {
 
  private:
   // The text bytes of targets stream[1..n] (what every length scores); 0 for a task without a tokenizer.
-  int64_t scored_bytes(const std::vector<int32_t>& stream, int64_t n) const {
+  int64_t scored_bytes(const data::TokenStream& stream, int64_t n) const {
     const data::Tokenizer* t = task_->tokenizer();
     if (!t) return 0;
     int64_t bytes = 0;
-    for (int64_t i = 1; i <= n; ++i) bytes += static_cast<int64_t>(t->token_bytes(stream[static_cast<std::size_t>(i)]).size());
+    for (int64_t i = 1; i <= n; ++i) bytes += static_cast<int64_t>(t->token_bytes(stream[i]).size());
     return bytes;
   }
 
@@ -132,7 +132,7 @@ class LmWorkload final : public Workload {
   // The mean NLL over the windows' scored targets, eval_batch windows per forward. Each batch's mean counts in units
   // of whole windows (its scored targets / L, of N / L in all), so that stride == length sums exactly what mean_nll
   // sums over the same segments.
-  double sliding_nll(const std::vector<int32_t>& stream, const data::EvalWindows& w, EvalProgress* progress) const {
+  double sliding_nll(const data::TokenStream& stream, const data::EvalWindows& w, EvalProgress* progress) const {
     NoGradGuard no_grad;
     const int64_t n = w.count();
     const double per_window = static_cast<double>(w.length);

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
       multipliers.push_back(l / cfg.length);
     }
     const auto task = rpb::data::make_task(cfg.task);
-    const std::vector<int32_t>& stream = task->test_stream();
+    const rpb::data::TokenStream& stream = task->test_stream();
     const rpb::data::EvalPlan plan =
         rpb::data::make_eval_plan(static_cast<int64_t>(stream.size()), cfg.length, multipliers, cfg.eval_tokens);
     std::string line;

@@ -12,7 +12,7 @@ using detail::kBatchStream;
 
 // ---------------------------------------------------------------- batches
 
-BatchSampler::BatchSampler(const std::vector<int32_t>& stream, int64_t batch, int64_t length, uint64_t seed)
+BatchSampler::BatchSampler(const TokenStream& stream, int64_t batch, int64_t length, uint64_t seed)
     : stream_(&stream), batch_(batch), length_(length), rng_(derive_seed(seed, kBatchStream)) {
   RPB_CHECK(batch >= 1, "batches", "batch must be >= 1, got ", batch);
   RPB_CHECK(length >= 1, "batches", "length must be >= 1, got ", length);
@@ -21,18 +21,16 @@ BatchSampler::BatchSampler(const std::vector<int32_t>& stream, int64_t batch, in
 }
 
 void BatchSampler::next(Tensor& inputs, Tensor& targets) {
-  const std::vector<int32_t>& s = *stream_;
-  const uint64_t offsets = s.size() - static_cast<uint64_t>(length_);  // valid starts: [0, size - L - 1]
+  const TokenStream& s = *stream_;
+  const auto offsets = static_cast<uint64_t>(s.size() - length_);  // valid starts: [0, size - L - 1]
   inputs = Tensor::empty({batch_, length_}, DType::i64);
   targets = Tensor::empty({batch_, length_}, DType::i64);
   int64_t* in = inputs.mutable_data<int64_t>();
   int64_t* tg = targets.mutable_data<int64_t>();
   for (int64_t b = 0; b < batch_; ++b) {
-    const size_t off = static_cast<size_t>(uniform_index(rng_, offsets));
-    for (int64_t j = 0; j < length_; ++j) {
-      in[b * length_ + j] = s[off + j];
-      tg[b * length_ + j] = s[off + j + 1];
-    }
+    const auto off = static_cast<int64_t>(uniform_index(rng_, offsets));
+    s.copy_to(off, off + length_, in + b * length_);
+    s.copy_to(off + 1, off + length_ + 1, tg + b * length_);
   }
   ++batches_drawn_;
 }
@@ -71,7 +69,7 @@ EvalPlan make_eval_plan(int64_t stream_tokens, int64_t train_length, const std::
   return plan;
 }
 
-std::vector<EvalSegments> make_eval_segments(const std::vector<int32_t>& stream, int64_t train_length,
+std::vector<EvalSegments> make_eval_segments(const TokenStream& stream, int64_t train_length,
                                              const std::vector<int64_t>& multipliers, int64_t max_tokens) {
   const EvalPlan plan =
       make_eval_plan(static_cast<int64_t>(stream.size()), train_length, multipliers, max_tokens);
@@ -111,7 +109,7 @@ std::vector<EvalWindows> make_eval_windows(int64_t stream_tokens, int64_t train_
   return out;
 }
 
-void eval_window_batch(const std::vector<int32_t>& stream, const EvalWindows& w, int64_t first, int64_t last,
+void eval_window_batch(const TokenStream& stream, const EvalWindows& w, int64_t first, int64_t last,
                        Tensor& inputs, Tensor& targets) {
   RPB_CHECK(first >= 0 && first <= last && last <= w.count(), "eval", "windows [", first, ", ", last,
             ") out of the ", w.count(), " windows");
@@ -123,8 +121,8 @@ void eval_window_batch(const std::vector<int32_t>& stream, const EvalWindows& w,
   for (int64_t k = first; k < last; ++k) {
     const int64_t start = w.end(k) - L, from = L - w.scored(k);  // the window's first token; its first scored target
     for (int64_t j = 0; j < L; ++j) {
-      in[(k - first) * L + j] = stream[static_cast<std::size_t>(start + j)];
-      tg[(k - first) * L + j] = j < from ? kUnscoredTarget : stream[static_cast<std::size_t>(start + j + 1)];
+      in[(k - first) * L + j] = stream[start + j];
+      tg[(k - first) * L + j] = j < from ? kUnscoredTarget : stream[start + j + 1];
     }
   }
 }

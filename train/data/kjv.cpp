@@ -192,7 +192,8 @@ KjvTask::KjvTask(const TaskOptions& options) : path_(kjv_text_path(options.kjv_p
       chars_.push_back(static_cast<char>(c));
     }
 
-  std::vector<int32_t>* splits[3] = {&train_, &valid_, &test_};
+  std::vector<int32_t> ids[3];  // train, valid, test
+  std::vector<int32_t>* splits[3] = {&ids[0], &ids[1], &ids[2]};
   for (size_t b = 0; b < books.size(); ++b) {
     const int split = split_of_book(static_cast<int64_t>(b));
     book_split_.push_back(split);
@@ -202,6 +203,9 @@ KjvTask::KjvTask(const TaskOptions& options) : path_(kjv_text_path(options.kjv_p
       out.push_back(id_of_[static_cast<unsigned char>('\n')]);
     }
   }
+  train_ = std::move(ids[0]);
+  valid_ = std::move(ids[1]);
+  test_ = std::move(ids[2]);
 }
 
 std::string KjvTask::decode(const std::vector<int32_t>& tokens) const {

@@ -13,6 +13,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "train/data/token_stream.h"
 
 namespace rpb::data {
 
@@ -83,16 +84,16 @@ class Task {
   virtual std::optional<double> entropy_rate() const = 0;
   /// exp(entropy_rate()): the best achievable perplexity.
   std::optional<double> optimal_perplexity() const;
-  const std::vector<int32_t>& train_stream() const { return train_; }
-  const std::vector<int32_t>& valid_stream() const { return valid_; }
-  const std::vector<int32_t>& test_stream() const { return test_; }
+  const TokenStream& train_stream() const { return train_; }
+  const TokenStream& valid_stream() const { return valid_; }
+  const TokenStream& test_stream() const { return test_; }
   /// Tokens as text for display: characters for kjv, space-separated ids otherwise.
   virtual std::string decode(const std::vector<int32_t>& tokens) const;
   /// The tokenizer of a text task (its tokens' bytes give bits per byte); null for the others.
   virtual const Tokenizer* tokenizer() const { return nullptr; }
 
  protected:
-  std::vector<int32_t> train_, valid_, test_;
+  TokenStream train_, valid_, test_;
 };
 
 /// The dims of a task's positions (its registry row's): 2 for a grid task (cells of a grid), 1 for the token tasks and
@@ -219,8 +220,8 @@ uint64_t uniform_index(Generator& gen, uint64_t n);
 class BatchSampler {
  public:
   /// Needs stream.size() >= length + 1.
-  BatchSampler(const std::vector<int32_t>& stream, int64_t batch, int64_t length, uint64_t seed);
-  BatchSampler(std::vector<int32_t>&&, int64_t, int64_t, uint64_t) = delete;  // would dangle
+  BatchSampler(const TokenStream& stream, int64_t batch, int64_t length, uint64_t seed);
+  BatchSampler(TokenStream&&, int64_t, int64_t, uint64_t) = delete;  // would dangle
 
   /// inputs (B, L) and targets (B, L) i64 (targets = inputs shifted by one), windows at uniform
   /// random offsets in [0, stream.size() - L - 1] drawn from the sampler's generator (one draw
@@ -239,7 +240,7 @@ class BatchSampler {
   int64_t length() const { return length_; }
 
  private:
-  const std::vector<int32_t>* stream_;
+  const TokenStream* stream_;
   int64_t batch_, length_;
   Generator rng_;
   int64_t batches_drawn_ = 0;
@@ -269,7 +270,7 @@ struct EvalSegments {
 /// of `stream` cut into N / l non-overlapping segments: segment s has inputs
 /// stream[s*l .. s*l+l-1] and targets stream[s*l+1 .. s*l+l]. Every length scores exactly the
 /// same N target tokens (stream[1..N]), each exactly once. See make_eval_plan for the checks.
-std::vector<EvalSegments> make_eval_segments(const std::vector<int32_t>& stream, int64_t train_length,
+std::vector<EvalSegments> make_eval_segments(const TokenStream& stream, int64_t train_length,
                                              const std::vector<int64_t>& multipliers, int64_t max_tokens);
 
 /// The target a sliding window does not score (cross_entropy's ignore_index, core/ops.h).
@@ -303,7 +304,7 @@ std::vector<EvalWindows> make_eval_windows(int64_t stream_tokens, int64_t train_
 
 /// Windows [first, last) of `w` over `stream`: inputs (last - first, L) i64 and targets (last - first, L) i64, the
 /// targets a window does not score set to kUnscoredTarget. Fresh tensors.
-void eval_window_batch(const std::vector<int32_t>& stream, const EvalWindows& w, int64_t first, int64_t last,
+void eval_window_batch(const TokenStream& stream, const EvalWindows& w, int64_t first, int64_t last,
                        Tensor& inputs, Tensor& targets);
 
 }  // namespace rpb::data

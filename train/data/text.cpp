@@ -183,15 +183,18 @@ TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
                              options.seed};
     tokenizer_ = tokenizer_info(options.tokenizer).build({views, splits}, t);
   }
-  std::vector<int32_t>* streams[3] = {&train_, &valid_, &test_};
+  std::vector<int32_t> streams[3];  // train, valid, test
   for (std::size_t i = 0; i < docs.size(); ++i) {
     if (options.use != DataUse::train && splits[i] != 2) continue;  // evaluation reads the test split alone
     try {
-      tokenizer_->encode(docs[i].text, *streams[splits[i]]);
+      tokenizer_->encode(docs[i].text, streams[splits[i]]);
     } catch (const Error& e) {
       throw Error("text: " + printable(docs[i].source) + ": " + e.message());
     }
   }
+  train_ = std::move(streams[0]);
+  valid_ = std::move(streams[1]);
+  test_ = std::move(streams[2]);
   std::ostringstream os;
   os << "text: " << docs.size() << " documents (" << options.documents << ") from " << printable(options.path);
   if (skipped) os << " (" << skipped << " links or special files skipped)";
