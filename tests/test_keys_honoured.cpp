@@ -208,6 +208,7 @@ std::string base_text(const std::string& task, const std::string& scheme, const 
   const bool grid = task == "grid2d";
   std::string text = grid ? "[run]\nlength = 4\nbatch = 2\neval_multipliers = [1]\neval_tokens = 32\n"
                           : "[run]\nlength = 32\nbatch = 2\neval_multipliers = [1]\neval_tokens = 64\n";
+  text += "out_dir = \"" + kjv_path + ".runs\"\n";  // the text task's token cache goes there, not into the working folder
   text += "[model]\nd_model = 8\nheads = 2\nlayers = 2\nd_ff = 16\n[position]\nscheme = \"" + scheme + "\"\n";
   text += "[task]\nkind = \"" + task + "\"\nvocab = 5\ntrain_tokens = 1024\neval_tokens = 1024\n";
   if (task == "kjv") text += "kjv_path = \"" + kjv_path + "\"\n";

@@ -46,7 +46,18 @@ std::unique_ptr<data::Tokenizer> license_sentencepiece(const std::string& type, 
   for (const data::TextDocument& d : docs) views.emplace_back(d.text), splits.push_back(0);
   if (text)
     for (const data::TextDocument& d : docs) *text += d.text;
-  return data::tokenizer_info("sentencepiece").build({views, splits}, sentencepiece_options(600, type));
+  return data::tokenizer_info("sentencepiece").build(data::TokenizerCorpus::of(views, splits), sentencepiece_options(600, type));
+}
+
+// A text task over the folder `corpus` with the chars tokenizer, `fraction` of the documents in valid and in test.
+data::TaskOptions chars_task(const fs::path& corpus, double fraction) {
+  data::TaskOptions o;
+  o.kind = "text";
+  o.path = corpus.string();
+  o.tokenizer = "chars";
+  o.valid_fraction = fraction;
+  o.test_fraction = fraction;
+  return o;
 }
 
 }  // namespace text_task_test
@@ -91,7 +102,8 @@ TEST_CASE("text: documents are a folder's regular files in path order, or its pa
   CHECK(blocks[0].text == "first\n\n");
   CHECK(blocks[1].text == "first again\nstill\n\n");
   CHECK(blocks[1].source == (dir.path / "corpus" / "a" / "z.txt").string() + ":4");
-  CHECK(data::corpus_bytes(corpus) == 33);
+  CHECK(data::corpus_size(corpus).bytes == 33);
+  CHECK(data::corpus_size(corpus).largest_file == 26);
   // A file: itself, whatever its name.
   CHECK(data::read_documents((dir.path / "outside.txt").string(), "files").size() == 1);
 
@@ -111,7 +123,7 @@ TEST_CASE("text: every tokenizer gives the text back, byte for byte") {
   for (const std::string& kind : data::tokenizer_names()) {
     INFO("tokenizer: ", kind);
     if (kind == "sentencepiece") continue;  // below, on a corpus large enough to train it
-    const auto t = data::tokenizer_info(kind).build({docs, splits}, {});
+    const auto t = data::tokenizer_info(kind).build(data::TokenizerCorpus::of(docs, splits), {});
     const std::vector<int32_t> ids = t->encode(kMixed);
     CHECK(t->decode(ids) == kMixed);
     int64_t bytes = 0;
@@ -122,12 +134,12 @@ TEST_CASE("text: every tokenizer gives the text back, byte for byte") {
     CHECK(back->encode(kMixed) == ids);
     CHECK(back->vocab() == t->vocab());
   }
-  const auto chars = data::tokenizer_info("chars").build({docs, splits}, {});
+  const auto chars = data::tokenizer_info("chars").build(data::TokenizerCorpus::of(docs, splits), {});
   CHECK(chars->vocab() == 28);  // the distinct characters of kMixed, by code point
   CHECK(chars->token_bytes(0) == "\t");
   CHECK(chars->token_bytes(27) == "🙂");
   CHECK(contains(error_of([&] { chars->encode("CafZ"); }), "character U+005A (\"Z\") at byte 3 is not in the vocabulary"));
-  const auto bytes = data::tokenizer_info("bytes").build({docs, splits}, {});
+  const auto bytes = data::tokenizer_info("bytes").build(data::TokenizerCorpus::of(docs, splits), {});
   CHECK(bytes->encode("é") == std::vector<int32_t>{0xc3, 0xa9});
 
   // A stored model is untrusted: errors, not crashes.
@@ -160,7 +172,7 @@ TEST_CASE("text: SentencePiece trains from memory, reproducibly, and decodes exa
   CHECK(contains(error_of([] {
                    const std::vector<std::string_view> docs = {kMixed};
                    const std::vector<int> splits = {0};
-                   data::tokenizer_info("sentencepiece").build({docs, splits}, sentencepiece_options(100));
+                   data::tokenizer_info("sentencepiece").build(data::TokenizerCorpus::of(docs, splits), sentencepiece_options(100));
                  }),
                  "task.vocab = 100"));
 }
@@ -169,12 +181,7 @@ TEST_CASE("text task: the splits by content, the stored tokenizer, and a corpus 
   TempDir dir("text_task");
   const char* words[] = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"};
   for (int i = 0; i < 8; ++i) write(dir.path / "c" / (std::string(1, char('a' + i)) + ".txt"), std::string(words[i]) + " é\n");
-  data::TaskOptions o;
-  o.kind = "text";
-  o.path = (dir.path / "c").string();
-  o.tokenizer = "chars";
-  o.valid_fraction = 0.3;
-  o.test_fraction = 0.3;
+  data::TaskOptions o = chars_task(dir.path / "c", 0.3);
   const auto task = data::make_task(o);
   const auto* text = dynamic_cast<const data::TextTask*>(task.get());
   REQUIRE(text != nullptr);
@@ -260,4 +267,46 @@ TEST_CASE("text task end to end: train on a folder with SentencePiece; generate 
   const rpb::testing::CommandResult resume = rpb::testing::run_rpb("train " + config + " --resume");
   CHECK(resume.code == 1);
   CHECK(contains(resume.out, "a resumed run continues on its own data"));
+}
+
+TEST_CASE("text task: a training run's ids go to the token cache once; later runs map them; a damaged entry is refused") {
+  TempDir dir("text_cache");
+  for (int i = 0; i < 40; ++i) write(dir.path / "c" / ("doc" + std::to_string(100 + i) + ".txt"), "Document " + std::to_string(i) + ": some text é.\n");
+  data::TaskOptions o = chars_task(dir.path / "c", 0.2);
+  const auto memory = data::make_task(o);  // no cache: the ids in memory
+  o.token_cache = (dir.path / "cache").string();
+  const auto first = data::make_task(o);
+  CHECK(contains(first->describe(), "ids written to the token cache"));
+  CHECK(first->train_stream().mapped());
+  CHECK(first->train_stream() == memory->train_stream());
+  CHECK(first->test_stream() == memory->test_stream());
+  const std::vector<std::string> entries = [&] {
+    std::vector<std::string> e;
+    for (const auto& f : fs::directory_iterator(dir.path / "cache")) e.push_back(f.path().filename().string());
+    return e;
+  }();
+  REQUIRE(entries.size() == 1);  // no temporary folder left
+  const fs::path entry = dir.path / "cache" / entries[0];
+  CHECK(fs::file_size(entry / "train.u16") == 2 * static_cast<std::uintmax_t>(memory->train_stream().size()));
+  const auto second = data::make_task(o);
+  CHECK(contains(second->describe(), "ids mapped from the token cache"));
+  CHECK(second->valid_stream() == memory->valid_stream());
+  // Another setting is another entry.
+  data::TaskOptions bytes = o;
+  bytes.tokenizer = "bytes";
+  CHECK(contains(data::make_task(bytes)->describe(), "ids written to the token cache"));
+  // Evaluation never writes one.
+  data::TaskOptions eval = o;
+  eval.use = data::DataUse::evaluate;
+  eval.tokenizer = "chars";
+  eval.valid_fraction = 0.25;
+  CHECK(!contains(data::make_task(eval)->describe(), "token cache"));
+  // A damaged entry names its file; a link in the cache's place is refused, never followed.
+  { std::ofstream(entry / "test.u16", std::ios::binary | std::ios::app) << std::string("\xff\xff", 2); }
+  CHECK(contains(error_of([&] { data::make_task(o); }), "test.u16: id "));
+  fs::remove_all(dir.path / "cache");
+  fs::create_directory(dir.path / "elsewhere");
+  fs::create_directory_symlink(dir.path / "elsewhere", dir.path / "cache");
+  CHECK(contains(error_of([&] { data::make_task(o); }), "is a symbolic link, not a folder"));
+  CHECK(fs::is_empty(dir.path / "elsewhere"));
 }

@@ -59,10 +59,13 @@ struct TaskOptions {
   double test_fraction = 0.05;
   std::string tokenizer = "bytes";   // text: a registered tokenizer (train/data/tokenizer.h; task.tokenizer)
   std::string sentencepiece_model = "unigram";  // text with sentencepiece: "unigram" or "bpe"; its size is task.vocab
-  int64_t sentencepiece_sentences = 1000000;    // text with sentencepiece: the most train lines it samples
+  int64_t sentencepiece_sentences = 200000;     // text with sentencepiece: the most train lines it samples
   /// text: the tokenizer to use instead of building one from the corpus (a checkpoint's, for rpb eval). Not a config
   /// key.
   std::shared_ptr<const TokenizerRecord> stored_tokenizer;
+  /// text: the folder of the token cache (train/data/token_cache.h), set from run.out_dir when a run trains; "":
+  /// none (the ids in memory). Not a config key.
+  std::string token_cache;
   /// markov, lag: the train and valid streams are built for DataUse::train only (the test stream always is). Not a
   /// config key: `rpb eval` reads only the test split (DataUse::evaluate), so a large task.train_tokens costs it
   /// nothing; a stream not built is empty, and describe() still names its configured size. kjv builds every split

@@ -53,12 +53,21 @@ DataMemory kjv_memory(const TaskOptions&, DataUse) {
 // themselves are sized with the evaluation's segments.
 DataMemory grid2d_memory(const TaskOptions& t, DataUse) { return {mul(mul(t.vocab + 1, t.vocab + 1), 8)}; }
 
-// The text task's data: its files (stat'ed, as read_documents walks them), the ids of every split (int32, at most one
-// per byte), and the sentences SentencePiece samples (at most the text again); a generation reads no text.
+// The text task's anonymous memory (train/data/text.h): one file at a time, held while its documents are read and
+// encoded (three copies at most: the file, a document, its ids); to train, SentencePiece's sample of lines (at most
+// task.sentencepiece_sentences of at most kMaxSentenceBytes, and never more than the corpus) times what its trainer
+// holds per sampled byte (about 18 measured for unigram on a 96 MB corpus; 32 allowed), the ids themselves being
+// mapped from the token cache; to evaluate, the test split's ids in memory (int32, at most one per byte of the
+// corpus's test fraction); a generation reads no text.
 DataMemory text_memory(const TaskOptions& t, DataUse use) {
   if (use == DataUse::generate) return {};
-  const int64_t bytes = corpus_bytes(t.path);
-  return {add(mul(bytes, 6), int64_t{16} << 20), "task.path"};
+  const CorpusSize size = corpus_size(t.path);
+  int64_t bytes = add(mul(size.largest_file, 3), int64_t{16} << 20);
+  if (use == DataUse::train && t.tokenizer == "sentencepiece")
+    bytes = add(bytes, mul(std::min(size.bytes, mul(t.sentencepiece_sentences, kMaxSentenceBytes)), 32));
+  // The test split's ids in memory to evaluate (and no more than that to train: the ids are mapped).
+  bytes = add(bytes, mul(static_cast<int64_t>(static_cast<double>(size.bytes) * t.test_fraction) + 1, 4));
+  return {bytes, "task.path"};
 }
 
 int64_t kjv_vocab_bound(const TaskOptions&) { return 256; }

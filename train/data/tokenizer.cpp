@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <set>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -12,6 +13,12 @@
 #include "train/data/tokenizer_detail.h"
 
 namespace rpb::data {
+
+TokenizerCorpus TokenizerCorpus::of(const std::vector<std::string_view>& documents, const std::vector<int>& splits) {
+  return {[&documents, &splits](const DocumentVisitor& f) {
+    for (std::size_t i = 0; i < documents.size(); ++i) f(documents[i], splits[i]);
+  }};
+}
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
   std::string out;
@@ -137,16 +144,17 @@ class CharsTokenizer final : public Tokenizer {
 std::unique_ptr<Tokenizer> build_chars(const TokenizerCorpus& corpus, const TokenizerOptions&) {
   bool ascii[128] = {};
   std::vector<std::string> wide;
-  for (const std::string_view doc : corpus.documents)
+  std::set<std::string> seen;  // the characters of more than one byte
+  corpus.visit([&](std::string_view doc, int) {
     for (std::size_t at = 0; at < doc.size();) {
       const std::size_t n = utf8_length(doc, at);
       RPB_CHECK(n > 0, "chars tokenizer", "invalid UTF-8 at byte ", at, " of a document: ", character_name(doc, at));
       if (n == 1) ascii[static_cast<unsigned char>(doc[at])] = true;
-      else wide.emplace_back(doc.substr(at, n));
+      else if (seen.size() <= static_cast<std::size_t>(kMaxCharsVocab)) seen.emplace(doc.substr(at, n));
       at += n;
     }
-  std::sort(wide.begin(), wide.end());
-  wide.erase(std::unique(wide.begin(), wide.end()), wide.end());
+  });
+  wide.assign(seen.begin(), seen.end());
   std::vector<std::string> chars;
   for (int c = 0; c < 128; ++c)
     if (ascii[c]) chars.emplace_back(1, static_cast<char>(c));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -58,14 +59,19 @@ class Tokenizer {
 struct TokenizerOptions {
   int64_t vocab = 0;                  // sentencepiece: the vocabulary size (task.vocab)
   std::string model_type = "unigram";  // sentencepiece: "unigram" or "bpe" (task.sentencepiece_model)
-  int64_t max_sentences = 1000000;    // sentencepiece: lines sampled from the train split (task.sentencepiece_sentences)
-  uint64_t seed = 0;                  // sentencepiece: its sampling seed (task.seed)
+  int64_t max_sentences = 200000;     // sentencepiece: lines sampled from the train split (task.sentencepiece_sentences)
+  uint64_t seed = 0;                  // sentencepiece: the seed of that sample and of its trainer (task.seed)
 };
 
-/// The corpus a tokenizer is built from: the text of every document, and which of them are the train split.
+/// Called with each document of a corpus and its split (0 train, 1 valid, 2 test), in corpus order.
+using DocumentVisitor = std::function<void(std::string_view text, int split)>;
+
+/// The corpus a tokenizer is built from, read as it is visited (a corpus need not fit in memory): `visit(f)` calls
+/// f with every document in order. A builder may visit it once.
 struct TokenizerCorpus {
-  const std::vector<std::string_view>& documents;  // every document, in the task's order
-  const std::vector<int>& splits;                  // each document's split: 0 train, 1 valid, 2 test
+  std::function<void(const DocumentVisitor&)> visit;
+  /// The corpus of `documents` held in memory, with their `splits`.
+  static TokenizerCorpus of(const std::vector<std::string_view>& documents, const std::vector<int>& splits);
 };
 
 /// One row of the registry.

@@ -14,6 +14,10 @@ namespace rpb::data {
 /// The most ids a chars or SentencePiece tokenizer has (config.h's kMaxVocab, the largest task.vocab).
 inline constexpr int64_t kMaxCharsVocab = int64_t{1} << 16;
 
+/// The longest line SentencePiece trains on: longer lines are sampled in pieces cut at a character boundary, so that
+/// the sample holds at most task.sentencepiece_sentences x this many bytes (the memory estimate's bound).
+inline constexpr int64_t kMaxSentenceBytes = 512;
+
 /// The bytes of the UTF-8 character at text[at]: 1 for ASCII, 2 to 4 for a valid sequence, 0 for invalid UTF-8.
 std::size_t utf8_length(std::string_view text, std::size_t at);
 

@@ -1,11 +1,12 @@
 // rpb/train/data/tokenizer_sentencepiece.cpp: the sentencepiece tokenizer, through Debian's libsentencepiece (Kudo
 // and Richardson 2018); the one file that includes its headers.
 //
-// Trained from memory on the train split's lines (a SentenceIterator; no file is written), with the settings that
-// make decoding exact: the identity normalisation, no whitespace folding, no dummy prefix, and byte fallback (a
-// character outside the pieces is encoded as its UTF-8 bytes, so nothing becomes <unk>). Reproducible: SentencePiece's
-// random generator is seeded with task.seed before it samples at most task.sentencepiece_sentences lines, and it
-// trains on one thread.
+// Trained from memory (a SentenceIterator; no file is written) on a uniform sample of at most
+// task.sentencepiece_sentences lines of the train split, drawn by rpb with task.seed as the corpus is read (so a
+// corpus larger than memory trains it), with the settings that make decoding exact: the identity normalisation, no
+// whitespace folding, no dummy prefix, and byte fallback (a character outside the pieces is encoded as its UTF-8
+// bytes, so nothing becomes <unk>). Reproducible: the sample is rpb's, SentencePiece's own generator is seeded with
+// task.seed, and it trains on one thread.
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
@@ -16,15 +17,17 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "core/rng.h"
+#include "train/data/task.h"
 #include "train/data/tokenizer_detail.h"
 
 namespace rpb::data {
 
 namespace {
 
-// The longest line SentencePiece trains on (its max_sentence_length is 4192 bytes): longer lines are fed in pieces
-// cut at a character boundary.
-constexpr std::size_t kMaxSentenceBytes = 4096;
+
+// derive_seed's stream of the sample of train lines (the tasks' streams are 0 to 3 and 0xBA7C4).
+constexpr uint64_t kSentenceSampleStream = 0x5E47;
 
 // SentencePiece's escaped space (U+2581 LOWER ONE EIGHTH BLOCK), which its pieces hold for ' '.
 constexpr std::string_view kSpaceMark = "\xe2\x96\x81";
@@ -103,40 +106,52 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::vector<std::string> bytes_;  // token_bytes of every id
 };
 
-// The train split's lines, each cut into pieces of at most kMaxSentenceBytes at character boundaries; empty lines
-// skipped.
-class TrainLines final : public sentencepiece::SentenceIterator {
+// The lines of the train split's documents, each cut into pieces of at most kMaxSentenceBytes at character
+// boundaries, empty ones skipped: a uniform sample of at most `max` of them (reservoir sampling with `gen`, so the
+// corpus is read once and never held), in corpus order.
+std::vector<std::string> sample_train_lines(const TokenizerCorpus& corpus, int64_t max, Generator& gen) {
+  std::vector<std::pair<int64_t, std::string>> kept;  // (the line's index, the line)
+  int64_t seen = 0;
+  const auto offer = [&](std::string_view line) {
+    if (line.empty()) return;
+    const int64_t k = seen++;
+    if (k < max) {
+      kept.emplace_back(k, std::string(line));
+    } else if (const auto j = static_cast<int64_t>(uniform_index(gen, static_cast<uint64_t>(k) + 1)); j < max) {
+      kept[static_cast<std::size_t>(j)] = {k, std::string(line)};
+    }
+  };
+  corpus.visit([&](std::string_view d, int split) {
+    if (split != 0) return;
+    for (std::size_t at = 0; at < d.size();) {
+      std::size_t end = std::min(d.find('\n', at), d.size());
+      if (end - at > static_cast<std::size_t>(kMaxSentenceBytes)) {
+        end = at + static_cast<std::size_t>(kMaxSentenceBytes);
+        while (end > at && (static_cast<unsigned char>(d[end]) & 0xC0) == 0x80) --end;  // not inside a character
+      }
+      offer(d.substr(at, end - at));
+      at = end < d.size() && d[end] == '\n' ? end + 1 : end;
+    }
+  });
+  std::sort(kept.begin(), kept.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::string> lines;
+  lines.reserve(kept.size());
+  for (auto& [k, line] : kept) lines.push_back(std::move(line));
+  return lines;
+}
+
+// SentencePiece's view of the sampled lines.
+class Lines final : public sentencepiece::SentenceIterator {
  public:
-  explicit TrainLines(const TokenizerCorpus& corpus) : corpus_(corpus) { advance(); }
-  bool done() const override { return doc_ >= corpus_.documents.size(); }
-  void Next() override { advance(); }
-  const std::string& value() const override { return value_; }
+  explicit Lines(const std::vector<std::string>& lines) : lines_(lines) {}
+  bool done() const override { return at_ >= lines_.size(); }
+  void Next() override { ++at_; }
+  const std::string& value() const override { return lines_[at_]; }
   sentencepiece::util::Status status() const override { return {}; }
 
  private:
-  // Moves to the next non-empty piece of a train document's line, or past the last document.
-  void advance() {
-    while (doc_ < corpus_.documents.size()) {
-      const std::string_view d = corpus_.documents[doc_];
-      if (corpus_.splits[doc_] != 0 || at_ >= d.size()) {
-        ++doc_;
-        at_ = 0;
-        continue;
-      }
-      std::size_t end = std::min(d.find('\n', at_), d.size());
-      if (end - at_ > kMaxSentenceBytes) {
-        end = at_ + kMaxSentenceBytes;
-        while (end > at_ && (static_cast<unsigned char>(d[end]) & 0xC0) == 0x80) --end;  // not inside a character
-      }
-      value_.assign(d.substr(at_, end - at_));
-      at_ = end < d.size() && d[end] == '\n' ? end + 1 : end;
-      if (!value_.empty()) return;
-    }
-  }
-
-  const TokenizerCorpus& corpus_;
-  std::size_t doc_ = 0, at_ = 0;
-  std::string value_;
+  const std::vector<std::string>& lines_;
+  std::size_t at_ = 0;
 };
 
 }  // namespace
@@ -157,13 +172,15 @@ std::unique_ptr<Tokenizer> build_sentencepiece(const TokenizerCorpus& corpus, co
       {"bos_id", "-1"},
       {"eos_id", "-1"},
       {"pad_id", "-1"},
-      {"input_sentence_size", std::to_string(options.max_sentences)},
-      {"shuffle_input_sentence", "true"},
+      {"input_sentence_size", "0"},  // every line given: rpb sampled them
+      {"shuffle_input_sentence", "false"},
       {"num_threads", "1"},
       {"minloglevel", "2"},  // errors come back as a status; its progress lines would flood the run's log
   };
-  TrainLines lines(corpus);
-  RPB_CHECK(!lines.done(), "sentencepiece tokenizer", "the train split has no text to train on");
+  Generator gen(derive_seed(options.seed, kSentenceSampleStream));
+  const std::vector<std::string> sample = sample_train_lines(corpus, options.max_sentences, gen);
+  RPB_CHECK(!sample.empty(), "sentencepiece tokenizer", "the train split has no text to train on");
+  Lines lines(sample);
   std::string model;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
   RPB_CHECK(status.ok(), "sentencepiece tokenizer", "training a ", options.model_type, " model of task.vocab = ",
