@@ -180,7 +180,7 @@ namespace {
 // everything the ids depend on.
 const char* const kSplitNames[3] = {"train", "valid", "test"};
 
-std::string cache_key(const TaskOptions& o, const std::string& text_sha256) {
+std::string token_cache_key(const TaskOptions& o, const std::string& text_sha256) {
   std::ostringstream os;
   os.precision(17);
   os << "rpb-text-tokens-1\n" << text_sha256 << "\n" << o.documents << "\n" << o.valid_fraction << "\n"
@@ -253,7 +253,7 @@ TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
     });
   };
   const bool cached = options.use == DataUse::train && !options.token_cache.empty() && !options.stored_tokenizer;
-  const std::string key = cached ? cache_key(options, text_sha256_) : "";
+  const std::string key = cached ? token_cache_key(options, text_sha256_) : "";
   std::optional<CachedSplits> entry = cached ? open_token_cache(options.token_cache, key) : std::nullopt;
   bool reused = entry.has_value();
   if (!entry) {

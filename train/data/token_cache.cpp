@@ -19,11 +19,11 @@ namespace rpb::data {
 
 namespace {
 
-const char* const kSplitNames[3] = {"train", "valid", "test"};
+const char* const kCacheSplitNames[3] = {"train", "valid", "test"};
 
 // The file of split `s` with ids of `width` bytes.
 std::string split_file(const std::string& folder, int s, int width) {
-  return (fs::path(folder) / (std::string(kSplitNames[s]) + (width == 2 ? ".u16" : ".i32"))).string();
+  return (fs::path(folder) / (std::string(kCacheSplitNames[s]) + (width == 2 ? ".u16" : ".i32"))).string();
 }
 
 // What is at `path` when it is neither missing nor a folder (lstat: a link is a link), else "".
