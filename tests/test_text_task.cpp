@@ -77,7 +77,7 @@ TEST_CASE("text: the split rule reads a document's SHA-256, so a document keeps 
   CHECK(data::corpus_sha256(ab) == data::corpus_sha256({{"a\n", "elsewhere"}, {"b\n", "too"}}));
 }
 
-TEST_CASE("text: documents are a folder's regular files in path order, or its paragraphs; links are not followed") {
+TEST_CASE("text: documents are a folder's regular files in path order, or its paragraphs, and links are not followed") {
   TempDir dir("text_documents");
   write(dir.path / "b.txt", "second\n");
   write(dir.path / "a" / "z.txt", "first\n\n\nfirst again\nstill\n");
@@ -214,8 +214,8 @@ TEST_CASE("text task: the splits by content, the stored tokenizer, and a corpus 
   CHECK(contains(error_of([&] { data::make_task(one); }), "split has no document (1 documents"));
 }
 
-TEST_CASE("text task end to end: train on a folder with SentencePiece; generate from the checkpoint alone; eval "
-          "--data; another text refused by its digest") {
+TEST_CASE("text task end to end: train on a folder with SentencePiece, generate from the checkpoint alone, eval "
+          "--data, another text refused by its digest") {
   TempDir dir("text_cli");
   const fs::path corpus = dir.path / "corpus";
   fs::create_directories(corpus);
@@ -269,7 +269,7 @@ TEST_CASE("text task end to end: train on a folder with SentencePiece; generate 
   CHECK(contains(resume.out, "a resumed run continues on its own data"));
 }
 
-TEST_CASE("text task: a training run's ids go to the token cache once; later runs map them; a damaged entry is refused") {
+TEST_CASE("text task: a training run's ids go to the token cache once, later runs map them, a damaged entry is refused") {
   TempDir dir("text_cache");
   for (int i = 0; i < 40; ++i) write(dir.path / "c" / ("doc" + std::to_string(100 + i) + ".txt"), "Document " + std::to_string(i) + ": some text é.\n");
   data::TaskOptions o = chars_task(dir.path / "c", 0.2);

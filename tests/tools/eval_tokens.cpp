@@ -64,7 +64,10 @@ int main(int argc, char** argv) {
     const rpb::data::EvalPlan plan =
         rpb::data::make_eval_plan(static_cast<int64_t>(stream.size()), cfg.length, multipliers, cfg.eval_tokens);
     std::string line;
-    for (int64_t i = 0; i <= plan.tokens_scored; ++i) line += (i ? " " : "") + std::to_string(stream[i]);
+    for (int64_t i = 0; i <= plan.tokens_scored; ++i) {  // piecewise: GCC 12 warns (-Wrestrict) on "" + string
+      if (i) line += ' ';
+      line += std::to_string(stream[i]);
+    }
     std::cout << line << "\n";
     return 0;
   } catch (const std::exception& e) {
