@@ -11,6 +11,7 @@
 #include "train/data/task_registry.h"
 #include "train/data/text.h"
 #include "train/data/tokenizer.h"
+#include "train/sweep/sweep.h"
 
 namespace fs = std::filesystem;
 using namespace rpb;
@@ -309,4 +310,24 @@ TEST_CASE("text task: a training run's ids go to the token cache once, later run
   fs::create_directory_symlink(dir.path / "elsewhere", dir.path / "cache");
   CHECK(contains(error_of([&] { data::make_task(o); }), "is a symbolic link, not a folder"));
   CHECK(fs::is_empty(dir.path / "elsewhere"));
+}
+
+TEST_CASE("text task: the runs of a sweep share one token cache, whatever their method and seed") {
+  TempDir dir("text_sweep_cache");
+  for (int i = 0; i < 30; ++i)
+    write(dir.path / "c" / ("doc" + std::to_string(100 + i) + ".txt"), "Document number " + std::to_string(i) + ".\n");
+  const std::string config = "[run]\nname = \"s\"\nout_dir = \"" + dir.path.string() +
+                             "\"\nsteps = 2\nbatch = 2\nlength = 8\neval_multipliers = [1]\neval_tokens = 16\n"
+                             "eval_diagnostics = false\n[model]\nd_model = 8\nheads = 2\nlayers = 1\nd_ff = 16\n"
+                             "[task]\nkind = \"text\"\npath = \"" + (dir.path / "c").string() +
+                             "\"\ntokenizer = \"chars\"\nvalid_fraction = 0.2\ntest_fraction = 0.2\n"
+                             "[sweep]\nmethods = [\"t5\", \"alibi\"]\nseeds = [0, 1]\n";
+  const SweepResult r = run_sweep(parse_config(config, "sweep.toml"));
+  REQUIRE(r.rows.size() == 2);
+  std::vector<fs::path> caches;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path / "s"))
+    if (e.path().filename() == ".token_cache") caches.push_back(e.path());
+  REQUIRE(caches.size() == 1);
+  CHECK(caches[0] == dir.path / "s" / ".token_cache");
+  CHECK(std::distance(fs::directory_iterator(caches[0]), fs::directory_iterator()) == 1);
 }

@@ -16,10 +16,12 @@ namespace {
 
 constexpr uint64_t kSamplerSeedSalt = 0x5eed'ba7c'0000'0001ull;
 
-// The task's options: a run that trains keeps a text corpus's ids in the token cache of its out_dir.
+// The task's options: a run that trains keeps a text corpus's ids in a token cache, its sweep's (run_config sets it)
+// or its out_dir's.
 data::TaskOptions task_options(const RunConfig& c) {
   data::TaskOptions o = c.task;
-  if (o.use == data::DataUse::train) o.token_cache = (std::filesystem::path(c.out_dir) / ".token_cache").string();
+  if (o.use != data::DataUse::train) o.token_cache.clear();
+  else if (o.token_cache.empty()) o.token_cache = (std::filesystem::path(c.out_dir) / ".token_cache").string();
   return o;
 }
 

@@ -520,7 +520,10 @@ RunConfig run_config(const RunConfig& sweep, const SweepRun& run) {
   table_in(root, "task").insert_or_assign("kind", run.task);
   OverrideMap applied;
   apply_settings(root, run.method.settings, applied, "sweep method \"" + printable(run.method.text) + "\"");
-  return parse_document(root, sweep.source, applied);
+  RunConfig c = parse_document(root, sweep.source, applied);
+  // The runs of a sweep share one token cache (a text corpus is tokenized once for all its methods and seeds).
+  c.task.token_cache = (std::filesystem::path(sweep.run_dir()) / ".token_cache").string();
+  return c;
 }
 
 const std::vector<LegacyKey>& legacy_keys() {

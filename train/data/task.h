@@ -63,8 +63,9 @@ struct TaskOptions {
   /// text: the tokenizer to use instead of building one from the corpus (a checkpoint's, for rpb eval). Not a config
   /// key.
   std::shared_ptr<const TokenizerRecord> stored_tokenizer;
-  /// text: the folder of the token cache (train/data/token_cache.h), set from run.out_dir when a run trains; "":
-  /// none (the ids in memory). Not a config key.
+  /// text: the folder of the token cache (train/data/token_cache.h) when a run trains: <run.out_dir>/.token_cache,
+  /// or a sweep's <out_dir>/<name>/.token_cache for all its runs (run_config); "": none (the ids in memory). Not a
+  /// config key.
   std::string token_cache;
   /// markov, lag: the train and valid streams are built for DataUse::train only (the test stream always is). Not a
   /// config key: `rpb eval` reads only the test split (DataUse::evaluate), so a large task.train_tokens costs it

@@ -40,7 +40,10 @@ std::string protocol_line(const SweepResult& r, const std::string& task) {
   if (strides.size() == 1) return "Protocol: " + eval_protocol_text(*strides.begin()) + " (every row)\n";
   std::string line = "Protocol: by row:";
   for (const MethodResult& m : r.rows)
-    if (m.task == task) line += " " + m.method.name() + " " + eval_protocol_text(m.eval_stride) + ";";
+    if (m.task == task) {  // appended piecewise: GCC 12 warns (-Wstringop-overflow, a false positive) on " " + ...
+      line += ' ';
+      line += m.method.name() + " " + eval_protocol_text(m.eval_stride) + ";";
+    }
   line.back() = '\n';
   return line;
 }
@@ -105,7 +108,11 @@ std::string provenance_cells(const MethodResult& m, std::size_t s, const Provena
 
 // The protocol columns of a row: ",nonoverlapping," or ",sliding_window,32".
 std::string protocol_cells(const MethodResult& m) {
-  return "," + eval_protocol_name(m.eval_stride) + "," + (m.eval_stride > 0 ? std::to_string(m.eval_stride) : "");
+  std::string cells(1, ',');  // appended piecewise: GCC 12 warns (-Wstringop-overflow, a false positive) on "," + ...
+  cells += eval_protocol_name(m.eval_stride);
+  cells += ',';
+  if (m.eval_stride > 0) cells += std::to_string(m.eval_stride);
+  return cells;
 }
 
 std::string csv(const SweepResult& r, const Provenance& p) {
