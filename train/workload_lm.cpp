@@ -96,6 +96,8 @@ class LmWorkload final : public Workload {
     const int64_t limit = model_->max_length();  // learned positions end at their table
     int64_t longest = 0;  // the diagnostics' sample: as many target tokens as one segment of the longest length
     for (const data::EvalSegments& seg : segments) longest = std::max(longest, seg.length);
+    // Every length scores the same targets: their text bytes are counted once.
+    const int64_t bytes = segments.empty() ? 0 : scored_bytes(stream, segments.front().targets.numel());
     for (std::size_t i = 0; i < segments.size(); ++i) {
       LengthResult r;
       r.length = segments[i].length;
@@ -104,7 +106,7 @@ class LmWorkload final : public Workload {
         if (progress) progress->begin(static_cast<int64_t>(i), r.length, segments[i].targets.numel());
         r.nll = stride > 0 ? sliding_nll(stream, windows[i], progress) : mean_nll(segments[i], progress);
         r.tokens = segments[i].targets.numel();
-        r.bytes = scored_bytes(stream, r.tokens);
+        r.bytes = bytes;
         if (config_.eval_diagnostics && !valid) {
           if (progress) progress->measuring_attention();
           r.attention = diagnostics(segments[i], longest);

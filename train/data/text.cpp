@@ -167,19 +167,20 @@ int split_of_digest(const std::string& hex, double valid_fraction, double test_f
   return u < test_fraction ? 2 : u < test_fraction + valid_fraction ? 1 : 0;
 }
 
+std::string CorpusDigest::hex() const { return sha256_hex(digests_); }
+
 std::string corpus_sha256(const std::vector<TextDocument>& documents) {
-  std::string digests;
-  digests.reserve(documents.size() * 65);
-  for (const TextDocument& d : documents) (digests += sha256_hex(d.text)) += '\n';
-  return sha256_hex(digests);
+  CorpusDigest digest;
+  for (const TextDocument& d : documents) digest.add(sha256_hex(d.text));
+  return digest.hex();
 }
 
 namespace {
 
-// The entry of the token cache that holds `options`' splits of the corpus of digest `text_sha256`: a digest of
-// everything the ids depend on.
 const char* const kSplitNames[3] = {"train", "valid", "test"};
 
+// The entry of the token cache that holds `options`' splits of the corpus of digest `text_sha256`: a digest of
+// everything the ids depend on.
 std::string token_cache_key(const TaskOptions& o, const std::string& text_sha256) {
   std::ostringstream os;
   os.precision(17);
@@ -200,22 +201,21 @@ struct CorpusSplits {
 
 CorpusSplits split_corpus(const TaskOptions& options) {
   CorpusSplits c;
-  std::string digests;
+  CorpusDigest digest;
   for_each_document(
       options.path, options.documents,
       [&](TextDocument&& d) {
         const std::string hex = sha256_hex(d.text);
-        (digests += hex) += '\n';
+        digest.add(hex);
         const int s = split_of_digest(hex, options.valid_fraction, options.test_fraction);
         ++c.count[s];
         c.bytes[s] += static_cast<int64_t>(d.text.size());
         c.splits.push_back(s);
       },
       &c.skipped);
-  c.text_sha256 = sha256_hex(digests);
-  static const char* const kSplit[3] = {"train", "valid", "test"};
+  c.text_sha256 = digest.hex();
   for (int s = 0; s < 3; ++s)
-    RPB_CHECK(c.count[s] > 0, "text", "task.path ", printable(options.path), ": the ", kSplit[s], " split has no ",
+    RPB_CHECK(c.count[s] > 0, "text", "task.path ", printable(options.path), ": the ", kSplitNames[s], " split has no ",
               "document (", c.splits.size(), " documents: ", c.count[0], " train, ", c.count[1], " valid, ", c.count[2],
               " test, by task.valid_fraction = ", options.valid_fraction, " and task.test_fraction = ",
               options.test_fraction, "); a corpus needs more documents (task.documents = \"blank_lines\" makes each "
@@ -255,7 +255,7 @@ TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
   const bool cached = options.use == DataUse::train && !options.token_cache.empty() && !options.stored_tokenizer;
   const std::string key = cached ? token_cache_key(options, text_sha256_) : "";
   std::optional<CachedSplits> entry = cached ? open_token_cache(options.token_cache, key) : std::nullopt;
-  bool reused = entry.has_value();
+  const bool reused = entry.has_value();
   if (!entry) {
     if (options.stored_tokenizer) {
       tokenizer_ = load_tokenizer(*options.stored_tokenizer, "the checkpoint's tokenizer");

@@ -58,7 +58,19 @@ int split_of_document(std::string_view text, double valid_fraction, double test_
 int split_of_digest(const std::string& hex, double valid_fraction, double test_fraction);
 
 /// The digest of a corpus (TextTask::text_sha256): the SHA-256 of its documents' SHA-256 digests (64 hex digits
-/// each followed by '\n'), in order.
+/// each followed by '\n'), in order; added a document at a time, as the corpus is read.
+class CorpusDigest {
+ public:
+  /// Adds the document whose SHA-256 is `document_sha256` (64 hex digits).
+  void add(const std::string& document_sha256) { (digests_ += document_sha256) += '\n'; }
+  /// The corpus's digest so far (64 hex digits).
+  std::string hex() const;
+
+ private:
+  std::string digests_;
+};
+
+/// The CorpusDigest of `documents`.
 std::string corpus_sha256(const std::vector<TextDocument>& documents);
 
 /// The text task: train, valid and test streams of the documents of each split (split_of_document), in corpus order,

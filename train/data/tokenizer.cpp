@@ -143,18 +143,16 @@ class CharsTokenizer final : public Tokenizer {
 
 std::unique_ptr<Tokenizer> build_chars(const TokenizerCorpus& corpus, const TokenizerOptions&) {
   bool ascii[128] = {};
-  std::vector<std::string> wide;
-  std::set<std::string> seen;  // the characters of more than one byte
+  std::set<std::string> wide;  // the characters of more than one byte, in code point order
   corpus.visit([&](std::string_view doc, int) {
     for (std::size_t at = 0; at < doc.size();) {
       const std::size_t n = utf8_length(doc, at);
       RPB_CHECK(n > 0, "chars tokenizer", "invalid UTF-8 at byte ", at, " of a document: ", character_name(doc, at));
       if (n == 1) ascii[static_cast<unsigned char>(doc[at])] = true;
-      else if (seen.size() <= static_cast<std::size_t>(kMaxCharsVocab)) seen.emplace(doc.substr(at, n));
+      else if (wide.size() <= static_cast<std::size_t>(kMaxCharsVocab)) wide.emplace(doc.substr(at, n));
       at += n;
     }
   });
-  wide.assign(seen.begin(), seen.end());
   std::vector<std::string> chars;
   for (int c = 0; c < 128; ++c)
     if (ascii[c]) chars.emplace_back(1, static_cast<char>(c));
