@@ -164,25 +164,58 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
   return r;
 }
 
+namespace {
+
+// Passkey retrieval's accuracy per tenth of depth (rows) and length (columns): the needle-in-a-haystack picture.
+void print_depth_grid(const EvalRecord& r, std::ostream& out) {
+  out << "\nAccuracy (%) by depth of the key (rows: tenths of the context, from its start) and length:\n\n| depth |";
+  for (const LengthResult& l : r.lengths) out << " " << l.length << " |";
+  out << "\n|---|";
+  for (std::size_t i = 0; i < r.lengths.size(); ++i) out << "---|";
+  out << "\n";
+  for (int64_t b = 0; b < kDepthBins; ++b) {
+    out << "| " << std::fixed << std::setprecision(1) << static_cast<double>(b) / kDepthBins << "-"
+        << static_cast<double>(b + 1) / kDepthBins << " |";
+    for (const LengthResult& l : r.lengths) {
+      if (static_cast<std::size_t>(b) < l.depth_accuracy.size()) out << " " << 100 * l.depth_accuracy[b] << " |";
+      else out << " n/a |";
+    }
+    out << "\n";
+  }
+  out << "\n" << (r.lengths.empty() ? 0 : r.lengths.front().samples_per_depth)
+      << " samples per depth and length; greedy decoding of the answer after the query, exact match.\n";
+}
+
+}  // namespace
+
 void print_eval_table(const EvalRecord& r, std::ostream& out) {
   // A text task's tokens stand for bytes of text: bits per byte compare runs with different tokenizers.
   const bool bytes = std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.bytes > 0; });
-  out << "| length | x train | NLL (nats) | perplexity |" << (bytes ? " bits per byte |" : "") << "\n|---|---|---|---|"
-      << (bytes ? "---|" : "") << "\n";
+  const bool accuracy = std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.accuracy.has_value(); });
+  out << "| length | x train | NLL (nats) | perplexity |" << (bytes ? " bits per byte |" : "")
+      << (accuracy ? " accuracy (%) |" : "") << "\n|---|---|---|---|" << (bytes ? "---|" : "") << (accuracy ? "---|" : "")
+      << "\n";
   for (const LengthResult& l : r.lengths) {
     out << "| " << l.length << " | " << l.multiplier << "x | ";
     if (l.nll) {
       out << std::fixed << std::setprecision(4) << *l.nll << " | " << *l.perplexity() << " |";
       if (bytes) out << " " << *l.bits_per_byte() << " |";
+      if (accuracy) out << " " << std::setprecision(1) << 100 * l.accuracy.value_or(std::nan("")) << " |";
       out << "\n";
     } else {
       out << "n/a | n/a (" << r.scheme << " positions end at " << r.max_length << ") |" << (bytes ? " n/a |" : "")
-          << "\n";
+          << (accuracy ? " n/a |" : "") << "\n";
     }
   }
+  if (accuracy) print_depth_grid(r, out);
   // What the table shows, under it: the task's description is a long line.
-  out << "\nPerplexity on the held-out test split, trained at length " << r.train_length << ", checkpoint "
-      << r.checkpoint << " (step " << r.step << "), " << r.tokens() << " tokens scored at each length";
+  if (accuracy)
+    out << "\nThe answer's NLL and perplexity and greedy decoding's accuracy on the held-out test samples, trained at "
+           "length " << r.train_length << ", checkpoint " << r.checkpoint << " (step " << r.step << "), "
+        << r.tokens() << " answer tokens scored at each length";
+  else
+    out << "\nPerplexity on the held-out test split, trained at length " << r.train_length << ", checkpoint "
+        << r.checkpoint << " (step " << r.step << "), " << r.tokens() << " tokens scored at each length";
   if (r.options.blockwise) out << ", with blockwise causal attention (blocks of " << r.train_length << ")";
   if (r.text == "other") out << ", on another text than the training text (sha256 " << r.text_sha256 << ")";
   if (r.text == "unverified") out << " (the text could not be verified: the checkpoint records no training text)";
@@ -190,6 +223,8 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
   if (r.options.stride > 0)
     out << " (windows of each length advanced by S = " << r.options.stride
         << ", each scoring its last S targets: every token once, with at least the length - S tokens of context)";
+  else if (accuracy)
+    out << " (each sample scored whole, its key and query within one forward)";
   else
     out << " (each length's tokens scored in blocks of that length, each from its own start)";
   out << ".\nTask: " << r.task << "\n";

@@ -88,8 +88,9 @@ bool reads(const std::string& key, const Combo& c) {
   const bool scaled = c.base.embedding_recipe() == rpb::nn::EmbeddingRecipe::scaled;
   static const std::set<std::string> every = {
       "model.d_model", "model.heads", "model.layers", "model.d_ff", "model.dropout", "model.attn_scale",
-      "model.init_std", "model.gelu", "model.embedding", "run.seed", "run.batch", "run.length", "run.eval_tokens"};
+      "model.init_std", "model.gelu", "model.embedding", "run.seed", "run.batch", "run.length"};
   if (every.count(key)) return true;
+  if (key == "run.eval_tokens") return c.task != "passkey";  // passkey scores task.passkey_samples per depth
   // Logits read the token embedding under the gpt2 recipe (nn/transformer.h); a grid model has its own head.
   if (key == "model.tie_head") return !grid && !scaled;
   if (key == "model.share_position") return !grid && c.info->per_layer && c.info->learned(po);
@@ -107,10 +108,12 @@ bool reads(const std::string& key, const Combo& c) {
   if (key == "grid.window" || key == "grid.shift") return window;
   if (key == "grid.cpb_hidden") return s == "swin_v2";
   if (key == "task.vocab" || key == "task.seed") return c.task != "kjv" && c.task != "text";  // text: bytes here
-  if (key == "task.order" || key == "task.concentration") return c.task == "markov";
+  if (key == "task.order" || key == "task.concentration") return c.task == "markov" || c.task == "passkey";
   if (key == "task.lag") return c.task == "lag";
   if (key == "task.noise") return c.task == "lag" || c.task == "grid2d";
-  if (key == "task.train_tokens" || key == "task.eval_tokens") return c.task == "markov" || c.task == "lag";
+  if (key == "task.train_tokens" || key == "task.eval_tokens")  // passkey: its filler's streams
+    return c.task == "markov" || c.task == "lag" || c.task == "passkey";
+  if (key == "task.passkey_digits" || key == "task.passkey_samples") return c.task == "passkey";
   if (key == "task.kjv_path") return c.task == "kjv";
   if (key == "task.path" || key == "task.documents" || key == "task.valid_fraction" || key == "task.test_fraction" ||
       key == "task.tokenizer")
@@ -137,7 +140,8 @@ std::string other_value(const std::string& key, const Combo& c, const std::strin
       {"task.order", "1"}, {"task.concentration", "2.0"}, {"task.lag", "3"}, {"task.noise", "0.3"},
       {"task.train_tokens", "2048"}, {"task.eval_tokens", "2048"}, {"task.documents", "\"blank_lines\""},
       {"task.valid_fraction", "0.3"}, {"task.test_fraction", "0.3"}, {"task.tokenizer", "\"chars\""},
-      {"task.sentencepiece_model", "\"bpe\""}, {"task.sentencepiece_sentences", "5000"}};
+      {"task.sentencepiece_model", "\"bpe\""}, {"task.sentencepiece_sentences", "5000"},
+      {"task.passkey_digits", "3"}, {"task.passkey_samples", "3"}};
   if (key == "model.embedding")
     return c.base.embedding_recipe() == rpb::nn::EmbeddingRecipe::scaled ? "\"gpt2\"" : "\"scaled\"";
   if (key == "run.length") return c.task == "grid2d" ? "3" : "16";
@@ -213,6 +217,7 @@ std::string base_text(const std::string& task, const std::string& scheme, const 
   text += "[task]\nkind = \"" + task + "\"\nvocab = 5\ntrain_tokens = 1024\neval_tokens = 1024\n";
   if (task == "kjv") text += "kjv_path = \"" + kjv_path + "\"\n";
   if (task == "text") text += "path = \"" + kjv_path + ".d\"\nvalid_fraction = 0.2\ntest_fraction = 0.2\n";
+  if (task == "passkey") text += "passkey_digits = 2\npasskey_samples = 2\n";
   text += "[grid]\nwindow = 2\nmax_side = 8\ncpb_hidden = 16\n";
   return text;
 }
@@ -239,7 +244,7 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
         if (trainer_keys().count(key) || same_numbers_keys().count(key)) continue;
         if (const auto e = evaluation_keys().find(key); e != evaluation_keys().end()) {
           const bool applies = key == "position.untrained"   ? c.info->row_table
-                               : key == "run.eval_stride"    ? task != "grid2d"
+                               : key == "run.eval_stride"    ? task != "grid2d" && task != "passkey"
                                : key == "position.blockwise" ? scheme == "xpos"
                                : key == "grid.eval_window"   ? c.info->kind == rpb::nn::PositionKind::window
                                                              : scheme == "rope";

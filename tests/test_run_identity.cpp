@@ -81,6 +81,7 @@ TEST_CASE("effective config: every key the parser accepts, with its value, parsi
       {"t5.toml", file_text(kSource + "/configs/t5.toml")},
       {"alibi.toml", file_text(kSource + "/configs/alibi.toml")},
       {"text.toml", file_text(kSource + "/configs/text.toml")},
+      {"passkey.toml", file_text(kSource + "/configs/passkey.toml")},
       {"extrapolation_2d.toml", file_text(kSource + "/configs/extrapolation_2d.toml")},
       {"grid2d swin_v2", "[task]\nkind = \"grid2d\"\n[position]\nscheme = \"swin_v2\"\n[run]\nlength = 8\n"
                          "eval_multipliers = [1, 2]\n"},
@@ -104,6 +105,9 @@ TEST_CASE("effective config: every key the parser accepts, with its value, parsi
       for (const char* k : {"task.path", "task.documents", "task.valid_fraction", "task.test_fraction", "task.tokenizer",
                             "task.sentencepiece_model", "task.sentencepiece_sentences"})
         CHECK(written.erase(k) == 1);
+    // Passkey retrieval's keys: written for the passkey task only (config.cpp read_retrieval).
+    if (c.task.kind != "passkey")
+      for (const char* k : {"task.passkey_digits", "task.passkey_samples"}) CHECK(written.erase(k) == 1);
     for (const nn::PositionOptionInfo& o : nn::position_option_table())
       if (o.added) CHECK(written.erase(std::string(o.table) + "." + o.key) == 1);
     CHECK(written == keys);

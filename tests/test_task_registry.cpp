@@ -13,6 +13,7 @@
 #include "test_util.h"
 #include "train/config/memory.h"
 #include "train/data/grid2d.h"
+#include "train/data/passkey.h"
 #include "train/data/task_registry.h"
 #include "train/trainer.h"
 
@@ -163,6 +164,26 @@ void grid2d_golden() {
   CHECK(std::vector<double>(ys.begin(), ys.begin() + 12) == std::vector<double>{2, 0, 1, 2, 0, 3, 2, 3, 0, 3, 1, 0});
 }
 
+// passkey has no stream of its own (its streams are the filler's): its held-out samples, the first one pinned.
+void passkey_golden() {
+  data::TaskOptions o = token_options("passkey");
+  o.passkey_digits = 2;
+  o.passkey_samples = 1;
+  const std::unique_ptr<data::Task> t = data::make_task(o);
+  CHECK(t->vocab() == 16);
+  CHECK(t->entropy_rate() == 0.0);
+  CHECK(contains(t->describe(), "passkey:"));
+  const auto& task = dynamic_cast<const data::PasskeyTask&>(*t);
+  Tensor x, y;
+  task.held_out(data::Split::test, 16, x, y);
+  CHECK(x.shape() == Shape{10, 16});
+  const std::vector<double> xs = x.to_vector(), ys = y.to_vector();
+  // The key marker (14) and the digits 4 and 5 (ids 8, 9) at place 1, the query marker (15) at 16 - 2 = 14.
+  CHECK(std::vector<double>(xs.begin(), xs.begin() + 16) ==
+        std::vector<double>{3, 14, 8, 9, 0, 2, 0, 3, 1, 1, 3, 3, 0, 0, 15, 8});
+  CHECK(std::vector<double>(ys.begin() + 12, ys.begin() + 16) == std::vector<double>{-100, -100, 8, 9});
+}
+
 std::vector<TaskCase> task_cases() {
   return {
       {"markov",
@@ -180,6 +201,7 @@ std::vector<TaskCase> task_cases() {
       {"kjv", kjv_golden},
       {"text", text_golden},
       {"grid2d", grid2d_golden},
+      {"passkey", passkey_golden},
       {"count",
        [] {
          data::TaskOptions o = token_options("count");
@@ -246,11 +268,11 @@ TEST_CASE("task registry: rows read consistently, and what reads them follows") 
     CHECK(&data::task_info(t.name) == &t);
     CHECK(contains(data::task_help(), std::string("  ") + t.name + " "));
   }
-  CHECK(data::task_names() == std::vector<std::string>{"markov", "lag", "kjv", "text", "grid2d"});
+  CHECK(data::task_names() == std::vector<std::string>{"markov", "lag", "kjv", "text", "passkey", "grid2d"});
   CHECK(data::task_names(2) == std::vector<std::string>{"grid2d"});
   CHECK(data::find_task("fibonacci") == nullptr);
   CHECK(contains(error_of([] { data::task_info("makrov"); }),
-                 "task.kind must be one of markov, lag, kjv, text, grid2d; got \"makrov\" (did you mean \"markov\"?)"));
+                 "task.kind must be one of markov, lag, kjv, text, passkey, grid2d; got \"makrov\" (did you mean \"markov\"?)"));
   data::TaskOptions grid;
   grid.kind = "grid2d";
   CHECK(contains(error_of([&] { data::make_task(grid); }), "a 2-D task: the grid workload builds it"));
@@ -258,7 +280,7 @@ TEST_CASE("task registry: rows read consistently, and what reads them follows") 
   CHECK(contains(error_of([] { data::register_task(kCountRow), data::register_task(kCountRow); }), "already registered"));
   data::remove_task("count");
   CHECK(contains(error_of([] { data::remove_task("markov"); }), "no task 'markov' was registered"));
-  CHECK(data::task_names().size() == 5);
+  CHECK(data::task_names().size() == 6);
 }
 
 TEST_CASE("task registry: a task added from the tests trains end to end (config, memory estimate, trainer, eval)") {

@@ -21,6 +21,7 @@
 #include "train/checkpoint/stored_model.h"
 #include "train/config/memory.h"
 #include "train/config/run_identity.h"
+#include "train/data/task_registry.h"
 #include "train/dist/distributed.h"
 #include "train/eval_progress.h"
 #include "train/interrupt.h"
@@ -304,16 +305,18 @@ Run::StepResult Run::take_step(int64_t step, double lr) {
   return r;
 }
 
-std::vector<std::pair<int64_t, double>> Run::validate() {
-  std::vector<std::pair<int64_t, double>> out;
-  for (const LengthResult& r : workload_->evaluate(config_.valid_multipliers, data::Split::valid, 0, nullptr))
-    if (r.nll && !std::isnan(*r.nll)) out.emplace_back(r.length, *r.nll);
+MetricsRow Run::validate() {
+  MetricsRow out{};
+  for (const LengthResult& r : workload_->evaluate(config_.valid_multipliers, data::Split::valid, 0, nullptr)) {
+    if (r.nll && !std::isnan(*r.nll)) out.valid_loss.emplace_back(r.length, *r.nll);
+    if (r.accuracy) out.valid_accuracy.emplace_back(r.length, *r.accuracy);
+  }
   return out;
 }
 
 void Run::log_row(int64_t done, double lr, double grad_norm, Progress& progress, MetricsCsv& csv,
                   spdlog::logger& log) {
-  std::vector<std::pair<int64_t, double>> valid;
+  MetricsRow valid{};
   double valid_secs = 0;
   if (config_.eval_every > 0 && (done % config_.eval_every == 0 || done == config_.steps)) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -322,17 +325,21 @@ void Run::log_row(int64_t done, double lr, double grad_norm, Progress& progress,
     progress.exclude(valid_secs);
   }
   const double mean = interval_steps_ > 0 ? interval_loss_ / static_cast<double>(interval_steps_) : std::nan("");
-  MetricsRow row = progress.log(done, mean, lr, grad_norm, valid);
+  MetricsRow row = progress.log(done, mean, lr, grad_norm, valid.valid_loss);
   interval_loss_ = 0;
   interval_steps_ = 0;
-  if (!valid.empty()) {
+  if (!valid.valid_loss.empty()) {
     std::string line;
-    for (const auto& [length, nll] : valid)
+    for (const auto& [length, nll] : valid.valid_loss) {
       line += fmt::format("{}length {} loss {:.4f} ppl {:.3f}", line.empty() ? "" : ", ", length, nll, std::exp(nll));
+      for (const auto& [l, accuracy] : valid.valid_accuracy)
+        if (l == length) line += fmt::format(" accuracy {:.1f}%", 100 * accuracy);
+    }
     log.log(progress.level(), "{}step {}/{} valid: {} ({:.2f} s)", lead(context_), done, config_.steps, line,
             valid_secs);
   }
-  row.valid_loss = std::move(valid);
+  row.valid_loss = std::move(valid.valid_loss);
+  row.valid_accuracy = std::move(valid.valid_accuracy);
   csv.append(row);
   metrics_.push_back(std::move(row));
 }
@@ -377,8 +384,9 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
     log->info("{}--overwrite: moved the previous run folder aside to {}", lead(context_), summary.moved_aside);
   if (!extend_note_.empty()) log->info("{}{}", lead(context_), extend_note_);
   if (!init_note_.empty()) log->info("{}{}", lead(context_), init_note_);
+  const bool accuracy = data::task_info(config_.task.kind).retrieval;  // passkey: validation accuracy columns
   MetricsCsv csv((fs::path(dir_) / kMetricsFileName).string(), config_.valid_lengths(), metrics_,
-                 workload_->batch_tokens());
+                 workload_->batch_tokens(), accuracy ? config_.valid_lengths() : std::vector<int64_t>{});
   if (!stale.empty()) {
     std::string names;
     for (const std::string& n : stale) names += (names.empty() ? "" : ", ") + n;

@@ -168,8 +168,9 @@ class Run {
   /// Data-parallel, ranks other than 0: resumes from the checkpoint rank 0 resumed from (or starts fresh with
   /// it), then every rank takes rank 0's parameters. Returns rank 0's first step.
   int64_t follow_lead(int64_t start, const StartOptions& options);
-  /// Scores the valid split at run.valid_multipliers: (length, mean NLL) of each length the model can run at.
-  std::vector<std::pair<int64_t, double>> validate();
+  /// Scores the valid split at run.valid_multipliers: a row's valid_loss, (length, mean NLL) of each length the model
+  /// can run at, and its valid_accuracy (length, exact-match accuracy) for a passkey task.
+  MetricsRow validate();
   /// Logs the row of step `done` (after a validation when one is due) to the log, metrics.csv and metrics_.
   void log_row(int64_t done, double lr, double grad_norm, Progress& progress, MetricsCsv& csv, spdlog::logger& log);
   /// Logs that step `done` (saved) ends the run and how to resume it; throws Interrupted(`signal`).

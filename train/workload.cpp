@@ -1,6 +1,7 @@
 #include "train/workload.h"
 
 #include "train/data/task.h"
+#include "train/data/task_registry.h"
 
 namespace rpb {
 
@@ -20,8 +21,33 @@ void shard_dropout(Generator& dropout, uint64_t seed, int64_t step, const Shard&
   dropout.seed_(data::derive_seed(per_step, static_cast<uint64_t>(shard.index)));
 }
 
+Tensor lm_shard_loss(nn::LanguageModel& lm, const Tensor& inputs, const Tensor& targets, uint64_t seed, int64_t step,
+                     const Shard& shard) {
+  shard_dropout(lm.dropout_generator(), seed, step, shard);
+  return lm.loss(shard_rows(inputs, shard), shard_rows(targets, shard));
+}
+
+void save_token_state(Checkpoint& c, const Generator& dropout, const data::BatchSampler::State& sampler, int64_t vocab) {
+  c.rng = {{"dropout", dropout.state()}, {"sampler", sampler.rng}};
+  c.counters = {{"sampler_batches", sampler.batches_drawn}, {"vocab", vocab}};
+}
+
+data::BatchSampler::State load_token_state(const Checkpoint& c, Generator& dropout, const std::string& file) {
+  data::BatchSampler::State ss;
+  bool have_dropout = false, have_sampler = false;
+  for (const auto& [name, st] : c.rng) {
+    if (name == "dropout") dropout.set_state(st), have_dropout = true;
+    if (name == "sampler") ss.rng = st, have_sampler = true;
+  }
+  RPB_CHECK(have_dropout && have_sampler, "checkpoint", file, ": missing /rng/dropout or /rng/sampler");
+  for (const auto& [name, v] : c.counters)
+    if (name == "sampler_batches") ss.batches_drawn = v;
+  return ss;
+}
+
 std::unique_ptr<Workload> make_workload(const RunConfig& config) {
-  return config.dims() == 2 ? make_grid_workload(config) : make_lm_workload(config);
+  if (config.dims() == 2) return make_grid_workload(config);
+  return data::task_info(config.task.kind).retrieval ? make_passkey_workload(config) : make_lm_workload(config);
 }
 
 }  // namespace rpb

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/transformer.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/config/config.h"
 #include "train/config/model.h"
+#include "train/data/task.h"
 #include "train/run/eval_result.h"
 
 namespace rpb {
@@ -67,11 +69,25 @@ Tensor shard_rows(const Tensor& batch, const Shard& shard);
 /// generator's own stream (a one-process run draws as it always has).
 void shard_dropout(Generator& dropout, uint64_t seed, int64_t step, const Shard& shard);
 
+/// The loss of language model `lm` on `shard` of the batch (inputs, targets), its dropout drawn as shard_dropout says.
+Tensor lm_shard_loss(nn::LanguageModel& lm, const Tensor& inputs, const Tensor& targets, uint64_t seed, int64_t step,
+                     const Shard& shard);
+
+/// The generator states and counters of a workload that samples token batches, as checkpoints keep them: /rng/dropout,
+/// /rng/sampler, /counters/sampler_batches and /counters/vocab.
+void save_token_state(Checkpoint& c, const Generator& dropout, const data::BatchSampler::State& sampler, int64_t vocab);
+/// Restores the dropout generator from what save_token_state wrote and returns the sampler's state; a checkpoint
+/// without /rng/dropout or /rng/sampler is an error naming `file` (a missing /counters/sampler_batches reads as 0).
+data::BatchSampler::State load_token_state(const Checkpoint& c, Generator& dropout, const std::string& file);
+
 /// The workload `config.task.kind` calls for.
 std::unique_ptr<Workload> make_workload(const RunConfig& config);
 
 /// The language-model workload over a 1-D token task (markov, lag, kjv).
 std::unique_ptr<Workload> make_lm_workload(const RunConfig& config);
+/// The retrieval workload over passkey samples (data::TaskInfo::retrieval: passkey): a LanguageModel trained on the
+/// answer's loss, evaluated by exact-match accuracy per length and depth (LengthResult::accuracy).
+std::unique_ptr<Workload> make_passkey_workload(const RunConfig& config);
 /// The 2-D grid workload (grid2d): a GridModel trained on run.length x run.length grids.
 std::unique_ptr<Workload> make_grid_workload(const RunConfig& config);
 

@@ -53,27 +53,15 @@ class LmWorkload final : public Workload {
     RPB_CHECK(sampler_ != nullptr, "train", "the workload was built without its training stream");
     Tensor inputs, targets;
     sampler_->next(inputs, targets);
-    shard_dropout(model_->dropout_generator(), config_.seed, step, shard);
-    return model_->loss(shard_rows(inputs, shard), shard_rows(targets, shard));
+    return lm_shard_loss(*model_, inputs, targets, config_.seed, step, shard);
   }
 
   void save_state(Checkpoint& c) const override {
-    c.rng = {{"dropout", model_->dropout_generator().state()}, {"sampler", sampler_->state().rng}};
-    c.counters = {{"sampler_batches", sampler_->state().batches_drawn}, {"vocab", task_->vocab()}};
+    save_token_state(c, model_->dropout_generator(), sampler_->state(), task_->vocab());
   }
 
   void load_state(const Checkpoint& c, const std::string& file) override {
-    data::BatchSampler::State ss;
-    bool have_dropout = false, have_sampler = false;
-    for (const auto& [name, st] : c.rng) {
-      if (name == "dropout") model_->dropout_generator().set_state(st), have_dropout = true;
-      if (name == "sampler") ss.rng = st, have_sampler = true;
-    }
-    RPB_CHECK(have_dropout && have_sampler, "checkpoint", file, ": missing /rng/dropout or /rng/sampler");
-    ss.batches_drawn = 0;
-    for (const auto& [name, v] : c.counters)
-      if (name == "sampler_batches") ss.batches_drawn = v;
-    sampler_->set_state(ss);
+    sampler_->set_state(load_token_state(c, model_->dropout_generator(), file));
   }
 
   std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens,

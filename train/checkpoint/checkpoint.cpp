@@ -105,11 +105,19 @@ void write_counters(hid_t root, const std::vector<std::pair<std::string, int64_t
   }
 }
 
-// The sorted validation lengths of `rows`; each becomes a column /metrics/valid_loss@<length>.
-std::vector<int64_t> valid_lengths_of(const std::vector<MetricsRow>& rows) {
+// The validation columns of /metrics: (length, value) pairs of a MetricsRow, each length a column <prefix><length>.
+struct ValidColumn {
+  const char* prefix;
+  std::vector<std::pair<int64_t, double>> MetricsRow::*values;
+};
+constexpr ValidColumn kValidColumns[] = {{"valid_loss@", &MetricsRow::valid_loss},
+                                         {"valid_accuracy@", &MetricsRow::valid_accuracy}};
+
+// The sorted lengths of `column` in `rows`; each becomes a column /metrics/<prefix><length>.
+std::vector<int64_t> valid_lengths_of(const std::vector<MetricsRow>& rows, const ValidColumn& column) {
   std::vector<int64_t> lengths;
   for (const MetricsRow& r : rows)
-    for (const auto& v : r.valid_loss) lengths.push_back(v.first);
+    for (const auto& v : r.*column.values) lengths.push_back(v.first);
   std::sort(lengths.begin(), lengths.end());
   lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
   return lengths;
@@ -120,9 +128,7 @@ void write_metrics(hid_t root, const std::vector<MetricsRow>& rows, const std::s
   const std::size_t n = rows.size();
   std::vector<int64_t> steps(n);
   std::map<std::string, std::vector<double>> columns;  // the float64 columns by name
-  const std::vector<int64_t> lengths = valid_lengths_of(rows);
   for (const char* name : {"loss", "lr", "grad_norm", "tokens_per_sec", "elapsed_s"}) columns[name].resize(n);
-  for (const int64_t l : lengths) columns["valid_loss@" + std::to_string(l)].assign(n, std::nan(""));
   for (std::size_t i = 0; i < n; ++i) {
     const MetricsRow& r = rows[i];
     steps[i] = r.step;
@@ -131,17 +137,21 @@ void write_metrics(hid_t root, const std::vector<MetricsRow>& rows, const std::s
     columns["grad_norm"][i] = r.grad_norm;
     columns["tokens_per_sec"][i] = r.tokens_per_sec;
     columns["elapsed_s"][i] = r.elapsed_s;
-    for (const auto& [length, nll] : r.valid_loss) columns["valid_loss@" + std::to_string(length)][i] = nll;
   }
   const Shape dims{static_cast<int64_t>(n)};
   write_dataset(metrics.get(), "step", "/metrics/step", H5T_NATIVE_INT64, dims, steps.data(), n * 8, op);
   for (const char* name : {"loss", "lr", "grad_norm", "tokens_per_sec", "elapsed_s"})
     write_dataset(metrics.get(), name, std::string("/metrics/") + name, H5T_NATIVE_DOUBLE, dims, columns[name].data(),
                   n * 8, op);
-  for (const int64_t l : lengths) {
-    const std::string name = "valid_loss@" + std::to_string(l);
-    write_dataset(metrics.get(), name, "/metrics/" + name, H5T_NATIVE_DOUBLE, dims, columns[name].data(), n * 8, op);
-  }
+  for (const ValidColumn& column : kValidColumns)
+    for (const int64_t l : valid_lengths_of(rows, column)) {
+      const std::string name = column.prefix + std::to_string(l);
+      std::vector<double> values(n, std::nan(""));
+      for (std::size_t i = 0; i < n; ++i)
+        for (const auto& [length, v] : rows[i].*column.values)
+          if (length == l) values[i] = v;
+      write_dataset(metrics.get(), name, "/metrics/" + name, H5T_NATIVE_DOUBLE, dims, values.data(), n * 8, op);
+    }
 }
 
 /// /data (DataIdentity) when there is one: the text's digest, and the byte of each id (kjv) or the tokenizer (text).
@@ -322,16 +332,15 @@ std::vector<std::pair<std::string, int64_t>> read_counters(SafeReader& r, hid_t 
   return counters;
 }
 
-// The length of a /metrics/valid_loss@<length> column; nullopt for any other name. A length that is not a
-// positive number is an error naming the dataset.
-std::optional<int64_t> valid_column_length(const std::string& name, const std::string& op) {
-  const std::string prefix = "valid_loss@";
+// The length of a /metrics/<prefix><length> column (ValidColumn); nullopt for a name without the prefix. A length
+// that is not a positive number is an error naming the dataset.
+std::optional<int64_t> valid_column_length(const std::string& name, const std::string& prefix, const std::string& op) {
   if (name.rfind(prefix, 0) != 0) return std::nullopt;
   const std::string digits = name.substr(prefix.size());
   const bool ok = !digits.empty() && digits.size() <= 9 &&
                   std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-  CKPT_CHECK(ok && std::stoll(digits) > 0, "dataset /metrics/", printable(name),
-             ": expected valid_loss@<length> with a positive length");
+  CKPT_CHECK(ok && std::stoll(digits) > 0, "dataset /metrics/", printable(name), ": expected ", prefix,
+             "<length> with a positive length");
   return std::stoll(digits);
 }
 
@@ -351,14 +360,16 @@ std::vector<MetricsRow> read_metrics(SafeReader& r, hid_t root) {
     elapsed = read_column<double>(r, m, "elapsed_s", H5T_FLOAT, H5T_NATIVE_DOUBLE, &n);
   std::vector<MetricsRow> rows;
   for (std::size_t i = 0; i < n; ++i) rows.push_back({steps[i], loss[i], lr[i], grad_norm[i], tps[i], elapsed[i]});
-  std::vector<std::pair<int64_t, std::vector<double>>> valid;  // sorted by length, as written
-  for (const std::string& name : link_names(m, "/metrics", op))
-    if (const auto length = valid_column_length(name, op))
-      valid.emplace_back(*length, read_column<double>(r, m, name.c_str(), H5T_FLOAT, H5T_NATIVE_DOUBLE, &n));
-  std::sort(valid.begin(), valid.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (std::size_t i = 0; i < n; ++i)
-    for (const auto& [length, column] : valid)
-      if (!std::isnan(column[i])) rows[i].valid_loss.emplace_back(length, column[i]);
+  for (const ValidColumn& c : kValidColumns) {
+    std::vector<std::pair<int64_t, std::vector<double>>> valid;  // sorted by length, as written
+    for (const std::string& name : link_names(m, "/metrics", op))
+      if (const auto length = valid_column_length(name, c.prefix, op))
+        valid.emplace_back(*length, read_column<double>(r, m, name.c_str(), H5T_FLOAT, H5T_NATIVE_DOUBLE, &n));
+    std::sort(valid.begin(), valid.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 0; i < n; ++i)
+      for (const auto& [length, column] : valid)
+        if (!std::isnan(column[i])) (rows[i].*c.values).emplace_back(length, column[i]);
+  }
   return rows;
 }
 

@@ -19,6 +19,9 @@ struct MetricsRow {
   /// A validation at this step (run.eval_every): (length, mean NLL on the valid split), lengths the model cannot
   /// run at left out. Empty: no validation at this step. A NaN loss is stored as none (NaN marks "no value").
   std::vector<std::pair<int64_t, double>> valid_loss = {};
+  /// A passkey validation's exact-match accuracy (length, share of the valid samples), as valid_loss; empty for the
+  /// tasks without an accuracy.
+  std::vector<std::pair<int64_t, double>> valid_accuracy = {};
 };
 
 }  // namespace rpb

@@ -18,6 +18,7 @@
 #include "train/config/document.h"
 #include "train/config/toml_depth.h"
 #include "train/config/toml_table.h"
+#include "train/data/passkey.h"
 #include "train/data/task_registry.h"
 #include "train/data/tokenizer.h"
 #include "train/io/input_file.h"
@@ -176,6 +177,16 @@ void read_corpus(Table& task, data::TaskOptions& t) {
                                   "found " + std::to_string(t.valid_fraction + t.test_fraction));
 }
 
+// The keys of passkey retrieval (data::TaskInfo::retrieval), written into the effective config only for such a task.
+void read_retrieval(Table& task, data::TaskOptions& t) {
+  task.get("passkey_digits", t.passkey_digits, 1, 64);
+  task.get("passkey_samples", t.passkey_samples, 1, 100000);
+  if (!data::task_info(t.kind).retrieval) {
+    task.unput("passkey_digits");
+    task.unput("passkey_samples");
+  }
+}
+
 void read_task(Table& task, data::TaskOptions& t) {
   task.get("kind", t.kind, data::task_names());
   task.get("vocab", t.vocab, 2, kMaxVocab);
@@ -188,6 +199,7 @@ void read_task(Table& task, data::TaskOptions& t) {
   task.get("eval_tokens", t.eval_tokens, 2, kMaxTokens);
   get_path(task, "kjv_path", t.kjv_path, false);
   read_corpus(task, t);
+  read_retrieval(task, t);
   task.done();
 }
 
@@ -314,6 +326,18 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind,
                 what + (grid ? " (a grid of " + std::to_string(positions(longest)) + " cells)" : "") +
                     ": expected at most " + std::to_string(L::kMaxSequence) + cells + " per sequence");
   if (task.held_out == data::HeldOut::grids) return;  // each grid size draws its own held-out grids
+  if (task.held_out == data::HeldOut::samples) {  // each length draws its own samples, their filler from a stream
+    const int64_t shortest = data::passkey_min_length(c.task.passkey_digits);
+    if (c.length < shortest)
+      run.fail_at("length", "a passkey sample of task.passkey_digits = " + std::to_string(c.task.passkey_digits) +
+                                " digits needs at least " + std::to_string(shortest) +
+                                " positions (twice the digits, and a place for the key in every tenth of depth), "
+                                "got run.length = " + length + run.set_by("length"));
+    if (c.task.eval_tokens < longest)
+      run.fail_at(k.multipliers_key, what + " needs as many filler tokens; the " + kind + " filler stream has "
+                                                "task.eval_tokens = " + std::to_string(c.task.eval_tokens));
+    return;
+  }
   for (const int64_t m : k.multipliers)
     if (largest % m != 0)
       run.fail_at(k.multipliers_key, "multiplier " + std::to_string(m) + " does not divide the largest, " +
@@ -332,10 +356,11 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind,
 // by at most the shortest length.
 void check_eval_stride(Table& run, const RunConfig& c, const std::string& kind) {
   if (c.eval_stride == 0) return;
-  if (data::task_info(kind).dims == 2)
-    run.fail_at("eval_stride", "sliding-window evaluation scores a token stream; the " + kind +
-                                   " task evaluates whole grids: expected 0 (nonoverlapping), found " +
-                                   std::to_string(c.eval_stride));
+  const data::TaskInfo& task = data::task_info(kind);
+  if (task.dims == 2 || task.retrieval)
+    run.fail_at("eval_stride", "sliding-window evaluation scores a token stream; the " + kind + " task evaluates " +
+                                   (task.retrieval ? "whole samples" : "whole grids") +
+                                   ": expected 0 (nonoverlapping), found " + std::to_string(c.eval_stride));
   const int64_t shortest = *std::min_element(c.eval_multipliers.begin(), c.eval_multipliers.end()) * c.length;
   if (c.eval_stride > shortest)
     run.fail_at("eval_stride", "expected at most the shortest evaluation length " + std::to_string(shortest) +

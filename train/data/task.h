@@ -49,6 +49,8 @@ struct TaskOptions {
   uint64_t seed = 0;            // the source's own parameters (the Markov table) and its streams
   int64_t train_tokens = 1 << 20;  // markov, lag: length of the train stream (kjv: the whole train split)
   int64_t eval_tokens = 1 << 16;   // markov, lag: length of the valid and test streams (kjv: whole splits)
+  int64_t passkey_digits = 5;       // passkey: K, the key's digits
+  int64_t passkey_samples = 100;    // passkey: held-out samples per tenth of depth at every evaluation length
   std::string kjv_path = "";       // kjv: cached text file; empty = checkpoints/data/kjv.txt (relative to the working dir)
   /// kjv: write the text to kjv_path when it is missing. Not a config key: `rpb eval` turns it off, as reading
   /// a checkpoint must not write files.

@@ -10,6 +10,7 @@
 #include "core/checked.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "train/data/passkey.h"
 #include "train/data/text.h"
 #include "train/data/tokenizer_detail.h"
 
@@ -71,6 +72,7 @@ DataMemory text_memory(const TaskOptions& t, DataUse use) {
 }
 
 int64_t kjv_vocab_bound(const TaskOptions&) { return 256; }
+int64_t passkey_vocab_bound(const TaskOptions& t) { return t.vocab + kPasskeyExtraTokens; }
 int64_t text_vocab_bound(const TaskOptions& t) {
   if (t.tokenizer == "sentencepiece") return t.vocab;
   return t.tokenizer == "bytes" ? 256 : kMaxCharsVocab;
@@ -80,12 +82,13 @@ std::unique_ptr<Task> make_markov(const TaskOptions& o) { return std::make_uniqu
 std::unique_ptr<Task> make_lag(const TaskOptions& o) { return std::make_unique<LagTask>(o); }
 std::unique_ptr<Task> make_kjv(const TaskOptions& o) { return std::make_unique<KjvTask>(o); }
 std::unique_ptr<Task> make_text(const TaskOptions& o) { return std::make_unique<TextTask>(o); }
+std::unique_ptr<Task> make_passkey(const TaskOptions& o) { return std::make_unique<PasskeyTask>(o); }
 
 // The built-in rows. Their order is the order of every list of names (config choices, help, sweep folders);
 // register_task adds after them.
 const TaskInfo kBuiltIn[] = {
     // name, dims, summary, make, data_vocab_bound, memory, held_out, reads_text, text_key, text_path,
-    // stores_tokenizer
+    // stores_tokenizer, retrieval
     {"markov", 1, "a random order-k Markov chain of tokens (task.order, task.concentration); exact entropy rate",
      make_markov, nullptr, markov_memory, HeldOut::eval_tokens, false},
     {"lag", 1, "x_t copies x_{t-lag} except with probability task.noise; exact entropy rate", make_lag, nullptr,
@@ -95,6 +98,9 @@ const TaskInfo kBuiltIn[] = {
     {"text", 1, "one's own UTF-8 text (task.path: a file or a folder), split by document content, tokenized by "
      "task.tokenizer", make_text, text_vocab_bound, text_memory, HeldOut::data, true, "task.path", &TaskOptions::path,
      true},
+    {"passkey", 1, "a key of task.passkey_digits digits hidden at a uniform depth in Markov filler, asked for at the "
+     "end; accuracy per length and depth", make_passkey, passkey_vocab_bound, markov_memory, HeldOut::samples, false, nullptr,
+     nullptr, false, true},
     {"grid2d", 2, "grids whose targets read a table of each cell's left and upper neighbours; exact entropy", nullptr,
      nullptr, grid2d_memory, HeldOut::grids, false},
 };

@@ -23,7 +23,9 @@ enum class HeldOut {
   eval_tokens,  // generated streams of task.eval_tokens tokens: the config checks every evaluation length against
                 // them, and `rpb eval --tokens` lengthens them (a longer stream starts with the same tokens)
   data,         // the data's own splits (kjv: its books), checked once the data is read; the test split is fixed
-  grids         // every evaluation size draws its own held-out grids (run.eval_tokens cells): no stream to check
+  grids,        // every evaluation size draws its own held-out grids (run.eval_tokens cells): no stream to check
+  samples       // every evaluation length draws its own held-out samples (passkey: task.passkey_samples per tenth of
+                // depth) with filler from a generated stream of task.eval_tokens tokens, which must hold the longest
 };
 
 /// A task's data in memory, for the memory estimate.
@@ -44,7 +46,8 @@ struct TaskInfo {
   /// (train/workload_grid.cpp: grid2d's Grid2DTask); a task of dims 2 has no stream to build here.
   TaskFactory* make;
   /// Null: the vocabulary is task.vocab. Otherwise the vocabulary comes from the data (kjv: the text's distinct bytes;
-  /// text: its tokenizer's), known only once it is read, and holds at most this many ids: the memory estimate sizes
+  /// text: its tokenizer's), known only once it is read, or adds ids of its own (passkey: task.vocab + 12), and holds
+  /// at most this many ids: the memory estimate sizes
   /// the model with it, and a checkpoint without a recorded vocabulary is matched against every size up to it.
   int64_t (*data_vocab_bound)(const TaskOptions& options);
   /// The bytes its data holds for `use` (streams, tables, a text).
@@ -61,6 +64,11 @@ struct TaskInfo {
   /// generate` and `rpb inspect` read no text and `rpb eval` encodes the text with the stored tokenizer; it reads the
   /// keys of the corpus and the tokenizer (task.path, task.documents, ...), which stay out of other tasks' configs.
   bool stores_tokenizer = false;
+  /// True when its samples hold a key the model must retrieve (passkey, train/data/passkey.h): it trains on the
+  /// answer's loss alone and is evaluated by retrieval accuracy per length and depth (the passkey workload,
+  /// train/workload_passkey.cpp); it reads the keys task.passkey_digits and task.passkey_samples, which stay out of
+  /// other tasks' configs.
+  bool retrieval = false;
 };
 
 /// Every row, in the registry's order (the order of every list of names: config choices, the help text, sweeps).

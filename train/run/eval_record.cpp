@@ -48,6 +48,11 @@ Json length_json(const LengthResult& r, const std::optional<double>& optimum) {
     out["bytes"] = r.bytes;
     out["bits_per_byte"] = json_number(r.bits_per_byte());
   }
+  if (r.accuracy) {  // passkey retrieval's: exact matches over every depth and per tenth of depth
+    out["accuracy"] = json_number(r.accuracy);
+    out["depth_accuracy"] = r.depth_accuracy;
+    out["samples_per_depth"] = r.samples_per_depth;
+  }
   return out;
 }
 
@@ -81,6 +86,14 @@ LengthResult read_length(const JsonIn& in) {
   r.tokens = tokens.is_null() ? 0 : tokens.int64();
   r.attention = read_attention(in["attention"]);
   if (in.has("bytes")) r.bytes = in["bytes"].int64();
+  if (in.has("accuracy")) {
+    r.accuracy = in["accuracy"].optional_number();
+    const JsonIn depth = in["depth_accuracy"];
+    if (depth.size() != static_cast<std::size_t>(kDepthBins))
+      depth.fail("expected " + std::to_string(kDepthBins) + " depth bins, found " + std::to_string(depth.size()));
+    for (std::size_t b = 0; b < depth.size(); ++b) r.depth_accuracy.push_back(depth[b].number_or_nan());
+    r.samples_per_depth = in["samples_per_depth"].int64();
+  }
   return r;
 }
 

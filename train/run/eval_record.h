@@ -93,6 +93,8 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null, ["bytes": 6671, "bits_per_byte": 1.856 | null,] (only for a
 ///                 text run: the bytes of text the scored tokens stand for, LengthResult::bytes)
+///                 ["accuracy": 0.97, "depth_accuracy": [10 shares, per tenth of depth], "samples_per_depth": 100,]
+///                 (only for a passkey run: greedy decoding's exact matches, LengthResult::accuracy)
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
 /// nll is the mean NLL in nats, perplexity exp(nll); a length the scheme cannot run at has null nll, perplexity and
 /// tokens. "attention" holds the attention diagnostics per layer and head (LengthResult::attention, train/workload.h:

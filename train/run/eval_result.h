@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nn/attention_stats.h"
+#include "train/data/passkey.h"
 
 namespace rpb {
 
@@ -33,12 +34,27 @@ struct LengthResult {
   /// The bytes of text the scored tokens stand for (a text task's: data::Tokenizer::token_bytes); 0 for the tasks
   /// without text bytes. The same at every length: every length scores the same tokens.
   int64_t bytes = 0;
+  /// Passkey retrieval (a task whose samples hold a key to retrieve, task.kind = "passkey"): the share of held-out
+  /// samples whose answer greedy decoding reproduces exactly, over every depth; nullopt for the other tasks (and
+  /// where nll is nullopt). nll is then the answer tokens' mean NLL.
+  std::optional<double> accuracy;
+  /// Passkey: the accuracy per depth of the key, kDepthBins bins of the context (bin 0: the key in its first tenth);
+  /// empty for the other tasks.
+  std::vector<double> depth_accuracy;
+  /// Passkey: the held-out samples in each depth bin (the same in every bin); 0 for the other tasks.
+  int64_t samples_per_depth = 0;
   /// exp(nll); nullopt where nll is.
   std::optional<double> perplexity() const;
   /// nll * tokens / (bytes * ln 2): bits per byte of text, comparable across tokenizers; nullopt where nll is or
   /// bytes is 0.
   std::optional<double> bits_per_byte() const;
 };
+
+/// Passkey: the depth bins of LengthResult::depth_accuracy (tenths of the context; train/data/passkey.h).
+inline constexpr int64_t kDepthBins = data::kPasskeyDepthBins;
+/// Passkey: the accuracy at the train length from which a run counts as having learned the task; a run below it is
+/// reported as not learning the task, never as failing to extrapolate.
+inline constexpr double kLearnedAccuracy = 0.95;
 
 /// The diagnostics an AttentionStatsRecorder holds, [layer][head].
 AttentionDiagnostics attention_diagnostics(const std::vector<nn::AttentionStats>& layers);

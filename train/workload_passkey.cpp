@@ -1,0 +1,131 @@
+// The retrieval workload: a decoder-only language model on passkey samples (train/data/passkey.h), trained on the
+// answer's loss and scored by exact-match accuracy per length and depth.
+#include <algorithm>
+#include <cmath>
+
+#include "nn/transformer.h"
+#include "train/data/passkey.h"
+#include "train/eval_progress.h"
+#include "train/workload.h"
+
+namespace rpb {
+
+namespace {
+
+constexpr uint64_t kPasskeySamplerSalt = 0x5eed'ba7c'0000'0002ull;
+
+// What one evaluation length's samples add up to.
+struct Tally {
+  double nll = 0;                // summed over the answer tokens
+  std::vector<int64_t> correct;  // per depth bin
+};
+
+class PasskeyWorkload final : public Workload {
+ public:
+  explicit PasskeyWorkload(const RunConfig& c) : config_(c), task_(c.task) {
+    Generator init_gen(c.seed);
+    model_ = std::make_unique<nn::LanguageModel>(model_options(c, task_.vocab()), init_gen);
+    if (c.task.use == data::DataUse::train)
+      sampler_ = std::make_unique<data::PasskeySampler>(task_, c.batch, c.train_length(), c.seed ^ kPasskeySamplerSalt);
+  }
+
+  nn::Module& model() override { return *model_; }
+  std::string describe() const override { return task_.describe(); }
+  std::optional<double> optimal_perplexity() const override { return task_.optimal_perplexity(); }
+  int64_t batch_tokens() const override { return config_.batch * config_.train_length(); }
+
+  Tensor next_loss(const Shard& shard, int64_t step) override {
+    RPB_CHECK(sampler_ != nullptr, "train", "the workload was built without its training samples");
+    Tensor inputs, targets;
+    sampler_->next(inputs, targets);
+    return lm_shard_loss(*model_, inputs, targets, config_.seed, step, shard);
+  }
+
+  void save_state(Checkpoint& c) const override {
+    save_token_state(c, model_->dropout_generator(), sampler_->state(), task_.vocab());
+  }
+
+  void load_state(const Checkpoint& c, const std::string& file) override {
+    sampler_->set_state(load_token_state(c, model_->dropout_generator(), file));
+  }
+
+  // One teacher-forced forward per sample gives greedy decoding's exact match and the answer's NLL
+  // (data::score_passkey; tests/test_passkey.cpp checks it against KV-cache decoding).
+  std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens,
+                                     EvalProgress* progress) override {
+    RPB_CHECK(tokens == 0, "eval", "a token count (", tokens, ") does not apply to passkey retrieval: every length "
+              "scores task.passkey_samples = ", task_.samples_per_depth(), " samples per tenth of depth");
+    model_->eval();
+    std::vector<LengthResult> out;
+    const int64_t limit = model_->max_length();  // learned positions end at their table
+    int64_t longest = 0;
+    for (const int64_t m : mult) longest = std::max(longest, m * config_.length);
+    for (std::size_t i = 0; i < mult.size(); ++i) {
+      LengthResult r;
+      r.length = mult[i] * config_.length;
+      r.multiplier = mult[i];
+      if (limit == 0 || r.length <= limit) {
+        Tensor inputs, targets;
+        task_.held_out(split, r.length, inputs, targets);
+        const int64_t n = inputs.size(0), k = task_.digits();
+        if (progress) progress->begin(static_cast<int64_t>(i), r.length, n * k);
+        const Tally t = score(inputs, targets, progress);
+        int64_t correct = 0;
+        for (const int64_t c : t.correct) correct += c;
+        r.tokens = n * k;
+        r.nll = t.nll / static_cast<double>(r.tokens);
+        r.accuracy = static_cast<double>(correct) / static_cast<double>(n);
+        r.samples_per_depth = task_.samples_per_depth();
+        for (const int64_t c : t.correct)
+          r.depth_accuracy.push_back(static_cast<double>(c) / static_cast<double>(r.samples_per_depth));
+        if (config_.eval_diagnostics && split == data::Split::test) {
+          if (progress) progress->measuring_attention();
+          r.attention = diagnostics(inputs, std::clamp<int64_t>(longest / r.length, 1, n));
+        }
+      }
+      out.push_back(std::move(r));
+    }
+    model_->train();
+    return out;
+  }
+
+ private:
+  // The answer's NLL and the exact matches per depth bin (sample s in bin s % kPasskeyDepthBins) of the samples.
+  Tally score(const Tensor& inputs, const Tensor& targets, EvalProgress* progress) const {
+    NoGradGuard no_grad;
+    const int64_t n = inputs.size(0), k = task_.digits();
+    Tally t;
+    t.correct.assign(data::kPasskeyDepthBins, 0);
+    for (int64_t b = 0; b < n; b += config_.eval_batch) {
+      const int64_t e = std::min(n, b + config_.eval_batch);
+      const data::PasskeyScore s =
+          data::score_passkey(model_->forward(slice(inputs, 0, b, e)), slice(targets, 0, b, e), k);
+      t.nll += s.nll;
+      for (int64_t row = b; row < e; ++row)
+        if (s.exact[static_cast<std::size_t>(row - b)]) ++t.correct[static_cast<std::size_t>(row % data::kPasskeyDepthBins)];
+      if (progress) progress->advance((e - b) * k);
+    }
+    return t;
+  }
+
+  // One recorded forward over the first `rows` samples.
+  AttentionDiagnostics diagnostics(const Tensor& inputs, int64_t rows) const {
+    NoGradGuard no_grad;
+    nn::AttentionStatsRecorder recorder(model_->attention_layers());
+    model_->forward(slice(inputs, 0, 0, rows));
+    return attention_diagnostics(recorder.layers());
+  }
+
+  RunConfig config_;
+  data::PasskeyTask task_;
+  std::unique_ptr<nn::LanguageModel> model_;
+  std::unique_ptr<data::PasskeySampler> sampler_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_passkey_workload(const RunConfig& config) {
+  return std::make_unique<PasskeyWorkload>(config);
+}
+
+}  // namespace rpb
