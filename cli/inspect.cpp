@@ -43,18 +43,26 @@ Stats stats_of(const Tensor& t) {
   return s;
 }
 
-// The valid losses (run.eval_every) per length: first, last and lowest, with their steps.
+// The valid losses (run.eval_every) per length: first, last and lowest, with their steps; and a passkey run's valid
+// accuracy alike (first, last and highest).
 void print_valid_losses(const std::vector<MetricsRow>& rows, std::ostream& out) {
-  std::map<int64_t, std::vector<std::pair<int64_t, double>>> by_length;  // length -> (step, loss)
-  for (const MetricsRow& m : rows)
-    for (const auto& [length, loss] : m.valid_loss)
-      if (std::isfinite(loss)) by_length[length].emplace_back(m.step, loss);
-  for (const auto& [length, v] : by_length) {
-    const auto best = std::min_element(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-    out << std::setprecision(5) << "\n  valid loss at length " << length << ": " << v.front().second << " (step "
-        << v.front().first << ") -> " << v.back().second << " (step " << v.back().first << "), lowest " << best->second
-        << " (step " << best->first << "), " << v.size() << " validations";
-  }
+  const auto print = [&](const char* what, std::vector<std::pair<int64_t, double>> MetricsRow::*column, bool lowest) {
+    std::map<int64_t, std::vector<std::pair<int64_t, double>>> by_length;  // length -> (step, value)
+    for (const MetricsRow& m : rows)
+      for (const auto& [length, value] : m.*column)
+        if (std::isfinite(value)) by_length[length].emplace_back(m.step, value);
+    for (const auto& [length, v] : by_length) {
+      const auto best = std::min_element(v.begin(), v.end(), [&](const auto& a, const auto& b) {
+        return lowest ? a.second < b.second : a.second > b.second;
+      });
+      out << std::setprecision(5) << "\n  valid " << what << " at length " << length << ": " << v.front().second
+          << " (step " << v.front().first << ") -> " << v.back().second << " (step " << v.back().first << "), "
+          << (lowest ? "lowest " : "highest ") << best->second << " (step " << best->first << "), " << v.size()
+          << " validations";
+    }
+  };
+  print("loss", &MetricsRow::valid_loss, true);
+  print("accuracy", &MetricsRow::valid_accuracy, false);
 }
 
 void print_metrics(const Checkpoint& c, std::ostream& out) {

@@ -28,7 +28,7 @@ using rpb::testing::contains;
 using rpb::testing::error_of;
 using rpb::testing::TempDir;
 
-data::TaskOptions options(int64_t digits = 3) {
+data::TaskOptions passkey_options(int64_t digits = 3) {
   data::TaskOptions o;
   o.kind = "passkey";
   o.vocab = 4;
@@ -42,7 +42,7 @@ data::TaskOptions options(int64_t digits = 3) {
 }
 
 // A run config of a tiny passkey model: K digits at `length`, `extra` keys appended to [run].
-RunConfig tiny(const std::string& out_dir, const std::string& extra = "", int64_t digits = 2, int64_t length = 16) {
+RunConfig passkey_run(const std::string& out_dir, const std::string& extra = "", int64_t digits = 2, int64_t length = 16) {
   return parse_config("[run]\nname = \"pk\"\nout_dir = \"" + out_dir + "\"\nsteps = 300\nbatch = 16\nlength = " +
                           std::to_string(length) + "\nlog_every = 100\neval_every = 100\neval_multipliers = [1, 2]\n"
                           "eval_diagnostics = false\n" + extra +
@@ -59,7 +59,7 @@ RunConfig tiny(const std::string& out_dir, const std::string& extra = "", int64_
 using namespace passkey_test;
 
 TEST_CASE("passkey: a sample's layout, golden") {
-  const data::PasskeyTask task(options());
+  const data::PasskeyTask task(passkey_options());
   CHECK(task.vocab() == 4 + 12);
   CHECK(task.entropy_rate() == 0.0);
   CHECK(task.optimal_perplexity() == 1.0);
@@ -99,7 +99,7 @@ TEST_CASE("passkey: depth bins split the places into ten nonempty tenths") {
 }
 
 TEST_CASE("passkey: held-out samples are fixed, sample k in depth bin k mod 10, only the answer scored") {
-  const data::PasskeyTask task(options());
+  const data::PasskeyTask task(passkey_options());
   Tensor in, tg, in2, tg2, vin, vtg;
   task.held_out(data::Split::test, 24, in, tg);
   task.held_out(data::Split::test, 24, in2, tg2);
@@ -126,7 +126,7 @@ TEST_CASE("passkey: held-out samples are fixed, sample k in depth bin k mod 10, 
 }
 
 TEST_CASE("passkey: a model that reads the key exactly scores accuracy 1 and NLL 0, others less") {
-  const data::PasskeyTask task(options());
+  const data::PasskeyTask task(passkey_options());
   Tensor in, tg;
   task.held_out(data::Split::test, 20, in, tg);
   const int64_t n = in.size(0), length = 20, vocab = task.vocab();
@@ -157,7 +157,7 @@ TEST_CASE("passkey: a model that reads the key exactly scores accuracy 1 and NLL
 
 TEST_CASE("passkey: the one-forward exact match is greedy decoding's, checked with the KV cache") {
   TempDir dir("passkey_greedy");
-  Run run(tiny(dir.path.string()));
+  Run run(passkey_run(dir.path.string()));
   run.train(false);
   const std::vector<LengthResult> results = run.evaluate();
   REQUIRE(results.size() == 2);
@@ -204,7 +204,7 @@ TEST_CASE("passkey: metrics.csv holds the validation accuracy, and a run resumed
     std::ifstream f(p, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(f), {});
   };
-  Run whole(tiny(dir.path.string(), "checkpoint_every = 100\n"));
+  Run whole(passkey_run(dir.path.string(), "checkpoint_every = 100\n"));
   whole.train(false);
   const fs::path run_dir = whole.dir();
   // metrics.csv without its last two columns (tokens_per_sec and elapsed_s: wall-clock times).
@@ -220,7 +220,7 @@ TEST_CASE("passkey: metrics.csv holds the validation accuracy, and a run resumed
   REQUIRE(end.metrics.size() == 3);
   CHECK(end.metrics.back().valid_accuracy.size() == 1);
   // Resumed from step 200: the rows of the checkpoint (accuracy included) and the steps after it, bit for bit.
-  Run again(tiny(dir.path.string(), "checkpoint_every = 100\n"));
+  Run again(passkey_run(dir.path.string(), "checkpoint_every = 100\n"));
   again.train(true, (run_dir / "step_00000200.h5").string());
   CHECK(untimed(run_dir / "metrics.csv") == csv);
   const Checkpoint resumed = load_checkpoint((run_dir / "step_00000300.h5").string());
@@ -231,10 +231,10 @@ TEST_CASE("passkey: metrics.csv holds the validation accuracy, and a run resumed
 }
 
 TEST_CASE("passkey: config errors name the key") {
-  CHECK(contains(error_of([] { tiny("x", "", 5, 16); }), "run.length"));
-  CHECK(contains(error_of([] { tiny("x", "eval_stride = 4\n"); }), "whole samples"));
+  CHECK(contains(error_of([] { passkey_run("x", "", 5, 16); }), "run.length"));
+  CHECK(contains(error_of([] { passkey_run("x", "eval_stride = 4\n"); }), "whole samples"));
   // The passkey keys stay out of other tasks' configs.
   const RunConfig markov = parse_config("[task]\nkind = \"markov\"\n", "m.toml");
   CHECK_FALSE(contains(markov.text, "passkey_digits"));
-  CHECK(contains(tiny("x").text, "passkey_digits = 2"));
+  CHECK(contains(passkey_run("x").text, "passkey_digits = 2"));
 }
