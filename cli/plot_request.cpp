@@ -34,8 +34,8 @@ ordered_json plot_request(const std::string& kind, ordered_json block) {
 ordered_json sweep_block(const SweepFigure& f) {
   ordered_json known = ordered_json::array();
   for (const SweepMetric& m : sweep_metrics())
-    known.push_back({{"key", m.key},     {"label", m.label}, {"unit", m.unit},      {"log", m.log},
-                     {"field", m.field}, {"entry", m.entry}, {"optimum", m.optimum}});
+    known.push_back({{"key", m.key},     {"label", m.label}, {"unit", m.unit},       {"log", m.log},
+                     {"field", m.field}, {"entry", m.entry}, {"optimum", m.optimum}, {"learned", m.learned}});
   return {{"results", f.results}, {"tasks", f.tasks},          {"methods", f.methods}, {"lengths", f.lengths},
           {"metrics", f.metrics}, {"ylim", ylim_json(f.ylim)}, {"against", f.against}, {"known_metrics", known}};
 }

@@ -233,11 +233,19 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
   // The metrics the module may draw: rpb's one list (train/sweep/results_json.h), which --metric checks against.
   std::vector<std::string> keys;
   for (const auto& m : s.at("known_metrics")) keys.push_back(m.at("key"));
-  CHECK(keys == std::vector<std::string>{"perplexity", "mean_attention_distance", "attention_entropy"});
+  CHECK(keys == std::vector<std::string>{"perplexity", "mean_attention_distance", "attention_entropy", "bits_per_byte",
+                                         "accuracy"});
   CHECK(s.at("known_metrics")[2] == ordered_json{{"key", "attention_entropy"}, {"label", "attention entropy"},
                                                  {"unit", "nats"}, {"log", false}, {"field", "attention"},
-                                                 {"entry", "entropy_overall"}, {"optimum", ""}});
-  CHECK(contains(run_rpb("plot --help").out, "perplexity, mean_attention_distance, attention_entropy"));
+                                                 {"entry", "entropy_overall"}, {"optimum", ""}, {"learned", ""}});
+  CHECK(s.at("known_metrics")[3] == ordered_json{{"key", "bits_per_byte"}, {"label", "bits per byte"},
+                                                 {"unit", "bits"}, {"log", false}, {"field", "bits_per_byte"},
+                                                 {"entry", ""}, {"optimum", ""}, {"learned", ""}});
+  CHECK(s.at("known_metrics")[4] == ordered_json{{"key", "accuracy"}, {"label", "passkey accuracy"}, {"unit", ""},
+                                                 {"log", false}, {"field", "accuracy"}, {"entry", ""},
+                                                 {"optimum", ""}, {"learned", "learned"}});
+  CHECK(contains(run_rpb("plot --help").out,
+                 "perplexity, mean_attention_distance, attention_entropy, bits_per_byte, accuracy"));
   CHECK(q.at("styles").at("schemes")[3].at("name") == "t5");
   CHECK(q.at("styles").at("schemes")[3].at("color") == "#1f77b4");
   CHECK(q.at("styles").at("schemes") == rpb::schemes_json().at("schemes"));  // one encoding: dims [1], [2], [1, 2]
@@ -255,7 +263,9 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
            {"--methods rope", "--methods rope: not in the results (they hold: learned, t5)"},
            {"--lengths 96", "--lengths 96: not in the results (they hold: 64, 128, 256)"},
            {"--metric attention_entropy", "--metric attention_entropy: not in the results (they hold: perplexity)"},
-           {"--metric accuracy", "--metric: accuracy not in {perplexity,mean_attention_distance,attention_entropy}"},
+           {"--metric accuracy", "--metric accuracy: not in the results (they hold: perplexity)"},
+           {"--metric ppl",
+            "--metric: ppl not in {perplexity,mean_attention_distance,attention_entropy,bits_per_byte,accuracy}"},
            {"--against optim.lr", "--against optim.lr: not in the results (they hold: length)"},
            {"--x tokens", "--x applies to run folders (curves), not to sweeps"},
            {run.string(), "mix a run folder (training curves) with a sweep (its results)"}}) {

@@ -225,19 +225,19 @@ TEST_CASE("results.csv: the per-seed rows, then a mean and a std row per task x 
   CAPTURE(csv);
   std::vector<std::string> lines;
   std::istringstream in(csv);
-  std::vector<std::string> provenance;  // each line's provenance columns (results.h), after the 11 of the numbers
-                                        // and the 2 of the protocol
+  std::vector<std::string> provenance;  // each line's provenance columns (results.h), after the 11 of the numbers,
+                                        // the 2 of the protocol and the 3 of bytes, bits per byte and accuracy
   for (std::string line; std::getline(in, line);) {
     std::size_t cut = 0;
-    for (int commas = 0; commas < 13 && cut != std::string::npos; ++commas) cut = line.find(',', cut + (commas > 0));
+    for (int commas = 0; commas < 16 && cut != std::string::npos; ++commas) cut = line.find(',', cut + (commas > 0));
     provenance.push_back(cut == std::string::npos ? "" : line.substr(cut));
     lines.push_back(line.substr(0, cut));
   }
   REQUIRE(lines.size() == 1 + 8 + 8);  // header, 2 methods x 2 seeds x 2 lengths, 2 methods x 2 lengths x {mean, std}
   const auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ',') + 1; };
   CHECK(lines[0] == "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
-                    "mean_attention_distance,protocol,eval_stride");
-  for (std::size_t i = 1; i < lines.size(); ++i) CHECK(lines[i].substr(lines[i].size() - 16) == ",nonoverlapping,");
+                    "mean_attention_distance,protocol,eval_stride,bytes,bits_per_byte,accuracy");
+  for (std::size_t i = 1; i < lines.size(); ++i) CHECK(lines[i].substr(lines[i].size() - 19) == ",nonoverlapping,,,,");
   for (const std::string& line : lines) CHECK_MESSAGE(fields(line) == fields(lines[0]), line);
   // The aggregated rows name no run (the run columns empty) but what wrote the file, as the per-seed rows do.
   CHECK(provenance[0] == ",run_folder,config_digest,checkpoint,checkpoint_sha256,rpb_version,commit,command,date");
@@ -250,13 +250,14 @@ TEST_CASE("results.csv: the per-seed rows, then a mean and a std row per task x 
   std::ostringstream nll_mean;
   nll_mean.precision(10);
   nll_mean << (std::log(8.0) + std::log(8.5)) / 2;
-  CHECK(lines[9] == "markov,t5,16,mean,1,64,8.25,7.7," + nll_mean.str() + ",1024,,nonoverlapping,");
-  CHECK(std::regex_search(lines[10], std::regex("^markov,t5,16,std,1,64,0\\.3535533906,7\\.7,0\\.04[0-9]+,0,,nonoverlapping,$")));
+  CHECK(lines[9] == "markov,t5,16,mean,1,64,8.25,7.7," + nll_mean.str() + ",1024,,nonoverlapping,,,,");
+  CHECK(std::regex_search(lines[10],
+                          std::regex("^markov,t5,16,std,1,64,0\\.3535533906,7\\.7,0\\.04[0-9]+,0,,nonoverlapping,,,,$")));
   CHECK(std::regex_search(lines[11], std::regex("^markov,t5,16,mean,2,128,9\\.5,7\\.7,")));
   CHECK(std::regex_search(lines[12], std::regex("^markov,t5,16,std,2,128,0\\.7071067812,7\\.7,")));
   CHECK(std::regex_search(lines[13], std::regex("^markov,learned,16,mean,1,64,8\\.2,7\\.7,")));
-  CHECK(lines[15] == "markov,learned,16,mean,2,128,,7.7,,,,nonoverlapping,");
-  CHECK(lines[16] == "markov,learned,16,std,2,128,,7.7,,,,nonoverlapping,");
+  CHECK(lines[15] == "markov,learned,16,mean,2,128,,7.7,,,,nonoverlapping,,,,");
+  CHECK(lines[16] == "markov,learned,16,std,2,128,,7.7,,,,nonoverlapping,,,,");
   // results.tex beside it, the table of results.json's values.
   CHECK(file_text(dir.path / "results.tex") == results_tex(sweep_results(r)));
   CHECK(contains(file_text(dir.path / "results.tex"), "$\\mathbf{8.20 \\pm 0.14}$"));

@@ -147,9 +147,11 @@ TEST_CASE("train: rpb train, eval, inspect and extrapolate from the command line
   // Attention diagnostics: per seed and length in results.json, their mean over layers and heads in results.csv
   // (empty where learned positions cannot run).
   const std::string csv = rpb::testing::file_text(tmp.path / "sweep" / "results.csv");
-  CHECK(contains(csv, ",nll,tokens,mean_attention_distance,protocol,eval_stride,run_folder,"));
-  CHECK(std::regex_search(csv, std::regex("\nmarkov,t5,16,[0-9]+,4,64,[0-9.]+,[0-9.]*,[0-9.]+,[0-9]+,[0-9.]+,nonoverlapping,,/")));
-  CHECK(std::regex_search(csv, std::regex("\nmarkov,learned,256,[0-9]+,4,64,,[0-9.]*,,,,nonoverlapping,,/")));
+  CHECK(contains(csv, ",nll,tokens,mean_attention_distance,protocol,eval_stride,bytes,bits_per_byte,accuracy,"
+                      "run_folder,"));
+  CHECK(std::regex_search(
+      csv, std::regex("\nmarkov,t5,16,[0-9]+,4,64,[0-9.]+,[0-9.]*,[0-9.]+,[0-9]+,[0-9.]+,nonoverlapping,,,,,/")));
+  CHECK(std::regex_search(csv, std::regex("\nmarkov,learned,256,[0-9]+,4,64,,[0-9.]*,,,,nonoverlapping,,,,,/")));
   const rpb::SweepResults json = rpb::read_sweep_results((tmp.path / "sweep" / "results.json").string());
   REQUIRE(json.rows.size() == 2);
   CHECK(json.multipliers == std::vector<int64_t>{1, 2, 4});

@@ -28,7 +28,8 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
      "sweep":  {"results": ["/abs/results.json"], "tasks": [], "methods": [], "lengths": [], "metrics": [],
                 "ylim": null | [lo, hi], "against": "length" | "<setting key>",          # [] = all
                 "known_metrics": [{"key": "perplexity", "label": "perplexity", "unit": "", "log": true,
-                                   "field": "perplexity", "entry": "", "optimum": "optimal_perplexity"}, ...]},
+                                   "field": "perplexity", "entry": "", "optimum": "optimal_perplexity",
+                                   "learned": ""}, ...]},                              # "learned" optional
      "curves": {"runs": [{"label": "t5/seed0", "method": "t5", "scheme": "t5", "metrics_csv": "/abs/run/metrics.csv"}],
                 "x": "step" | "tokens", "ylim": null | [lo, hi]},
      "bias":   {"dims": 1, "scheme": "t5", "title": "...", "train_length": 64,
@@ -39,10 +40,11 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
                2-D modules: {"name", "dy": [...], "dx": [...], "values": [[[per dx] per dy] per head],
                              "trained": [[per dx] per dy]}
 
-results.json files must be of format "rpb-results-5" or "rpb-results-4" (RESULTS_FORMATS: each row names its
-method's "scheme"; -5 adds each row's "protocol" and "eval_stride", and a row scored by sliding windows whose method
-does not name its stride has it in its legend label; an earlier one is refused: rerun `rpb extrapolate CONFIG`,
-which reuses the finished runs and rewrites it). A curves
+results.json files must be of format "rpb-results-6", "rpb-results-5" or "rpb-results-4" (RESULTS_FORMATS: each
+row names its method's "scheme"; -5 adds each row's "protocol" and "eval_stride", and a row scored by sliding windows
+whose method does not name its stride has it in its legend label; -6 adds "bytes", "bits_per_byte", "accuracy",
+"depth_accuracy", "learned" and their stats, null in a row whose task has none; an earlier one is refused: rerun
+`rpb extrapolate CONFIG`, which reuses the finished runs and rewrites it). A curves
 run's "scheme" is its config's position.scheme, its "method" (default: its label) the method whose colour and
 marker it has (a sweep's runs of one method differ by dash only). Nothing parses a label to find its scheme.
 Outputs are written into a temp file in their folder and renamed over them; an output that exists as anything but
@@ -50,7 +52,9 @@ a regular file, or is an input of the request (its results.json or metrics.csv f
 
 Sweep metrics: "known_metrics" is rpb's one list of them (train/sweep/results_json.h sweep_metrics): a metric's
 values are row[field] ([[cell per length] per seed]; a cell's [entry] when entry is set); a metric no selected row
-holds is not drawn. Sweep filters: "lengths" holds evaluation lengths in tokens (64) or multipliers as text ("2x");
+holds is not drawn (a row whose field is null lacks it). A metric with "learned" (passkey accuracy: row["learned"],
+true per seed that reached the accuracy counting as learning the task at the train length) is drawn past the first
+length over those seeds only; a row where none did has "(not learned: 2x, ... not drawn)" in its legend entry. Sweep filters: "lengths" holds evaluation lengths in tokens (64) or multipliers as text ("2x");
 "metrics" holds keys of "known_metrics". Distances d, dy and dx are query - key. The figures: one column per task
 (per task and length against a setting), one row per metric; a method's line has its markers, a band of
 mean ± std over seeds, and its n/a lengths in its legend entry, never a point; the optimal perplexity is a dashed
@@ -75,8 +79,8 @@ from .bias import draw_bias, draw_bias_line, draw_heatmap, symlog_ticks
 from .curves import curve_panels, draw_curve_panel, draw_curves, read_metrics_csv
 from .errors import EXIT_BAD_REQUEST, EXIT_ERROR, EXIT_NO_MATPLOTLIB, MatplotlibMissing, RequestError, require
 from .request import FORMATS, REQUEST_FORMAT, check_bias, check_curves, check_request, check_sweep
-from .results import (RESULTS_FORMAT, RESULTS_FORMATS, Metric, Results, known_metrics, mean_std, metric_stats,
-                      metrics_named, read_results, results_path, select_rows)
+from .results import (RESULTS_FORMAT, RESULTS_FORMATS, Metric, Results, known_metrics, learned_seeds, mean_std,
+                      metric_stats, metrics_named, not_learned, read_results, results_path, select_rows)
 from .styles import (Style, base_style, figure_styles, rpb_binary, scheme_dims, seed_style, shade,
                      style_of)
 from .sweep import (Panel, Series, draw_panel, draw_series, draw_sweep, length_panels, setting_of, setting_panels,
@@ -90,7 +94,7 @@ __all__ = [
     "Style", "base_style", "shade", "style_of", "figure_styles", "seed_style", "scheme_dims",
     "linear_ticks", "nice_ticks", "tick_labels", "padded", "set_axis", "new_figure", "legend_below", "legend_rows",
     "si_labels", "RESULTS_FORMAT", "RESULTS_FORMATS", "Metric", "Results", "mean_std", "metric_stats",
-    "known_metrics", "metrics_named",
+    "known_metrics", "metrics_named", "learned_seeds", "not_learned",
     "read_results", "results_path", "select_rows", "Series", "Panel", "length_panels", "setting_of", "setting_panels",
     "draw_series", "draw_panel", "sweep_panels", "draw_sweep",
     "read_metrics_csv", "curve_panels", "draw_curve_panel", "draw_curves",

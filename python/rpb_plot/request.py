@@ -30,9 +30,9 @@ def check_sweep(block):
     require(isinstance(known, list) and known and all(
         isinstance(m, dict) and all(isinstance(m.get(k), str) for k in ("key", "label", "unit", "field", "entry",
                                                                        "optimum"))
-        and isinstance(m.get("log"), bool) for m in known),
+        and isinstance(m.get("log"), bool) and isinstance(m.get("learned", ""), str) for m in known),
         "sweep.known_metrics must list the metrics results.json rows hold, as rpb sends them ({\"key\", \"label\", "
-        "\"unit\", \"log\", \"field\", \"entry\", \"optimum\"}), found %s" % json.dumps(known)[:80])
+        "\"unit\", \"log\", \"field\", \"entry\", \"optimum\"[, \"learned\"]}), found %s" % json.dumps(known)[:80])
     _check_ylim(block.get("ylim"), "sweep")
 
 

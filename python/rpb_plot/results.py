@@ -1,5 +1,6 @@
 """Sweep results: reading results.json files, the metrics their rows hold (Metric, from the request's
-"known_metrics"), a row's mean and std per evaluation length, and the rows and lengths a request's filters keep."""
+"known_metrics"), a row's mean and std per evaluation length (past the first length over the seeds that learned the
+task, for a metric that names its "learned" key), and the rows and lengths a request's filters keep."""
 import json
 import math
 import os
@@ -29,6 +30,8 @@ class Metric:
     field: str  # the row's key holding [[cell per length] per seed]
     entry: str  # "": a cell is the value; else the key of the value in a cell's object
     optimum: str  # the row's key of the value drawn as the optimum line, "" for none
+    learned: str = ""  # the row's key of [true/false per seed]: past the first length only the seeds marked true
+    #                    count (passkey accuracy: "learned"); "" for every seed
 
     @property
     def axis(self):
@@ -43,18 +46,38 @@ class Metric:
                 for seed in seeds if isinstance(seed, list)]
 
 
+def learned_seeds(row, metric):
+    """[bool per seed]: the seeds of `row` whose values of `metric` count past the first length (its row[learned],
+    rpb's "learned": the seed reached the accuracy that counts as learning the task at the train length); None when
+    every seed counts (a metric without a "learned" key, or a row without the list)."""
+    flags = row.get(metric.learned) if metric.learned else None
+    return [f is True for f in flags] if isinstance(flags, list) else None
+
+
 def metric_stats(row, metric, lengths):
-    """[(mean, std) or None (n/a) per length] of `metric` in `row`, or None when the row lacks it."""
+    """[(mean, std) or None (n/a) per length] of `metric` in `row`, or None when the row lacks it. At the first
+    length over every seed, past it over learned_seeds only (as rpb's tables: a seed that never learned the task does
+    not read as failing to extrapolate)."""
     seeds = metric.values(row)
     if seeds is None:
         return None
-    return [mean_std([s[j] if j < len(s) else None for s in seeds]) for j in range(lengths)]
+    learned = learned_seeds(row, metric)
+    return [mean_std([v[j] if j < len(v) else None for s, v in enumerate(seeds)
+                      if j == 0 or learned is None or (s < len(learned) and learned[s])])
+            for j in range(lengths)]
+
+
+def not_learned(row, metric, lengths):
+    """The length indices past the first where `metric` has no value because no seed of `row` learned the task
+    (learned_seeds all false): drawn as "not learned", never as n/a."""
+    learned = learned_seeds(row, metric)
+    return set(range(1, lengths)) if learned is not None and not any(learned) else set()
 
 
 def known_metrics(entries):
     """The Metrics of a sweep block's "known_metrics" (checked by request.check_sweep)."""
-    return [Metric(**{k: e[k] for k in ("key", "label", "unit", "log", "field", "entry", "optimum")})
-            for e in entries]
+    return [Metric(**{k: e[k] for k in ("key", "label", "unit", "log", "field", "entry", "optimum")},
+                   learned=e.get("learned", "")) for e in entries]
 
 
 def metrics_named(names, known):
@@ -75,13 +98,16 @@ class Results:
     rows: list  # the rows as read (dicts)
 
 
-RESULTS_FORMAT = "rpb-results-5"  # the results.json format written: rows carry their "scheme" and "protocol"
-RESULTS_FORMATS = (RESULTS_FORMAT, "rpb-results-4")  # those read (rpb-results-4: every row nonoverlapping)
+RESULTS_FORMAT = "rpb-results-6"  # the results.json format written: rows carry their "scheme", "protocol", "bytes",
+#                                   "bits_per_byte", "accuracy" and "learned" (null in a row whose task has none)
+RESULTS_FORMATS = (RESULTS_FORMAT, "rpb-results-5", "rpb-results-4")  # those read (rpb-results-5: rows without bits
+#                                   per byte or accuracy; rpb-results-4: every row nonoverlapping, too)
 
 
 def read_results(path):
     """Reads a results.json of a format of RESULTS_FORMATS (an earlier one is refused: its rows lack their scheme);
-    unknown fields are ignored. A row of rpb-results-4 was scored nonoverlapping (its "eval_stride" reads as None)."""
+    unknown fields are ignored. A row of rpb-results-4 was scored nonoverlapping (its "eval_stride" reads as None);
+    a row of rpb-results-5 or -4 has no "bits_per_byte" or "accuracy" (the metrics are not drawn for it)."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)

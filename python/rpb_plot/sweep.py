@@ -1,14 +1,16 @@
 """The sweep figure: one row per metric the results hold, one column per task (per task and length when drawn
 against a setting); a method's line with its markers and its band of mean ± std over seeds, its n/a lengths in
-its legend entry (never a point), the optimal perplexity a dashed line with its own legend entry."""
+its legend entry (never a point), the optimal perplexity a dashed line with its own legend entry. A metric with a
+"learned" key (passkey accuracy) is drawn past the first length over the seeds that learned the task; a row where
+none did says "not learned" in its legend there, never a point."""
 from dataclasses import dataclass, field
 
 from . import theme
 from .axes import legend_below, legend_lines, legend_rows, new_figure, set_axis, tick_labels
 from .backend import NullLocator, Patch
 from .errors import finite, require
-from .results import (Metric, known_metrics, length_indices, metric_stats, metrics_named, read_results, results_path,
-                      select_rows)
+from .results import (Metric, known_metrics, length_indices, metric_stats, metrics_named, not_learned, read_results,
+                      results_path, select_rows)
 from .styles import figure_styles, scheme_dims
 
 
@@ -20,9 +22,16 @@ class Series:
     xs: list  # x of each point
     stats: list  # (mean, std) or None (n/a) per point
     names: list  # each point's name in an n/a note ("2x", "optim.lr=0.003")
+    unlearned: list = field(default_factory=list)  # the names of points without a value because no seed learned
 
     def na(self):
-        return [n for n, s in zip(self.names, self.stats) if s is None]
+        return [n for n, s in zip(self.names, self.stats) if s is None and n not in self.unlearned]
+
+    def note(self):
+        """The legend's note on the points not drawn: " (n/a at 2x, 4x)", " (not learned: 2x, 4x not drawn)"."""
+        unlearned = [n for n, s in zip(self.names, self.stats) if s is None and n in self.unlearned]
+        return ((" (n/a at %s)" % ", ".join(self.na()) if self.na() else "")
+                + (" (not learned: %s not drawn)" % ", ".join(unlearned) if unlearned else ""))
 
 
 @dataclass
@@ -80,8 +89,10 @@ def length_panels(pairs, metric, lengths, styles, empty=False):
                 continue
             points = [res.multipliers[j] * res.train_length for j in keep]
             xs.update({p: res.multipliers[j] for p, j in zip(points, keep)})
+            unlearned = not_learned(row, metric, len(res.multipliers))
             series.append(Series(label, row["scheme"], points, [stats[j] for j in keep],
-                                 ["%dx" % res.multipliers[j] for j in keep]))
+                                 ["%dx" % res.multipliers[j] for j in keep],
+                                 ["%dx" % res.multipliers[j] for j in keep if j in unlearned]))
         nothing = not any(s is not None for sr in series for s in sr.stats)
         if not series or (nothing and not empty):
             continue
@@ -161,6 +172,8 @@ def setting_panels(pairs, metric, lengths, key):
                     label += " (%s)" % res.name if len(names[label]) > 1 else ""
                     g = groups.setdefault(label, Series(label, row["scheme"], [], [], []))
                     g.xs.append(x), g.stats.append(stats[at[id(res)]]), g.names.append("%s=%s" % (key, value))
+                    if at[id(res)] in not_learned(row, metric, len(res.multipliers)):
+                        g.unlearned.append(g.names[-1])
             if any(s is not None for g in groups.values() for s in g.stats):
                 times = {res.multipliers[at[id(res)]] for res, _, _ in mine if id(res) in at}
                 title = "%s, length %d%s" % (task, length, " (%dx)" % times.pop() if len(times) == 1 else "")
@@ -173,7 +186,7 @@ def setting_panels(pairs, metric, lengths, key):
 def _sorted(series):
     order = sorted(range(len(series.xs)), key=lambda i: series.xs[i])
     return Series(series.label, series.scheme, *([getattr(series, f)[i] for i in order]
-                                                  for f in ("xs", "stats", "names")))
+                                                  for f in ("xs", "stats", "names")), series.unlearned)
 
 
 def _band(stat, log):
@@ -196,7 +209,7 @@ def _segments(stats):
 def draw_series(ax, series, style, log):
     """The series' line with a marker at every defined point (NaN at n/a points: a gap, never a value) and its
     band of mean ± std (an error bar for a lone point); returns (its line, whether a band was drawn)."""
-    note = " (n/a at %s)" % ", ".join(series.na()) if series.na() else ""
+    note = series.note()
     ys = [s[0] if s is not None else float("nan") for s in series.stats]
     line, = ax.plot(series.xs, ys, color=style.color, marker=style.marker, linestyle=style.linestyle,
                     linewidth=1.8, markersize=5.5, label=series.label + note, gid=series.label)

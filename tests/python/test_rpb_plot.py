@@ -503,12 +503,12 @@ class ScriptTest(unittest.TestCase):
                 rpb_plot.save(fig, os.path.join(tmp, "results.jpeg"))
 
 
-def results_file(folder, name, rows, multipliers=(1, 4), train_length=16, fmt="rpb-results-4"):
+def results_file(folder, name, rows, multipliers=(1, 4), train_length=16, fmt="rpb-results-4", seeds=(0,)):
     """A results.json in `folder` of rows {"task", "method", "scheme", "perplexity"} (other keys as rows give them)."""
     path = os.path.join(folder, name)
     with open(path, "w") as f:
         json.dump({"format": fmt, "name": os.path.splitext(name)[0], "train_length": train_length,
-                   "multipliers": list(multipliers), "seeds": [0], "rows": rows}, f)
+                   "multipliers": list(multipliers), "seeds": list(seeds), "rows": rows}, f)
     return path
 
 
@@ -573,6 +573,46 @@ class ReviewMendsTest(FigureChecks):
             self.assertIn("rope", texts)
             old = results_file(tmp, "old.json", [dict(rows[2])], fmt="rpb-results-4")
             self.assertIn("rope", legend_texts(data_axes(rpb_plot.draw(sweep_request([old])))[0]))
+
+    def test_bits_per_byte_and_accuracy_of_rpb_results_6(self):
+        # A text row's bits per byte and a passkey row's accuracy are drawn; past the train length the accuracy is
+        # the mean over the seeds that learned the task ("learned"), and a row where none did is named "not
+        # learned" there, with no point (never a value that would read as failing to extrapolate).
+        with tempfile.TemporaryDirectory() as tmp:
+            text = {"task": "text", "method": "t5", "scheme": "t5", "perplexity": [[3.0, 3.5], [3.2, 3.6]],
+                    "bits_per_byte": [[1.1, 1.3], [1.2, 1.4]], "accuracy": None, "learned": None}
+            t5 = {"task": "passkey", "method": "t5", "scheme": "t5", "perplexity": [[1.2, 2.0], [1.5, 3.0]],
+                  "bits_per_byte": None, "accuracy": [[0.98, 0.6], [0.5, 0.1]], "learned": [True, False]}
+            alibi = {"task": "passkey", "method": "alibi", "scheme": "alibi", "perplexity": [[1.9, 2.5], [2.0, 2.6]],
+                     "bits_per_byte": None, "accuracy": [[0.7, 0.6], [0.9, 0.8]], "learned": [False, False]}
+            path = results_file(tmp, "six.json", [text, t5, alibi], fmt="rpb-results-6", seeds=(0, 1))
+            fig = rpb_plot.draw(sweep_request([path]))
+            panels = {(ax.get_title().split(" ")[0], ax.get_ylabel()): ax for ax in fig.axes}
+            self.assertEqual(set(panels), {("text", "perplexity"), ("passkey", "perplexity"),
+                                           ("text", "bits per byte (bits)"), ("passkey", "passkey accuracy")})
+            bits = method_lines(panels[("text", "bits per byte (bits)")])["t5"]
+            self.assertEqual([round(y, 9) for y in bits.get_ydata()], [1.15, 1.35])
+            ax = panels[("passkey", "passkey accuracy")]
+            lines = method_lines(ax)
+            self.assertEqual([round(y, 9) for y in lines["t5"].get_ydata()], [0.74, 0.6])  # 4x: seed 0 alone
+            self.assertEqual(round(lines["alibi"].get_ydata()[0], 9), 0.8)
+            self.assertFalse(math.isfinite(lines["alibi"].get_ydata()[1]))
+            self.assertEqual(finite_points(lines["alibi"]), [(16, 0.8)])
+            self.assertIn("alibi (not learned: 4x not drawn)", legend_texts(ax))
+            self.assertIn("t5", legend_texts(ax))
+            self.assert_nothing_clipped(fig)
+            # Against a setting the same rule: a not-learned point is named, not drawn.
+            for row, lr in ((t5, 0.001), (alibi, 0.01)):
+                row.update(scheme="t5", method="t5@optim.lr=%g" % lr, settings={"optim.lr": lr})
+            grid = results_file(tmp, "grid.json", [t5, alibi], fmt="rpb-results-6", seeds=(0, 1))
+            fig = rpb_plot.draw(sweep_request([grid], against="optim.lr", metrics=["accuracy"]))
+            at_4x = [ax for ax in fig.axes if ax.get_title().endswith("(4x)")][0]
+            self.assertIn("t5 (not learned: optim.lr=0.01 not drawn)", legend_texts(at_4x))
+            self.assertEqual(finite_points(method_lines(at_4x)["t5"]), [(0.001, 0.6)])
+            # An rpb-results-5 file still reads (its rows have neither metric).
+            five = results_file(tmp, "five.json", [{"task": "markov", "method": "t5", "scheme": "t5",
+                                                    "perplexity": [[4.0, 5.0]]}], fmt="rpb-results-5")
+            self.assertEqual([ax.get_ylabel() for ax in rpb_plot.draw(sweep_request([five])).axes], ["perplexity"])
 
     def test_against_a_setting_groups_by_scheme_and_settings(self):
         # rpb names a grid point by the key as written (max_distance=64); settings hold it dotted.
@@ -693,19 +733,19 @@ class MetricsAndTicksTest(FigureChecks):
 
     def test_metrics_come_from_rpbs_list_and_the_rows(self):
         self.assertEqual([m["key"] for m in KNOWN_METRICS],
-                         ["perplexity", "mean_attention_distance", "attention_entropy"])
+                         ["perplexity", "mean_attention_distance", "attention_entropy", "bits_per_byte", "accuracy"])
         with tempfile.TemporaryDirectory() as tmp:
             rows = [{"task": "lag", "method": "t5", "scheme": "t5", "perplexity": [[3.0, 3.5]],
-                     "accuracy": [[0.5, 0.4]]}]
+                     "exact_match": [[0.5, 0.4]], "bits_per_byte": None, "accuracy": None}]
             block = {"results": [results_file(tmp, "r.json", rows)], "known_metrics": KNOWN_METRICS}
             fig = rpb_plot.draw(request("sweep", dict(block)))
             self.assertEqual([ax.get_ylabel() for ax in fig.axes], ["perplexity"])  # no row holds the others
             # A metric rows come to hold is drawn by one entry more in rpb's list.
-            accuracy = {"key": "accuracy", "label": "accuracy", "unit": "", "log": False, "field": "accuracy",
-                        "entry": "", "optimum": ""}
-            block["known_metrics"] = KNOWN_METRICS + [accuracy]
+            exact = {"key": "exact_match", "label": "exact match", "unit": "", "log": False, "field": "exact_match",
+                     "entry": "", "optimum": ""}
+            block["known_metrics"] = KNOWN_METRICS + [exact]
             fig = rpb_plot.draw(request("sweep", dict(block)))
-            self.assertEqual([ax.get_ylabel() for ax in fig.axes], ["perplexity", "accuracy"])
+            self.assertEqual([ax.get_ylabel() for ax in fig.axes], ["perplexity", "exact match"])
             with self.assertRaisesRegex(rpb_plot.RequestError, 'unknown metric "ppl"'):
                 rpb_plot.draw(request("sweep", dict(block, metrics=["ppl"])))
             with self.assertRaisesRegex(rpb_plot.RequestError, "sweep.known_metrics"):

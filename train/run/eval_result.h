@@ -37,10 +37,10 @@ struct LengthResult {
   /// Passkey retrieval (a task whose samples hold a key to retrieve, task.kind = "passkey"): the share of held-out
   /// samples whose answer greedy decoding reproduces exactly, over every depth; nullopt for the other tasks (and
   /// where nll is nullopt). nll is then the answer tokens' mean NLL.
-  std::optional<double> accuracy;
+  std::optional<double> accuracy = std::nullopt;
   /// Passkey: the accuracy per depth of the key, kDepthBins bins of the context (bin 0: the key in its first tenth);
   /// empty for the other tasks.
-  std::vector<double> depth_accuracy;
+  std::vector<double> depth_accuracy = {};
   /// Passkey: the held-out samples in each depth bin (the same in every bin); 0 for the other tasks.
   int64_t samples_per_depth = 0;
   /// exp(nll); nullopt where nll is.

@@ -1,14 +1,13 @@
-// rpb/train/sweep/results.cpp: the sweep's table and its results.csv, results.json and results.tex.
+// rpb/train/sweep/results.cpp: the sweep's results.csv, results.json and results.tex (its terminal table:
+// results_table.cpp).
 #include "train/sweep/results.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <limits>
-#include <set>
 #include <sstream>
 
-#include "train/data/task.h"
 #include "train/io/atomic_file.h"
 #include "train/io/provenance.h"
 #include "train/run/eval_record.h"
@@ -19,70 +18,6 @@
 namespace fs = std::filesystem;
 
 namespace rpb {
-
-namespace {
-
-std::string cell(const std::optional<std::pair<double, double>>& ms, bool with_std) {
-  if (!ms) return "n/a";
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(ms->first < 100 ? 2 : 1) << ms->first;
-  if (with_std) os << " ± " << std::setprecision(ms->second < 100 ? 2 : 1) << ms->second;
-  return os.str();
-}
-
-// "Protocol: ..." under a task's table when a row of it was scored by sliding windows (rows without say
-// "nonoverlapping"); "" when every row was scored nonoverlapping, the table as it always was.
-std::string protocol_line(const SweepResult& r, const std::string& task) {
-  std::set<int64_t> strides;
-  for (const MethodResult& m : r.rows)
-    if (m.task == task) strides.insert(m.eval_stride);
-  if (strides == std::set<int64_t>{0}) return "";
-  if (strides.size() == 1) return "Protocol: " + eval_protocol_text(*strides.begin()) + " (every row)\n";
-  std::string line = "Protocol: by row:";
-  for (const MethodResult& m : r.rows)
-    if (m.task == task) {  // appended piecewise: GCC 12 warns (-Wstringop-overflow, a false positive) on " " + ...
-      line += ' ';
-      line += m.method.name() + " " + eval_protocol_text(m.eval_stride) + ";";
-    }
-  line.back() = '\n';
-  return line;
-}
-
-// The line under a task's table: "Task: markov (train length 64, 2 seeds, perplexity mean ± std); optimal ...".
-std::string task_line(const SweepResult& r, const MethodResult& m) {
-  std::ostringstream os;
-  const bool grid = data::task_dims(m.task) == 2;
-  os << "Task: " << m.task << " (train " << (grid ? "grid " : "length ") << r.train_length;
-  if (grid) os << " x " << r.train_length << ", columns: grid side";
-  os << ", " << r.seeds.size() << " seed" << (r.seeds.size() == 1 ? "" : "s") << ", perplexity mean ± std)";
-  if (m.optimal_ppl) os << "; optimal perplexity " << std::fixed << std::setprecision(3) << *m.optimal_ppl;
-  os << "\n" << protocol_line(r, m.task);
-  return os.str();
-}
-
-}  // namespace
-
-std::string format_table(const SweepResult& r) {
-  std::ostringstream os;
-  std::string current_task;
-  for (std::size_t i = 0; i < r.rows.size(); ++i) {
-    const MethodResult& m = r.rows[i];
-    if (m.task != current_task) {
-      current_task = m.task;
-      const bool grid = data::task_dims(m.task) == 2;
-      os << "\n| Method | Position params | PPL at train " << (grid ? "size" : "length");
-      for (std::size_t j = 1; j < r.multipliers.size(); ++j) os << " | " << r.multipliers[j] << "x";
-      os << " |\n|---|---|---";
-      for (std::size_t j = 1; j < r.multipliers.size(); ++j) os << "|---";
-      os << "|\n";
-    }
-    os << "| " << m.method.label() << " | " << m.position_params;
-    for (std::size_t j = 0; j < r.multipliers.size(); ++j) os << " | " << cell(mean_std(m.column(j)), r.seeds.size() > 1);
-    os << " |\n";
-    if (i + 1 == r.rows.size() || r.rows[i + 1].task != m.task) os << "\n" << task_line(r, m);  // under its table
-  }
-  return os.str();
-}
 
 namespace {
 
@@ -115,10 +50,29 @@ std::string protocol_cells(const MethodResult& m) {
   return cells;
 }
 
+// A number cell: the value with 10 significant digits, "" where there is none.
+std::string number_cell(const std::optional<double>& x) {
+  if (!x) return "";
+  std::ostringstream os;
+  os << std::setprecision(10) << *x;
+  return os.str();
+}
+
+// The metric columns of seed s's row at length j: ",bytes,bits_per_byte,accuracy", each empty where not defined.
+std::string metric_cells(const MethodResult& m, std::size_t s, std::size_t j) {
+  const int64_t bytes = m.bits_per_byte(s, j) ? m.bytes_at(s, j) : 0;
+  std::string cells(1, ',');
+  if (bytes > 0) cells += std::to_string(bytes);
+  cells += ',';
+  cells += number_cell(m.bits_per_byte(s, j));
+  cells += ',';
+  return cells + number_cell(m.accuracy_at(s, j));
+}
+
 std::string csv(const SweepResult& r, const Provenance& p) {
   std::ostringstream os;
   os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
-        "mean_attention_distance,protocol,eval_stride";
+        "mean_attention_distance,protocol,eval_stride,bytes,bits_per_byte,accuracy";
   for (const char* column : kResultsCsvProvenanceColumns) os << "," << column;
   os << "\n";
   for (const MethodResult& m : r.rows)
@@ -134,18 +88,35 @@ std::string csv(const SweepResult& r, const Provenance& p) {
         else os << ",";
         os << ",";
         if (const auto d = m.attention_at(s, j).mean_distance_overall()) os << std::setprecision(10) << *d;
-        os << protocol_cells(m) << provenance_cells(m, s, p) << "\n";
+        os << protocol_cells(m) << metric_cells(m, s, j) << provenance_cells(m, s, p) << "\n";
       }
   return os.str();
 }
 
-// An aggregated value: mean (second: false) or std (second: true) of `column` over the seeds; "" when none.
+// An aggregated value: mean (second: false) or std (second: true) of `ms`; "" when none.
+std::string aggregate(const std::optional<std::pair<double, double>>& ms, bool second) {
+  return number_cell(ms ? std::optional<double>(second ? ms->second : ms->first) : std::nullopt);
+}
+
+// An aggregated value of `column` over the seeds (mean_std).
 std::string aggregate(const std::vector<std::optional<double>>& column, bool second) {
-  const auto ms = mean_std(column);
-  if (!ms) return "";
-  std::ostringstream os;
-  os << std::setprecision(10) << (second ? ms->second : ms->first);
-  return os.str();
+  return aggregate(mean_std(column), second);
+}
+
+// The aggregated metric columns at length j: the mean or std of bytes and bits per byte over the seeds with them,
+// and of the accuracy as the table reports it (accuracy_stats: past the first length over the learned seeds).
+std::string aggregate_metric_cells(const MethodResult& m, std::size_t j, bool second) {
+  std::vector<std::optional<double>> bytes;
+  for (std::size_t s = 0; s < m.ppl.size(); ++s)
+    bytes.push_back(m.bits_per_byte(s, j) ? std::optional<double>(static_cast<double>(m.bytes_at(s, j)))
+                                          : std::nullopt);
+  const auto accuracy = accuracy_stats(m.accuracy);
+  std::string cells(1, ',');
+  cells += aggregate(bytes, second);
+  cells += ',';
+  cells += aggregate(m.bits_per_byte_column(j), second);
+  cells += ',';
+  return cells + aggregate(j < accuracy.size() ? accuracy[j] : std::nullopt, second);
 }
 
 // The aggregated rows (results.h): per task x method x length a row with seed "mean", then one with seed "std",
@@ -166,7 +137,8 @@ std::string csv_aggregate_rows(const SweepResult& r, const Provenance& p) {
            << r.multipliers[j] << "," << m.lengths[j] << "," << aggregate(m.column(j), second) << ",";
         if (m.optimal_ppl) os << std::setprecision(10) << *m.optimal_ppl;
         os << "," << aggregate(nll, second) << "," << aggregate(tokens, second) << ","
-           << aggregate(m.distance_column(j), second) << protocol_cells(m) << provenance_cells(m, kNoRun, p) << "\n";
+           << aggregate(m.distance_column(j), second) << protocol_cells(m) << aggregate_metric_cells(m, j, second)
+           << provenance_cells(m, kNoRun, p) << "\n";
       }
     }
   return os.str();

@@ -11,8 +11,19 @@ namespace rpb {
 /// std over seeds), and under each table the line describing it ("Task: markov (train length 64, 2 seeds,
 /// perplexity mean ± std); optimal perplexity 8.127"), and when a row of the task was scored by sliding windows a
 /// line naming each row's protocol ("Protocol: sliding window, stride 32 (every row)").
+///
+/// A task whose rows have text bytes (MethodResult::bytes, a text task) gets a second table after it, bits per
+/// byte: Method | Position params | Bits per byte at train length | 2x | ... (mean ± std, 3 decimals), and the line
+/// "Bits per byte: text (of the text the scored tokens stand for: NLL x tokens / (bytes x ln 2), mean ± std;
+/// comparable across tokenizers)". A task whose rows have an accuracy (passkey) says "perplexity of the answer
+/// tokens" in its task line and gets an accuracy table: Method | Position params | Learned | Accuracy at train
+/// length | 2x | ... in percent ("97.3 ± 1.2"), Learned the seeds whose accuracy at the train length is at least
+/// kLearnedAccuracy ("2/3"); the train length's cell over every seed, the cells past it over the learned seeds only
+/// (accuracy_stats), "not learned" there for a row where no seed learned the task (never a number, which would read
+/// as failing to extrapolate); the line under it: "Accuracy: passkey (accuracy of greedy decoding of the answer, %
+/// mean ± std; past the train length over the seeds that learned the task (>= 95% at the train length))".
 std::string format_table(const SweepResult& r);
-/// results.csv's provenance columns, after mean_attention_distance: per row, the run its numbers come from
+/// results.csv's provenance columns, after the numbers (the last: accuracy): per row, the run its numbers come from
 /// (SweepRunRecord: run_folder, config_digest, checkpoint, checkpoint_sha256), then what wrote the file
 /// (train/io/provenance.h: rpb_version, commit, command, date; the same on every row). scripts/same_results.sh
 /// ignores them when it compares two builds.
@@ -31,13 +42,19 @@ inline constexpr const char* kResultsCsvProvenanceColumns[] = {
 ///
 /// results.csv's protocol and eval_stride columns, after mean_attention_distance, say how each row's numbers were
 /// scored: "nonoverlapping" with an empty eval_stride, or "sliding_window" with its stride (MethodResult::eval_stride).
+/// Then the columns bytes, bits_per_byte (a text task's: the text bytes the scored tokens stand for, and NLL x tokens
+/// / (bytes x ln 2)) and accuracy (passkey's exact-match share, 0 to 1), each empty where not defined (another task,
+/// or a length the method cannot run at); results.json holds them too, with passkey's accuracy per depth of the key
+/// (train/sweep/results_json.h).
 ///
 /// results.csv has a row per task x method x seed x length, then the aggregated rows: per task x method x length, a
 /// row whose `seed` is "mean" and one whose `seed` is "std", holding the mean and the sample std over the seeds
-/// (mean_std: the seeds with a value) of perplexity, nll, tokens and mean_attention_distance (empty where no seed has
-/// one: n/a). The mean row's perplexity is the table's and results.json's "mean". position_params, multiplier,
-/// length and optimal_perplexity are the seed rows' on both; the run columns (run_folder .. checkpoint_sha256) are
-/// empty on them, the file's provenance columns filled. Keep the per-seed rows alone with a filter on `seed`
+/// (mean_std: the seeds with a value) of perplexity, nll, tokens, mean_attention_distance, bytes and bits_per_byte,
+/// and of accuracy as the table reports it (accuracy_stats: past the train length over the seeds that learned the
+/// task only), empty where no seed has one (n/a). The mean row's perplexity is the table's and results.json's
+/// "mean", its accuracy the table's and "accuracy_stats"'s. position_params, multiplier, length and
+/// optimal_perplexity are the seed rows' on both; the run columns (run_folder .. checkpoint_sha256) are empty on
+/// them, the file's provenance columns filled. Keep the per-seed rows alone with a filter on `seed`
 /// (pandas: df[~df.seed.isin(["mean", "std"])]).
 void write_results(const SweepResult& r, const std::string& dir);
 

@@ -39,6 +39,13 @@ std::vector<std::optional<double>> distance_over_seeds(const SweepResultsRow& ro
   });
 }
 
+std::vector<std::optional<double>> accuracy_over_seeds(const SweepResultsRow& row, bool second) {
+  std::vector<std::optional<double>> out;
+  for (const auto& ms : accuracy_stats(row.accuracy))
+    out.push_back(ms ? std::optional<double>(second ? ms->second : ms->first) : std::nullopt);
+  return out;
+}
+
 SweepResultsRow row_of(const MethodResult& m) {
   SweepResultsRow row;
   row.task = m.task;
@@ -53,12 +60,18 @@ SweepResultsRow row_of(const MethodResult& m) {
   row.runs.resize(m.ppl.size());  // one per seed (a result built without runs: empty records)
   row.perplexity = m.ppl;
   row.nll = m.nll;
-  row.tokens.resize(m.ppl.size());
+  for (auto* v : {&row.tokens, &row.bytes, &row.samples_per_depth}) v->resize(m.ppl.size());
   row.attention.resize(m.ppl.size());
+  row.accuracy.resize(m.ppl.size());
+  row.depth_accuracy.resize(m.ppl.size());
   for (std::size_t s = 0; s < m.ppl.size(); ++s)
     for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
       row.tokens[s].push_back(m.nll[s][j] ? m.tokens[s][j] : 0);
       row.attention[s].push_back(m.attention_at(s, j));
+      row.bytes[s].push_back(m.nll[s][j] ? m.bytes_at(s, j) : 0);
+      row.accuracy[s].push_back(m.accuracy_at(s, j));
+      row.depth_accuracy[s].push_back(m.depth_accuracy_at(s, j));
+      row.samples_per_depth[s].push_back(m.samples_per_depth_at(s, j));
     }
   return row;
 }
@@ -134,7 +147,45 @@ Json settings_json(const std::vector<ConfigSetting>& settings) {
   return out;
 }
 
-Json row_json(const SweepResultsRow& m, const std::vector<uint64_t>& seeds) {
+// {"mean": [per length], "std": [...]}.
+Json stats_json(const std::vector<std::optional<double>>& mean, const std::vector<std::optional<double>>& sd) {
+  return {{"mean", numbers(mean)}, {"std", numbers(sd)}};
+}
+
+// A count cell: n, or null where it is 0 (not defined).
+Json count_json(int64_t n) { return n > 0 ? Json(n) : Json(nullptr); }
+
+// The rows' keys from "bytes" on (results_json.h): each null when the row's task has no such metric.
+void add_metrics_json(const SweepResultsRow& m, Json& row) {
+  const std::optional<double> no_accuracy;
+  const std::vector<double> no_depths;
+  const auto bytes = [&](std::size_t s, std::size_t j) { return count_json(cell_or(m.bytes, s, j, int64_t(0))); };
+  const auto bpb = [&](std::size_t s, std::size_t j) { return json_number(m.bits_per_byte(s, j)); };
+  const auto accuracy = [&](std::size_t s, std::size_t j) {
+    return json_number(cell_or(m.accuracy, s, j, no_accuracy));
+  };
+  const auto depths = [&](std::size_t s, std::size_t j) {
+    const std::vector<double>& d = cell_or(m.depth_accuracy, s, j, no_depths);
+    return d.empty() ? Json(nullptr) : numbers(std::vector<std::optional<double>>(d.begin(), d.end()));
+  };
+  const auto samples = [&](std::size_t s, std::size_t j) {
+    return count_json(cell_or(m.samples_per_depth, s, j, int64_t(0)));
+  };
+  const bool with_bytes = m.has_bytes(), with_accuracy = m.has_accuracy();
+  row["bytes"] = with_bytes ? per_seed(m, bytes) : Json(nullptr);
+  row["bits_per_byte"] = with_bytes ? per_seed(m, bpb) : Json(nullptr);
+  row["bits_per_byte_stats"] = with_bytes ? stats_json(m.bits_per_byte_mean(), m.bits_per_byte_std()) : Json(nullptr);
+  row["accuracy"] = with_accuracy ? per_seed(m, accuracy) : Json(nullptr);
+  row["depth_accuracy"] = with_accuracy ? per_seed(m, depths) : Json(nullptr);
+  row["samples_per_depth"] = with_accuracy ? per_seed(m, samples) : Json(nullptr);
+  row["accuracy_stats"] = with_accuracy ? stats_json(m.accuracy_mean(), m.accuracy_std()) : Json(nullptr);
+  Json learned = Json::array();
+  for (const bool l : m.learned()) learned.push_back(l);
+  row["learned"] = with_accuracy ? learned : Json(nullptr);
+}
+
+// A row's keys up to "mean_attention_distance" (an rpb-results-5 row's).
+Json base_row_json(const SweepResultsRow& m, const std::vector<uint64_t>& seeds) {
   return {{"task", m.task},
           {"method", m.method},
           {"scheme", m.scheme},
@@ -151,7 +202,13 @@ Json row_json(const SweepResultsRow& m, const std::vector<uint64_t>& seeds) {
           {"mean", numbers(m.perplexity_mean())},
           {"std", numbers(m.perplexity_std())},
           {"attention", per_seed(m, [&](std::size_t s, std::size_t j) { return attention_json(m.attention[s][j]); })},
-          {"mean_attention_distance", {{"mean", numbers(m.distance_mean())}, {"std", numbers(m.distance_std())}}}};
+          {"mean_attention_distance", stats_json(m.distance_mean(), m.distance_std())}};
+}
+
+Json row_json(const SweepResultsRow& m, const std::vector<uint64_t>& seeds) {
+  Json row = base_row_json(m, seeds);
+  add_metrics_json(m, row);
+  return row;
 }
 
 // ---- reading ----
@@ -235,24 +292,67 @@ std::vector<ConfigSetting> read_settings(const JsonIn& in) {
   return out;
 }
 
+// A depth_accuracy cell: null (no accuracy) or kDepthBins numbers (a null among them: NaN).
+std::vector<double> read_depths(const JsonIn& in) {
+  std::vector<double> out;
+  if (in.is_null()) return out;
+  if (in.size() != static_cast<std::size_t>(kDepthBins))
+    in.fail("expected " + std::to_string(kDepthBins) + " depth bins, found " + std::to_string(in.size()));
+  for (std::size_t b = 0; b < in.size(); ++b) out.push_back(in[b].number_or_nan());
+  return out;
+}
+
+// A count cell: null (0) or an integer >= 0.
+int64_t read_count(const JsonIn& in) {
+  if (in.is_null()) return 0;
+  const int64_t n = in.int64();
+  if (n < 0) in.fail("expected null or a count >= 0, found " + std::to_string(n));
+  return n;
+}
+
+// The per-length metrics of an rpb-results-6 row ("bytes", "accuracy", "depth_accuracy", "samples_per_depth"), each
+// null for a row without it; a row of an earlier format (`present` false) has none. Either way every one is read to
+// the shape of the perplexity: 0, nullopt, empty where none.
+void read_row_metrics(const JsonIn& in, bool present, std::size_t seeds, std::size_t lengths, SweepResultsRow& m) {
+  const auto shape = [&](auto& v, const auto& none) { v.assign(seeds, std::vector(lengths, none)); };
+  shape(m.bytes, int64_t(0));
+  shape(m.accuracy, std::optional<double>());
+  shape(m.depth_accuracy, std::vector<double>());
+  shape(m.samples_per_depth, int64_t(0));
+  if (!present) return;
+  if (!in["bytes"].is_null()) m.bytes = read_per_seed(in["bytes"], seeds, lengths, read_count);
+  const auto number = [](const JsonIn& x) { return x.optional_number(); };
+  if (!in["accuracy"].is_null()) m.accuracy = read_per_seed(in["accuracy"], seeds, lengths, number);
+  if (!in["depth_accuracy"].is_null())
+    m.depth_accuracy = read_per_seed(in["depth_accuracy"], seeds, lengths, read_depths);
+  if (!in["samples_per_depth"].is_null())
+    m.samples_per_depth = read_per_seed(in["samples_per_depth"], seeds, lengths, read_count);
+}
+
+// What a results.json of format `format` holds besides the keys of every format: rpb-results-3's provenance and
+// runs, -4's schemes, -5's protocol, -6's per-length metrics (bytes, accuracy).
+struct FormatKeys {
+  bool runs = false, scheme = false, protocol = false, metrics = false;
+};
+
 SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_list, std::size_t lengths,
-                         bool with_runs, bool with_scheme, bool with_protocol) {
+                         const FormatKeys& keys) {
   const std::size_t seeds = seed_list.size();
   SweepResultsRow m;
   m.task = in["task"].string();
   m.method = in["method"].string();
-  if (with_scheme) m.scheme = in["scheme"].string();
+  if (keys.scheme) m.scheme = in["scheme"].string();
   m.label = in["label"].string();
   if (in.has("settings")) m.settings = read_settings(in["settings"]);
   m.position_params = in["position_params"].int64();
-  if (with_protocol && !in["eval_stride"].is_null()) {
+  if (keys.protocol && !in["eval_stride"].is_null()) {
     m.eval_stride = in["eval_stride"].int64();
     if (m.eval_stride < 1) in["eval_stride"].fail("expected null (nonoverlapping) or a stride >= 1");
   }
-  if (with_protocol && in["protocol"].string() != eval_protocol_name(m.eval_stride))
+  if (keys.protocol && in["protocol"].string() != eval_protocol_name(m.eval_stride))
     in["protocol"].fail("\"" + in["protocol"].string() + "\" disagrees with \"eval_stride\"; expected \"" +
                         eval_protocol_name(m.eval_stride) + "\"");
-  if (with_runs) m.runs = read_runs(in["runs"], seed_list);
+  if (keys.runs) m.runs = read_runs(in["runs"], seed_list);
   m.optimal_perplexity = in["optimal_perplexity"].optional_number();
   const auto number = [](const JsonIn& x) { return x.optional_number(); };
   m.perplexity = read_per_seed(in["perplexity"], seeds, lengths, number);
@@ -260,6 +360,7 @@ SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_lis
   m.tokens = read_per_seed(in["tokens"], seeds, lengths,
                            [](const JsonIn& x) { return x.is_null() ? int64_t(0) : x.int64(); });
   m.attention = read_per_seed(in["attention"], seeds, lengths, read_attention);
+  read_row_metrics(in, keys.metrics, seeds, lengths, m);
   return m;
 }
 
@@ -274,13 +375,32 @@ std::vector<std::optional<double>> SweepResultsRow::perplexity_std() const {
 std::vector<std::optional<double>> SweepResultsRow::distance_mean() const { return distance_over_seeds(*this, false); }
 std::vector<std::optional<double>> SweepResultsRow::distance_std() const { return distance_over_seeds(*this, true); }
 
+std::optional<double> SweepResultsRow::bits_per_byte(std::size_t s, std::size_t j) const {
+  return bits_per_byte_at(nll, tokens, bytes, s, j);
+}
+std::vector<std::optional<double>> SweepResultsRow::bits_per_byte_mean() const {
+  return over_seeds(*this, false, [&](std::size_t s, std::size_t j) { return bits_per_byte(s, j); });
+}
+std::vector<std::optional<double>> SweepResultsRow::bits_per_byte_std() const {
+  return over_seeds(*this, true, [&](std::size_t s, std::size_t j) { return bits_per_byte(s, j); });
+}
+std::vector<std::optional<double>> SweepResultsRow::accuracy_mean() const { return accuracy_over_seeds(*this, false); }
+std::vector<std::optional<double>> SweepResultsRow::accuracy_std() const { return accuracy_over_seeds(*this, true); }
+std::vector<bool> SweepResultsRow::learned() const { return learned_seeds(accuracy); }
+
+bool SweepResultsRow::has_bytes() const { return any_positive(bytes); }
+bool SweepResultsRow::has_accuracy() const { return any_defined(accuracy); }
+
 const std::vector<SweepMetric>& sweep_metrics() {
-  // The fields row_json writes: "perplexity" [[ppl per length] per seed], "attention" [[{...} per length] per seed].
+  // The fields row_json writes: "perplexity" [[ppl per length] per seed], "attention" [[{...} per length] per seed],
+  // "bits_per_byte" and "accuracy" [[x per length] per seed] (null in a row whose task has none), "learned" [per seed].
   static const std::vector<SweepMetric> metrics = {
-      {"perplexity", "perplexity", "", true, "perplexity", "", "optimal_perplexity"},
+      {"perplexity", "perplexity", "", true, "perplexity", "", "optimal_perplexity", ""},
       {"mean_attention_distance", "mean attention distance", "positions", true, "attention", "mean_distance_overall",
-       ""},
-      {"attention_entropy", "attention entropy", "nats", false, "attention", "entropy_overall", ""}};
+       "", ""},
+      {"attention_entropy", "attention entropy", "nats", false, "attention", "entropy_overall", "", ""},
+      {"bits_per_byte", "bits per byte", "bits", false, "bits_per_byte", "", "", ""},
+      {"accuracy", "passkey accuracy", "", false, "accuracy", "", "", "learned"}};
   return metrics;
 }
 
@@ -324,18 +444,22 @@ SweepResults sweep_results_from_json(const Json& json, const std::string& source
   const JsonIn in(json, source);
   SweepResults r;
   r.format = in.has("format") ? in["format"].string() : std::string();
-  const bool current = r.format == kSweepResultsFormat, with_scheme = current || r.format == "rpb-results-4";
-  const bool with_runs = with_scheme || r.format == "rpb-results-3";  // provenance and the rows' runs
-  if (!with_runs && r.format != "rpb-results-2" && !r.format.empty())
+  FormatKeys keys;
+  keys.metrics = r.format == kSweepResultsFormat;
+  keys.protocol = keys.metrics || r.format == "rpb-results-5";
+  keys.scheme = keys.protocol || r.format == "rpb-results-4";
+  keys.runs = keys.scheme || r.format == "rpb-results-3";  // provenance and the rows' runs
+  if (!keys.runs && r.format != "rpb-results-2" && !r.format.empty())
     in["format"].fail("\"" + r.format + "\", rpb reads \"" + kSweepResultsFormat +
-                      "\", \"rpb-results-4\", \"rpb-results-3\", \"rpb-results-2\" (and results.json without a format)");
-  if (with_runs) r.provenance = provenance_from_json(in["provenance"]);
+                      "\", \"rpb-results-5\", \"rpb-results-4\", \"rpb-results-3\", \"rpb-results-2\" (and "
+                      "results.json without a format)");
+  if (keys.runs) r.provenance = provenance_from_json(in["provenance"]);
   r.name = in["name"].string();
   r.train_length = in["train_length"].int64();
   for (std::size_t j = 0; j < in["multipliers"].size(); ++j) r.multipliers.push_back(in["multipliers"][j].int64());
   for (std::size_t s = 0; s < in["seeds"].size(); ++s) r.seeds.push_back(in["seeds"][s].uint64());
   for (std::size_t i = 0; i < in["rows"].size(); ++i)
-    r.rows.push_back(read_row(in["rows"][i], r.seeds, r.multipliers.size(), with_runs, with_scheme, current));
+    r.rows.push_back(read_row(in["rows"][i], r.seeds, r.multipliers.size(), keys));
   return r;
 }
 

@@ -14,11 +14,12 @@
 
 namespace rpb {
 
-/// The format results.json's "format" key names. read_sweep_results reads the earlier ones too: "rpb-results-4"
-/// (rows without their "protocol" and "eval_stride": every row nonoverlapping), "rpb-results-3" (without their
-/// "scheme" either), "rpb-results-2" (without "provenance" and the rows' "runs" either) and a
+/// The format results.json's "format" key names. read_sweep_results reads the earlier ones too: "rpb-results-5"
+/// (rows without "bytes", "accuracy" and the other per-length metrics of rpb-results-6: no bytes, no accuracy),
+/// "rpb-results-4" (without their "protocol" and "eval_stride" either: every row nonoverlapping), "rpb-results-3"
+/// (without their "scheme" either), "rpb-results-2" (without "provenance" and the rows' "runs" either) and a
 /// results.json without a format (numbers with 10 significant digits, the keys of rpb-results-2).
-inline constexpr const char* kSweepResultsFormat = "rpb-results-5";
+inline constexpr const char* kSweepResultsFormat = "rpb-results-6";
 /// The largest results.json read_sweep_results reads.
 inline constexpr std::size_t kMaxSweepResultsBytes = std::size_t(256) << 20;
 
@@ -40,6 +41,14 @@ struct SweepResultsRow {
   std::vector<std::vector<AttentionDiagnostics>> attention;  // [seed][length]: empty where not measured
   std::vector<SweepRunRecord> runs;  // [seed]: the run folder, config digest and checkpoint of each seed; empty when
                                      // read from an earlier format
+  /// [seed][length], each the shape of perplexity (MethodResult's): the text bytes the scored tokens stand for (0
+  /// for a task without text bytes and where nll is nullopt), passkey's accuracy (nullopt for the other tasks), its
+  /// accuracy per depth of the key (kDepthBins values; empty for the other tasks) and its samples per depth bin (0
+  /// for the other tasks). Read from an earlier format: 0, nullopt and empty.
+  std::vector<std::vector<int64_t>> bytes;
+  std::vector<std::vector<std::optional<double>>> accuracy;
+  std::vector<std::vector<std::vector<double>>> depth_accuracy;
+  std::vector<std::vector<int64_t>> samples_per_depth;
 
   /// [length]: the mean and the std over the seeds (mean_std, train/sweep/sweep.h) of the perplexity, and of the
   /// mean attention distance (AttentionDiagnostics::mean_distance_overall); nullopt where no seed has a value.
@@ -48,6 +57,22 @@ struct SweepResultsRow {
   std::vector<std::optional<double>> perplexity_std() const;
   std::vector<std::optional<double>> distance_mean() const;
   std::vector<std::optional<double>> distance_std() const;
+  /// Seed s's bits per byte at length j (LengthResult::bits_per_byte of nll, tokens and bytes); nullopt where nll is
+  /// or bytes is 0.
+  std::optional<double> bits_per_byte(std::size_t s, std::size_t j) const;
+  /// [length]: the mean and std over the seeds of bits_per_byte: results.json's "bits_per_byte_stats".
+  std::vector<std::optional<double>> bits_per_byte_mean() const;
+  std::vector<std::optional<double>> bits_per_byte_std() const;
+  /// [length]: the mean and std of the accuracy as the sweep reports it (accuracy_stats, train/sweep/sweep.h): at
+  /// the train length over every seed, past it over the seeds that learned the task: "accuracy_stats".
+  std::vector<std::optional<double>> accuracy_mean() const;
+  std::vector<std::optional<double>> accuracy_std() const;
+  /// [seed]: whether the seed learned the task (learned_seeds, train/sweep/sweep.h): "learned".
+  std::vector<bool> learned() const;
+  /// Whether a seed and length has text bytes (> 0), and whether one has an accuracy: the row's task reports bits
+  /// per byte, and passkey accuracy.
+  bool has_bytes() const;
+  bool has_accuracy() const;
 };
 
 /// A metric results.json rows hold per seed and evaluation length, drawn against length by `rpb plot`: sweep_metrics
@@ -62,10 +87,13 @@ struct SweepMetric {
   std::string field;    // the row's key holding [[cell per length] per seed] ("perplexity", "attention")
   std::string entry;    // "": a cell is the value (or null); else the key of the value in a cell's object
   std::string optimum;  // the row's key of the value drawn as the metric's optimum line, "" for none
+  std::string learned;  // the row's key of [true/false per seed]: past the first length only the seeds marked true
+                        // are drawn (a row with none: "not learned" there, never a value); "" for every seed
 };
 
 /// The metrics results.json rows hold, in the order figures draw them: perplexity, mean_attention_distance,
-/// attention_entropy.
+/// attention_entropy, bits_per_byte (text tasks), accuracy (passkey; drawn past the train length over the seeds
+/// that learned the task, its "learned").
 const std::vector<SweepMetric>& sweep_metrics();
 
 /// Whether results.json row `row` holds a value (a number) of `metric` at some seed and length.
@@ -87,7 +115,7 @@ struct SweepResults {
 SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = {});
 
 /// results.json's object:
-///   {"format": "rpb-results-5",
+///   {"format": "rpb-results-6",
 ///    "provenance": {"rpb_version": "0.1.0", "commit": "<40 hex>[-dirty]" | "unknown", "command": "...",
 ///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
 ///    "name": ..., "train_length": 64, "multipliers": [1, 2, 4], "seeds": [0, 1],
@@ -102,18 +130,37 @@ SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = 
 ///              "mean": [per length], "std": [...],
 ///              "attention": [[null | {"mean_distance": [[per head] per layer], "entropy": [[...]],
 ///                                     "mean_distance_overall": x, "entropy_overall": y}]],
-///              "mean_attention_distance": {"mean": [per length], "std": [...]}}, ...]}
+///              "mean_attention_distance": {"mean": [per length], "std": [...]},
+///              "bytes": [[n | null per length] per seed] | null,
+///              "bits_per_byte": [[x | null]] | null,
+///              "bits_per_byte_stats": {"mean": [per length], "std": [...]} | null,
+///              "accuracy": [[x | null]] | null,
+///              "depth_accuracy": [[[kDepthBins values] | null per length] per seed] | null,
+///              "samples_per_depth": [[n | null]] | null,
+///              "accuracy_stats": {"mean": [per length], "std": [...]} | null,
+///              "learned": [true | false per seed] | null}, ...]}
 /// "mean", "std" and "mean_attention_distance" are SweepResultsRow's perplexity_mean ... distance_std. Values that
 /// are not finite or not defined are null; tokens are null where nll is.
+/// Every row of rpb-results-6 has the keys from "bytes" on: a row's four bytes keys ("bytes" .. "bits_per_byte_stats")
+/// are null when no seed and length of it has text bytes (a task without a tokenizer), its five accuracy keys
+/// ("accuracy" .. "learned") null when none has an accuracy (a task other than passkey). Inside a row that has them,
+/// bytes and samples_per_depth are null where nll is (0 in SweepResultsRow), a depth_accuracy cell null where the
+/// accuracy is. "bits_per_byte" is nll * tokens / (bytes * ln 2) per cell (SweepResultsRow::bits_per_byte),
+/// "bits_per_byte_stats" its mean and std over the seeds; "learned" says per seed whether its accuracy at the first
+/// length (the train length) is >= kLearnedAccuracy, and "accuracy_stats" is the mean and std of the accuracy as
+/// the tables print it: at the first length over every seed, past it over the learned seeds only (null where there
+/// is none). The derived keys ("bits_per_byte", the "_stats", "learned") are not read back.
 Json sweep_results_object(const SweepResults& r);
 
 /// The results `json` holds; `source` names it in errors ("sweep results <path>"). A row without "settings" (written
 /// before settings were) reads with none; a setting's value reads as the type JSON gives it (64 an integer, 0.001 and
 /// 1.0 a float; null, a setting that was not finite, NaN). The derived "mean", "std",
 /// "mean_attention_distance", "mean_distance_overall" and "entropy_overall" are not read; a null inside
-/// "mean_distance" or "entropy" reads as NaN. Throws rpb::Error naming the source and the key for a missing key, a
-/// value of another type or another format, and arrays whose sizes disagree with "seeds" and "multipliers" (a row's
-/// "runs" included). A run's "seed" must be the sweep's seed at its place.
+/// "mean_distance" or "entropy" reads as NaN, and so does a null inside a "depth_accuracy" cell. Throws rpb::Error
+/// naming the source and the key for a missing key (rpb-results-6: each row's "bytes" .. "learned" too, null or
+/// not), a value of another type or another format, arrays whose sizes disagree with "seeds" and "multipliers" (a
+/// row's "runs" included) and a "depth_accuracy" cell of other than kDepthBins values. A run's "seed" must be the
+/// sweep's seed at its place.
 SweepResults sweep_results_from_json(const Json& json, const std::string& source);
 
 /// Reads results.json at `path` (at most kMaxSweepResultsBytes, train/io/input_file.h). Throws rpb::Error naming

@@ -37,12 +37,18 @@ std::string latex_escape(const std::string& text) {
 
 namespace {
 
-// x as the terminal table prints it (train/sweep/results.cpp): 2 decimals below 100, else 1.
-std::string fixed(double x) {
+// x with `decimals` decimals.
+std::string with_decimals(double x, int decimals) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", x < 100 ? 2 : 1, x);
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
   return buf;
 }
+
+// x as the terminal table prints it (train/sweep/results_table.cpp): a perplexity with 2 decimals below 100, else 1;
+// bits per byte with 3; an accuracy as a percentage with 1.
+std::string fixed(double x) { return with_decimals(x, x < 100 ? 2 : 1); }
+std::string three_decimals(double x) { return with_decimals(x, 3); }
+std::string percent_text(double x) { return with_decimals(100 * x, 1); }
 
 // A \label key: letters, digits and '-'.
 std::string label_key(const std::string& text) {
@@ -60,14 +66,63 @@ std::vector<const SweepResultsRow*> rows_of(const SweepResults& r, const std::st
   return out;
 }
 
-// The best (lowest) mean of column j as printed, or "" when no row has one.
-std::string best_in_column(const std::vector<const SweepResultsRow*>& rows, std::size_t j) {
-  std::optional<double> best;
-  for (const SweepResultsRow* row : rows) {
-    const auto mean = row->perplexity_mean();
-    if (j < mean.size() && mean[j] && (!best || *mean[j] < *best)) best = mean[j];
+// One number cell of a table: its mean and std as printed (std "" with one seed), or what it says without a number.
+struct Cell {
+  std::optional<double> mean;  // nullopt: `missing` is printed
+  std::string mean_text, std_text;
+  std::string missing = "n/a";
+};
+
+// The cells of a table's row, [length]: `mean` and `sd` printed by `print` (a value as text); "n/a" where `mean` is
+// nullopt.
+std::vector<Cell> cells_of(const std::vector<std::optional<double>>& mean, const std::vector<std::optional<double>>& sd,
+                           std::size_t columns, bool with_std, std::string (*print)(double)) {
+  std::vector<Cell> out(columns);
+  for (std::size_t j = 0; j < columns; ++j)
+    if (j < mean.size() && mean[j]) {
+      out[j].mean = mean[j];
+      out[j].mean_text = print(*mean[j]);
+      if (with_std) out[j].std_text = print(j < sd.size() && sd[j] ? *sd[j] : 0.0);
+    }
+  return out;
+}
+
+// A table's body: a line per row, "label & params & lead... & cell & ... \\"; in each column the best mean (the
+// lowest, or the highest when `higher_is_better`) bold, and every mean that prints the same digits. Sets `any_na`
+// when a cell says n/a.
+std::string body(const std::vector<const SweepResultsRow*>& rows, const std::vector<std::vector<std::string>>& lead,
+                 const std::vector<std::vector<Cell>>& cells, bool higher_is_better, bool& any_na) {
+  const std::size_t columns = cells.empty() ? 0 : cells.front().size();
+  std::vector<std::string> best(columns);
+  for (std::size_t j = 0; j < columns; ++j) {
+    const Cell* top = nullptr;
+    for (const std::vector<Cell>& row : cells)
+      if (row[j].mean && (!top || (higher_is_better ? *row[j].mean > *top->mean : *row[j].mean < *top->mean)))
+        top = &row[j];
+    if (top) best[j] = top->mean_text;
   }
-  return best ? fixed(*best) : std::string();
+  std::string out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::string line(4, ' ');  // built piecewise: GCC 12 warns (-Wstringop-overflow, a false positive) on " " + ...
+    line += latex_escape(rows[i]->label) + " & " + std::to_string(rows[i]->position_params);
+    for (const std::string& c : lead[i]) {
+      line += " & ";
+      line += c;
+    }
+    for (std::size_t j = 0; j < columns; ++j) {
+      const Cell& c = cells[i][j];
+      line += " & ";
+      if (!c.mean) {
+        line += c.missing;
+        any_na = any_na || c.missing == "n/a";
+        continue;
+      }
+      const std::string value = c.std_text.empty() ? c.mean_text : c.mean_text + " \\pm " + c.std_text;
+      line += c.mean_text == best[j] ? "$\\mathbf{" + value + "}$" : "$" + value + "$";
+    }
+    out += line + " \\\\\n";
+  }
+  return out;
 }
 
 // The protocol of the rows' numbers: "Nonoverlapping evaluation." when every row shares it, else each row's.
@@ -92,19 +147,30 @@ std::string protocol_sentence(const std::vector<const SweepResultsRow*>& rows) {
   return s;
 }
 
+// What a table shows: its measure ("perplexity"), a sentence on it after the seeds ("" for none), its \label's
+// suffix, its columns before the lengths (their header) and each row's cells.
+struct TableSpec {
+  std::string measure, about, label_suffix;
+  bool higher_is_better = false;
+  std::vector<std::string> lead_headers;
+  std::vector<std::vector<std::string>> lead;  // [row]
+  std::vector<std::vector<Cell>> cells;        // [row][length]
+};
+
 std::string caption(const SweepResults& r, const std::string& task, const std::vector<const SweepResultsRow*>& rows,
-                    bool any_na) {
+                    const TableSpec& spec, bool any_na) {
   const bool grid = data::task_dims(task) == 2;
   std::ostringstream os;
-  os << latex_escape(task) << ": perplexity against evaluation " << (grid ? "grid side" : "length") << ", trained ";
+  os << latex_escape(task) << ": " << spec.measure << " against evaluation " << (grid ? "grid side" : "length")
+     << ", trained ";
   if (grid) os << "on " << r.train_length << " $\\times$ " << r.train_length << " grids";
   else os << "at length " << r.train_length;
   const std::size_t n = r.seeds.size();
-  os << "; " << (n > 1 ? "mean $\\pm$ std over " : "") << n << " seed" << (n == 1 ? "" : "s")
-     << ". Lower is better; the best of each column in bold.";
+  os << "; " << (n > 1 ? "mean $\\pm$ std over " : "") << n << " seed" << (n == 1 ? "" : "s") << "." << spec.about
+     << (spec.higher_is_better ? " Higher" : " Lower") << " is better; the best of each column in bold.";
   if (any_na) os << " n/a: the method cannot run at that " << (grid ? "size" : "length") << ".";
   os << " " << protocol_sentence(rows);
-  if (!rows.empty() && rows.front()->optimal_perplexity) {
+  if (spec.label_suffix.empty() && !rows.empty() && rows.front()->optimal_perplexity) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.3f", *rows.front()->optimal_perplexity);
     os << " Optimal perplexity " << buf << ".";
@@ -112,43 +178,59 @@ std::string caption(const SweepResults& r, const std::string& task, const std::v
   return os.str();
 }
 
-// One method's row: "label & params & cell & ... \\".
-std::string body_row(const SweepResultsRow& row, const std::vector<std::string>& best, bool with_std, bool& any_na) {
-  const auto mean = row.perplexity_mean(), sd = row.perplexity_std();
-  std::string line = latex_escape(row.label) + " & " + std::to_string(row.position_params);
-  for (std::size_t j = 0; j < best.size(); ++j) {
-    line += " & ";
-    if (j >= mean.size() || !mean[j]) {
-      line += "n/a";
-      any_na = true;
-      continue;
-    }
-    std::string value = fixed(*mean[j]);
-    if (with_std) value += " \\pm " + fixed(sd[j].value_or(0.0));
-    line += fixed(*mean[j]) == best[j] ? "$\\mathbf{" + value + "}$" : "$" + value + "$";
-  }
-  return line + " \\\\\n";
-}
-
-std::string task_table(const SweepResults& r, const std::string& task) {
-  const std::vector<const SweepResultsRow*> rows = rows_of(r, task);
-  const std::size_t columns = r.multipliers.size();
-  std::vector<std::string> best;
-  for (std::size_t j = 0; j < columns; ++j) best.push_back(best_in_column(rows, j));
+std::string table(const SweepResults& r, const std::string& task, const std::vector<const SweepResultsRow*>& rows,
+                  const TableSpec& spec) {
+  const std::size_t columns = r.multipliers.size(), lead = spec.lead_headers.size();
   bool any_na = false;
-  std::string body;
-  for (const SweepResultsRow* row : rows) body += "    " + body_row(*row, best, r.seeds.size() > 1, any_na);
-
+  const std::string rows_text = body(rows, spec.lead, spec.cells, spec.higher_is_better, any_na);
   const bool grid = data::task_dims(task) == 2;
   std::ostringstream os;
-  os << "\\begin{table}[htbp]\n  \\centering\n  \\caption{" << caption(r, task, rows, any_na) << "}\n"
-     << "  \\label{tab:" << label_key(r.name) << "-" << label_key(task) << "}\n"
-     << "  \\begin{tabular}{lr" << std::string(columns, 'r') << "}\n    \\toprule\n"
-     << "     & & \\multicolumn{" << columns << "}{c}{Evaluation " << (grid ? "grid side" : "length") << "} \\\\\n"
-     << "    \\cmidrule(l){3-" << columns + 2 << "}\n    Method & Position params";
+  os << "\\begin{table}[htbp]\n  \\centering\n  \\caption{" << caption(r, task, rows, spec, any_na) << "}\n"
+     << "  \\label{tab:" << label_key(r.name) << "-" << label_key(task) << spec.label_suffix << "}\n"
+     << "  \\begin{tabular}{lr" << std::string(lead + columns, 'r') << "}\n    \\toprule\n"
+     << "     &";
+  for (std::size_t k = 0; k <= lead; ++k) os << " &";
+  os << " \\multicolumn{" << columns << "}{c}{Evaluation " << (grid ? "grid side" : "length") << "} \\\\\n"
+     << "    \\cmidrule(l){" << lead + 3 << "-" << lead + columns + 2 << "}\n    Method & Position params";
+  for (std::size_t k = 0; k < lead; ++k) os << " & " << spec.lead_headers[k];
   for (const int64_t m : r.multipliers) os << " & " << r.train_length * m;
-  os << " \\\\\n    \\midrule\n" << body << "    \\bottomrule\n  \\end{tabular}\n\\end{table}\n";
+  os << " \\\\\n    \\midrule\n" << rows_text << "    \\bottomrule\n  \\end{tabular}\n\\end{table}\n";
   return os.str();
+}
+
+// A task's tables: perplexity, then bits per byte when a row has text bytes, and accuracy when a row has one.
+std::string task_tables(const SweepResults& r, const std::string& task) {
+  const std::vector<const SweepResultsRow*> rows = rows_of(r, task);
+  const std::size_t columns = r.multipliers.size();
+  const bool with_std = r.seeds.size() > 1;
+  bool bytes = false, accuracy = false;
+  TableSpec ppl{"perplexity", "", "", false, {}, std::vector<std::vector<std::string>>(rows.size()), {}};
+  TableSpec bpb{"bits per byte",
+                " Bits per byte of the text the scored tokens stand for, NLL $\\times$ tokens / (bytes $\\times "
+                "\\ln 2$): comparable across tokenizers.",
+                "-bits-per-byte", false, {}, ppl.lead, {}};
+  char threshold[32];
+  std::snprintf(threshold, sizeof threshold, "%g", 100 * kLearnedAccuracy);
+  TableSpec acc{"accuracy (\\%, greedy decoding of the answer)", "", "-accuracy", true, {"Learned"}, {}, {}};
+  acc.about = std::string(" At the training length over every seed, past it over the seeds that learned the task "
+                          "(accuracy $\\geq$ ") + threshold + "\\% at the training length; Learned: how many did).";
+  for (const SweepResultsRow* row : rows) {
+    bytes = bytes || row->has_bytes();
+    accuracy = accuracy || row->has_accuracy();
+    ppl.cells.push_back(cells_of(row->perplexity_mean(), row->perplexity_std(), columns, with_std, fixed));
+    bpb.cells.push_back(cells_of(row->bits_per_byte_mean(), row->bits_per_byte_std(), columns, with_std,
+                                 three_decimals));
+    const std::vector<bool> learned = row->learned();
+    const auto k = std::count(learned.begin(), learned.end(), true);
+    acc.lead.push_back({std::to_string(k) + "/" + std::to_string(r.seeds.size())});
+    acc.cells.push_back(cells_of(row->accuracy_mean(), row->accuracy_std(), columns, with_std, percent_text));
+    for (std::size_t j = 1; j < columns && k == 0; ++j) acc.cells.back()[j].missing = "not learned";
+  }
+  if (accuracy) ppl.measure = "perplexity of the answer tokens";
+  std::string out = table(r, task, rows, ppl);
+  if (bytes) out += '\n' + table(r, task, rows, bpb);
+  if (accuracy) out += '\n' + table(r, task, rows, acc);
+  return out;
 }
 
 }  // namespace
@@ -163,7 +245,7 @@ std::string results_tex(const SweepResults& r) {
   std::ostringstream os;
   os << "% results.tex of the sweep " << comment << ", written by `rpb extrapolate`: one table per task.\n"
      << "% Needs \\usepackage{booktabs}; \\input{results.tex} or paste a table.\n";
-  for (const std::string& task : tasks) os << "\n" << task_table(r, task);
+  for (const std::string& task : tasks) os << "\n" << task_tables(r, task);
   return os.str();
 }
 

@@ -38,6 +38,14 @@ std::string latex_escape(const std::string& text);
 /// method cannot run. In each length column the lowest mean perplexity is bold ($\mathbf{...}$), and so is every
 /// mean that prints the same digits (a tie at the printed precision). Label keys are made of letters, digits and
 /// '-' only (other characters of the sweep or task name become '-').
+///
+/// A task whose rows have text bytes (SweepResultsRow::has_bytes) gets a second table after it, of bits per byte
+/// (bits_per_byte_mean and _std, 3 decimals, the lowest bold; \label{tab:<sweep>-<task>-bits-per-byte}). A task whose
+/// rows have an accuracy (passkey) says "perplexity of the answer tokens" in its caption and gets an accuracy table
+/// (\label{tab:<sweep>-<task>-accuracy}): a column Learned after Position params ("2/3": the seeds that reached
+/// kLearnedAccuracy at the train length), the cells in percent with 1 decimal (accuracy_mean and _std: at the train
+/// length over every seed, past it over the learned seeds), the highest bold, and "not learned" past the train length
+/// for a method no seed of which learned the task (never a number, which would read as failing to extrapolate).
 std::string results_tex(const SweepResults& r);
 
 }  // namespace rpb

@@ -43,6 +43,62 @@ const AttentionDiagnostics& MethodResult::attention_at(std::size_t s, std::size_
   return s < attention.size() && j < attention[s].size() ? attention[s][j] : none;
 }
 
+bool any_positive(const SeedTable<int64_t>& bytes) {
+  for (const auto& seed : bytes)
+    if (std::any_of(seed.begin(), seed.end(), [](int64_t b) { return b > 0; })) return true;
+  return false;
+}
+
+bool any_defined(const SeedTable<std::optional<double>>& values) {
+  for (const auto& seed : values)
+    if (std::any_of(seed.begin(), seed.end(), [](const std::optional<double>& v) { return v.has_value(); }))
+      return true;
+  return false;
+}
+
+std::optional<double> bits_per_byte_at(const SeedTable<std::optional<double>>& nll, const SeedTable<int64_t>& tokens,
+                                       const SeedTable<int64_t>& bytes, std::size_t s, std::size_t j) {
+  LengthResult r;
+  r.nll = cell_or(nll, s, j, std::optional<double>());
+  r.tokens = cell_or(tokens, s, j, int64_t(0));
+  r.bytes = cell_or(bytes, s, j, int64_t(0));
+  return r.bits_per_byte();
+}
+
+int64_t MethodResult::bytes_at(std::size_t s, std::size_t j) const { return cell_or(bytes, s, j, int64_t(0)); }
+
+std::optional<double> MethodResult::accuracy_at(std::size_t s, std::size_t j) const {
+  return cell_or(accuracy, s, j, std::optional<double>());
+}
+
+const std::vector<double>& MethodResult::depth_accuracy_at(std::size_t s, std::size_t j) const {
+  static const std::vector<double> none;
+  return cell_or(depth_accuracy, s, j, none);
+}
+
+int64_t MethodResult::samples_per_depth_at(std::size_t s, std::size_t j) const {
+  return cell_or(samples_per_depth, s, j, int64_t(0));
+}
+
+std::optional<double> MethodResult::bits_per_byte(std::size_t s, std::size_t j) const {
+  return bits_per_byte_at(nll, tokens, bytes, s, j);
+}
+
+std::vector<std::optional<double>> MethodResult::bits_per_byte_column(std::size_t j) const {
+  std::vector<std::optional<double>> c;
+  for (std::size_t s = 0; s < ppl.size(); ++s) c.push_back(bits_per_byte(s, j));
+  return c;
+}
+
+std::vector<std::optional<double>> MethodResult::accuracy_column(std::size_t j) const {
+  std::vector<std::optional<double>> c;
+  for (std::size_t s = 0; s < ppl.size(); ++s) c.push_back(accuracy_at(s, j));
+  return c;
+}
+
+bool MethodResult::has_bytes() const { return any_positive(bytes); }
+bool MethodResult::has_accuracy() const { return any_defined(accuracy); }
+
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v) {
   std::vector<double> x;
   for (const auto& e : v)
@@ -55,6 +111,27 @@ std::optional<std::pair<double, double>> mean_std(const std::vector<std::optiona
   for (double e : x) s += (e - m) * (e - m);
   s = x.size() > 1 ? std::sqrt(s / static_cast<double>(x.size() - 1)) : 0.0;
   return std::make_pair(m, s);
+}
+
+std::vector<bool> learned_seeds(const std::vector<std::vector<std::optional<double>>>& accuracy) {
+  std::vector<bool> out;
+  for (const auto& seed : accuracy) out.push_back(!seed.empty() && seed.front() && *seed.front() >= kLearnedAccuracy);
+  return out;
+}
+
+std::vector<std::optional<std::pair<double, double>>> accuracy_stats(
+    const std::vector<std::vector<std::optional<double>>>& accuracy) {
+  const std::vector<bool> learned = learned_seeds(accuracy);
+  std::size_t lengths = 0;
+  for (const auto& seed : accuracy) lengths = std::max(lengths, seed.size());
+  std::vector<std::optional<std::pair<double, double>>> out;
+  for (std::size_t j = 0; j < lengths; ++j) {
+    std::vector<std::optional<double>> column;
+    for (std::size_t s = 0; s < accuracy.size(); ++s)
+      if (j == 0 || learned[s]) column.push_back(j < accuracy[s].size() ? accuracy[s][j] : std::nullopt);
+    out.push_back(mean_std(column));
+  }
+  return out;
 }
 
 namespace {
@@ -200,6 +277,26 @@ void train_distributed(const RunConfig& base, const std::vector<std::string>& ta
   });
 }
 
+// Appends one seed's evaluation, a LengthResult per length, to `row`: its lengths, and a row of each [seed][length].
+void add_seed(MethodResult& row, const std::vector<LengthResult>& results) {
+  for (auto* v : {&row.ppl, &row.nll, &row.accuracy}) v->emplace_back();
+  for (auto* v : {&row.tokens, &row.bytes, &row.samples_per_depth}) v->emplace_back();
+  row.attention.emplace_back();
+  row.depth_accuracy.emplace_back();
+  row.lengths.clear();
+  for (const LengthResult& r : results) {
+    row.ppl.back().push_back(r.perplexity());
+    row.nll.back().push_back(r.nll);
+    row.tokens.back().push_back(r.tokens);
+    row.attention.back().push_back(r.attention);
+    row.bytes.back().push_back(r.nll ? r.bytes : 0);
+    row.accuracy.back().push_back(r.accuracy);
+    row.depth_accuracy.back().push_back(r.depth_accuracy);
+    row.samples_per_depth.back().push_back(r.samples_per_depth);
+    row.lengths.push_back(r.length);
+  }
+}
+
 }  // namespace
 
 SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& resume_command) {
@@ -247,21 +344,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
         }
         row.runs.push_back(train_or_reuse(run, what, overwrite, context, /*log_reuse=*/!shared));
         ++done;
-        std::vector<std::optional<double>> ppl, nll;
-        std::vector<int64_t> tokens;
-        std::vector<AttentionDiagnostics> attention;
-        row.lengths.clear();
-        for (const LengthResult& r : run.evaluate()) {
-          ppl.push_back(r.perplexity());
-          nll.push_back(r.nll);
-          tokens.push_back(r.tokens);
-          attention.push_back(r.attention);
-          row.lengths.push_back(r.length);
-        }
-        row.ppl.push_back(ppl);
-        row.nll.push_back(nll);
-        row.tokens.push_back(tokens);
-        row.attention.push_back(attention);
+        add_seed(row, run.evaluate());
         row.optimal_ppl = run.optimal_perplexity();
         row.position_params = nn::position_parameter_count(run.model());
         row.eval_stride = run.config().eval_stride;

@@ -19,6 +19,22 @@ struct SweepRunRecord {
   std::string checkpoint_sha256;  // of its bytes as loaded or saved; "" when not known (a run stopped on a NaN)
 };
 
+/// [seed][length] tables (MethodResult's and SweepResultsRow's, train/sweep/results_json.h).
+template <typename T>
+using SeedTable = std::vector<std::vector<T>>;
+
+/// t[s][j], or `none` where t has no such cell (a result built without the table).
+template <typename T>
+const T& cell_or(const SeedTable<T>& t, std::size_t s, std::size_t j, const T& none) {
+  return s < t.size() && j < t[s].size() ? t[s][j] : none;
+}
+/// Whether a cell of `bytes` is > 0, and whether a cell of `values` is defined.
+bool any_positive(const SeedTable<int64_t>& bytes);
+bool any_defined(const SeedTable<std::optional<double>>& values);
+/// Seed s's bits per byte at length j of the tables (LengthResult::bits_per_byte): nullopt where nll is or bytes is 0.
+std::optional<double> bits_per_byte_at(const SeedTable<std::optional<double>>& nll, const SeedTable<int64_t>& tokens,
+                                       const SeedTable<int64_t>& bytes, std::size_t s, std::size_t j);
+
 /// One method (position scheme) on one task, over the sweep's seeds.
 struct MethodResult {
   std::string task;
@@ -32,8 +48,32 @@ struct MethodResult {
   std::vector<std::vector<AttentionDiagnostics>> attention;  // [seed][length]: empty where not measured
   std::optional<double> optimal_ppl;                       // exp(entropy rate) for synthetic tasks
   std::vector<SweepRunRecord> runs;                        // [seed]: the run each seed's numbers come from
+  /// [seed][length]: the text bytes the scored tokens stand for (LengthResult::bytes); 0 for a task without text
+  /// bytes and where nll is nullopt.
+  std::vector<std::vector<int64_t>> bytes;
+  /// [seed][length]: passkey retrieval's exact-match share (LengthResult::accuracy); nullopt for the other tasks.
+  std::vector<std::vector<std::optional<double>>> accuracy;
+  /// [seed][length]: passkey's accuracy per depth of the key, kDepthBins values; empty for the other tasks.
+  std::vector<std::vector<std::vector<double>>> depth_accuracy;
+  /// [seed][length]: passkey's held-out samples per depth bin; 0 for the other tasks.
+  std::vector<std::vector<int64_t>> samples_per_depth;
   /// The perplexities at length j over the seeds.
   std::vector<std::optional<double>> column(std::size_t j) const;
+  /// Seed s's bits per byte at length j (LengthResult::bits_per_byte); nullopt where nll is or bytes is 0.
+  std::optional<double> bits_per_byte(std::size_t s, std::size_t j) const;
+  /// The bits per byte at length j over the seeds.
+  std::vector<std::optional<double>> bits_per_byte_column(std::size_t j) const;
+  /// The accuracies at length j over the seeds (every seed's, learned or not).
+  std::vector<std::optional<double>> accuracy_column(std::size_t j) const;
+  /// Seed s's value at length j of bytes ... samples_per_depth; 0, nullopt or empty where none was recorded (a
+  /// result built without them).
+  int64_t bytes_at(std::size_t s, std::size_t j) const;
+  std::optional<double> accuracy_at(std::size_t s, std::size_t j) const;
+  const std::vector<double>& depth_accuracy_at(std::size_t s, std::size_t j) const;
+  int64_t samples_per_depth_at(std::size_t s, std::size_t j) const;
+  /// Whether a seed and length has text bytes (bits per byte), and whether one has an accuracy (a passkey task).
+  bool has_bytes() const;
+  bool has_accuracy() const;
   /// The mean attention distance (over layers and heads) at length j over the seeds; nullopt where not measured.
   std::vector<std::optional<double>> distance_column(std::size_t j) const;
   /// The diagnostics of seed s at length j (empty where none were recorded).
@@ -68,5 +108,16 @@ SweepResult run_sweep(const RunConfig& config, bool overwrite = false, const std
 
 /// mean and sample standard deviation of the defined values (nullopt when none is defined).
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v);
+
+/// Whether each seed learned a passkey task, from `accuracy` [seed][length]: its accuracy at the first length (the
+/// train length, multiplier index 0) is at least kLearnedAccuracy (train/run/eval_result.h).
+std::vector<bool> learned_seeds(const std::vector<std::vector<std::optional<double>>>& accuracy);
+
+/// [length]: the mean and std (mean_std) of `accuracy` [seed][length] as the sweep reports it: at the first length
+/// over every seed, past it over the seeds that learned the task (learned_seeds) only, so that a seed that never
+/// learned it does not read as failing to extrapolate; nullopt where no such seed has a value (past the first length
+/// when no seed learned the task).
+std::vector<std::optional<std::pair<double, double>>> accuracy_stats(
+    const std::vector<std::vector<std::optional<double>>>& accuracy);
 
 }  // namespace rpb
