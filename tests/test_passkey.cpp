@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <numeric>
+#include <regex>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -18,6 +20,9 @@
 #include "train/config/config.h"
 #include "train/data/passkey.h"
 #include "train/run/eval_record.h"
+#include "train/sweep/results.h"
+#include "train/sweep/results_json.h"
+#include "train/sweep/sweep.h"
 #include "train/trainer.h"
 
 namespace passkey_test {
@@ -237,4 +242,28 @@ TEST_CASE("passkey: config errors name the key") {
   const RunConfig markov = parse_config("[task]\nkind = \"markov\"\n", "m.toml");
   CHECK_FALSE(contains(markov.text, "passkey_digits"));
   CHECK(contains(passkey_run("x").text, "passkey_digits = 2"));
+}
+
+TEST_CASE("passkey: a sweep prints accuracy against length with its spread, and results.json holds the depth grids") {
+  TempDir dir("passkey_sweep");
+  RunConfig c = passkey_run(dir.path.string());
+  c = parse_config(c.text + "\n[sweep]\nmethods = [\"t5\", \"alibi\"]\nseeds = [0, 1]\n", "sweep.toml");
+  const SweepResult r = run_sweep(c);
+  REQUIRE(r.rows.size() == 2);
+  const std::string table = format_table(r);
+  CHECK(contains(table, "| Method | Position params | Learned | Accuracy at train length | 2x |\n"));
+  CHECK(std::regex_search(table, std::regex("\\| T5 bias \\| [0-9]+ \\| [0-2]/2 \\| [0-9.]+ ± [0-9.]+ \\|")));
+  write_results(r, (dir.path / "results").string());
+  const SweepResults json = read_sweep_results((dir.path / "results" / "results.json").string());
+  REQUIRE(json.rows.size() == 2);
+  for (const SweepResultsRow& row : json.rows) {
+    REQUIRE(row.depth_accuracy.size() == 2);  // per seed
+    for (const auto& seed : row.depth_accuracy) {
+      REQUIRE(seed.size() == 2);  // per length
+      for (const std::vector<double>& grid : seed) CHECK(grid.size() == static_cast<std::size_t>(kDepthBins));
+    }
+    // The grid's mean is the accuracy: every depth bin holds task.passkey_samples samples.
+    const std::vector<double>& grid = row.depth_accuracy[1][0];
+    CHECK(std::accumulate(grid.begin(), grid.end(), 0.0) / kDepthBins == doctest::Approx(*row.accuracy[1][0]));
+  }
 }
