@@ -331,3 +331,26 @@ TEST_CASE("text task: the runs of a sweep share one token cache, whatever their 
   CHECK(caches[0] == dir.path / "s" / ".token_cache");
   CHECK(std::distance(fs::directory_iterator(caches[0]), fs::directory_iterator()) == 1);
 }
+
+TEST_CASE("text task: a missing KJV text at the kjv task's path is written as the kjv task writes it, not when reading") {
+  TempDir dir("text_kjv_missing");
+  const fs::path before = fs::current_path();
+  const std::string path = ::getenv("PATH") ? ::getenv("PATH") : "";
+  fs::create_directories(dir.path / "empty");
+  fs::current_path(dir.path);
+  ::setenv("PATH", (dir.path / "empty").c_str(), 1);  // no `bible`: the attempt to write the text shows in the error
+  data::TaskOptions o;
+  o.kind = "text";
+  o.path = data::kjv_text_path("");
+  const std::string writes = error_of([&] { data::TextTask t(o); });
+  o.generate_missing = false;  // rpb eval and rpb generate
+  const std::string reads = error_of([&] { data::TextTask t(o); });
+  o.path = "elsewhere/kjv.txt";  // another missing path is only missing
+  const std::string other = error_of([&] { data::TextTask t(o); });
+  ::setenv("PATH", path.c_str(), 1);
+  fs::current_path(before);
+  CHECK(contains(writes, "`bible` program is not installed"));
+  CHECK_FALSE(contains(reads, "bible"));
+  CHECK(contains(reads, "checkpoints/data/kjv.txt"));
+  CHECK_FALSE(contains(other, "bible"));
+}

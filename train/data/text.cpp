@@ -226,6 +226,10 @@ CorpusSplits split_corpus(const TaskOptions& options) {
 }  // namespace
 
 TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
+  // The KJV text the kjv task writes from Debian's bible-kjv: written here too when it is missing, so that a text
+  // config on it runs on a fresh machine (not when a checkpoint is read: TaskOptions::generate_missing).
+  if (options.generate_missing && options.path == kjv_text_path("") && !std::filesystem::exists(options.path))
+    generate_kjv_text(options.path);
   const CorpusSplits c = split_corpus(options);
   const std::vector<int>& splits = c.splits;
   text_sha256_ = c.text_sha256;

@@ -80,7 +80,9 @@ std::string corpus_sha256(const std::vector<TextDocument>& documents);
 /// the corpus digest, once to build the tokenizer and once to encode it. To train (DataUse::train) with
 /// TaskOptions::token_cache set, the tokenizer and the ids go to the token cache (train/data/token_cache.h) and the
 /// streams map its files; an entry already there is mapped without building or encoding anything. Otherwise the ids
-/// are held in memory (an evaluation holds the test split alone).
+/// are held in memory (an evaluation holds the test split alone). A task.path naming the kjv task's text
+/// (kjv_text_path(""), checkpoints/data/kjv.txt) that does not exist is written first, as the kjv task writes it,
+/// unless TaskOptions::generate_missing is off.
 class TextTask final : public Task {
  public:
   explicit TextTask(const TaskOptions& options);
