@@ -191,10 +191,11 @@ void print_depth_grid(const EvalRecord& r, std::ostream& out) {
 void print_eval_table(const EvalRecord& r, std::ostream& out) {
   // A text task's tokens stand for bytes of text: bits per byte compare runs with different tokenizers.
   const bool bytes = std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.bytes > 0; });
-  const bool accuracy = std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.accuracy.has_value(); });
+  const bool accuracy =  // passkey retrieval's
+      std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.accuracy.has_value(); });
   out << "| length | x train | NLL (nats) | perplexity |" << (bytes ? " bits per byte |" : "")
-      << (accuracy ? " accuracy (%) |" : "") << "\n|---|---|---|---|" << (bytes ? "---|" : "") << (accuracy ? "---|" : "")
-      << "\n";
+      << (accuracy ? " accuracy (%) |" : "") << "\n|---|---|---|---|" << (bytes ? "---|" : "")
+      << (accuracy ? "---|" : "") << "\n";
   for (const LengthResult& l : r.lengths) {
     out << "| " << l.length << " | " << l.multiplier << "x | ";
     if (l.nll) {

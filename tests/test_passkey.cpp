@@ -47,7 +47,8 @@ data::TaskOptions passkey_options(int64_t digits = 3) {
 }
 
 // A run config of a tiny passkey model: K digits at `length`, `extra` keys appended to [run].
-RunConfig passkey_run(const std::string& out_dir, const std::string& extra = "", int64_t digits = 2, int64_t length = 16) {
+RunConfig passkey_run(const std::string& out_dir, const std::string& extra = "", int64_t digits = 2,
+                      int64_t length = 16) {
   return parse_config("[run]\nname = \"pk\"\nout_dir = \"" + out_dir + "\"\nsteps = 300\nbatch = 16\nlength = " +
                           std::to_string(length) + "\nlog_every = 100\neval_every = 100\neval_multipliers = [1, 2]\n"
                           "eval_diagnostics = false\n" + extra +

@@ -102,7 +102,8 @@ class PasskeyWorkload final : public Workload {
           data::score_passkey(model_->forward(slice(inputs, 0, b, e)), slice(targets, 0, b, e), k);
       t.nll += s.nll;
       for (int64_t row = b; row < e; ++row)
-        if (s.exact[static_cast<std::size_t>(row - b)]) ++t.correct[static_cast<std::size_t>(row % data::kPasskeyDepthBins)];
+        if (s.exact[static_cast<std::size_t>(row - b)])
+          ++t.correct[static_cast<std::size_t>(row % data::kPasskeyDepthBins)];
       if (progress) progress->advance((e - b) * k);
     }
     return t;

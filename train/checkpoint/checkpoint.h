@@ -45,6 +45,7 @@ struct DataIdentity {
 ///   /state           one int64 attribute per counter (data cursor, the task's vocabulary "vocab", ...)
 ///   /metrics/{step,loss,lr,grad_norm,tokens_per_sec,elapsed_s}  1-D datasets, one entry per MetricsRow
 ///   /metrics/valid_loss@<length>  1-D float64, one per validation length, NaN where a row has none
+///   /metrics/valid_accuracy@<length>  the same for a passkey run's validation accuracy (MetricsRow::valid_accuracy)
 ///                                 (elapsed_s and these are optional on load: older files lack them)
 ///   /data            kjv and text runs only (optional on load: older files and generated tasks lack it): attribute
 ///                    text_sha256 (string); kjv: dataset vocab, int64 [V], the byte of each id; text: attribute

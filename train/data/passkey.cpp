@@ -40,7 +40,8 @@ std::string PasskeyTask::describe() const {
   return "passkey: " + std::to_string(digits_) + " digits at a uniform depth in filler from an order-" +
          std::to_string(filler_task_->order()) + " Markov chain over " + std::to_string(filler_vocab_) +
          " tokens (seed " + std::to_string(seed_) + "; filler streams of " +
-         std::to_string(filler_task_->train_stream().size()) + ", " + std::to_string(filler_task_->valid_stream().size()) +
+         std::to_string(filler_task_->train_stream().size()) + ", " +
+         std::to_string(filler_task_->valid_stream().size()) +
          " and " + std::to_string(filler_task_->test_stream().size()) +
          " tokens), asked for after a query at the end; the loss on the answer only (optimum: accuracy 1, NLL 0); "
          "held out: " + std::to_string(samples_) + " samples per tenth of depth at every length";
@@ -64,7 +65,8 @@ int64_t PasskeyTask::sample(const TokenStream& filler, int64_t length, int64_t b
             "at least ", passkey_min_length(digits_), " (every tenth of depth a place for the key), got ", length);
   const int64_t n_filler = lay.filler();
   RPB_CHECK(static_cast<int64_t>(filler.size()) >= n_filler, "task", "a passkey sample of length ", length, " needs ",
-            n_filler, " filler tokens, the filler stream holds ", filler.size(), " (task.eval_tokens)");
+            n_filler, " filler tokens, the filler stream holds ", filler.size(),
+            " (task.train_tokens or task.eval_tokens)");
   const auto offset = static_cast<int64_t>(uniform_index(gen, static_cast<uint64_t>(filler.size() - n_filler + 1)));
   int64_t place = 0;
   if (bin < 0) {
