@@ -234,6 +234,14 @@ TEST_CASE("passkey: metrics.csv holds the validation accuracy, and a run resumed
   for (std::size_t i = 0; i < end.metrics.size(); ++i)
     CHECK(resumed.metrics[i].valid_accuracy == end.metrics[i].valid_accuracy);
   CHECK(whole.evaluate()[1].accuracy == again.evaluate()[1].accuracy);
+  // rpb eval of the run: the accuracy table and its depth grid; --tokens means nothing here (a usage error, exit 2).
+  const auto eval = rpb::testing::run_rpb("eval " + run_dir.string());
+  CHECK(eval.code == 0);
+  CHECK(contains(eval.out, "| length | x train | NLL (nats) | perplexity | accuracy (%) |"));
+  CHECK(contains(eval.out, "| 0.9-1.0 |"));
+  const auto tokens = rpb::testing::run_rpb("eval " + run_dir.string() + " --tokens 64");
+  CHECK(tokens.code == 2);
+  CHECK(contains(tokens.out, "task.passkey_samples samples per tenth of depth"));
 }
 
 TEST_CASE("passkey: config errors name the key") {
