@@ -124,8 +124,8 @@ TEST_CASE("passkey: held-out samples are fixed, sample k in depth bin k mod 10, 
     REQUIRE(place >= 0);
     CHECK(lay.bin_of(place) == k % data::kPasskeyDepthBins);
     for (int64_t t = 0; t < 24; ++t) {
-      if (t < lay.first_scored()) CHECK(y[t] == data::kUnscoredTarget);
-      else CHECK(y[t] == x[place + 1 + (t - lay.first_scored())]);
+      if (t < lay.query()) CHECK(y[t] == data::kUnscoredTarget);
+      else CHECK(y[t] == x[place + 1 + (t - lay.query())]);
     }
     CHECK(x[lay.query()] == task.query_marker());
   }
@@ -191,7 +191,7 @@ TEST_CASE("passkey: the one-forward exact match is greedy decoding's, checked wi
         const int64_t vocab = logits.size(2), last = logits.size(1) - 1;
         const float* z = logits.data<float>() + last * vocab;
         const int64_t next = std::max_element(z, z + vocab) - z;
-        exact = exact && next == tg.data<int64_t>()[k * r.length + lay.first_scored() + d];
+        exact = exact && next == tg.data<int64_t>()[k * r.length + lay.query() + d];
         logits = lm.forward(Tensor::indices({1, 1}, {next}), &cache);
       }
       decoded_exact += exact;

@@ -105,7 +105,7 @@ void passkey_inputs_targets(const std::vector<int64_t>& tokens, int64_t rows, in
   targets = Tensor::empty({rows, length}, DType::i64);
   int64_t* in = inputs.mutable_data<int64_t>();
   int64_t* tg = targets.mutable_data<int64_t>();
-  const int64_t first = PasskeyLayout{length, digits}.first_scored();
+  const int64_t first = PasskeyLayout{length, digits}.query();
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t* s = tokens.data() + r * (length + 1);
     std::copy(s, s + length, in + r * length);

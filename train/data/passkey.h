@@ -38,8 +38,9 @@ struct PasskeyLayout {
   int64_t digits = 0;  // K
   int64_t places() const { return length - 2 * digits; }          // P
   int64_t filler() const { return length - 2 * digits - 1; }      // filler tokens
-  int64_t query() const { return length - digits; }               // the query marker's position
-  int64_t first_scored() const { return length - digits; }        // the first scored target (input index)
+  /// The query marker's position, which is also the input index of the first scored target (the first digit is
+  /// predicted from the query marker).
+  int64_t query() const { return length - digits; }
   /// The places of depth bin `bin`: [lo, hi).
   std::pair<int64_t, int64_t> bin_places(int64_t bin) const;
   /// The depth bin of place p.
