@@ -40,6 +40,16 @@ double AttentionStats::entropy(int64_t head) const {
   return n > 0 ? entropy_sum_[static_cast<std::size_t>(head)] / static_cast<double>(n) : 0.0;
 }
 
+void AttentionStats::count_only(const Tensor& queries) {
+  if (!queries.defined()) {
+    counted_ = Tensor();
+    return;
+  }
+  RPB_CHECK(queries.dim() == 2 && queries.dtype() == DType::i64, "attention stats", "the queries counted ",
+            queries.shape(), " are not a (B, Tq) i64 tensor");
+  counted_ = queries;
+}
+
 namespace {
 
 // Where the bias of (query i, key j) is read and how far apart the two are.
@@ -114,6 +124,9 @@ void check_inputs(const AttentionInputs& in, const AttentionStats& stats) {
   if (in.query_padding.defined())
     RPB_CHECK(in.query_padding.shape() == Shape({B, Tq}), "attention stats", "query padding ",
               in.query_padding.shape(), " is not (B, Tq) for q ", q.shape());
+  if (stats.counted_queries().defined())
+    RPB_CHECK(stats.counted_queries().shape() == Shape({B, Tq}), "attention stats", "the queries counted ",
+              stats.counted_queries().shape(), " are not (B, Tq) for q ", q.shape());
 }
 
 // Sums of one (batch, head) item over its queries.
@@ -151,6 +164,7 @@ void accumulate_attention_stats(const AttentionInputs& in, AttentionStats& stats
   const Tensor sb = in.score_bias.defined() ? in.score_bias.to(DType::f64) : Tensor();
   const Tensor kpad = in.key_padding.defined() ? in.key_padding.to(DType::i64) : Tensor();
   const Tensor qpad = in.query_padding.defined() ? in.query_padding.to(DType::i64) : Tensor();
+  const Tensor& counted = stats.counted_queries();  // i64
   const Tensor& cells = in.cells;
   const int64_t R = rel.defined() ? rel.size(1) : 0;
   std::vector<ItemSums> items(static_cast<std::size_t>(B * H));
@@ -164,6 +178,7 @@ void accumulate_attention_stats(const AttentionInputs& in, AttentionStats& stats
       const int64_t* cp = cells.defined() ? cells.data<int64_t>() + (b % cells.size(0)) * g.Tq * 2 : nullptr;
       for (int64_t i = 0; i < g.Tq; ++i) {
         if (qpad.defined() && qpad.data<int64_t>()[b * g.Tq + i]) continue;
+        if (counted.defined() && counted.data<int64_t>()[b * g.Tq + i] == 0) continue;
         const int64_t first = block_first_key(g.q_offset + i, in.block);
         for (int64_t j = 0; j < g.Tk; ++j) {
           const bool masked = (in.causal && (j > g.q_offset + i || j < first)) ||
@@ -200,6 +215,10 @@ AttentionStatsRecorder::AttentionStatsRecorder(std::vector<AttentionStatsSource*
     stats_.emplace_back(layer->heads(), grid_width);
   }
   for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->set_stats_sink(&stats_[i]);
+}
+
+void AttentionStatsRecorder::count_only(const Tensor& queries) {
+  for (AttentionStats& s : stats_) s.count_only(queries);
 }
 
 AttentionStatsRecorder::~AttentionStatsRecorder() {

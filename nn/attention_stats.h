@@ -31,9 +31,16 @@ class AttentionStats {
   /// The mean distance and entropy over the queries of `head` (0 when none was counted).
   double mean_distance(int64_t head) const;
   double entropy(int64_t head) const;
+  /// From now on counts only the queries where `queries` (B, Tq) i64 is non-zero: in each attention
+  /// call (whose batch and queries must be those), the query i of batch entry b when queries[b, i] != 0. Undefined
+  /// (the default) counts every query. Passkey retrieval counts the answer's queries this way.
+  void count_only(const Tensor& queries);
+  /// The queries counted (count_only), or undefined when every query is.
+  const Tensor& counted_queries() const { return counted_; }
 
  private:
   int64_t grid_width_ = 0;
+  Tensor counted_;                    // (B, Tq) i64, or undefined: every query counts
   std::vector<double> distance_sum_;  // (H)
   std::vector<double> entropy_sum_;   // (H)
   std::vector<int64_t> queries_;      // (H)
@@ -113,6 +120,8 @@ class AttentionStatsRecorder {
 
   /// The statistics so far, [layer].
   const std::vector<AttentionStats>& layers() const { return stats_; }
+  /// Every layer's AttentionStats::count_only(queries).
+  void count_only(const Tensor& queries);
 
  private:
   std::vector<AttentionStatsSource*> layers_;

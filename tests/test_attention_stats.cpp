@@ -172,6 +172,37 @@ TEST_CASE("attention stats: a language model's equal explicit probabilities, fus
   }
 }
 
+TEST_CASE("attention stats: count_only counts the chosen queries alone, as written out, and checks their shape") {
+  Generator gen(5), tg(9);
+  LanguageModel lm(small_options("t5", true, true), gen);
+  lm.eval();
+  const Tensor tokens = randint({2, 12}, 7, tg);
+  Tensor answer = Tensor::zeros({2, 12}, DType::i64);  // the last three queries of each row, as passkey counts
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 9; i < 12; ++i) answer.mutable_data<int64_t>()[b * 12 + i] = 1;
+  NoGradGuard no_grad;
+  std::vector<AttentionStats> a;
+  {
+    AttentionStatsRecorder recorder(lm.attention_layers());
+    recorder.count_only(answer);
+    lm.forward(tokens);
+    a = recorder.layers();
+    recorder.count_only(Tensor::zeros({3, 12}, DType::i64));
+    const std::string wrong = error_of([&] { lm.forward(tokens); });
+    CAPTURE(wrong);
+    CHECK(contains(wrong, "the queries counted [3, 12] are not (B, Tq) for q [2, 2, 12, 8]"));
+  }
+  CHECK(a[0].queries(1) == 6);
+  const MultiHeadAttention& attn = *lm.blocks->at<TransformerBlock>(0).attn;
+  auto [q, k] = project_qk(attn, lm.blocks->at<TransformerBlock>(0).ln1->forward(lm.tok->forward(tokens)));
+  const Tensor probs = explicit_probs(q, k, attn.scale(), lm.position()->bias(Positions::line(12, 12, 0)), true);
+  const HeadMeans last = explicit_stats(slice(probs, 2, 9, 12), 0, 9);
+  check_close(a[0], last, 1e-5);
+  CHECK(std::abs(a[0].mean_distance(0) - explicit_stats(probs, 0).distance[0]) > 1e-3);  // not every query's mean
+  AttentionStats none(2);
+  CHECK(contains(error_of([&] { none.count_only(Tensor::zeros({2, 12})); }), "are not a (B, Tq) i64 tensor"));
+}
+
 TEST_CASE("attention stats: a grid model's global attention, Euclidean distance between cells, fused and reference") {
   for (const char* scheme : {"alibi2d", "clipped2d", "none"}) {
     CAPTURE(scheme);

@@ -13,6 +13,8 @@ namespace rpb {
 namespace {
 
 constexpr uint64_t kPasskeySamplerSalt = 0x5eed'ba7c'0000'0002ull;
+// The held-out samples whose attention is diagnosed at every length: the first 100, ten per depth bin.
+constexpr int64_t kDiagnosedSamples = 100;
 
 // What one evaluation length's samples add up to.
 struct Tally {
@@ -58,8 +60,6 @@ class PasskeyWorkload final : public Workload {
     model_->eval();
     std::vector<LengthResult> out;
     const int64_t limit = model_->max_length();  // learned positions end at their table
-    int64_t longest = 0;
-    for (const int64_t m : mult) longest = std::max(longest, m * config_.length);
     for (std::size_t i = 0; i < mult.size(); ++i) {
       LengthResult r;
       r.length = mult[i] * config_.length;
@@ -80,7 +80,7 @@ class PasskeyWorkload final : public Workload {
           r.depth_accuracy.push_back(static_cast<double>(c) / static_cast<double>(r.samples_per_depth));
         if (config_.eval_diagnostics && split == data::Split::test) {
           if (progress) progress->measuring_attention();
-          r.attention = diagnostics(inputs, std::clamp<int64_t>(longest / r.length, 1, n));
+          r.attention = diagnostics(inputs, std::min(n, kDiagnosedSamples));
         }
       }
       out.push_back(std::move(r));
@@ -109,11 +109,20 @@ class PasskeyWorkload final : public Workload {
     return t;
   }
 
-  // One recorded forward over the first `rows` samples.
+  // The attention of the answer's queries (the K inputs [L - K, L) that predict the digits) in recorded forwards over
+  // the first `rows` samples, run.eval_batch at a time: how far back the positions that must read the key attend.
   AttentionDiagnostics diagnostics(const Tensor& inputs, int64_t rows) const {
     NoGradGuard no_grad;
+    const int64_t L = inputs.size(1), k = task_.digits();
     nn::AttentionStatsRecorder recorder(model_->attention_layers());
-    model_->forward(slice(inputs, 0, 0, rows));
+    for (int64_t b = 0; b < rows; b += config_.eval_batch) {
+      const int64_t e = std::min(rows, b + config_.eval_batch);
+      Tensor answer = Tensor::zeros({e - b, L}, DType::i64);  // (B, L): 1 at the answer's queries
+      for (int64_t row = 0; row < e - b; ++row)
+        std::fill_n(answer.mutable_data<int64_t>() + row * L + (L - k), k, int64_t{1});
+      recorder.count_only(answer);
+      model_->forward(slice(inputs, 0, b, e));
+    }
     return attention_diagnostics(recorder.layers());
   }
 

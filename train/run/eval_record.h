@@ -98,7 +98,8 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
 /// nll is the mean NLL in nats, perplexity exp(nll); a length the scheme cannot run at has null nll, perplexity and
 /// tokens. "attention" holds the attention diagnostics per layer and head (LengthResult::attention, train/workload.h:
-/// mean attention distance in positions, or cells on a grid, and entropy in nats, over the evaluation's sample);
+/// mean attention distance in positions, or cells on a grid, and entropy in nats, over the evaluation's sample; for
+/// passkey retrieval over the answer's queries of its first 100 samples);
 /// null when not measured (run.eval_diagnostics off, a length the scheme cannot run at). A value that is not
 /// finite is null. Numbers are the shortest text that reads back as the same double.
 Json eval_record_object(const EvalRecord& record);
