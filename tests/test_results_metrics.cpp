@@ -298,6 +298,41 @@ TEST_CASE("results.json: rpb-results-6 reads back equal, rpb-results-5 reads wit
   CHECK(Json::parse(json_text(sweep_results_object(five)))["rows"][2]["accuracy"].is_null());
 }
 
+TEST_CASE("sweep metrics: a row with evaluation settings learned the task as its trained run did (trained_accuracy)") {
+  // A RoPE scaling costs accuracy at the train length (0.90, 0.93), but the rope runs it evaluates learned the task
+  // (1.0 as trained) but seed 2's (0.5): seeds 0 and 1 count past the train length, whatever the row's own 1x says.
+  SweepResult r = sample();
+  MethodResult scaled = method("passkey", "rope", {{0.2, 0.3, 0.4}, {0.2, 0.3, 0.4}, {0.1, 0.2, 0.3}});
+  with_accuracy(scaled, {{0.90, 0.8, 0.6}, {0.93, 0.9, 0.8}, {0.99, 0.2, 0.1}});
+  scaled.trained_accuracy = {1.0, 1.0, 0.5};
+  r.rows = {scaled};
+  CHECK(learned_seeds(scaled.accuracy, scaled.trained_accuracy) == std::vector<bool>{true, true, false});
+  CHECK(learned_seeds(scaled.accuracy) == std::vector<bool>{false, false, true});  // its own first length
+  const auto stats = accuracy_stats(scaled.accuracy, scaled.trained_accuracy);
+  CHECK(stats[0]->first == doctest::Approx((0.90 + 0.93 + 0.99) / 3));  // every seed at the train length
+  CHECK(stats[2]->first == doctest::Approx(0.7));                       // seeds 0 and 1 past it
+  const std::string table = format_table(r);
+  CAPTURE(table);
+  CHECK(contains(table, "| RoPE | 16 | 2/3 | 94.0 ± 4.6 | 85.0 ± 7.1 | 70.0 ± 14.1 |"));
+  CHECK_THROWS_WITH(learned_seeds(scaled.accuracy, {1.0}), doctest::Contains("1 trained accuracies for 3 seeds"));
+
+  TempDir dir("metrics_trained");
+  const SweepResults written = sweep_results(r);
+  const std::string text = json_text(sweep_results_object(written));
+  std::ofstream(dir.file("results.json")) << text;
+  const SweepResults back = read_sweep_results(dir.file("results.json"));
+  CHECK(back.rows[0].trained_accuracy == Values{1.0, 1.0, 0.5});
+  CHECK(back.rows[0].learned() == std::vector<bool>{true, true, false});
+  CHECK(json_text(sweep_results_object(back)) == text);
+  Json json = Json::parse(text);
+  CHECK(json["rows"][0]["learned"] == Json::parse("[true, true, false]"));  // what the figures read
+  json["rows"][0].erase("trained_accuracy");  // written before it existed: the row's own first length
+  CHECK(sweep_results_from_json(json, "old").rows[0].learned() == std::vector<bool>{false, false, true});
+  json["rows"][0]["trained_accuracy"] = Json::parse("[1.0]");
+  CHECK(contains(error_of([&] { sweep_results_from_json(json, "bad"); }), "trained_accuracy: expected 3 seeds, found 1"));
+  CHECK(Json::parse(json_text(sweep_results_object(sweep_results(sample()))))["rows"][2]["trained_accuracy"].is_null());
+}
+
 TEST_CASE("results.json: damaged metrics are refused naming the key") {
   const Json good = sweep_results_object(sweep_results(sample()));
   Json j = good;

@@ -110,7 +110,7 @@ std::string aggregate_metric_cells(const MethodResult& m, std::size_t j, bool se
   for (std::size_t s = 0; s < m.ppl.size(); ++s)
     bytes.push_back(m.bits_per_byte(s, j) ? std::optional<double>(static_cast<double>(m.bytes_at(s, j)))
                                           : std::nullopt);
-  const auto accuracy = accuracy_stats(m.accuracy);
+  const auto accuracy = accuracy_stats(m.accuracy, m.trained_accuracy);
   std::string cells(1, ',');
   cells += aggregate(bytes, second);
   cells += ',';

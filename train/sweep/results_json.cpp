@@ -41,7 +41,7 @@ std::vector<std::optional<double>> distance_over_seeds(const SweepResultsRow& ro
 
 std::vector<std::optional<double>> accuracy_over_seeds(const SweepResultsRow& row, bool second) {
   std::vector<std::optional<double>> out;
-  for (const auto& ms : accuracy_stats(row.accuracy))
+  for (const auto& ms : accuracy_stats(row.accuracy, row.trained_accuracy))
     out.push_back(ms ? std::optional<double>(second ? ms->second : ms->first) : std::nullopt);
   return out;
 }
@@ -64,6 +64,7 @@ SweepResultsRow row_of(const MethodResult& m) {
   row.attention.resize(m.ppl.size());
   row.accuracy.resize(m.ppl.size());
   row.depth_accuracy.resize(m.ppl.size());
+  row.trained_accuracy = m.trained_accuracy;
   for (std::size_t s = 0; s < m.ppl.size(); ++s)
     for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
       row.tokens[s].push_back(m.nll[s][j] ? m.tokens[s][j] : 0);
@@ -182,6 +183,9 @@ void add_metrics_json(const SweepResultsRow& m, Json& row) {
   Json learned = Json::array();
   for (const bool l : m.learned()) learned.push_back(l);
   row["learned"] = with_accuracy ? learned : Json(nullptr);
+  Json trained = Json::array();
+  for (const std::optional<double>& a : m.trained_accuracy) trained.push_back(json_number(a));
+  row["trained_accuracy"] = with_accuracy && !m.trained_accuracy.empty() ? trained : Json(nullptr);
 }
 
 // A row's keys up to "mean_attention_distance" (an rpb-results-5 row's).
@@ -327,6 +331,12 @@ void read_row_metrics(const JsonIn& in, bool present, std::size_t seeds, std::si
     m.depth_accuracy = read_per_seed(in["depth_accuracy"], seeds, lengths, read_depths);
   if (!in["samples_per_depth"].is_null())
     m.samples_per_depth = read_per_seed(in["samples_per_depth"], seeds, lengths, read_count);
+  if (in.has("trained_accuracy") && !in["trained_accuracy"].is_null()) {  // written since it exists
+    const JsonIn trained = in["trained_accuracy"];
+    if (trained.size() != seeds)
+      trained.fail("expected " + std::to_string(seeds) + " seeds, found " + std::to_string(trained.size()));
+    for (std::size_t s = 0; s < seeds; ++s) m.trained_accuracy.push_back(trained[s].optional_number());
+  }
 }
 
 // What a results.json of format `format` holds besides the keys of every format: rpb-results-3's provenance and
@@ -386,7 +396,7 @@ std::vector<std::optional<double>> SweepResultsRow::bits_per_byte_std() const {
 }
 std::vector<std::optional<double>> SweepResultsRow::accuracy_mean() const { return accuracy_over_seeds(*this, false); }
 std::vector<std::optional<double>> SweepResultsRow::accuracy_std() const { return accuracy_over_seeds(*this, true); }
-std::vector<bool> SweepResultsRow::learned() const { return learned_seeds(accuracy); }
+std::vector<bool> SweepResultsRow::learned() const { return learned_seeds(accuracy, trained_accuracy); }
 
 bool SweepResultsRow::has_bytes() const { return any_positive(bytes); }
 bool SweepResultsRow::has_accuracy() const { return any_defined(accuracy); }

@@ -49,6 +49,9 @@ struct SweepResultsRow {
   std::vector<std::vector<std::optional<double>>> accuracy;
   std::vector<std::vector<std::vector<double>>> depth_accuracy;
   std::vector<std::vector<int64_t>> samples_per_depth;
+  /// [seed]: MethodResult::trained_accuracy (a passkey row with evaluation settings: its trained run's accuracy at
+  /// the train length, which says whether the seed learned the task); empty for every other row.
+  std::vector<std::optional<double>> trained_accuracy;
 
   /// [length]: the mean and the std over the seeds (mean_std, train/sweep/sweep.h) of the perplexity, and of the
   /// mean attention distance (AttentionDiagnostics::mean_distance_overall); nullopt where no seed has a value.
@@ -138,7 +141,8 @@ SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = 
 ///              "depth_accuracy": [[[kDepthBins values] | null per length] per seed] | null,
 ///              "samples_per_depth": [[n | null]] | null,
 ///              "accuracy_stats": {"mean": [per length], "std": [...]} | null,
-///              "learned": [true | false per seed] | null}, ...]}
+///              "learned": [true | false per seed] | null,
+///              "trained_accuracy": [x | null per seed] | null (may be missing)}, ...]}
 /// "mean", "std" and "mean_attention_distance" are SweepResultsRow's perplexity_mean ... distance_std. Values that
 /// are not finite or not defined are null; tokens are null where nll is.
 /// Every row of rpb-results-6 has the keys from "bytes" on: a row's four bytes keys ("bytes" .. "bits_per_byte_stats")
@@ -147,7 +151,9 @@ SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = 
 /// bytes and samples_per_depth are null where nll is (0 in SweepResultsRow), a depth_accuracy cell null where the
 /// accuracy is. "bits_per_byte" is nll * tokens / (bytes * ln 2) per cell (SweepResultsRow::bits_per_byte),
 /// "bits_per_byte_stats" its mean and std over the seeds; "learned" says per seed whether its accuracy at the first
-/// length (the train length) is >= kLearnedAccuracy, and "accuracy_stats" is the mean and std of the accuracy as
+/// length (the train length) is >= kLearnedAccuracy, or for a row with "trained_accuracy" (a row with evaluation
+/// settings: its trained run's accuracy at the train length, scored as trained) whether that one is; a row without
+/// it has null there or lacks the key (written before it existed). "accuracy_stats" is the mean and std of the accuracy as
 /// the tables print it: at the first length over every seed, past it over the learned seeds only (null where there
 /// is none). The derived keys ("bits_per_byte", the "_stats", "learned") are not read back.
 Json sweep_results_object(const SweepResults& r);

@@ -132,9 +132,9 @@ std::string bits_per_byte_table(const SweepResult& r, const TaskRows& t) {
 // which only they count; a row where none did says "not learned" there, never a number.
 std::string accuracy_table(const SweepResult& r, const TaskRows& t) {
   const auto cells = [&](const MethodResult& m) {
-    const std::vector<bool> learned = learned_seeds(m.accuracy);
+    const std::vector<bool> learned = learned_seeds(m.accuracy, m.trained_accuracy);
     const auto k = std::count(learned.begin(), learned.end(), true);
-    const auto stats = accuracy_stats(m.accuracy);
+    const auto stats = accuracy_stats(m.accuracy, m.trained_accuracy);
     std::vector<std::string> out{std::to_string(k) + "/" + std::to_string(r.seeds.size())};
     for (std::size_t j = 0; j < r.multipliers.size(); ++j) {
       const auto ms = j < stats.size() ? stats[j] : std::nullopt;

@@ -16,6 +16,7 @@
 #include "nn/position.h"
 #include "train/config/memory.h"
 #include "train/config/run_identity.h"
+#include "train/data/task_registry.h"
 #include "train/dist/distributed.h"
 #include "train/io/atomic_file.h"
 #include "train/sweep/work_queue.h"
@@ -113,15 +114,23 @@ std::optional<std::pair<double, double>> mean_std(const std::vector<std::optiona
   return std::make_pair(m, s);
 }
 
-std::vector<bool> learned_seeds(const std::vector<std::vector<std::optional<double>>>& accuracy) {
+std::vector<bool> learned_seeds(const std::vector<std::vector<std::optional<double>>>& accuracy,
+                                const std::vector<std::optional<double>>& trained) {
+  if (!trained.empty()) {
+    RPB_CHECK(trained.size() == accuracy.size(), "sweep", trained.size(), " trained accuracies for ", accuracy.size(),
+              " seeds");
+    std::vector<bool> out;
+    for (const auto& a : trained) out.push_back(a && *a >= kLearnedAccuracy);
+    return out;
+  }
   std::vector<bool> out;
   for (const auto& seed : accuracy) out.push_back(!seed.empty() && seed.front() && *seed.front() >= kLearnedAccuracy);
   return out;
 }
 
 std::vector<std::optional<std::pair<double, double>>> accuracy_stats(
-    const std::vector<std::vector<std::optional<double>>>& accuracy) {
-  const std::vector<bool> learned = learned_seeds(accuracy);
+    const std::vector<std::vector<std::optional<double>>>& accuracy, const std::vector<std::optional<double>>& trained) {
+  const std::vector<bool> learned = learned_seeds(accuracy, trained);
   std::size_t lengths = 0;
   for (const auto& seed : accuracy) lengths = std::max(lengths, seed.size());
   std::vector<std::optional<std::pair<double, double>>> out;
@@ -277,6 +286,11 @@ void train_distributed(const RunConfig& base, const std::vector<std::string>& ta
   });
 }
 
+// The accuracy at the train length of `trained`'s model as it was trained (a passkey run, reused or trained).
+std::optional<double> train_length_accuracy(Run& trained) {
+  return trained.evaluate({trained.config().length}).at(0).accuracy;
+}
+
 // Appends one seed's evaluation, a LengthResult per length, to `row`: its lengths, and a row of each [seed][length].
 void add_seed(MethodResult& row, const std::vector<LengthResult>& results) {
   for (auto* v : {&row.ppl, &row.nll, &row.accuracy}) v->emplace_back();
@@ -338,13 +352,16 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
         }
         Run run(run_config(base, sr));
         const bool shared = training_run(sr).method.settings.size() != sr.method.settings.size();
+        std::optional<std::optional<double>> trained_accuracy;  // a passkey row with evaluation settings
         if (shared) {  // the folder's own method trains or reuses it, and says which; the row then loads it quietly
           Run trainer(run_config(base, training_run(sr)));
           train_or_reuse(trainer, what, overwrite, context);
+          if (data::task_info(trainer.config().task.kind).retrieval) trained_accuracy = train_length_accuracy(trainer);
         }
         row.runs.push_back(train_or_reuse(run, what, overwrite, context, /*log_reuse=*/!shared));
         ++done;
         add_seed(row, run.evaluate());
+        if (trained_accuracy) row.trained_accuracy.push_back(*trained_accuracy);
         row.optimal_ppl = run.optimal_perplexity();
         row.position_params = nn::position_parameter_count(run.model());
         row.eval_stride = run.config().eval_stride;

@@ -55,6 +55,10 @@ struct MethodResult {
   std::vector<std::vector<std::optional<double>>> accuracy;
   /// [seed][length]: passkey's accuracy per depth of the key, kDepthBins values; empty for the other tasks.
   std::vector<std::vector<std::vector<double>>> depth_accuracy;
+  /// [seed]: for a passkey row with evaluation settings ("rope@rope_scaling=yarn"), the accuracy at the train length
+  /// of the run it evaluates, scored as trained (without them): whether the seed learned the task (learned_seeds).
+  /// Empty for every other row, whose own first length says it.
+  std::vector<std::optional<double>> trained_accuracy;
   /// [seed][length]: passkey's held-out samples per depth bin; 0 for the other tasks.
   std::vector<std::vector<int64_t>> samples_per_depth;
   /// The perplexities at length j over the seeds.
@@ -110,14 +114,19 @@ SweepResult run_sweep(const RunConfig& config, bool overwrite = false, const std
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v);
 
 /// Whether each seed learned a passkey task, from `accuracy` [seed][length]: its accuracy at the first length (the
-/// train length, multiplier index 0) is at least kLearnedAccuracy (train/run/eval_result.h).
-std::vector<bool> learned_seeds(const std::vector<std::vector<std::optional<double>>>& accuracy);
+/// train length, multiplier index 0) is at least kLearnedAccuracy (train/run/eval_result.h). `trained` [seed], when
+/// not empty, is what counts instead: the accuracy at the train length of the model as it was trained (a row with
+/// evaluation settings, such as a RoPE scaling, scores its own first length with them; whether the task was learned
+/// is its trained run's question, MethodResult::trained_accuracy).
+std::vector<bool> learned_seeds(const std::vector<std::vector<std::optional<double>>>& accuracy,
+                                const std::vector<std::optional<double>>& trained = {});
 
 /// [length]: the mean and std (mean_std) of `accuracy` [seed][length] as the sweep reports it: at the first length
 /// over every seed, past it over the seeds that learned the task (learned_seeds) only, so that a seed that never
 /// learned it does not read as failing to extrapolate; nullopt where no such seed has a value (past the first length
 /// when no seed learned the task).
 std::vector<std::optional<std::pair<double, double>>> accuracy_stats(
-    const std::vector<std::vector<std::optional<double>>>& accuracy);
+    const std::vector<std::vector<std::optional<double>>>& accuracy,
+    const std::vector<std::optional<double>>& trained = {});
 
 }  // namespace rpb
