@@ -37,6 +37,8 @@ figures=(
   "extrapolation_recent perplexity perplexity --methods $recent_methods"
   "extrapolation_recent_paper perplexity perplexity --methods $paper_methods"
   "extrapolation_text bits_per_byte bits_per_byte"
+  "extrapolation_passkey accuracy accuracy"
+  "extrapolation_passkey mean_attention_distance attention_distance"
 )
 if [ "$copy" = 1 ]; then  # each sweep once, however many figures it has
   for sweep in $(printf '%s\n' "${figures[@]}" | cut -d' ' -f1 | sort -u); do
