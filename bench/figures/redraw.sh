@@ -39,6 +39,7 @@ figures=(
   "extrapolation_text bits_per_byte bits_per_byte"
   "extrapolation_passkey accuracy accuracy"
   "extrapolation_passkey mean_attention_distance attention_distance"
+  "extrapolation_passkey attention_entropy attention_entropy"
 )
 if [ "$copy" = 1 ]; then  # each sweep once, however many figures it has
   for sweep in $(printf '%s\n' "${figures[@]}" | cut -d' ' -f1 | sort -u); do
