@@ -22,6 +22,9 @@ ordered_json ylim_json(const YLimits& ylim) {
   return ylim ? ordered_json::array({ylim->first, ylim->second}) : ordered_json();
 }
 
+// A metric's bound: a number, or null for none.
+ordered_json bound_json(const std::optional<double>& b) { return b ? ordered_json(*b) : ordered_json(nullptr); }
+
 }  // namespace
 
 ordered_json plot_request(const std::string& kind, ordered_json block) {
@@ -34,8 +37,10 @@ ordered_json plot_request(const std::string& kind, ordered_json block) {
 ordered_json sweep_block(const SweepFigure& f) {
   ordered_json known = ordered_json::array();
   for (const SweepMetric& m : sweep_metrics())
-    known.push_back({{"key", m.key},     {"label", m.label}, {"unit", m.unit},       {"log", m.log},
-                     {"field", m.field}, {"entry", m.entry}, {"optimum", m.optimum}, {"learned", m.learned}});
+    known.push_back({{"key", m.key},         {"label", m.label},     {"unit", m.unit},
+                     {"log", m.log},         {"field", m.field},     {"entry", m.entry},
+                     {"optimum", m.optimum}, {"learned", m.learned}, {"lower", bound_json(m.lower)},
+                     {"upper", bound_json(m.upper)}});
   return {{"results", f.results}, {"tasks", f.tasks},          {"methods", f.methods}, {"lengths", f.lengths},
           {"metrics", f.metrics}, {"ylim", ylim_json(f.ylim)}, {"against", f.against}, {"known_metrics", known}};
 }

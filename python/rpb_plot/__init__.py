@@ -29,7 +29,7 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
                 "ylim": null | [lo, hi], "against": "length" | "<setting key>",          # [] = all
                 "known_metrics": [{"key": "perplexity", "label": "perplexity", "unit": "", "log": true,
                                    "field": "perplexity", "entry": "", "optimum": "optimal_perplexity",
-                                   "learned": ""}, ...]},                              # "learned" optional
+                                   "learned": "", "lower": 1.0, "upper": null}, ...]},  # the last 3 optional
      "curves": {"runs": [{"label": "t5/seed0", "method": "t5", "scheme": "t5", "metrics_csv": "/abs/run/metrics.csv"}],
                 "x": "step" | "tokens", "ylim": null | [lo, hi]},
      "bias":   {"dims": 1, "scheme": "t5", "title": "...", "train_length": 64,
@@ -57,7 +57,7 @@ true per seed that reached the accuracy counting as learning the task at the tra
 length over those seeds only; a row where none did has "(not learned: 2x, ... not drawn)" in its legend entry. Sweep filters: "lengths" holds evaluation lengths in tokens (64) or multipliers as text ("2x");
 "metrics" holds keys of "known_metrics". Distances d, dy and dx are query - key. The figures: one column per task
 (per task and length against a setting), one row per metric; a method's line has its markers, a band of
-mean ± std over seeds, and its n/a lengths in its legend entry, never a point; the optimal perplexity is a dashed
+mean ± std over seeds (within a known metric's "lower" and "upper", null for none), and its n/a lengths in its legend entry, never a point; the optimal perplexity is a dashed
 line with its own legend entry; when no row has any value, a panel per task lists every method as n/a. Against a
 setting, a line per scheme and other settings (row["settings"]), a panel per task and evaluation length in tokens.
 Colours and markers: style_of (the scheme's registry colour and marker; a variant, any label other than the

@@ -1,6 +1,7 @@
 """The plot request: its format and output formats, and the checks of each kind's block (a RequestError names
 the first field that is not as rpb_plot's docstring says)."""
 import json
+import math
 
 from .errors import finite, require
 
@@ -19,6 +20,11 @@ def _check_list(block, key, where, item=str):
             "%s.%s must be a list of %s" % (where, key, item.__name__ if isinstance(item, type) else "values"))
 
 
+def _bound(b):
+    """Whether `b` is a metric's bound: a finite number, or None for none."""
+    return b is None or (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b))
+
+
 def check_sweep(block):
     require(isinstance(block.get("results"), list) and block["results"]
             and all(isinstance(p, str) for p in block["results"]), "sweep.results must list results.json paths")
@@ -30,9 +36,11 @@ def check_sweep(block):
     require(isinstance(known, list) and known and all(
         isinstance(m, dict) and all(isinstance(m.get(k), str) for k in ("key", "label", "unit", "field", "entry",
                                                                        "optimum"))
-        and isinstance(m.get("log"), bool) and isinstance(m.get("learned", ""), str) for m in known),
+        and isinstance(m.get("log"), bool) and isinstance(m.get("learned", ""), str)
+        and all(_bound(m.get(b)) for b in ("lower", "upper")) for m in known),
         "sweep.known_metrics must list the metrics results.json rows hold, as rpb sends them ({\"key\", \"label\", "
-        "\"unit\", \"log\", \"field\", \"entry\", \"optimum\"[, \"learned\"]}), found %s" % json.dumps(known)[:80])
+        "\"unit\", \"log\", \"field\", \"entry\", \"optimum\"[, \"learned\", \"lower\", \"upper\"]}), found %s"
+        % json.dumps(known)[:80])
     _check_ylim(block.get("ylim"), "sweep")
 
 

@@ -32,6 +32,13 @@ class Metric:
     optimum: str  # the row's key of the value drawn as the optimum line, "" for none
     learned: str = ""  # the row's key of [true/false per seed]: past the first length only the seeds marked true
     #                    count (passkey accuracy: "learned"); "" for every seed
+    lower: float = None  # the values the metric can take (perplexity >= 1, accuracy in [0, 1]): a band of
+    upper: float = None  # mean ± std is drawn within them; None: unbounded
+
+    def clamp(self, value):
+        """`value` within [lower, upper]."""
+        value = value if self.lower is None else max(value, self.lower)
+        return value if self.upper is None else min(value, self.upper)
 
     @property
     def axis(self):
@@ -77,7 +84,7 @@ def not_learned(row, metric, lengths):
 def known_metrics(entries):
     """The Metrics of a sweep block's "known_metrics" (checked by request.check_sweep)."""
     return [Metric(**{k: e[k] for k in ("key", "label", "unit", "log", "field", "entry", "optimum")},
-                   learned=e.get("learned", "")) for e in entries]
+                   learned=e.get("learned", ""), lower=e.get("lower"), upper=e.get("upper")) for e in entries]
 
 
 def metrics_named(names, known):

@@ -189,10 +189,12 @@ def _sorted(series):
                                                   for f in ("xs", "stats", "names")), series.unlearned)
 
 
-def _band(stat, log):
-    """(low, high) of mean ± std; on a log axis a low at or below zero stays at the mean."""
+def _band(stat, log, metric):
+    """(low, high) of mean ± std within the values `metric` can take (Metric.clamp: no accuracy band above 1 or
+    below 0); on a log axis a low at or below zero stays at the mean."""
     mean, std = stat
-    return (mean - std if not log or mean - std > 0 else mean), mean + std
+    low, high = (mean - std, mean + std) if metric is None else (metric.clamp(mean - std), metric.clamp(mean + std))
+    return (low if not log or low > 0 else mean), high
 
 
 def _segments(stats):
@@ -206,9 +208,10 @@ def _segments(stats):
     return runs + [current] if current else runs
 
 
-def draw_series(ax, series, style, log):
+def draw_series(ax, series, style, log, metric=None):
     """The series' line with a marker at every defined point (NaN at n/a points: a gap, never a value) and its
-    band of mean ± std (an error bar for a lone point); returns (its line, whether a band was drawn)."""
+    band of mean ± std (an error bar for a lone point) within the values `metric` (a Metric, or None) can take;
+    returns (its line, whether a band was drawn)."""
     note = series.note()
     ys = [s[0] if s is not None else float("nan") for s in series.stats]
     line, = ax.plot(series.xs, ys, color=style.color, marker=style.marker, linestyle=style.linestyle,
@@ -217,7 +220,7 @@ def draw_series(ax, series, style, log):
     for run in _segments(series.stats):
         if all(series.stats[i][1] == 0 for i in run):
             continue
-        lo, hi = zip(*(_band(series.stats[i], log) for i in run))
+        lo, hi = zip(*(_band(series.stats[i], log, metric) for i in run))
         banded = True
         if len(run) > 1:
             ax.fill_between([series.xs[i] for i in run], lo, hi, color=style.color, alpha=theme.BAND_ALPHA, linewidth=0,
@@ -235,7 +238,7 @@ def _y_range(panel, log, ylim):
     """(lo, hi) of the y data (ylim when given), or None when the panel has no value at all."""
     if ylim:
         return ylim[0], ylim[1]
-    values = [v for s in panel.series for st in s.stats if st is not None for v in _band(st, log)]
+    values = [v for s in panel.series for st in s.stats if st is not None for v in _band(st, log, panel.metric)]
     values += [panel.optimum] if panel.optimum is not None and values else []
     return (min(values), max(values)) if values else None
 
@@ -248,7 +251,7 @@ def draw_panel(ax, panel, styles, ylim=None, looks=None):
     log = log and (panel.optimum is None or panel.optimum > 0) and (not ylim or ylim[0] > 0)
     handles, banded = [], False
     for s in panel.series:
-        line, band = draw_series(ax, s, looks[s.label], log)
+        line, band = draw_series(ax, s, looks[s.label], log, panel.metric)
         handles.append(line)
         banded = banded or band
     if panel.optimum is not None:

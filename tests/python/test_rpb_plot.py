@@ -271,6 +271,22 @@ class SweepFigureTest(FigureChecks):
         self.assertEqual([line for line in self.panel("lag", "perplexity").get_lines()
                           if line.get_gid() == "optimum"], [])  # lag has no optimum
 
+    def test_bands_stay_within_the_values_a_metric_takes(self):
+        # Two seeds at 0.9 and 0.1: mean 0.5 ± 0.566 would reach below 0 and above 1 accuracy.
+        bounds = {m["key"]: (m["lower"], m["upper"]) for m in KNOWN_METRICS}
+        self.assertEqual(bounds["accuracy"], (0.0, 1.0))
+        self.assertEqual(bounds["perplexity"], (1.0, None))
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [{"task": "passkey", "method": "t5", "scheme": "t5", "perplexity": [[1.0, 1.2], [1.0, 5.0]],
+                     "accuracy": [[1.0, 0.9], [1.0, 0.1]], "learned": [True, True], "bits_per_byte": None}]
+            block = {"results": [results_file(tmp, "r.json", rows, seeds=(0, 1))], "known_metrics": KNOWN_METRICS,
+                     "metrics": ["accuracy"]}
+            (ax,) = rpb_plot.draw(request("sweep", block)).axes
+            (band,) = [c for c in ax.collections if c.get_gid() == "t5 band"]
+            ys = [y for path in band.get_paths() for y in path.vertices[:, 1]]
+            self.assertAlmostEqual(min(ys), 0.0)
+            self.assertAlmostEqual(max(ys), 1.0)
+
     def test_nothing_clipped(self):
         self.assert_nothing_clipped(self.fig)
 

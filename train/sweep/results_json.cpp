@@ -405,12 +405,13 @@ const std::vector<SweepMetric>& sweep_metrics() {
   // The fields row_json writes: "perplexity" [[ppl per length] per seed], "attention" [[{...} per length] per seed],
   // "bits_per_byte" and "accuracy" [[x per length] per seed] (null in a row whose task has none), "learned" [per seed].
   static const std::vector<SweepMetric> metrics = {
-      {"perplexity", "perplexity", "", true, "perplexity", "", "optimal_perplexity", ""},
+      {"perplexity", "perplexity", "", true, "perplexity", "", "optimal_perplexity", "", 1.0, std::nullopt},
       {"mean_attention_distance", "mean attention distance", "positions", true, "attention", "mean_distance_overall",
-       "", ""},
-      {"attention_entropy", "attention entropy", "nats", false, "attention", "entropy_overall", "", ""},
-      {"bits_per_byte", "bits per byte", "bits", false, "bits_per_byte", "", "", ""},
-      {"accuracy", "passkey accuracy", "", false, "accuracy", "", "", "learned"}};
+       "", "", 0.0, std::nullopt},
+      {"attention_entropy", "attention entropy", "nats", false, "attention", "entropy_overall", "", "", 0.0,
+       std::nullopt},
+      {"bits_per_byte", "bits per byte", "bits", false, "bits_per_byte", "", "", "", 0.0, std::nullopt},
+      {"accuracy", "passkey accuracy", "", false, "accuracy", "", "", "learned", 0.0, 1.0}};
   return metrics;
 }
 

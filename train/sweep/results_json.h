@@ -92,6 +92,8 @@ struct SweepMetric {
   std::string optimum;  // the row's key of the value drawn as the metric's optimum line, "" for none
   std::string learned;  // the row's key of [true/false per seed]: past the first length only the seeds marked true
                         // are drawn (a row with none: "not learned" there, never a value); "" for every seed
+  std::optional<double> lower, upper;  // the values the metric can take (perplexity >= 1, accuracy in [0, 1]):
+                                       // a band of mean ± std is drawn within them; nullopt: unbounded
 };
 
 /// The metrics results.json rows hold, in the order figures draw them: perplexity, mean_attention_distance,
