@@ -113,13 +113,13 @@ class PasskeyWorkload final : public Workload {
   // the first `rows` samples, run.eval_batch at a time: how far back the positions that must read the key attend.
   AttentionDiagnostics diagnostics(const Tensor& inputs, int64_t rows) const {
     NoGradGuard no_grad;
-    const int64_t L = inputs.size(1), k = task_.digits();
+    const int64_t L = inputs.size(1), k = task_.digits(), first = data::PasskeyLayout{L, k}.query();
     nn::AttentionStatsRecorder recorder(model_->attention_layers());
     for (int64_t b = 0; b < rows; b += config_.eval_batch) {
       const int64_t e = std::min(rows, b + config_.eval_batch);
       Tensor answer = Tensor::zeros({e - b, L}, DType::i64);  // (B, L): 1 at the answer's queries
       for (int64_t row = 0; row < e - b; ++row)
-        std::fill_n(answer.mutable_data<int64_t>() + row * L + (L - k), k, int64_t{1});
+        std::fill_n(answer.mutable_data<int64_t>() + row * L + first, k, int64_t{1});
       recorder.count_only(answer);
       model_->forward(slice(inputs, 0, b, e));
     }

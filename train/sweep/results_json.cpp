@@ -183,9 +183,7 @@ void add_metrics_json(const SweepResultsRow& m, Json& row) {
   Json learned = Json::array();
   for (const bool l : m.learned()) learned.push_back(l);
   row["learned"] = with_accuracy ? learned : Json(nullptr);
-  Json trained = Json::array();
-  for (const std::optional<double>& a : m.trained_accuracy) trained.push_back(json_number(a));
-  row["trained_accuracy"] = with_accuracy && !m.trained_accuracy.empty() ? trained : Json(nullptr);
+  row["trained_accuracy"] = with_accuracy && !m.trained_accuracy.empty() ? numbers(m.trained_accuracy) : Json(nullptr);
 }
 
 // A row's keys up to "mean_attention_distance" (an rpb-results-5 row's).

@@ -352,16 +352,14 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
         }
         Run run(run_config(base, sr));
         const bool shared = training_run(sr).method.settings.size() != sr.method.settings.size();
-        std::optional<std::optional<double>> trained_accuracy;  // a passkey row with evaluation settings
         if (shared) {  // the folder's own method trains or reuses it, and says which; the row then loads it quietly
           Run trainer(run_config(base, training_run(sr)));
           train_or_reuse(trainer, what, overwrite, context);
-          if (data::task_info(trainer.config().task.kind).retrieval) trained_accuracy = train_length_accuracy(trainer);
+          if (data::task_info(task).retrieval) row.trained_accuracy.push_back(train_length_accuracy(trainer));
         }
         row.runs.push_back(train_or_reuse(run, what, overwrite, context, /*log_reuse=*/!shared));
         ++done;
         add_seed(row, run.evaluate());
-        if (trained_accuracy) row.trained_accuracy.push_back(*trained_accuracy);
         row.optimal_ppl = run.optimal_perplexity();
         row.position_params = nn::position_parameter_count(run.model());
         row.eval_stride = run.config().eval_stride;
