@@ -191,12 +191,15 @@ CommandRunner add_eval(CLI::App& cmd) {
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, nn::limits::kMaxSequence));
   cmd.add_option("--data,--kjv-path", a->eval.kjv_path,
-                 "the text to evaluate on (kjv runs: default checkpoints/data/kjv.txt; text runs: the corpus, a file "
-                 "or a folder, encoded with the checkpoint's tokenizer; the checkpoint's own path is never used); it "
-                 "must be the training text (its SHA-256 is checked) unless --other-text");
+                 "the text to evaluate on (kjv runs: default checkpoints/data/kjv.txt; " +
+                     join(data::task_names_with(&data::TaskInfo::stores_tokenizer), ", ") +
+                     " runs: the corpus, a file or a folder, encoded with the checkpoint's tokenizer; the checkpoint's "
+                     "own path is never used); it must be the training text (its SHA-256 is checked) unless "
+                     "--other-text");
   cmd.add_flag("--other-text", a->eval.other_text,
-               "kjv and text runs: evaluate on a text other than the one the checkpoint was trained on (kjv: the same "
-               "characters; the record names its SHA-256 and that it is not the training text)");
+               join(data::task_names_with(&data::TaskInfo::reads_text), ", ") +
+                   " runs: evaluate on a text other than the one the checkpoint was trained on (kjv: the same "
+                   "characters; the record names its SHA-256 and that it is not the training text)");
   cmd.add_option("--tokens", a->eval.tokens,
                  "target tokens scored at every length (rounded down to a multiple of the longest), instead of "
                  "run.eval_tokens; " + tokens_help())

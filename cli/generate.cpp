@@ -13,6 +13,7 @@
 #include "train/checkpoint/data_identity.h"
 #include "train/checkpoint/stored_model.h"
 #include "train/config/memory.h"
+#include "train/data/passkey.h"
 #include "train/data/task.h"
 #include "train/data/task_registry.h"
 #include "train/data/tokenizer.h"
@@ -63,16 +64,45 @@ std::vector<int64_t> encode_text_prompt(const data::Tokenizer& tokenizer, const 
   return {ids.begin(), ids.end()};
 }
 
+// A passkey_text prompt: its text encoded by the stored tokenizer, the markers "<key>" and "<query>"
+// (data::passkey_marker_text) as the task's marker ids, and the digits right after a marker as the task's digit ids
+// (the key, or the start of the answer); the task's ids follow the tokenizer's.
+std::vector<int64_t> encode_passkey_prompt(const data::Tokenizer& tokenizer, const std::string& prompt) {
+  RPB_CHECK(!prompt.empty(), "--prompt", "expected some text, found an empty prompt");
+  const int64_t base = tokenizer.vocab();
+  std::vector<int64_t> ids;
+  std::size_t i = 0;
+  while (i < prompt.size()) {
+    std::size_t next = std::string::npos;
+    int64_t marker = 0;
+    for (const int64_t m : {int64_t{10}, int64_t{11}})
+      if (const std::size_t at = prompt.find(data::passkey_marker_text(m), i); at < next) next = at, marker = m;
+    const std::string text = prompt.substr(i, next == std::string::npos ? std::string::npos : next - i);
+    for (const int32_t id : tokenizer.encode(text)) ids.push_back(id);
+    if (next == std::string::npos) break;
+    ids.push_back(base + marker);
+    i = next + std::string(data::passkey_marker_text(marker)).size();
+    for (; i < prompt.size() && prompt[i] >= '0' && prompt[i] <= '9'; ++i) ids.push_back(base + (prompt[i] - '0'));
+  }
+  return ids;
+}
+
 // What turns ids into output: kjv characters or a tokenizer's text (escaped for the terminal; a character whose
-// bytes span tokens is printed once whole), or ids.
+// bytes span tokens is printed once whole), or ids. With a tokenizer, the ids from `passkey` on (a passkey_text
+// model's digits and markers) print as the digits and data::passkey_marker_text's markers.
 struct Printer {
   const data::KjvTask* kjv = nullptr;
   const data::Tokenizer* tokenizer = nullptr;
+  int64_t passkey = -1;  // the first of the passkey task's own ids past the tokenizer's; -1: none
   bool first = true;
   std::string pending;  // a tokenizer's bytes not yet printed: the start of a character
   void operator()(int64_t id) {
     if (kjv) {
       std::cout << terminal_text(std::string(1, kjv->chars()[static_cast<std::size_t>(id)]));
+    } else if (tokenizer && passkey >= 0 && id >= passkey) {
+      finish();
+      const int64_t extra = id - passkey;
+      std::cout << (extra < 10 ? std::string(1, static_cast<char>('0' + extra)) : data::passkey_marker_text(extra));
     } else if (tokenizer) {
       pending += tokenizer->token_bytes(static_cast<int32_t>(id));
       const std::size_t n = data::printable_prefix(pending);
@@ -119,8 +149,10 @@ int cmd_generate(const GenerateRequest& r) {
     RPB_CHECK(!c.data.tokenizer.empty(), "generate", ref.file, ": a ", cfg.task.kind,
               " run's checkpoint without its tokenizer (/data/tokenizer_model)");
     tokenizer = data::load_tokenizer(c.data.tokenizer, ref.file + ": /data/tokenizer_model");
-    RPB_CHECK(tokenizer->vocab() == model.options().vocab, "generate", ref.file, ": its tokenizer has ",
-              tokenizer->vocab(), " ids and its model ", model.options().vocab);
+    const int64_t added = row.retrieval ? data::kPasskeyExtraTokens : 0;  // passkey_text: the digits and markers
+    RPB_CHECK(tokenizer->vocab() + added == model.options().vocab, "generate", ref.file, ": its tokenizer has ",
+              tokenizer->vocab(), " ids", added ? " and its task " + std::to_string(added) + " more," : "",
+              " and its model ", model.options().vocab);
   } else if (row.reads_text) {  // the vocabulary is the text's characters
     task = data::make_task(cfg.task);
     check_data_identity(c.data, data_identity(*task), ref.file, r.other_text, "generate");
@@ -131,9 +163,10 @@ int cmd_generate(const GenerateRequest& r) {
   const auto* kjv = dynamic_cast<const data::KjvTask*>(task.get());
   std::vector<int64_t> prompt;
   try {
-    prompt = kjv ? encode_kjv_prompt(*kjv, r.prompt)
-           : tokenizer ? encode_text_prompt(*tokenizer, r.prompt)
-                       : parse_token_prompt(r.prompt, model.options().vocab);
+    prompt = kjv                          ? encode_kjv_prompt(*kjv, r.prompt)
+             : tokenizer && row.retrieval ? encode_passkey_prompt(*tokenizer, r.prompt)
+             : tokenizer                  ? encode_text_prompt(*tokenizer, r.prompt)
+                                          : parse_token_prompt(r.prompt, model.options().vocab);
   } catch (const Error& e) {
     throw UsageError(e.message(), e.location());  // the command line's prompt: exit 2, no source path unless -v
   }
@@ -145,6 +178,7 @@ int cmd_generate(const GenerateRequest& r) {
   Printer print;
   print.kjv = kjv;
   print.tokenizer = tokenizer.get();
+  if (tokenizer && row.retrieval) print.passkey = tokenizer->vocab();
   for (int64_t id : prompt) print(id);
   const auto t0 = std::chrono::steady_clock::now();
   nn::generate(model, prompt, o, [&](int64_t id) { print(id); });
@@ -158,12 +192,18 @@ int cmd_generate(const GenerateRequest& r) {
 
 namespace {
 
-// "kjv: text; markov, lag: token ids separated by spaces or commas", from the task registry's 1-D rows.
+// "kjv, text, passkey_text: text (passkey_text: ...); markov, lag, passkey: token ids separated by spaces or commas",
+// from the task registry's 1-D rows.
 std::string prompt_help() {
-  std::vector<std::string> text, tokens;
-  for (const data::TaskInfo& t : data::tasks())
+  std::vector<std::string> text, tokens, retrieval;
+  for (const data::TaskInfo& t : data::tasks()) {
     if (t.dims == 1) (t.reads_text ? text : tokens).emplace_back(t.name);
-  return join(text, ", ") + ": text; " + join(tokens, ", ") + ": token ids separated by spaces or commas";
+    if (t.dims == 1 && t.reads_text && t.retrieval) retrieval.emplace_back(t.name);
+  }
+  const std::string markers = retrieval.empty() ? "" : " (" + join(retrieval, ", ") + ": " +
+      data::passkey_marker_text(10) + " and " + data::passkey_marker_text(11) + " followed by digits write the key "
+      "and the question)";
+  return join(text, ", ") + ": text" + markers + "; " + join(tokens, ", ") + ": token ids separated by spaces or commas";
 }
 
 }  // namespace
@@ -189,8 +229,8 @@ CommandRunner add_generate_command(CLI::App& cmd) {
   cmd.add_flag("--no-cache", r.no_cache, "recompute the whole sequence for every token (slow; to compare)");
   cmd.add_option("--data,--kjv-path", r.kjv_path,
                  "kjv runs: the text whose characters are the vocabulary (default checkpoints/data/kjv.txt); it must "
-                 "be the training text (its characters and SHA-256 are checked) unless --other-text. A text run "
-                 "needs none: its checkpoint holds its tokenizer");
+                 "be the training text (its characters and SHA-256 are checked) unless --other-text. A run of " +
+                     join(data::task_names_with(&data::TaskInfo::stores_tokenizer), ", ") + " needs none: its checkpoint holds its tokenizer");
   cmd.add_flag("--other-text", r.other_text,
                "kjv runs: read the vocabulary from a text other than the one the checkpoint was trained on (the same "
                "characters)");

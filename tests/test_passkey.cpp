@@ -79,7 +79,7 @@ TEST_CASE("passkey: a sample's layout, golden") {
   CHECK(lay.query() == 17);
   CHECK(place == 6);
   CHECK(s == std::vector<int64_t>{2, 0, 1, 0, 1, 1, 14, 12, 8, 8, 2, 1, 3, 0, 1, 2, 0, 15, 12, 8, 8});
-  CHECK(task.decode({1, 1, 14, 12, 8, 8, 2, 15, 12, 8, 8}) == "1 1 KEY 844 2 QUERY 844");
+  CHECK(task.decode({1, 1, 14, 12, 8, 8, 2, 15, 12, 8, 8}) == "1 1 <key> 844 2 <query> 844");
   // The key's digits are its block's and the answer's; every filler token is a filler id.
   for (int64_t i = 0; i < 17; ++i)
     if (i < place || i > place + 3) CHECK(s[i] < 4);

@@ -184,6 +184,48 @@ void passkey_golden() {
   CHECK(std::vector<double>(ys.begin() + 12, ys.begin() + 16) == std::vector<double>{-100, -100, 8, 9});
 }
 
+// passkey_text: the filler is a text task's (here bytes); four-word documents split at valid 0.03 and test 0.14 (theta's
+// digest reads 0.129: test; epsilon's 0.154: valid; the others 0.175 to 0.568: train). The first held-out sample
+// pinned: a run of the test split's bytes around the key block, the markers and digits the ids after the 256 bytes.
+void passkey_text_golden() {
+  TempDir dir("task_registry_passkey_text");
+  const char* words[] = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"};
+  for (int i = 0; i < 8; ++i)
+    std::ofstream(dir.path / (std::string(1, char('a' + i)) + ".txt")) << words[i] << " " << words[i] << " "
+                                                                      << words[i] << " " << words[i] << "\n";
+  data::TaskOptions o;
+  o.kind = "passkey_text";
+  o.path = dir.path.string();
+  o.valid_fraction = 0.03;
+  o.test_fraction = 0.14;
+  o.passkey_digits = 2;
+  o.passkey_samples = 1;
+  const std::unique_ptr<data::Task> t = data::make_task(o);
+  CHECK(t->vocab() == 256 + 12);
+  CHECK(t->entropy_rate() == 0.0);
+  CHECK(contains(t->describe(), "passkey: 2 digits at a uniform depth in filler from one's own text"));
+  const auto& task = dynamic_cast<const data::PasskeyTask&>(*t);
+  const data::Task& text = task.data_source();
+  CHECK(&text != t.get());
+  CHECK(text.tokenizer() != nullptr);
+  CHECK(text.test_stream().to_vector(0, text.test_stream().size()) ==
+        std::vector<int32_t>(std::begin("theta theta theta theta\n"), std::end("theta theta theta theta\n") - 1));
+  CHECK(text.valid_stream().size() == 32);  // epsilon's four words
+  CHECK(text.train_stream().size() == 128);
+  Tensor x, y;
+  task.held_out(data::Split::test, 16, x, y);
+  CHECK(x.shape() == Shape{10, 16});
+  const std::vector<double> xs = x.to_vector(), ys = y.to_vector();
+  // "theta theta" from the test split's start, the key block (266, then 1 and 9: ids 257, 265) at place 1, the query
+  // marker (267) at 16 - 2 = 14.
+  std::vector<double> want = {116, 266, 257, 265};
+  for (const char c : std::string("heta theta")) want.push_back(c);
+  want.insert(want.end(), {267, 257});
+  CHECK(std::vector<double>(xs.begin(), xs.begin() + 16) == want);
+  CHECK(std::vector<double>(ys.begin() + 12, ys.begin() + 16) == std::vector<double>{-100, -100, 257, 265});
+  CHECK(task.decode(std::vector<int32_t>(xs.begin(), xs.begin() + 16)) == "t<key>19heta theta<query>1");
+}
+
 std::vector<TaskCase> task_cases() {
   return {
       {"markov",
@@ -202,6 +244,7 @@ std::vector<TaskCase> task_cases() {
       {"text", text_golden},
       {"grid2d", grid2d_golden},
       {"passkey", passkey_golden},
+      {"passkey_text", passkey_text_golden},
       {"count",
        [] {
          data::TaskOptions o = token_options("count");
@@ -268,11 +311,11 @@ TEST_CASE("task registry: rows read consistently, and what reads them follows") 
     CHECK(&data::task_info(t.name) == &t);
     CHECK(contains(data::task_help(), std::string("  ") + t.name + " "));
   }
-  CHECK(data::task_names() == std::vector<std::string>{"markov", "lag", "kjv", "text", "passkey", "grid2d"});
+  CHECK(data::task_names() == std::vector<std::string>{"markov", "lag", "kjv", "text", "passkey", "passkey_text", "grid2d"});
   CHECK(data::task_names(2) == std::vector<std::string>{"grid2d"});
   CHECK(data::find_task("fibonacci") == nullptr);
   CHECK(contains(error_of([] { data::task_info("makrov"); }),
-                 "task.kind must be one of markov, lag, kjv, text, passkey, grid2d; got \"makrov\" (did you mean \"markov\"?)"));
+                 "task.kind must be one of markov, lag, kjv, text, passkey, passkey_text, grid2d; got \"makrov\" (did you mean \"markov\"?)"));
   data::TaskOptions grid;
   grid.kind = "grid2d";
   CHECK(contains(error_of([&] { data::make_task(grid); }), "a 2-D task: the grid workload builds it"));
@@ -280,7 +323,7 @@ TEST_CASE("task registry: rows read consistently, and what reads them follows") 
   CHECK(contains(error_of([] { data::register_task(kCountRow), data::register_task(kCountRow); }), "already registered"));
   data::remove_task("count");
   CHECK(contains(error_of([] { data::remove_task("markov"); }), "no task 'markov' was registered"));
-  CHECK(data::task_names().size() == 6);
+  CHECK(data::task_names().size() == 7);
 }
 
 TEST_CASE("task registry: a task added from the tests trains end to end (config, memory estimate, trainer, eval)") {

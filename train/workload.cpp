@@ -1,5 +1,7 @@
 #include "train/workload.h"
 
+#include <filesystem>
+
 #include "train/data/task.h"
 #include "train/data/task_registry.h"
 
@@ -43,6 +45,13 @@ data::BatchSampler::State load_token_state(const Checkpoint& c, Generator& dropo
   for (const auto& [name, v] : c.counters)
     if (name == "sampler_batches") ss.batches_drawn = v;
   return ss;
+}
+
+data::TaskOptions workload_task_options(const RunConfig& c) {
+  data::TaskOptions o = c.task;
+  if (o.use != data::DataUse::train) o.token_cache.clear();
+  else if (o.token_cache.empty()) o.token_cache = (std::filesystem::path(c.out_dir) / ".token_cache").string();
+  return o;
 }
 
 std::unique_ptr<Workload> make_workload(const RunConfig& config) {

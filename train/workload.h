@@ -80,6 +80,10 @@ void save_token_state(Checkpoint& c, const Generator& dropout, const data::Batch
 /// without /rng/dropout or /rng/sampler is an error naming `file` (a missing /counters/sampler_batches reads as 0).
 data::BatchSampler::State load_token_state(const Checkpoint& c, Generator& dropout, const std::string& file);
 
+/// The task options a workload builds its task from: a run that trains keeps a text corpus's ids in a token cache,
+/// its sweep's (run_config sets it) or <run.out_dir>/.token_cache; an evaluation keeps none.
+data::TaskOptions workload_task_options(const RunConfig& config);
+
 /// The workload `config.task.kind` calls for.
 std::unique_ptr<Workload> make_workload(const RunConfig& config);
 

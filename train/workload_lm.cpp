@@ -1,6 +1,5 @@
 // The 1-D workload: a decoder-only language model on a token stream.
 #include <algorithm>
-#include <filesystem>
 
 #include "nn/transformer.h"
 #include "train/checkpoint/data_identity.h"
@@ -16,18 +15,9 @@ namespace {
 
 constexpr uint64_t kSamplerSeedSalt = 0x5eed'ba7c'0000'0001ull;
 
-// The task's options: a run that trains keeps a text corpus's ids in a token cache, its sweep's (run_config sets it)
-// or its out_dir's.
-data::TaskOptions task_options(const RunConfig& c) {
-  data::TaskOptions o = c.task;
-  if (o.use != data::DataUse::train) o.token_cache.clear();
-  else if (o.token_cache.empty()) o.token_cache = (std::filesystem::path(c.out_dir) / ".token_cache").string();
-  return o;
-}
-
 class LmWorkload final : public Workload {
  public:
-  explicit LmWorkload(const RunConfig& c) : config_(c), task_(data::make_task(task_options(c))) {
+  explicit LmWorkload(const RunConfig& c) : config_(c), task_(data::make_task(workload_task_options(c))) {
     // The held-out stream must hold the longest evaluation length: known only once the task's data is read (kjv),
     // and checked now rather than after training.
     data::make_eval_plan(static_cast<int64_t>(task_->test_stream().size()), c.length, c.eval_multipliers,

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "nn/transformer.h"
+#include "train/checkpoint/data_identity.h"
 #include "train/data/passkey.h"
 #include "train/eval_progress.h"
 #include "train/workload.h"
@@ -24,7 +25,12 @@ struct Tally {
 
 class PasskeyWorkload final : public Workload {
  public:
-  explicit PasskeyWorkload(const RunConfig& c) : config_(c), task_(c.task) {
+  explicit PasskeyWorkload(const RunConfig& c) : config_(c), task_(workload_task_options(c)) {
+    // The held-out filler must hold the longest sample: a text's splits are known only once it is read, and are
+    // checked now rather than at the first validation or after training.
+    check_filler(data::Split::test, c.eval_multipliers, "the longest evaluation length");
+    if (c.eval_every > 0 && c.task.use == data::DataUse::train)
+      check_filler(data::Split::valid, c.valid_multipliers, "the longest validation length");
     Generator init_gen(c.seed);
     model_ = std::make_unique<nn::LanguageModel>(model_options(c, task_.vocab()), init_gen);
     if (c.task.use == data::DataUse::train)
@@ -34,6 +40,7 @@ class PasskeyWorkload final : public Workload {
   nn::Module& model() override { return *model_; }
   std::string describe() const override { return task_.describe(); }
   std::optional<double> optimal_perplexity() const override { return task_.optimal_perplexity(); }
+  DataIdentity data_identity() const override { return rpb::data_identity(task_); }
   int64_t batch_tokens() const override { return config_.batch * config_.train_length(); }
 
   Tensor next_loss(const Shard& shard, int64_t step) override {
@@ -90,6 +97,13 @@ class PasskeyWorkload final : public Workload {
   }
 
  private:
+  void check_filler(data::Split split, const std::vector<int64_t>& multipliers, const std::string& what) const {
+    if (multipliers.empty()) return;
+    const int64_t largest = *std::max_element(multipliers.begin(), multipliers.end());
+    task_.check_filler(split, largest * config_.length, what + " " + std::to_string(largest) + " x run.length " +
+                                                            std::to_string(config_.length));
+  }
+
   // The answer's NLL and the exact matches per depth bin (sample s in bin s % kPasskeyDepthBins) of the samples.
   Tally score(const Tensor& inputs, const Tensor& targets, EvalProgress* progress) const {
     NoGradGuard no_grad;

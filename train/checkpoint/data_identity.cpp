@@ -40,7 +40,8 @@ const char* text_match_name(TextMatch match) {
   return "?";
 }
 
-DataIdentity data_identity(const data::Task& task) {
+DataIdentity data_identity(const data::Task& of) {
+  const data::Task& task = of.data_source();
   if (const auto* text = dynamic_cast<const data::TextTask*>(&task))
     return {"", text->text_sha256(), text->tokenizer()->record(), text->path()};
   const auto* kjv = dynamic_cast<const data::KjvTask*>(&task);

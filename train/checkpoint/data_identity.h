@@ -15,8 +15,8 @@
 
 namespace rpb {
 
-/// The identity of `task`'s data as a checkpoint records it: kjv's characters and text digest; empty for the
-/// generated tasks.
+/// The identity of the data of `task` (of its data_source(): a passkey task's filler) as a checkpoint records it:
+/// kjv's characters and text digest, or a text's digest and tokenizer; empty for generated data.
 DataIdentity data_identity(const data::Task& task);
 
 /// How the text an evaluation or a generation reads relates to the checkpoint's training text.

@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "train/data/task_registry.h"
+#include "train/data/text.h"
 
 namespace rpb::data {
 
@@ -27,35 +29,71 @@ std::pair<int64_t, int64_t> PasskeyLayout::bin_places(int64_t bin) const {
 int64_t PasskeyLayout::bin_of(int64_t place) const { return place * kPasskeyDepthBins / places(); }
 
 PasskeyTask::PasskeyTask(const TaskOptions& options)
-    : filler_vocab_(options.vocab),
-      digits_(options.passkey_digits),
-      samples_(options.passkey_samples),
-      seed_(options.seed) {
+    : digits_(options.passkey_digits), samples_(options.passkey_samples), seed_(options.seed) {
   RPB_CHECK(digits_ >= 1, "task", "task.passkey_digits must be >= 1, got ", digits_);
   RPB_CHECK(samples_ >= 1, "task", "task.passkey_samples must be >= 1, got ", samples_);
-  filler_task_ = std::make_unique<MarkovTask>(options);
+  const TaskInfo* row = find_task(options.kind);
+  text_filler_ = row && row->reads_text;
+  if (text_filler_) filler_ = std::make_unique<TextTask>(options);
+  else filler_ = std::make_unique<MarkovTask>(options);
+  filler_vocab_ = filler_->vocab();
 }
 
 std::string PasskeyTask::describe() const {
-  return "passkey: " + std::to_string(digits_) + " digits at a uniform depth in filler from an order-" +
-         std::to_string(filler_task_->order()) + " Markov chain over " + std::to_string(filler_vocab_) +
-         " tokens (seed " + std::to_string(seed_) + "; filler streams of " +
-         std::to_string(filler_task_->train_stream().size()) + ", " +
-         std::to_string(filler_task_->valid_stream().size()) +
-         " and " + std::to_string(filler_task_->test_stream().size()) +
-         " tokens), asked for after a query at the end; the loss on the answer only (optimum: accuracy 1, NLL 0); "
-         "held out: " + std::to_string(samples_) + " samples per tenth of depth at every length";
+  const std::string head = "passkey: " + std::to_string(digits_) + " digits at a uniform depth in filler from ";
+  const std::string tail = ", asked for after a query at the end; the loss on the answer only (optimum: accuracy 1, "
+                           "NLL 0); held out: " + std::to_string(samples_) + " samples per tenth of depth at every "
+                           "length";
+  if (text_filler_) return head + "one's own text (seed " + std::to_string(seed_) + "; " + filler_->describe() + ")" + tail;
+  const auto& chain = static_cast<const MarkovTask&>(*filler_);
+  return head + "an order-" + std::to_string(chain.order()) + " Markov chain over " + std::to_string(filler_vocab_) +
+         " tokens (seed " + std::to_string(seed_) + "; filler streams of " + std::to_string(chain.train_stream().size()) +
+         ", " + std::to_string(chain.valid_stream().size()) + " and " + std::to_string(chain.test_stream().size()) +
+         " tokens)" + tail;
+}
+
+const char* passkey_marker_text(int64_t i) {
+  RPB_CHECK(i == 10 || i == 11, "passkey", "id ", i, " past the filler is not a marker (10: key, 11: query)");
+  return i == 10 ? "<key>" : "<query>";
 }
 
 std::string PasskeyTask::decode(const std::vector<int32_t>& tokens) const {
-  std::string out;
-  for (const int32_t t : tokens) {
-    if (t == key_marker()) out += " KEY ";
-    else if (t == query_marker()) out += " QUERY ";
-    else if (t >= filler_vocab_ && t < filler_vocab_ + 10) out += static_cast<char>('0' + (t - filler_vocab_));
-    else out += (out.empty() || out.back() == ' ' ? "" : " ") + std::to_string(t);
+  // Runs of filler ids, of digits and the markers, each as one piece: ids joined by spaces (Markov), text as it is.
+  std::vector<std::string> pieces;
+  std::vector<int32_t> filler;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const int32_t t = tokens[i];
+    if (t < filler_vocab_) {
+      filler.push_back(t);
+      if (i + 1 == tokens.size() || tokens[i + 1] >= filler_vocab_) pieces.push_back(filler_->decode(filler)), filler.clear();
+      continue;
+    }
+    const int64_t extra = t - filler_vocab_;
+    const bool digit = extra < 10, joins = digit && i > 0 && tokens[i - 1] >= filler_vocab_ &&
+                                           tokens[i - 1] - filler_vocab_ < 10;
+    const std::string text = digit ? std::string(1, static_cast<char>('0' + extra)) : passkey_marker_text(extra);
+    if (joins) pieces.back() += text;
+    else pieces.push_back(text);
   }
+  std::string out;
+  for (const std::string& p : pieces) out += (out.empty() || text_filler_ ? "" : " ") + p;
   return out;
+}
+
+const TokenStream& PasskeyTask::filler_stream(Split split) const {
+  return split == Split::valid ? filler_->valid_stream() : filler_->test_stream();
+}
+
+std::string PasskeyTask::filler_sizes() const {
+  return text_filler_ ? "the documents task.valid_fraction and task.test_fraction send to it; a longer corpus, or "
+                        "larger fractions, hold more"
+                      : "task.train_tokens or task.eval_tokens";
+}
+
+void PasskeyTask::check_filler(Split split, int64_t length, const std::string& what) const {
+  const int64_t need = PasskeyLayout{length, digits_}.filler(), held = static_cast<int64_t>(filler_stream(split).size());
+  RPB_CHECK(held >= need, "task", what, " = ", length, " needs ", need, " filler tokens in a sample; the ",
+            split == Split::valid ? "valid" : "test", " split's filler holds ", held, " (", filler_sizes(), ")");
 }
 
 int64_t PasskeyTask::sample(const TokenStream& filler, int64_t length, int64_t bin, Generator& gen,
@@ -65,8 +103,7 @@ int64_t PasskeyTask::sample(const TokenStream& filler, int64_t length, int64_t b
             "at least ", passkey_min_length(digits_), " (every tenth of depth a place for the key), got ", length);
   const int64_t n_filler = lay.filler();
   RPB_CHECK(static_cast<int64_t>(filler.size()) >= n_filler, "task", "a passkey sample of length ", length, " needs ",
-            n_filler, " filler tokens, the filler stream holds ", filler.size(),
-            " (task.train_tokens or task.eval_tokens)");
+            n_filler, " filler tokens, the filler stream holds ", filler.size(), " (", filler_sizes(), ")");
   const auto offset = static_cast<int64_t>(uniform_index(gen, static_cast<uint64_t>(filler.size() - n_filler + 1)));
   int64_t place = 0;
   if (bin < 0) {
@@ -87,7 +124,7 @@ int64_t PasskeyTask::sample(const TokenStream& filler, int64_t length, int64_t b
 }
 
 void PasskeyTask::held_out(Split split, int64_t length, Tensor& inputs, Tensor& targets) const {
-  const TokenStream& filler = split == Split::valid ? filler_task_->valid_stream() : filler_task_->test_stream();
+  const TokenStream& filler = filler_stream(split);
   const int64_t n = kPasskeyDepthBins * samples_;
   std::vector<int64_t> tokens(static_cast<std::size_t>(n * (length + 1)));
   const uint64_t per_split = derive_seed(seed_ ^ kHeldOutStream, static_cast<uint64_t>(split));
@@ -145,6 +182,9 @@ PasskeySampler::PasskeySampler(const PasskeyTask& task, int64_t batch, int64_t l
   RPB_CHECK(batch >= 1, "batches", "batch must be >= 1, got ", batch);
   RPB_CHECK(length >= passkey_min_length(task.digits()), "batches", "a passkey sample of ", task.digits(),
             " digits needs a length of at least ", passkey_min_length(task.digits()), ", got ", length);
+  const int64_t need = PasskeyLayout{length, task.digits()}.filler();
+  RPB_CHECK(static_cast<int64_t>(task.filler_stream().size()) >= need, "batches", "a passkey sample of length ",
+            length, " needs ", need, " filler tokens; the train split's filler holds ", task.filler_stream().size());
 }
 
 void PasskeySampler::next(Tensor& inputs, Tensor& targets) {

@@ -47,28 +47,42 @@ struct PasskeyLayout {
   int64_t bin_of(int64_t place) const;
 };
 
-/// Passkey retrieval with Markov filler. Vocabulary: the filler's task.vocab ids of an order-task.order Markov chain
-/// (MarkovTask, its streams the filler of training, validation and test samples), then the digits 0..9, the key
-/// marker and the query marker. A sample draws, in this order from its generator: the filler's offset in the split's
-/// stream (uniform), the key's place (uniform over the places, or over one depth bin's), and the K digits (uniform).
-/// Its answer has K ln 10 nats of entropy without the key and none given it: a model that reads the key exactly
-/// answers every sample (accuracy 1, the answer's NLL 0), so entropy_rate() (of the scored tokens) is 0.
+/// Passkey retrieval. Vocabulary: the filler's ids, then the digits 0..9, the key marker and the query marker. The
+/// filler is the registry row's (train/data/task_registry.h): an order-task.order Markov chain over task.vocab ids
+/// (passkey: MarkovTask), or one's own text (a row that reads text, passkey_text: TextTask over task.path, its ids its
+/// tokenizer's); the filler task's train, valid and test streams fill the training, validation and test samples. A
+/// sample draws, in this order from its generator: the filler's offset in the split's stream (uniform), the key's
+/// place (uniform over the places, or over one depth bin's), and the K digits (uniform). Its answer has K ln 10 nats
+/// of entropy without the key and none given it: a model that reads the key exactly answers every sample (accuracy 1,
+/// the answer's NLL 0), so entropy_rate() (of the scored tokens) is 0.
 class PasskeyTask final : public Task {
  public:
   explicit PasskeyTask(const TaskOptions& options);
   int64_t vocab() const override { return filler_vocab_ + kPasskeyExtraTokens; }
   std::string describe() const override;
   std::optional<double> entropy_rate() const override { return 0.0; }
-  /// Filler ids as themselves, digits as 0-9, the markers as " KEY " and " QUERY ".
+  /// Filler ids as the filler task decodes them (Markov ids as numbers, text as text), the digits as 0-9, the
+  /// markers as passkey_marker_text's.
   std::string decode(const std::vector<int32_t>& tokens) const override;
+  /// The filler task: its text and tokenizer are the data a checkpoint records.
+  const Task& data_source() const override { return *filler_; }
 
   int64_t digits() const { return digits_; }
-  /// The filler of training samples: the Markov chain's train stream.
-  const TokenStream& filler_stream() const { return filler_task_->train_stream(); }
+  /// The ids of the filler: the Markov chain's task.vocab, or the text's tokenizer's.
+  int64_t filler_vocab() const { return filler_vocab_; }
+  /// The filler of training samples: the filler task's train stream.
+  const TokenStream& filler_stream() const { return filler_->train_stream(); }
+  /// The filler of `split`'s held-out samples: the filler task's valid or test stream.
+  const TokenStream& filler_stream(Split split) const;
   int64_t samples_per_depth() const { return samples_; }
   int32_t digit_token(int64_t d) const { return static_cast<int32_t>(filler_vocab_ + d); }
   int32_t key_marker() const { return static_cast<int32_t>(filler_vocab_ + 10); }
   int32_t query_marker() const { return static_cast<int32_t>(filler_vocab_ + 11); }
+
+  /// Checks that the filler of `split` holds a sample of `length` (its filler() tokens), before any is drawn: an
+  /// rpb::Error names the split, its tokens, the length and `what` asks for it ("the longest evaluation length 16 x
+  /// run.length 64"), and what sizes the stream (task.eval_tokens, or the corpus and its fractions).
+  void check_filler(Split split, int64_t length, const std::string& what) const;
 
   /// One sample of `length` + 1 tokens into `out` (PasskeyLayout), its filler from `filler`; `bin` < 0 draws the
   /// key's place over the whole context, else over depth bin `bin`. Returns the key's place.
@@ -81,10 +95,18 @@ class PasskeyTask final : public Task {
   void held_out(Split split, int64_t length, Tensor& inputs, Tensor& targets) const;
 
  private:
-  std::unique_ptr<MarkovTask> filler_task_;
+  // What sizes the filler's streams, for messages: "task.train_tokens or task.eval_tokens", or the corpus's.
+  std::string filler_sizes() const;
+
+  std::unique_ptr<Task> filler_;
+  bool text_filler_ = false;  // the filler is one's own text (its splits sized by the corpus)
   int64_t filler_vocab_ = 0, digits_ = 0, samples_ = 0;
   uint64_t seed_ = 0;
 };
+
+/// The text of passkey id `filler_vocab + i` for i in [10, kPasskeyExtraTokens): "<key>" and "<query>" (the digits
+/// are their own characters). A passkey_text prompt (`rpb generate`) writes the markers so, followed by the digits.
+const char* passkey_marker_text(int64_t i);
 
 /// What a model's logits on passkey samples score: greedy decoding's exact matches and the answer's NLL.
 struct PasskeyScore {

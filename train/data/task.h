@@ -97,6 +97,9 @@ class Task {
   virtual std::string decode(const std::vector<int32_t>& tokens) const;
   /// The tokenizer of a text task (its tokens' bytes give bits per byte); null for the others.
   virtual const Tokenizer* tokenizer() const { return nullptr; }
+  /// The task whose data this one's tokens come from, and whose text and tokenizer a checkpoint records
+  /// (train/checkpoint/data_identity.h): the task itself, or a passkey task's filler.
+  virtual const Task& data_source() const { return *this; }
 
  protected:
   TokenStream train_, valid_, test_;

@@ -77,6 +77,7 @@ int64_t text_vocab_bound(const TaskOptions& t) {
   if (t.tokenizer == "sentencepiece") return t.vocab;
   return t.tokenizer == "bytes" ? 256 : kMaxCharsVocab;
 }
+int64_t passkey_text_vocab_bound(const TaskOptions& t) { return text_vocab_bound(t) + kPasskeyExtraTokens; }
 
 std::unique_ptr<Task> make_markov(const TaskOptions& o) { return std::make_unique<MarkovTask>(o); }
 std::unique_ptr<Task> make_lag(const TaskOptions& o) { return std::make_unique<LagTask>(o); }
@@ -99,8 +100,11 @@ const TaskInfo kBuiltIn[] = {
      "task.tokenizer", make_text, text_vocab_bound, text_memory, HeldOut::data, true, "task.path", &TaskOptions::path,
      true},
     {"passkey", 1, "a key of task.passkey_digits digits hidden at a uniform depth in Markov filler, asked for at the "
-     "end; accuracy per length and depth", make_passkey, passkey_vocab_bound, markov_memory, HeldOut::samples, false, nullptr,
-     nullptr, false, true},
+     "end; accuracy per length and depth", make_passkey, passkey_vocab_bound, markov_memory, HeldOut::samples, false,
+     nullptr, nullptr, false, true},
+    {"passkey_text", 1, "passkey retrieval with filler from one's own text (task.path, tokenized by task.tokenizer); "
+     "accuracy per length and depth", make_passkey, passkey_text_vocab_bound, text_memory, HeldOut::samples, true,
+     "task.path", &TaskOptions::path, true, true},
     {"grid2d", 2, "grids whose targets read a table of each cell's left and upper neighbours; exact entropy", nullptr,
      nullptr, grid2d_memory, HeldOut::grids, false},
 };
@@ -119,6 +123,13 @@ std::vector<std::string> task_names(int64_t dims) {
   std::vector<std::string> names;
   for (const TaskInfo& t : rows())
     if (dims == 0 || t.dims == dims) names.emplace_back(t.name);
+  return names;
+}
+
+std::vector<std::string> task_names_with(bool TaskInfo::*flag) {
+  std::vector<std::string> names;
+  for (const TaskInfo& t : rows())
+    if (t.*flag) names.emplace_back(t.name);
   return names;
 }
 

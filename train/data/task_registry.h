@@ -25,7 +25,9 @@ enum class HeldOut {
   data,         // the data's own splits (kjv: its books), checked once the data is read; the test split is fixed
   grids,        // every evaluation size draws its own held-out grids (run.eval_tokens cells): no stream to check
   samples       // every evaluation length draws its own held-out samples (passkey: task.passkey_samples per tenth of
-                // depth) with filler from a generated stream of task.eval_tokens tokens, which must hold the longest
+                // depth) with filler from a held-out stream, which must hold the longest: a generated stream of
+                // task.eval_tokens tokens, checked with the config, or for a task that reads text (passkey_text) the
+                // text's split, checked once the text is read
 };
 
 /// A task's data in memory, for the memory estimate.
@@ -64,7 +66,7 @@ struct TaskInfo {
   /// generate` and `rpb inspect` read no text and `rpb eval` encodes the text with the stored tokenizer; it reads the
   /// keys of the corpus and the tokenizer (task.path, task.documents, ...), which stay out of other tasks' configs.
   bool stores_tokenizer = false;
-  /// True when its samples hold a key the model must retrieve (passkey, train/data/passkey.h): it trains on the
+  /// True when its samples hold a key the model must retrieve (passkey, passkey_text: train/data/passkey.h): it trains on the
   /// answer's loss alone and is evaluated by retrieval accuracy per length and depth (the passkey workload,
   /// train/workload_passkey.cpp); it reads the keys task.passkey_digits and task.passkey_samples, which stay out of
   /// other tasks' configs.
@@ -75,6 +77,9 @@ struct TaskInfo {
 const std::list<TaskInfo>& tasks();
 /// The names of the tasks of `dims` (1 or 2; 0: every task), in the registry's order.
 std::vector<std::string> task_names(int64_t dims = 0);
+/// The names of the tasks whose row has `flag` set (&TaskInfo::stores_tokenizer: text, passkey_text), in the
+/// registry's order.
+std::vector<std::string> task_names_with(bool TaskInfo::*flag);
 /// The row named `name`, or null.
 const TaskInfo* find_task(const std::string& name);
 /// The row named `name`; throws rpb::Error (naming task.kind and the choices) for an unknown name.

@@ -1,0 +1,92 @@
+// Passkey retrieval with filler from one's own text (task.kind = "passkey_text", train/data/passkey.h over
+// train/data/text.h): train on a folder with SentencePiece, generate from the checkpoint alone with the key and the
+// question written in the prompt, eval --data, another text refused by its digest, and a held-out split too short for
+// the longest sample refused before training.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "test_util.h"
+
+namespace passkey_text_test {
+
+namespace fs = std::filesystem;
+using rpb::testing::contains;
+using rpb::testing::run_rpb;
+using rpb::testing::TempDir;
+
+// A config of a tiny passkey_text run on `corpus` (SentencePiece, 400 pieces), its evaluation at `multipliers`.
+std::string write_config(const TempDir& dir, const fs::path& corpus, const std::string& multipliers) {
+  const std::string config = dir.file("pk.toml");
+  std::ofstream(config) << "[run]\nname = \"pk\"\nout_dir = \"" << dir.path.string()
+                        << "\"\nsteps = 4\nbatch = 4\nlength = 32\nlog_every = 2\neval_every = 2\n"
+                           "eval_multipliers = " << multipliers << "\neval_diagnostics = false\n"
+                           "[model]\nd_model = 16\nheads = 2\nlayers = 1\nd_ff = 32\n"
+                           "[position]\nscheme = \"alibi\"\n[task]\nkind = \"passkey_text\"\npath = \""
+                        << corpus.string()
+                        << "\"\ndocuments = \"blank_lines\"\ntokenizer = \"sentencepiece\"\nvocab = 400\n"
+                           "valid_fraction = 0.1\ntest_fraction = 0.1\npasskey_digits = 3\npasskey_samples = 2\n"
+                           "[optim]\nwarmup_steps = 1\n";
+  return config;
+}
+
+}  // namespace passkey_text_test
+
+using namespace passkey_text_test;
+
+TEST_CASE("passkey_text end to end: train on a folder, generate from the checkpoint alone, eval --data, another text "
+          "refused by its digest") {
+  TempDir dir("passkey_text_cli");
+  const fs::path corpus = dir.path / "corpus";
+  fs::create_directories(corpus);
+  fs::copy_file("/usr/share/common-licenses/GPL-3", corpus / "gpl-3.txt");
+  const std::string config = write_config(dir, corpus, "[1, 2]");
+  const rpb::testing::CommandResult train = run_rpb("train " + config);
+  REQUIRE_MESSAGE(train.code == 0, train.out);
+  CHECK(contains(train.out, "filler from one's own text"));
+  CHECK(contains(train.out, "tokenizer sentencepiece (400 pieces, byte fallback)"));
+  CHECK(contains(train.out, "| 0.9-1.0 |"));  // the depth grid
+  const std::string run = (dir.path / "pk").string();
+
+  // The checkpoint holds the tokenizer: generate reads no text; the prompt writes the key and the question, and the
+  // output prints the task's own ids as the digits and markers.
+  fs::rename(corpus, dir.path / "moved");
+  const rpb::testing::CommandResult gen =
+      run_rpb("generate " + run + " --prompt \"The licenses <key>482 for most software <query>\" --tokens 3");
+  CHECK_MESSAGE(gen.code == 0, gen.out);
+  CHECK(contains(gen.out, "The licenses <key>482 for most software <query>"));
+  CHECK(contains(run_rpb("inspect " + run).out, "tokenizer sentencepiece (400 pieces"));
+
+  // eval needs the text and scores accuracy with the stored tokenizer; another text is refused by its digest.
+  const rpb::testing::CommandResult none = run_rpb("eval " + run);
+  CHECK(none.code == 2);
+  CHECK(contains(none.out, "pass the text to evaluate on with --data PATH"));
+  const std::string moved = (dir.path / "moved").string();
+  const rpb::testing::CommandResult eval = run_rpb("eval " + run + " --data " + moved + " --no-record");
+  CHECK_MESSAGE(eval.code == 0, eval.out);
+  CHECK(contains(eval.out, "accuracy (%)"));
+  std::ofstream(dir.path / "moved" / "more.txt") << "A paragraph the training text did not hold.\n";
+  const rpb::testing::CommandResult other = run_rpb("eval " + run + " --data " + moved + " --no-record");
+  CHECK(other.code == 2);
+  CHECK(contains(other.out, "is not the one"));
+  CHECK(run_rpb("eval " + run + " --data " + moved + " --other-text --no-record").code == 0);
+  // A resumed run continues on its own data.
+  fs::rename(dir.path / "moved", corpus);
+  const rpb::testing::CommandResult resume = run_rpb("train " + config + " --resume");
+  CHECK(resume.code == 1);
+  CHECK(contains(resume.out, "a resumed run continues on its own data"));
+}
+
+TEST_CASE("passkey_text: a held-out split too short for the longest sample is refused before training, naming it") {
+  TempDir dir("passkey_text_short");
+  const fs::path corpus = dir.path / "corpus";
+  fs::create_directories(corpus);
+  fs::copy_file("/usr/share/common-licenses/GPL-3", corpus / "gpl-3.txt");
+  const rpb::testing::CommandResult train = run_rpb("train " + write_config(dir, corpus, "[1, 64]"));
+  CHECK(train.code == 1);
+  CHECK(contains(train.out, "the longest evaluation length 64 x run.length 32 = 2048 needs 2041 filler tokens"));
+  CHECK(contains(train.out, "the test split's filler holds"));
+  CHECK_FALSE(fs::exists(dir.path / "pk" / "step_00000000.h5"));
+}
