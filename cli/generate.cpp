@@ -203,7 +203,8 @@ std::string prompt_help() {
   const std::string markers = retrieval.empty() ? "" : " (" + join(retrieval, ", ") + ": " +
       data::passkey_marker_text(10) + " and " + data::passkey_marker_text(11) + " followed by digits write the key "
       "and the question)";
-  return join(text, ", ") + ": text" + markers + "; " + join(tokens, ", ") + ": token ids separated by spaces or commas";
+  return join(text, ", ") + ": text" + markers + "; " + join(tokens, ", ") +
+         ": token ids separated by spaces or commas";
 }
 
 }  // namespace
@@ -230,7 +231,8 @@ CommandRunner add_generate_command(CLI::App& cmd) {
   cmd.add_option("--data,--kjv-path", r.kjv_path,
                  "kjv runs: the text whose characters are the vocabulary (default checkpoints/data/kjv.txt); it must "
                  "be the training text (its characters and SHA-256 are checked) unless --other-text. A run of " +
-                     join(data::task_names_with(&data::TaskInfo::stores_tokenizer), ", ") + " needs none: its checkpoint holds its tokenizer");
+                     join(data::task_names_with(&data::TaskInfo::stores_tokenizer), ", ") +
+                     " needs none: its checkpoint holds its tokenizer");
   cmd.add_flag("--other-text", r.other_text,
                "kjv runs: read the vocabulary from a text other than the one the checkpoint was trained on (the same "
                "characters)");

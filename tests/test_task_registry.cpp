@@ -184,8 +184,8 @@ void passkey_golden() {
   CHECK(std::vector<double>(ys.begin() + 12, ys.begin() + 16) == std::vector<double>{-100, -100, 8, 9});
 }
 
-// passkey_text: the filler is a text task's (here bytes); four-word documents split at valid 0.03 and test 0.14 (theta's
-// digest reads 0.129: test; epsilon's 0.154: valid; the others 0.175 to 0.568: train). The first held-out sample
+// passkey_text: the filler is a text task's (here bytes); four-word documents split at valid 0.03 and test 0.14
+// (theta's digest reads 0.129: test; epsilon's 0.154: valid; the others 0.175 to 0.568: train). The first held-out sample
 // pinned: a run of the test split's bytes around the key block, the markers and digits the ids after the 256 bytes.
 void passkey_text_golden() {
   TempDir dir("task_registry_passkey_text");

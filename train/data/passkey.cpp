@@ -44,12 +44,13 @@ std::string PasskeyTask::describe() const {
   const std::string tail = ", asked for after a query at the end; the loss on the answer only (optimum: accuracy 1, "
                            "NLL 0); held out: " + std::to_string(samples_) + " samples per tenth of depth at every "
                            "length";
-  if (text_filler_) return head + "one's own text (seed " + std::to_string(seed_) + "; " + filler_->describe() + ")" + tail;
+  if (text_filler_)
+    return head + "one's own text (seed " + std::to_string(seed_) + "; " + filler_->describe() + ")" + tail;
   const auto& chain = static_cast<const MarkovTask&>(*filler_);
   return head + "an order-" + std::to_string(chain.order()) + " Markov chain over " + std::to_string(filler_vocab_) +
-         " tokens (seed " + std::to_string(seed_) + "; filler streams of " + std::to_string(chain.train_stream().size()) +
-         ", " + std::to_string(chain.valid_stream().size()) + " and " + std::to_string(chain.test_stream().size()) +
-         " tokens)" + tail;
+         " tokens (seed " + std::to_string(seed_) + "; filler streams of " +
+         std::to_string(chain.train_stream().size()) + ", " + std::to_string(chain.valid_stream().size()) + " and " +
+         std::to_string(chain.test_stream().size()) + " tokens)" + tail;
 }
 
 const char* passkey_marker_text(int64_t i) {
@@ -58,25 +59,23 @@ const char* passkey_marker_text(int64_t i) {
 }
 
 std::string PasskeyTask::decode(const std::vector<int32_t>& tokens) const {
-  // Runs of filler ids, of digits and the markers, each as one piece: ids joined by spaces (Markov), text as it is.
-  std::vector<std::string> pieces;
-  std::vector<int32_t> filler;
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    const int32_t t = tokens[i];
-    if (t < filler_vocab_) {
-      filler.push_back(t);
-      if (i + 1 == tokens.size() || tokens[i + 1] >= filler_vocab_) pieces.push_back(filler_->decode(filler)), filler.clear();
-      continue;
-    }
-    const int64_t extra = t - filler_vocab_;
-    const bool digit = extra < 10, joins = digit && i > 0 && tokens[i - 1] >= filler_vocab_ &&
-                                           tokens[i - 1] - filler_vocab_ < 10;
-    const std::string text = digit ? std::string(1, static_cast<char>('0' + extra)) : passkey_marker_text(extra);
-    if (joins) pieces.back() += text;
-    else pieces.push_back(text);
-  }
+  // Pieces: a run of filler ids (as the filler task decodes them), a run of digits, a marker; Markov ids are joined
+  // by spaces, text as it is.
+  const auto extra = [&](std::size_t j) { return int64_t{tokens[j]} - filler_vocab_; };  // < 0: a filler id
   std::string out;
-  for (const std::string& p : pieces) out += (out.empty() || text_filler_ ? "" : " ") + p;
+  for (std::size_t i = 0, j = 0; i < tokens.size(); i = j) {
+    std::string piece;
+    if (extra(i) < 0) {
+      while (j < tokens.size() && extra(j) < 0) ++j;
+      piece = filler_->decode(std::vector<int32_t>(tokens.begin() + static_cast<std::ptrdiff_t>(i),
+                                                   tokens.begin() + static_cast<std::ptrdiff_t>(j)));
+    } else if (extra(i) < 10) {
+      for (; j < tokens.size() && extra(j) >= 0 && extra(j) < 10; ++j) piece += static_cast<char>('0' + extra(j));
+    } else {
+      piece = passkey_marker_text(extra(j++));
+    }
+    out += (out.empty() || text_filler_ ? "" : " ") + piece;
+  }
   return out;
 }
 
@@ -91,7 +90,8 @@ std::string PasskeyTask::filler_sizes() const {
 }
 
 void PasskeyTask::check_filler(Split split, int64_t length, const std::string& what) const {
-  const int64_t need = PasskeyLayout{length, digits_}.filler(), held = static_cast<int64_t>(filler_stream(split).size());
+  const int64_t need = PasskeyLayout{length, digits_}.filler();
+  const auto held = static_cast<int64_t>(filler_stream(split).size());
   RPB_CHECK(held >= need, "task", what, " = ", length, " needs ", need, " filler tokens in a sample; the ",
             split == Split::valid ? "valid" : "test", " split's filler holds ", held, " (", filler_sizes(), ")");
 }
