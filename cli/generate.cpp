@@ -42,6 +42,26 @@ std::vector<int64_t> parse_token_prompt(const std::string& prompt, int64_t vocab
   return ids;
 }
 
+std::vector<int64_t> encode_passkey_prompt(const data::Tokenizer& tokenizer, const std::string& prompt) {
+  RPB_CHECK(!prompt.empty(), "--prompt", "expected some text, found an empty prompt");
+  const int64_t base = tokenizer.vocab();
+  std::vector<int64_t> ids;
+  std::size_t i = 0;
+  while (i < prompt.size()) {
+    std::size_t next = std::string::npos;
+    int64_t marker = 0;
+    for (const int64_t m : {int64_t{10}, int64_t{11}})
+      if (const std::size_t at = prompt.find(data::passkey_marker_text(m), i); at < next) next = at, marker = m;
+    const std::string text = prompt.substr(i, next == std::string::npos ? std::string::npos : next - i);
+    for (const int32_t id : tokenizer.encode(text)) ids.push_back(id);
+    if (next == std::string::npos) break;
+    ids.push_back(base + marker);
+    i = next + std::string(data::passkey_marker_text(marker)).size();
+    for (; i < prompt.size() && prompt[i] >= '0' && prompt[i] <= '9'; ++i) ids.push_back(base + (prompt[i] - '0'));
+  }
+  return ids;
+}
+
 namespace {
 
 // A kjv prompt's characters as ids of the task's vocabulary.
@@ -64,28 +84,6 @@ std::vector<int64_t> encode_text_prompt(const data::Tokenizer& tokenizer, const 
   return {ids.begin(), ids.end()};
 }
 
-// A passkey_text prompt: its text encoded by the stored tokenizer, the markers "<key>" and "<query>"
-// (data::passkey_marker_text) as the task's marker ids, and the digits right after a marker as the task's digit ids
-// (the key, or the start of the answer); the task's ids follow the tokenizer's.
-std::vector<int64_t> encode_passkey_prompt(const data::Tokenizer& tokenizer, const std::string& prompt) {
-  RPB_CHECK(!prompt.empty(), "--prompt", "expected some text, found an empty prompt");
-  const int64_t base = tokenizer.vocab();
-  std::vector<int64_t> ids;
-  std::size_t i = 0;
-  while (i < prompt.size()) {
-    std::size_t next = std::string::npos;
-    int64_t marker = 0;
-    for (const int64_t m : {int64_t{10}, int64_t{11}})
-      if (const std::size_t at = prompt.find(data::passkey_marker_text(m), i); at < next) next = at, marker = m;
-    const std::string text = prompt.substr(i, next == std::string::npos ? std::string::npos : next - i);
-    for (const int32_t id : tokenizer.encode(text)) ids.push_back(id);
-    if (next == std::string::npos) break;
-    ids.push_back(base + marker);
-    i = next + std::string(data::passkey_marker_text(marker)).size();
-    for (; i < prompt.size() && prompt[i] >= '0' && prompt[i] <= '9'; ++i) ids.push_back(base + (prompt[i] - '0'));
-  }
-  return ids;
-}
 
 // What turns ids into output: kjv characters or a tokenizer's text (escaped for the terminal; a character whose
 // bytes span tokens is printed once whole), or ids. With a tokenizer, the ids from `passkey` on (a passkey_text

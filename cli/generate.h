@@ -8,7 +8,7 @@ namespace rpb {
 /// What `rpb generate` was asked.
 struct GenerateRequest {
   std::string checkpoint;  // a checkpoint file, a run folder (its `latest`) or a run folder's `latest` file
-  std::string prompt;      // kjv: text; markov, lag: token ids separated by spaces or commas
+  std::string prompt;      // kjv, text, passkey_text: text; markov, lag, passkey: token ids separated by spaces or commas
   int64_t tokens = 64;     // new tokens
   double temperature = 1.0;
   int64_t top_k = 0;
@@ -29,5 +29,15 @@ CommandRunner add_generate_command(CLI::App& cmd);
 /// The token ids of a markov or lag prompt: decimal ids separated by spaces and/or commas, each in [0, vocab).
 /// Throws rpb::Error naming --prompt, the offending word and the vocabulary.
 std::vector<int64_t> parse_token_prompt(const std::string& prompt, int64_t vocab);
+
+namespace data {
+class Tokenizer;
+}
+
+/// The ids of a passkey_text prompt: its text encoded by `tokenizer`, each "<key>" and "<query>"
+/// (data::passkey_marker_text) the task's marker id, and the digits right after a marker the task's digit ids (the
+/// key, or the start of an answer); the task's ids follow the tokenizer's (data::PasskeyTask). Throws rpb::Error
+/// naming --prompt for an empty prompt.
+std::vector<int64_t> encode_passkey_prompt(const data::Tokenizer& tokenizer, const std::string& prompt);
 
 }  // namespace rpb

@@ -8,12 +8,17 @@
 #include <fstream>
 #include <string>
 
+#include "cli/generate.h"
 #include "test_util.h"
+#include "train/data/passkey.h"
+#include "train/data/tokenizer.h"
 
 namespace passkey_text_test {
 
 namespace fs = std::filesystem;
+using namespace rpb;
 using rpb::testing::contains;
+using rpb::testing::error_of;
 using rpb::testing::run_rpb;
 using rpb::testing::TempDir;
 
@@ -89,4 +94,18 @@ TEST_CASE("passkey_text: a held-out split too short for the longest sample is re
   CHECK(contains(train.out, "the longest evaluation length 64 x run.length 32 = 2048 needs 2041 filler tokens"));
   CHECK(contains(train.out, "the test split's filler holds"));
   CHECK_FALSE(fs::exists(dir.path / "pk" / "step_00000000.h5"));
+}
+
+TEST_CASE("passkey_text: a generate prompt writes the markers and the key's digits as the task's own ids") {
+  const auto bytes = data::tokenizer_info("bytes").build(data::TokenizerCorpus::of({}, {}), {});
+  // The bytes tokenizer's 256 ids, then the digits 0-9 (256..265), the key marker 266 and the query marker 267.
+  CHECK(encode_passkey_prompt(*bytes, "ab<key>12 c<query>") ==
+        std::vector<int64_t>{'a', 'b', 266, 257, 258, ' ', 'c', 267});
+  // Digits count as the task's only right after a marker; elsewhere they are text.
+  CHECK(encode_passkey_prompt(*bytes, "7<query>3") == std::vector<int64_t>{'7', 267, 259});
+  CHECK(encode_passkey_prompt(*bytes, "<key><key>") == std::vector<int64_t>{266, 266});
+  CHECK(contains(error_of([&] { encode_passkey_prompt(*bytes, ""); }), "found an empty prompt"));
+  CHECK(std::string(data::passkey_marker_text(10)) == "<key>");
+  CHECK(std::string(data::passkey_marker_text(11)) == "<query>");
+  CHECK(contains(error_of([] { data::passkey_marker_text(3); }), "not a marker"));
 }
