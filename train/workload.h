@@ -87,7 +87,7 @@ data::TaskOptions workload_task_options(const RunConfig& config);
 /// The workload `config.task.kind` calls for.
 std::unique_ptr<Workload> make_workload(const RunConfig& config);
 
-/// The language-model workload over a 1-D token task (markov, lag, kjv).
+/// The language-model workload over a 1-D token task (markov, lag, kjv, text).
 std::unique_ptr<Workload> make_lm_workload(const RunConfig& config);
 /// The retrieval workload over passkey samples (data::TaskInfo::retrieval: passkey): a LanguageModel trained on the
 /// answer's loss, evaluated by exact-match accuracy per length and depth (LengthResult::accuracy).

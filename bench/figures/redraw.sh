@@ -40,6 +40,8 @@ figures=(
   "extrapolation_passkey accuracy accuracy"
   "extrapolation_passkey mean_attention_distance attention_distance"
   "extrapolation_passkey attention_entropy attention_entropy"
+  "extrapolation_passkey_text accuracy accuracy"
+  "extrapolation_passkey_text mean_attention_distance attention_distance"
 )
 if [ "$copy" = 1 ]; then  # each sweep once, however many figures it has
   for sweep in $(printf '%s\n' "${figures[@]}" | cut -d' ' -f1 | sort -u); do
