@@ -90,7 +90,9 @@ bool reads(const std::string& key, const Combo& c) {
       "model.d_model", "model.heads", "model.layers", "model.d_ff", "model.dropout", "model.attn_scale",
       "model.init_std", "model.gelu", "model.embedding", "run.seed", "run.batch", "run.length"};
   if (every.count(key)) return true;
-  if (key == "run.eval_tokens") return c.task != "passkey";  // passkey scores task.passkey_samples per depth
+  const rpb::data::TaskInfo& task = rpb::data::task_info(c.task);
+  const bool markov_filler = task.retrieval && !task.reads_text;  // passkey: a Markov chain's streams
+  if (key == "run.eval_tokens") return !task.retrieval;  // passkey scores task.passkey_samples per depth
   // Logits read the token embedding under the gpt2 recipe (nn/transformer.h); a grid model has its own head.
   if (key == "model.tie_head") return !grid && !scaled;
   if (key == "model.share_position") return !grid && c.info->per_layer && c.info->learned(po);
@@ -107,17 +109,18 @@ bool reads(const std::string& key, const Combo& c) {
     return s == "t5" || s == "shaw" || s == "clipped2d" || s == "learned2d" || s == "fire" || (s == "learned" && !scaled);
   if (key == "grid.window" || key == "grid.shift") return window;
   if (key == "grid.cpb_hidden") return s == "swin_v2";
-  if (key == "task.vocab" || key == "task.seed") return c.task != "kjv" && c.task != "text";  // text: bytes here
-  if (key == "task.order" || key == "task.concentration") return c.task == "markov" || c.task == "passkey";
+  if (key == "task.vocab") return !task.reads_text;  // text and passkey_text: bytes here
+  if (key == "task.seed") return !task.reads_text || task.retrieval;  // passkey_text: its held-out samples' draws
+  if (key == "task.order" || key == "task.concentration") return c.task == "markov" || markov_filler;
   if (key == "task.lag") return c.task == "lag";
   if (key == "task.noise") return c.task == "lag" || c.task == "grid2d";
   if (key == "task.train_tokens" || key == "task.eval_tokens")  // passkey: its filler's streams
-    return c.task == "markov" || c.task == "lag" || c.task == "passkey";
-  if (key == "task.passkey_digits" || key == "task.passkey_samples") return c.task == "passkey";
+    return task.held_out == rpb::data::HeldOut::eval_tokens || markov_filler;
+  if (key == "task.passkey_digits" || key == "task.passkey_samples") return task.retrieval;
   if (key == "task.kjv_path") return c.task == "kjv";
   if (key == "task.path" || key == "task.documents" || key == "task.valid_fraction" || key == "task.test_fraction" ||
       key == "task.tokenizer")
-    return c.task == "text";
+    return task.stores_tokenizer;
   // SentencePiece's own keys: the base text config tokenizes bytes (tests/test_text_task.cpp trains SentencePiece)
   if (key == "task.sentencepiece_model" || key == "task.sentencepiece_sentences") return false;
   FAIL("config key " << key << " is accepted but not classified: say in tests/test_keys_honoured.cpp which schemes "
@@ -216,8 +219,9 @@ std::string base_text(const std::string& task, const std::string& scheme, const 
   text += "[model]\nd_model = 8\nheads = 2\nlayers = 2\nd_ff = 16\n[position]\nscheme = \"" + scheme + "\"\n";
   text += "[task]\nkind = \"" + task + "\"\nvocab = 5\ntrain_tokens = 1024\neval_tokens = 1024\n";
   if (task == "kjv") text += "kjv_path = \"" + kjv_path + "\"\n";
-  if (task == "text") text += "path = \"" + kjv_path + ".d\"\nvalid_fraction = 0.2\ntest_fraction = 0.2\n";
-  if (task == "passkey") text += "passkey_digits = 2\npasskey_samples = 2\n";
+  const rpb::data::TaskInfo& row = rpb::data::task_info(task);
+  if (row.stores_tokenizer) text += "path = \"" + kjv_path + ".d\"\nvalid_fraction = 0.2\ntest_fraction = 0.2\n";
+  if (row.retrieval) text += "passkey_digits = 2\npasskey_samples = 2\n";
   text += "[grid]\nwindow = 2\nmax_side = 8\ncpb_hidden = 16\n";
   return text;
 }
@@ -244,7 +248,7 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
         if (trainer_keys().count(key) || same_numbers_keys().count(key)) continue;
         if (const auto e = evaluation_keys().find(key); e != evaluation_keys().end()) {
           const bool applies = key == "position.untrained"   ? c.info->row_table
-                               : key == "run.eval_stride"    ? task != "grid2d" && task != "passkey"
+                               : key == "run.eval_stride"    ? task != "grid2d" && !rpb::data::task_info(task).retrieval
                                : key == "position.blockwise" ? scheme == "xpos"
                                : key == "grid.eval_window"   ? c.info->kind == rpb::nn::PositionKind::window
                                                              : scheme == "rope";
