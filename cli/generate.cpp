@@ -50,7 +50,7 @@ std::vector<int64_t> encode_passkey_prompt(const data::Tokenizer& tokenizer, con
   while (i < prompt.size()) {
     std::size_t next = std::string::npos;
     int64_t marker = 0;
-    for (const int64_t m : {int64_t{10}, int64_t{11}})
+    for (const int64_t m : {data::kPasskeyKeyMarker, data::kPasskeyQueryMarker})
       if (const std::size_t at = prompt.find(data::passkey_marker_text(m), i); at < next) next = at, marker = m;
     const std::string text = prompt.substr(i, next == std::string::npos ? std::string::npos : next - i);
     for (const int32_t id : tokenizer.encode(text)) ids.push_back(id);
@@ -100,7 +100,8 @@ struct Printer {
     } else if (tokenizer && passkey >= 0 && id >= passkey) {
       finish();
       const int64_t extra = id - passkey;
-      std::cout << (extra < 10 ? std::string(1, static_cast<char>('0' + extra)) : data::passkey_marker_text(extra));
+      std::cout << (extra < data::kPasskeyKeyMarker ? std::string(1, static_cast<char>('0' + extra))
+                                                    : data::passkey_marker_text(extra));
     } else if (tokenizer) {
       pending += tokenizer->token_bytes(static_cast<int32_t>(id));
       const std::size_t n = data::printable_prefix(pending);
@@ -199,7 +200,8 @@ std::string prompt_help() {
     if (t.dims == 1 && t.reads_text && t.retrieval) retrieval.emplace_back(t.name);
   }
   const std::string markers = retrieval.empty() ? "" : " (" + join(retrieval, ", ") + ": " +
-      data::passkey_marker_text(10) + " and " + data::passkey_marker_text(11) + " followed by digits write the key "
+      data::passkey_marker_text(data::kPasskeyKeyMarker) + " and " +
+      data::passkey_marker_text(data::kPasskeyQueryMarker) + " followed by digits write the key "
       "and the question)";
   return join(text, ", ") + ": text" + markers + "; " + join(tokens, ", ") +
          ": token ids separated by spaces or commas";

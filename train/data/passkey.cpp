@@ -54,8 +54,9 @@ std::string PasskeyTask::describe() const {
 }
 
 const char* passkey_marker_text(int64_t i) {
-  RPB_CHECK(i == 10 || i == 11, "passkey", "id ", i, " past the filler is not a marker (10: key, 11: query)");
-  return i == 10 ? "<key>" : "<query>";
+  RPB_CHECK(i == kPasskeyKeyMarker || i == kPasskeyQueryMarker, "passkey", "id ", i, " past the filler is not a "
+            "marker (", kPasskeyKeyMarker, ": key, ", kPasskeyQueryMarker, ": query)");
+  return i == kPasskeyKeyMarker ? "<key>" : "<query>";
 }
 
 std::string PasskeyTask::decode(const std::vector<int32_t>& tokens) const {
@@ -69,8 +70,9 @@ std::string PasskeyTask::decode(const std::vector<int32_t>& tokens) const {
       while (j < tokens.size() && extra(j) < 0) ++j;
       piece = filler_->decode(std::vector<int32_t>(tokens.begin() + static_cast<std::ptrdiff_t>(i),
                                                    tokens.begin() + static_cast<std::ptrdiff_t>(j)));
-    } else if (extra(i) < 10) {
-      for (; j < tokens.size() && extra(j) >= 0 && extra(j) < 10; ++j) piece += static_cast<char>('0' + extra(j));
+    } else if (extra(i) < kPasskeyKeyMarker) {
+      for (; j < tokens.size() && extra(j) >= 0 && extra(j) < kPasskeyKeyMarker; ++j)
+        piece += static_cast<char>('0' + extra(j));
     } else {
       piece = passkey_marker_text(extra(j++));
     }

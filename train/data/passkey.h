@@ -17,7 +17,10 @@ namespace rpb::data {
 /// The depth bins of the key in held-out samples: tenths of the context.
 inline constexpr int64_t kPasskeyDepthBins = 10;
 
-/// The ids a passkey task adds after its filler's task.vocab: the digits 0..9, the key marker and the query marker.
+/// The ids a passkey task adds after its filler's, as offsets past the filler's vocabulary: the digits 0..9 (offset d),
+/// the key marker and the query marker.
+inline constexpr int64_t kPasskeyKeyMarker = 10;
+inline constexpr int64_t kPasskeyQueryMarker = 11;
 inline constexpr int64_t kPasskeyExtraTokens = 12;
 
 /// The shortest sample length (run.length) a passkey task of `digits` digits takes: every depth bin (tenths of the
@@ -76,8 +79,8 @@ class PasskeyTask final : public Task {
   const TokenStream& filler_stream(Split split) const;
   int64_t samples_per_depth() const { return samples_; }
   int32_t digit_token(int64_t d) const { return static_cast<int32_t>(filler_vocab_ + d); }
-  int32_t key_marker() const { return static_cast<int32_t>(filler_vocab_ + 10); }
-  int32_t query_marker() const { return static_cast<int32_t>(filler_vocab_ + 11); }
+  int32_t key_marker() const { return static_cast<int32_t>(filler_vocab_ + kPasskeyKeyMarker); }
+  int32_t query_marker() const { return static_cast<int32_t>(filler_vocab_ + kPasskeyQueryMarker); }
 
   /// Checks that the filler of `split` holds a sample of `length` (its filler() tokens), before any is drawn: an
   /// rpb::Error names the split, its tokens, the length and `what` asks for it ("the longest evaluation length 16 x
@@ -104,8 +107,9 @@ class PasskeyTask final : public Task {
   uint64_t seed_ = 0;
 };
 
-/// The text of passkey id `filler_vocab + i` for i in [10, kPasskeyExtraTokens): "<key>" and "<query>" (the digits
-/// are their own characters). A passkey_text prompt (`rpb generate`) writes the markers so, followed by the digits.
+/// The text of passkey id `filler_vocab + i` for i in {kPasskeyKeyMarker, kPasskeyQueryMarker}: "<key>" and
+/// "<query>" (the digits are their own characters). A passkey_text prompt (`rpb generate`) writes the markers so,
+/// followed by the digits.
 const char* passkey_marker_text(int64_t i);
 
 /// What a model's logits on passkey samples score: greedy decoding's exact matches and the answer's NLL.
