@@ -5,11 +5,11 @@
 #include <spdlog/logger.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <thread>
+
+#include "train/io/status_line.h"
 
 namespace rpb {
 
@@ -42,23 +42,17 @@ class EvalProgress {
 
  private:
   using Clock = std::chrono::steady_clock;
-  /// Draws the terminal line and logs one when they are due; called with mutex_ held.
-  void report(Clock::time_point now);
-  std::string line(Clock::time_point now) const;
-  void tick();
+  /// The line to show now ("" before the first size begins).
+  std::string line();
 
-  spdlog::logger& log_;
   const std::string prefix_;
   const int64_t sizes_;
-  const bool grid_, tty_;
-  const Clock::duration log_every_;
-  std::mutex mutex_;  // guards what follows, which the evaluating thread and the ticker share
-  bool begun_ = false, stop_ = false, attention_ = false;
+  const bool grid_;
+  std::mutex mutex_;  // guards what follows, which the evaluating thread and the status line's thread share
+  bool begun_ = false, attention_ = false;
   int64_t index_ = 0, size_ = 0, units_ = 0, done_ = 0;
-  Clock::time_point t0_ = Clock::now(), size_start_ = t0_, last_log_ = t0_, last_draw_ = t0_;
-  std::string drawn_;  // the terminal line drawn last ("": none)
-  std::condition_variable wake_;
-  std::thread ticker_;  // last: started once every member above is set
+  Clock::time_point t0_ = Clock::now(), size_start_ = t0_;
+  StatusLine status_;  // last: its thread reads every member above
 };
 
 }  // namespace rpb

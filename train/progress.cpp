@@ -8,12 +8,6 @@
 
 namespace rpb {
 
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0 || seconds > 1e12) return "?";
-  const auto s = static_cast<int64_t>(std::llround(seconds));
-  return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
-}
-
 Progress::Progress(spdlog::logger& log, int64_t start, int64_t steps, double elapsed_before, ProgressContext context)
     : log_(log),
       start_(start),

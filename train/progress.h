@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "train/checkpoint/metrics_row.h"
+#include "train/io/status_line.h"  // progress_level, format_duration
 
 namespace rpb {
 
@@ -26,12 +27,6 @@ struct ProgressContext {
   double eval_log_every_s = 10;  // seconds between Run::evaluate's log lines (train/eval_progress.h); 0: every batch
 };
 
-/// The level of the progress lines a terminal line stands for (`tty`: stderr is a terminal): debug (train.log only)
-/// on a terminal, else info. Training's (Progress) and an evaluation's (train/eval_progress.h) alike.
-inline spdlog::level::level_enum progress_level(bool tty) { return tty ? spdlog::level::debug : spdlog::level::info; }
-
-/// Seconds as h:mm:ss ("0:04:05", "27:00:00"); "?" when not finite or negative.
-std::string format_duration(double seconds);
 
 /// The progress of one Run::train from step `start` to `steps`: tokens/s over each logging window, the run's
 /// elapsed time (`elapsed_before`: its earlier sessions', from the metrics it resumed with) and its ETA, a

@@ -69,6 +69,9 @@ struct TaskOptions {
   /// or a sweep's <out_dir>/<name>/.token_cache for all its runs (run_config); "": none (the ids in memory). Not a
   /// config key.
   std::string token_cache;
+  /// text: the seconds between the log lines of a pass over the corpus that lasts (train/data/corpus.h). Not a config
+  /// key.
+  double progress_every_s = 10;
   /// markov, lag: the train and valid streams are built for DataUse::train only (the test stream always is). Not a
   /// config key: `rpb eval` reads only the test split (DataUse::evaluate), so a large task.train_tokens costs it
   /// nothing; a stream not built is empty, and describe() still names its configured size. kjv builds every split

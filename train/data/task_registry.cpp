@@ -12,6 +12,7 @@
 #include "core/text.h"
 #include "train/data/passkey.h"
 #include "train/data/text.h"
+#include "train/data/token_stream.h"
 #include "train/data/tokenizer_detail.h"
 
 namespace rpb::data {
@@ -54,23 +55,6 @@ DataMemory kjv_memory(const TaskOptions&, DataUse) {
 // themselves are sized with the evaluation's segments.
 DataMemory grid2d_memory(const TaskOptions& t, DataUse) { return {mul(mul(t.vocab + 1, t.vocab + 1), 8)}; }
 
-// The text task's anonymous memory (train/data/text.h): one file at a time, held while its documents are read and
-// encoded (three copies at most: the file, a document, its ids); to train, SentencePiece's sample of lines (at most
-// task.sentencepiece_sentences of at most kMaxSentenceBytes, and never more than the corpus) times what its trainer
-// holds per sampled byte (about 18 measured for unigram on a 96 MB corpus; 32 allowed), the ids themselves being
-// mapped from the token cache; to evaluate, the test split's ids in memory (int32, at most one per byte of the
-// corpus's test fraction); a generation reads no text.
-DataMemory text_memory(const TaskOptions& t, DataUse use) {
-  if (use == DataUse::generate) return {};
-  const CorpusSize size = corpus_size(t.path);
-  int64_t bytes = add(mul(size.largest_file, 3), int64_t{16} << 20);
-  if (use == DataUse::train && t.tokenizer == "sentencepiece")
-    bytes = add(bytes, mul(std::min(size.bytes, mul(t.sentencepiece_sentences, kMaxSentenceBytes)), 32));
-  // The test split's ids in memory to evaluate (and no more than that to train: the ids are mapped).
-  bytes = add(bytes, mul(static_cast<int64_t>(static_cast<double>(size.bytes) * t.test_fraction) + 1, 4));
-  return {bytes, "task.path"};
-}
-
 int64_t kjv_vocab_bound(const TaskOptions&) { return 256; }
 int64_t passkey_vocab_bound(const TaskOptions& t) { return t.vocab + kPasskeyExtraTokens; }
 int64_t text_vocab_bound(const TaskOptions& t) {
@@ -78,6 +62,29 @@ int64_t text_vocab_bound(const TaskOptions& t) {
   return t.tokenizer == "bytes" ? 256 : kMaxCharsVocab;
 }
 int64_t passkey_text_vocab_bound(const TaskOptions& t) { return text_vocab_bound(t) + kPasskeyExtraTokens; }
+
+// The text task's anonymous memory (train/data/text.h): one file at a time, held with its documents while they are
+// read (two copies), and a record of each file (corpus.h); the encoder's working memory for one piece
+// (kEncodeMaxPieceBytes: SentencePiece's lattice, kSentencePieceEncodeBytesPerByte for each byte, and the piece's
+// ids); to train, SentencePiece's sample of lines (at most task.sentencepiece_sentences of at most
+// kMaxSentenceBytes, and never more than the corpus) times what its trainer holds per sampled byte (about 18
+// measured for unigram on a 96 MB corpus; 32 allowed), and every split's ids, read from the token cache into memory
+// (token_width bytes an id, at most one id per byte of the corpus); to evaluate, the test split's ids (at most one
+// per byte of the corpus's test fraction, twice over: its vector grows as the text is encoded); a generation reads
+// no text.
+DataMemory text_memory(const TaskOptions& t, DataUse use) {
+  if (use == DataUse::generate) return {};
+  const CorpusSize size = corpus_size(t.path);
+  int64_t bytes = add(mul(size.largest_file, 2), int64_t{16} << 20);
+  bytes = add(bytes, mul(size.files, 512));
+  const auto piece = static_cast<int64_t>(kEncodeMaxPieceBytes);
+  bytes = add(bytes, mul(piece, t.tokenizer == "sentencepiece" ? kSentencePieceEncodeBytesPerByte + 4 : 4));
+  if (use == DataUse::train && t.tokenizer == "sentencepiece")
+    bytes = add(bytes, mul(std::min(size.bytes, mul(t.sentencepiece_sentences, kMaxSentenceBytes)), 32));
+  const int64_t width = token_width(text_vocab_bound(t));
+  const int64_t test = mul(static_cast<int64_t>(static_cast<double>(size.bytes) * t.test_fraction) + 1, 2 * width);
+  return {add(bytes, use == DataUse::train ? std::max(mul(size.bytes, width), test) : test), "task.path"};
+}
 
 std::unique_ptr<Task> make_markov(const TaskOptions& o) { return std::make_unique<MarkovTask>(o); }
 std::unique_ptr<Task> make_lag(const TaskOptions& o) { return std::make_unique<LagTask>(o); }

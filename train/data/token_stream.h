@@ -1,4 +1,4 @@
-// rpb/train/data/token_stream.h: a read-only stream of token ids, held in memory or memory-mapped from a token file.
+// rpb/train/data/token_stream.h: a read-only stream of token ids held in memory, 16 or 32 bits an id.
 #pragma once
 
 #include <cstdint>
@@ -8,19 +8,18 @@
 
 namespace rpb::data {
 
-/// The ids of a task's split: int32 in memory (the generated tasks, kjv, a text task evaluated), or a token file
-/// mapped read-only (a text task's cached splits, train/data/token_cache.h): 16-bit ids when the vocabulary fits,
-/// else 32-bit, little-endian. Copies share the data. A mapped stream's pages are the file's (the kernel may drop
-/// and reread them), not anonymous memory.
+/// The bytes an id takes in a token file or a stream of `vocab` ids: 2 when the vocabulary fits 16 bits, else 4.
+inline int token_width(int64_t vocab) { return vocab <= 65536 ? 2 : 4; }
+
+/// The ids of a task's split, held in memory: int32 (the generated tasks, kjv), or uint16 when the vocabulary fits
+/// (a text task's splits: TokenStreamBuilder, and the verified ids of its token cache, train/data/token_cache.h).
+/// Copies share the data.
 class TokenStream {
  public:
   TokenStream() = default;
-  /// In memory (implicit: a task fills its streams with vectors).
-  TokenStream(std::vector<int32_t> ids);  // NOLINT(google-explicit-constructor)
-  /// Maps the `width`-byte (2 or 4) little-endian ids of file `path` (opened without following a link; a regular file
-  /// whose size is a multiple of `width`), and checks every id lies in [0, vocab): rpb::Error names the file and the
-  /// first id out of range.
-  static TokenStream map_file(const std::string& path, int width, int64_t vocab);
+  /// Implicit: a task fills its streams with vectors.
+  TokenStream(std::vector<int32_t> ids);   // NOLINT(google-explicit-constructor)
+  TokenStream(std::vector<uint16_t> ids);  // NOLINT(google-explicit-constructor)
 
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -29,18 +28,31 @@ class TokenStream {
   void copy_to(int64_t begin, int64_t end, int64_t* out) const;
   /// Ids [begin, end) (end -1: to the end).
   std::vector<int32_t> to_vector(int64_t begin = 0, int64_t end = -1) const;
-  /// True when mapped from a file.
-  bool mapped() const { return mapped_; }
+  /// The bytes its ids take (2 or 4 an id).
+  int64_t bytes() const { return size_ * (u16_ ? 2 : 4); }
   /// The same ids, however held.
   friend bool operator==(const TokenStream& a, const TokenStream& b);
   friend bool operator==(const TokenStream& a, const std::vector<int32_t>& b) { return a == TokenStream(b); }
 
  private:
-  std::shared_ptr<const void> owner_;  // the vector or the mapping
+  std::shared_ptr<const void> owner_;  // the vector
   const int32_t* i32_ = nullptr;
   const uint16_t* u16_ = nullptr;
   int64_t size_ = 0;
-  bool mapped_ = false;
+};
+
+/// Ids appended a piece at a time, held as token_width(vocab) says (so a text task's streams take 2 bytes an id).
+class TokenStreamBuilder {
+ public:
+  explicit TokenStreamBuilder(int64_t vocab) : wide_(token_width(vocab) == 4) {}
+  void append(const std::vector<int32_t>& ids);
+  /// The stream of every id appended; the builder is left empty.
+  TokenStream finish();
+
+ private:
+  bool wide_;
+  std::vector<int32_t> i32_;
+  std::vector<uint16_t> u16_;
 };
 
 }  // namespace rpb::data

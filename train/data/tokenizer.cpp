@@ -26,6 +26,37 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
   return out;
 }
 
+void Tokenizer::encode_pieces(std::string_view text,
+                              const std::function<void(const std::vector<int32_t>&)>& sink) const {
+  std::vector<int32_t> ids;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = encode_piece_end(text, at);
+    ids.clear();
+    encode(text.substr(at, end - at), ids);
+    sink(ids);
+    at = end;
+  }
+}
+
+std::size_t encode_piece_end(std::string_view text, std::size_t at) {
+  const std::size_t rest = text.size() - at;
+  const std::string_view line = text.substr(at, std::min(rest, kEncodeLineBytes));
+  if (const std::size_t nl = line.find('\n'); nl != std::string_view::npos) return at + nl + 1;
+  if (rest <= kEncodeLineBytes) return text.size();
+  // A long line: before its last space within kEncodeLineBytes (one at `at` itself would make an empty piece).
+  if (const std::size_t space = text.substr(at, kEncodeLineBytes + 1).rfind(' '); space != std::string_view::npos &&
+                                                                                 space > 0)
+    return at + space;
+  // Else the first space or line end further on, within kEncodeMaxPieceBytes.
+  const std::string_view run = text.substr(at, std::min(rest, kEncodeMaxPieceBytes));
+  if (const std::size_t stop = run.find_first_of(" \n", kEncodeLineBytes); stop != std::string_view::npos)
+    return at + stop + (run[stop] == '\n' ? 1 : 0);
+  if (rest <= kEncodeMaxPieceBytes) return text.size();
+  std::size_t end = at + kEncodeMaxPieceBytes;  // a run with no space or line end: at a character boundary
+  while (end > at + 1 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return end;
+}
+
 std::string character_name(std::string_view text, std::size_t at) {
   const std::size_t n = utf8_length(text, at);
   if (n == 0) {

@@ -53,7 +53,24 @@ class Tokenizer {
     encode(text, ids);
     return ids;
   }
+  /// The ids of `text` a piece at a time (encode_piece_end), each piece's to `sink`, so that no more than one
+  /// piece's ids are held; their concatenation is encode(text).
+  void encode_pieces(std::string_view text, const std::function<void(const std::vector<int32_t>&)>& sink) const;
 };
+
+/// The pieces rpb encodes a text in, so that the encoder's memory is bounded whatever the text: a line of at most
+/// kEncodeLineBytes bytes (with its '\n') is one piece; a longer line is cut before its last space within that many
+/// bytes, else before (or after the '\n' of) the first space or line end within kEncodeMaxPieceBytes, else at the last
+/// character boundary within kEncodeMaxPieceBytes. Where a piece ends depends only on the text from where it starts,
+/// so the pieces of a text are the same however it is handed over (whole, or a piece at a time). A SentencePiece
+/// piece never spans a line end or begins its word after a space (its words begin at a space), so these cuts change
+/// no id, but for a run of kEncodeMaxPieceBytes bytes without a space or line end (a character boundary there may
+/// fall inside a piece).
+inline constexpr std::size_t kEncodeLineBytes = 1024;
+inline constexpr std::size_t kEncodeMaxPieceBytes = std::size_t{64} << 10;
+
+/// Where the piece of `text` that starts at byte `at` (< text.size()) ends, as kEncodeLineBytes says.
+std::size_t encode_piece_end(std::string_view text, std::size_t at);
 
 /// What a tokenizer is trained with (from [task]).
 struct TokenizerOptions {

@@ -18,6 +18,10 @@ inline constexpr int64_t kMaxCharsVocab = int64_t{1} << 16;
 /// the sample holds at most task.sentencepiece_sentences x this many bytes (the memory estimate's bound).
 inline constexpr int64_t kMaxSentenceBytes = 512;
 
+/// What SentencePiece's encoder holds for each byte of a piece it encodes (its lattice and nodes): about 120
+/// measured (tests/test_memory_text.cpp); the memory estimate allows this many.
+inline constexpr int64_t kSentencePieceEncodeBytesPerByte = 256;
+
 /// The bytes of the UTF-8 character at text[at]: 1 for ASCII, 2 to 4 for a valid sequence, 0 for invalid UTF-8.
 std::size_t utf8_length(std::string_view text, std::size_t at);
 

@@ -67,25 +67,19 @@ class SentencePieceTokenizer final : public Tokenizer {
 
   int64_t vocab() const override { return static_cast<int64_t>(bytes_.size()); }
 
+  // A piece at a time (encode_piece_end): SentencePiece holds a lattice of the whole text it is handed, about a
+  // hundred bytes for each of its bytes, and sums the path's score in single precision from the text's start, so a
+  // long text costs gigabytes and its segmentation drifts from the best one. Each piece starts from a score of 0.
   void encode(std::string_view text, std::vector<int32_t>& out) const override {
     std::vector<int> ids;
-    const auto status = processor_.Encode(text, &ids);
-    RPB_CHECK(status.ok(), "sentencepiece tokenizer", "cannot encode the text: ", status.ToString());
-    // Decoding must give the text back (bits per byte count its bytes): checked, so that a text SentencePiece would
-    // change (a U+2581 of its own, which reads back as a space) is refused rather than scored as another text.
-    std::size_t at = 0;
-    for (const int id : ids) {
-      const std::string& b = bytes_[static_cast<std::size_t>(id)];
-      if (text.compare(at, b.size(), b) != 0 || (b.empty() && !processor_.IsControl(id))) {
-        RPB_FAIL("sentencepiece tokenizer", "the pieces do not spell the text from byte ", at, " (", character_name(text, std::min(at, text.size() - 1)),
-                 "): piece ", id, " \"", printable(processor_.IdToPiece(id)),
-                 "\"; SentencePiece cannot encode this text exactly (a U+2581 in the text reads back as a space)");
-      }
-      at += b.size();
-      out.push_back(id);
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t end = encode_piece_end(text, at);
+      const auto status = processor_.Encode(text.substr(at, end - at), &ids);
+      RPB_CHECK(status.ok(), "sentencepiece tokenizer", "cannot encode the text at byte ", at, ": ",
+                status.ToString());
+      spell(text, at, end, ids, out);
+      at = end;
     }
-    RPB_CHECK(at == text.size(), "sentencepiece tokenizer", "the pieces spell ", at, " of the text's ", text.size(),
-              " bytes");
   }
 
   const std::string& token_bytes(int32_t id) const override {
@@ -101,6 +95,25 @@ class SentencePieceTokenizer final : public Tokenizer {
   }
 
  private:
+  // Appends `ids`, the pieces of text[at, end), to `out`. Decoding must give the text back (bits per byte count its
+  // bytes): checked, so that a text SentencePiece would change (a U+2581 of its own, which reads back as a space) is
+  // refused rather than scored as another text.
+  void spell(std::string_view text, std::size_t at, std::size_t end, const std::vector<int>& ids,
+             std::vector<int32_t>& out) const {
+    for (const int id : ids) {
+      const std::string& b = bytes_[static_cast<std::size_t>(id)];
+      if (text.compare(at, b.size(), b) != 0 || at + b.size() > end || (b.empty() && !processor_.IsControl(id))) {
+        RPB_FAIL("sentencepiece tokenizer", "the pieces do not spell the text from byte ", at, " (",
+                 character_name(text, std::min(at, text.size() - 1)), "): piece ", id, " \"",
+                 printable(processor_.IdToPiece(id)), "\"; SentencePiece cannot encode this text exactly (a U+2581 "
+                 "in the text reads back as a space)");
+      }
+      at += b.size();
+      out.push_back(id);
+    }
+    RPB_CHECK(at == end, "sentencepiece tokenizer", "the pieces end at byte ", at, " of the text, not at ", end);
+  }
+
   sentencepiece::SentencePieceProcessor processor_;
   std::string model_;               // the serialized ModelProto
   std::vector<std::string> bytes_;  // token_bytes of every id

@@ -1,5 +1,6 @@
 #include "train/io/sha256.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdint>
@@ -24,68 +25,58 @@ constexpr std::array<uint32_t, 64> kRound = {
 
 uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-// The running state of one digest: feed bytes, then finish once.
-class Sha256 {
- public:
-  void update(const unsigned char* p, std::size_t n) {
-    total_ += n;
-    while (n > 0) {
-      const std::size_t take = std::min(n, block_.size() - used_);
-      std::memcpy(block_.data() + used_, p, take);
-      used_ += take, p += take, n -= take;
-      if (used_ == block_.size()) compress(), used_ = 0;
-    }
-  }
-
-  std::string finish() {
-    const uint64_t bits = total_ * 8;
-    const unsigned char one = 0x80, zero = 0;
-    update(&one, 1);
-    while (used_ != 56) update(&zero, 1);
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
-    update(len, 8);
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (uint32_t w : h_)
-      for (int s = 28; s >= 0; s -= 4) out += hex[(w >> s) & 0xf];
-    return out;
-  }
-
- private:
-  void compress() {
-    uint32_t w[64];
-    for (int i = 0; i < 16; ++i)
-      w[i] = uint32_t{block_[4 * i]} << 24 | uint32_t{block_[4 * i + 1]} << 16 | uint32_t{block_[4 * i + 2]} << 8 |
-             uint32_t{block_[4 * i + 3]};
-    for (int i = 16; i < 64; ++i) {
-      const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-    for (int i = 0; i < 64; ++i) {
-      const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[i] + w[i];
-      const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
-    }
-    const uint32_t add[8] = {a, b, c, d, e, f, g, h};
-    for (int i = 0; i < 8; ++i) h_[i] += add[i];
-  }
-
-  std::array<uint32_t, 8> h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  std::array<unsigned char, 64> block_{};
-  std::size_t used_ = 0;
-  uint64_t total_ = 0;
-};
-
 }  // namespace
+
+void Sha256::update(const void* data, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  total_ += n;
+  while (n > 0) {
+    const std::size_t take = std::min(n, block_.size() - used_);
+    std::memcpy(block_.data() + used_, p, take);
+    used_ += take, p += take, n -= take;
+    if (used_ == block_.size()) compress(), used_ = 0;
+  }
+}
+
+std::string Sha256::hex() {
+  const uint64_t bits = total_ * 8;
+  const unsigned char one = 0x80, zero = 0;
+  update(&one, 1);
+  while (used_ != 56) update(&zero, 1);
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
+  update(len, 8);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (uint32_t w : h_)
+    for (int s = 28; s >= 0; s -= 4) out += hex[(w >> s) & 0xf];
+  return out;
+}
+
+void Sha256::compress() {
+  uint32_t w[64];
+  for (int i = 0; i < 16; ++i)
+    w[i] = uint32_t{block_[4 * i]} << 24 | uint32_t{block_[4 * i + 1]} << 16 | uint32_t{block_[4 * i + 2]} << 8 |
+           uint32_t{block_[4 * i + 3]};
+  for (int i = 16; i < 64; ++i) {
+    const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+  for (int i = 0; i < 64; ++i) {
+    const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[i] + w[i];
+    const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+  }
+  const uint32_t add[8] = {a, b, c, d, e, f, g, h};
+  for (int i = 0; i < 8; ++i) h_[i] += add[i];
+}
 
 std::string sha256_hex(std::string_view bytes) {
   Sha256 s;
-  s.update(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-  return s.finish();
+  s.update(bytes);
+  return s.hex();
 }
 
 std::string sha256_file(const std::string& path) {
@@ -95,10 +86,10 @@ std::string sha256_file(const std::string& path) {
   std::array<char, 1 << 16> buf;
   while (in) {
     in.read(buf.data(), buf.size());
-    s.update(reinterpret_cast<const unsigned char*>(buf.data()), static_cast<std::size_t>(in.gcount()));
+    s.update(buf.data(), static_cast<std::size_t>(in.gcount()));
   }
   RPB_CHECK(in.eof(), "sha256", "cannot read ", path);
-  return s.finish();
+  return s.hex();
 }
 
 bool is_sha256_hex(std::string_view text) {
