@@ -5,7 +5,7 @@
 #   bench/text_memory.sh [build/rpb]              # 96 MB in 100 files, and one document of 100 MB
 #   RPB_BENCH_GB=1 bench/text_memory.sh           # also 1 GB in 1,000 files
 # Prints a Markdown table: corpus, the first run's seconds and peak resident memory (VmHWM, GNU time's %M), the later
-# run's, and the estimate the run logged ("memory: about ... estimated"). The corpora go to $RPB_BENCH_DIR (default a
+# run's, the estimate the run logged ("memory: about ... estimated") and the token cache's size on disk. The corpora go to $RPB_BENCH_DIR (default a
 # temporary folder, removed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,13 +14,16 @@ work=${RPB_BENCH_DIR:-$(mktemp -d)}
 [ -n "${RPB_BENCH_DIR:-}" ] || trap 'rm -rf "$work"' EXIT
 mkdir -p "$work"
 
-# Paragraphs of 1 to 12 lines of 4 to 16 words drawn (seeded) from the licence texts' words.
+# Paragraphs of 1 to 12 lines of 4 to 16 words, each word drawn (seeded) from 20,000 words of two to four syllables
+# (a vocabulary rich enough for SentencePiece's 4,000 pieces).
 generate() {  # <folder> <files> <bytes per file> <one line per document: 0|1>
   /usr/bin/python3 - "$@" <<'PY'
-import os, random, re, sys
+import os, random, sys
 folder, files, per_file, single = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
-words = sorted(set(re.findall(r"[A-Za-z][A-Za-z'-]*", open("/usr/share/common-licenses/GPL-3").read())))
 rng = random.Random(7)
+syllables = [a + b for a in ["", "b", "c", "d", "f", "g", "h", "l", "m", "n", "p", "r", "s", "t", "v", "w", "st", "th"]
+             for b in ["a", "e", "i", "o", "u", "ai", "ea", "ou"]]
+words = ["".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(20000)]
 os.makedirs(folder, exist_ok=True)
 for f in range(files):
     out, size = [], 0
@@ -34,12 +37,13 @@ for f in range(files):
 PY
 }
 
-run() {  # <label> <corpus> <documents>; prints a table row
+run() {  # <label> <corpus> <documents> [--set ...]; prints a table row
   local label=$1 corpus=$2 documents=$3 out=$work/runs/$1
+  shift 3
   rm -rf "$out"
   local sets=(--set run.out_dir="\"$out\"" --set run.steps=20 --set run.checkpoint_every=0 --set run.eval_every=0
               --set run.eval_multipliers=[1] --set run.eval_tokens=512 --set task.path="\"$corpus\""
-              --set task.documents="\"$documents\"" --set task.vocab=4000)
+              --set task.documents="\"$documents\"" --set task.vocab=4000 --set optim.warmup_steps=1 "$@")
   local row="| $label |"
   for pass in first later; do
     [ "$pass" = later ] && sets+=(--set run.name='"later"')
@@ -49,17 +53,21 @@ run() {  # <label> <corpus> <documents>; prints a table row
     row+=" $secs s, $((kib / 1024)) MiB |"
   done
   estimate=$(sed -n 's/.*memory: about \([0-9.]* [KMGT]*i*B\).*/\1/p' "$work/log" | head -n 1)
-  echo "$row $estimate |"
+  echo "$row $estimate | $(du -sm "$out/.token_cache" | cut -f1) MB |"
 }
 
-echo "| corpus | first run (tokenize, cache, 20 steps) | a later run (reads the cache) | estimate |"
-echo "|---|---|---|---|"
+echo "| corpus | first run (tokenize, cache, 20 steps) | a later run (reads the cache) | estimate | token cache |"
+echo "|---|---|---|---|---|"
+generate "$work/c1" 20 50000 0
+run "1 MB, 20 files, paragraphs (the process itself)" "$work/c1" blank_lines
 generate "$work/c96" 100 1000000 0
 run "96 MB, 100 files, paragraphs" "$work/c96" blank_lines
 mkdir -p "$work/c100"
 generate "$work/c100" 1 100000000 0
-for i in 1 2 3 4 5 6 7 8 9; do echo "A short document, number $i." > "$work/c100/short$i.txt"; done
-run "one document of 100 MB (and 9 short ones)" "$work/c100" files
+for i in $(seq 60); do echo "A short document, number $i." > "$work/c100/short$i.txt"; done
+# At these fractions the large document falls in the train split (its SHA-256's first 64 bits are 0.255 of 2^64).
+run "one document of 100 MB (and 60 short ones)" "$work/c100" files --set task.valid_fraction=0.1 \
+  --set task.test_fraction=0.1
 if [ "${RPB_BENCH_GB:-0}" = 1 ]; then
   generate "$work/c1g" 1000 1000000 0
   run "1.0 GB, 1,000 files, paragraphs" "$work/c1g" blank_lines
