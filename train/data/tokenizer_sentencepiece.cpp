@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "core/rng.h"
+#include "train/data/sentencepiece_model.h"
 #include "train/data/task.h"
 #include "train/data/tokenizer_detail.h"
 
@@ -32,15 +33,27 @@ constexpr uint64_t kSentenceSampleStream = 0x5E47;
 // SentencePiece's escaped space (U+2581 LOWER ONE EIGHTH BLOCK), which its pieces hold for ' '.
 constexpr std::string_view kSpaceMark = "\xe2\x96\x81";
 
+// SentencePiece's status message without the source location and condition it may start with
+// ("./src/trainer_interface.cc(123) [condition] what": the what alone), quoted for a terminal.
+std::string status_reason(const std::string& message) {
+  const std::size_t source = message.find(".cc(");
+  const std::size_t what = source == std::string::npos ? std::string::npos : message.find("] ", source);
+  return "\"" + printable(what == std::string::npos ? message : message.substr(what + 2)) + "\"";
+}
+
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   // `where` names the model for errors (a checkpoint's dataset, or "the trained model").
+  // The model is read field by field first (check_sentencepiece_model): SentencePiece trusts its models, and one
+  // rpb does not train could crash it.
   SentencePieceTokenizer(const std::string& model, const std::string& where) {
+    const SentencePieceModelFacts facts = check_sentencepiece_model(model, where);
     const auto status = processor_.LoadFromSerializedProto(model);
-    RPB_CHECK(status.ok(), "tokenizer", where, ": not a SentencePiece model: ", status.ToString());
+    RPB_CHECK(status.ok(), "tokenizer", where, ": not a SentencePiece model: SentencePiece reports ",
+              status_reason(status.message()));
     const int n = processor_.GetPieceSize();
-    RPB_CHECK(n >= 1 && n <= kMaxCharsVocab, "tokenizer", where, ": a SentencePiece model of ", n,
-              " pieces; rpb reads 1 to ", kMaxCharsVocab);
+    RPB_CHECK(n == facts.pieces, "tokenizer", where, ": SentencePiece reads ", n, " pieces of the ", facts.pieces,
+              " the model holds");
     bytes_.resize(static_cast<std::size_t>(n));
     for (int id = 0; id < n; ++id) {
       const std::string& piece = processor_.IdToPiece(id);
