@@ -1,7 +1,8 @@
 // A stored tokenizer is untrusted input (issue 39): check_sentencepiece_model (train/data/sentencepiece_model.h) reads
 // a stored SentencePiece model before SentencePiece does and refuses what rpb does not train, so a checkpoint holding
 // one that crashed SentencePiece (a 9-byte precompiled normalizer map, a 256 KiB piece) is refused by `inspect`,
-// `eval --data` and `generate` with exit 1 and a message naming /data/tokenizer_model.
+// `eval --data` and `generate` with exit 1 and a message; so is a tokenizer that is not its embedding's, naming
+// /data/tokenizer_model and both sizes, and a /data naming a tokenizer without its model dataset.
 #include <doctest/doctest.h>
 
 #include <bit>
@@ -235,7 +236,7 @@ std::vector<std::string> refusals(const TempDir& dir, const std::string& file) {
 }
 
 TEST_CASE("stored tokenizer: inspect, eval --data and generate refuse a SentencePiece model that crashed SentencePiece, "
-          "naming /data/tokenizer_model") {
+          "one of another vocabulary than the embedding, and a missing one, naming /data/tokenizer_model") {
   TempDir dir("stored_tokenizer_crash");
   const std::string trained = train_text_run(dir);
   const std::string model = load_checkpoint(trained).data.tokenizer.model;
@@ -251,6 +252,20 @@ TEST_CASE("stored tokenizer: inspect, eval --data and generate refuse a Sentence
       with_tokenizer(dir, trained, "piece", {"sentencepiece", model + piece(std::string(256 << 10, 'a'))});
   for (const std::string& out : refusals(dir, long_piece))
     CHECK(contains(out, "/data/tokenizer_model: piece 400 (at byte "));
+
+  // A tokenizer of 350 pieces with parameters trained for 400: /params/tok.weight is right, the tokenizer is not.
+  const std::string other = with_tokenizer(dir, trained, "other", {"sentencepiece", rpb_model()});
+  for (const std::string& out : refusals(dir, other)) {
+    CHECK(contains(out, "the stored tokenizer (/data/tokenizer_model) has 350 ids, but the model's embedding "
+                        "(/params/tok.weight) has 400 rows"));
+  }
+  // /data names a SentencePiece tokenizer, but its model dataset is not there (a bytes tokenizer has none).
+  const std::string missing = with_tokenizer(dir, trained, "missing", {"sentencepiece", ""});
+  for (const std::string& out : refusals(dir, missing)) {
+    CHECK(contains(out, "dataset /data/tokenizer_model is missing: attribute tokenizer of /data names a "
+                        "sentencepiece tokenizer"));
+    CHECK_FALSE(contains(out, "unk is not defined"));
+  }
 }
 
 }  // namespace stored_tokenizer_test
