@@ -167,6 +167,26 @@ class Lines final : public sentencepiece::SentenceIterator {
   std::size_t at_ = 0;
 };
 
+// SentencePiece's reason for a failed training, in rpb's terms: the two failures a text meets (fewer pieces than its
+// characters need, more than it supports) by their numbers; any other as status_reason gives it.
+std::string training_failure(const std::string& reason) {
+  int asked = 0, bound = 0;
+  const std::size_t high = reason.find("Vocabulary size too high (");
+  if (high != std::string::npos &&
+      std::sscanf(reason.c_str() + high, "Vocabulary size too high (%d). Please set it to a value <= %d", &asked,
+                  &bound) == 2)
+    return "the text supports at most " + std::to_string(bound) +
+           " pieces; lower task.vocab to at most that, or train on more text (task.path, "
+           "task.sentencepiece_sentences)";
+  const std::size_t low = reason.find("Vocabulary size is smaller than required_chars.");
+  if (low != std::string::npos &&
+      std::sscanf(reason.c_str() + low, "Vocabulary size is smaller than required_chars. %d vs %d", &asked,
+                  &bound) == 2)
+    return "a vocabulary holds <unk>, the 256 byte pieces and the sampled text's characters: " +
+           std::to_string(bound) + " pieces for this text; raise task.vocab to at least that";
+  return "SentencePiece's trainer reports " + status_reason(reason);
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> build_sentencepiece(const TokenizerCorpus& corpus, const TokenizerOptions& options) {
@@ -197,9 +217,7 @@ std::unique_ptr<Tokenizer> build_sentencepiece(const TokenizerCorpus& corpus, co
   std::string model;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
   RPB_CHECK(status.ok(), "sentencepiece tokenizer", "training a ", options.model_type, " model of task.vocab = ",
-            options.vocab, " pieces failed: ", status.ToString(),
-            " (a vocabulary holds the 256 byte pieces, <unk> and the text's characters; a small text supports few "
-            "more)");
+            options.vocab, " pieces failed: ", training_failure(status.message()));
   return std::make_unique<SentencePieceTokenizer>(model, "the trained SentencePiece model");
 }
 
