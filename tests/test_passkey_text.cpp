@@ -10,6 +10,7 @@
 
 #include "cli/generate.h"
 #include "test_util.h"
+#include "train/checkpoint/checkpoint.h"
 #include "train/data/passkey.h"
 #include "train/data/tokenizer.h"
 
@@ -63,6 +64,15 @@ TEST_CASE("passkey_text end to end: train on a folder, generate from the checkpo
   CHECK_MESSAGE(gen.code == 0, gen.out);
   CHECK(contains(gen.out, "The licenses <key>482 for most software <query>"));
   CHECK(contains(run_rpb("inspect " + run).out, "tokenizer sentencepiece (400 pieces"));
+  // Another tokenizer is blamed, not the embedding, counting the task's ids: 256 bytes and 12 against 412 rows.
+  Checkpoint bytes = load_checkpoint((dir.path / "pk" / "step_00000004.h5").string());
+  bytes.data.tokenizer = {"bytes", ""};
+  save_checkpoint(dir.file("bytes.h5"), bytes);
+  const rpb::testing::CommandResult other_tokenizer = run_rpb("inspect " + dir.file("bytes.h5"));
+  CHECK(other_tokenizer.code == 1);
+  CHECK(contains(other_tokenizer.out, "the stored tokenizer (/data/tokenizer_model) has 256 ids and the passkey_text "
+                                      "task adds 12 (268 in all), but the model's embedding (/params/tok.weight) has "
+                                      "412 rows"));
 
   // eval needs the text and scores accuracy with the stored tokenizer; another text is refused by its digest.
   const rpb::testing::CommandResult none = run_rpb("eval " + run);

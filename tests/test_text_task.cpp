@@ -169,13 +169,27 @@ TEST_CASE("text: SentencePiece trains from memory, reproducibly, and decodes exa
     // SentencePiece writes its own space mark for ' ': a text holding one cannot be decoded exactly, and says so.
     CHECK(contains(error_of([&] { a->encode("a\xe2\x96\x81 b"); }), "cannot encode this text exactly"));
   }
-  // Too few pieces for the 256 bytes and the text's characters: SentencePiece's reason, and what to change.
-  CHECK(contains(error_of([] {
-                   const std::vector<std::string_view> docs = {kMixed};
-                   const std::vector<int> splits = {0};
-                   data::tokenizer_info("sentencepiece").build(data::TokenizerCorpus::of(docs, splits), sentencepiece_options(100));
-                 }),
-                 "task.vocab = 100"));
+  // Too few pieces for the 256 bytes and the text's characters, or more than the text supports: the reason and what
+  // to change, in rpb's terms (task.vocab), without the trainer's source location or its options.
+  const auto training_error = [](int64_t vocab) {
+    return error_of([vocab] {
+      const std::vector<std::string_view> docs = {kMixed};
+      const std::vector<int> splits = {0};
+      data::tokenizer_info("sentencepiece").build(data::TokenizerCorpus::of(docs, splits), sentencepiece_options(vocab));
+    });
+  };
+  const std::string low = training_error(100), high = training_error(2000);
+  CHECK(contains(low, "training a unigram model of task.vocab = 100 pieces failed: a vocabulary holds <unk>, the 256 "
+                      "byte pieces and the sampled text's characters: 283 pieces for this text; raise task.vocab to "
+                      "at least that"));
+  CHECK(contains(high, "training a unigram model of task.vocab = 2000 pieces failed: the text supports at most 288 "
+                       "pieces; lower task.vocab to at most that, or train on more text (task.path, "
+                       "task.sentencepiece_sentences)"));
+  for (const std::string& e : {low, high}) {
+    CHECK_FALSE(contains(e, ".cc("));
+    CHECK_FALSE(contains(e, "--"));
+    CHECK_FALSE(contains(e, "vocab_size"));
+  }
 }
 
 TEST_CASE("text task: the splits by content, the stored tokenizer, and a corpus too small to split") {

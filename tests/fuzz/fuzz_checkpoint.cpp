@@ -9,6 +9,9 @@
 //   'C'   the stored config: a valid checkpoint whose `config` attribute is the rest of the input;
 //   'T'   a text run's tokenizer (data/tokenizer.h): a valid checkpoint whose /data names tokenizer data[1] (mod the
 //         registry's count) with the rest of the input as its model; what loads also encodes and decodes a text;
+//   'S'   the rest of the input straight to the reader of stored SentencePiece models (data/sentencepiece_model.h),
+//         no checkpoint: what it accepts, SentencePiece must load, and the tokenizer encode and decode a text
+//         (SentencePiece is Debian's, not instrumented: libFuzzer's coverage is of rpb's reader);
 //   'N'   numbers: a valid checkpoint (CRCs right, as anyone editing a file would leave them) whose parameter
 //         number data[1] (mod their count) has its first values replaced by the rest of the input's bytes
 //         (float32 NaN, inf, huge values): `inspect` must list the non-finite ones, not fail;
@@ -40,6 +43,7 @@
 #include "cli/inspect.h"
 #include "core/error.h"
 #include "train/checkpoint/checkpoint.h"
+#include "train/data/sentencepiece_model.h"
 #include "train/data/tokenizer.h"
 
 namespace {
@@ -103,6 +107,18 @@ void write_edited(const uint8_t* data, std::size_t size) {
   H5Eset_auto2(H5E_DEFAULT, hdf5_would_print, nullptr);
 }
 
+// A tokenizer a stored model loaded: it encodes a text and gives it back, or throws rpb::Error.
+void encode_and_decode(const rpb::data::TokenizerRecord& record) {
+  try {
+    const auto t = rpb::data::load_tokenizer(record, "fuzz");
+    const std::string text = "In the beginning God created the heaven and the earth.\n\xc3\xa9";
+    std::vector<int32_t> ids;
+    t->encode(text, ids);
+    if (t->decode(ids) != text) std::abort();  // what a tokenizer encodes, it gives back
+  } catch (const rpb::Error&) {
+  }
+}
+
 }  // namespace
 
 // libhdf5 1.10 leaks a few hundred bytes when a damaged file fails to open (a bare H5Fopen +
@@ -136,14 +152,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     c.data.text_sha256 = std::string(64, 'a');
     c.data.tokenizer = {names[data[1] % names.size()], std::string(data + 2, data + size)};
     rpb::save_checkpoint(input_path(), c);
+    encode_and_decode(c.data.tokenizer);
+  } else if (mode == 'S') {
+    const std::string model(data + 1, data + size);
     try {
-      const auto t = rpb::data::load_tokenizer(c.data.tokenizer, "fuzz");
-      const std::string text = "In the beginning God created the heaven and the earth.\n\xc3\xa9";
-      std::vector<int32_t> ids;
-      t->encode(text, ids);
-      if (t->decode(ids) != text) std::abort();  // what a tokenizer encodes, it gives back
+      rpb::data::check_sentencepiece_model(model, "fuzz");
     } catch (const rpb::Error&) {
+      return 0;
     }
+    encode_and_decode({"sentencepiece", model});  // accepted: SentencePiece loads it without a crash
+    return 0;
   } else if (mode == 'C') {
     rpb::Checkpoint c = template_checkpoint;
     c.config_text.assign(reinterpret_cast<const char*>(data + 1), size - 1);

@@ -3,8 +3,8 @@
 # Usage: tests/fuzz/make_corpus.sh [path/to/rpb]   (default: build/rpb)
 # config/: the configs/*.toml files, plus the small valid and invalid variants kept in this script.
 # checkpoint/: checkpoints of two tiny runs (SGD without state, AdamW with its moments), then
-# truncated and bit-flipped copies of the first. Files stay small (14 and 20 KB). Then short seeds of the
-# target's 'L' and 'C' modes.
+# truncated and bit-flipped copies of the first. Files stay small (14 and 20 KB), but for the 256 KiB piece of a
+# hostile SentencePiece model. Then short seeds of the target's 'L', 'N', 'T', 'S' and 'C' modes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RPB=$(realpath "${1:-build/rpb}")
@@ -109,6 +109,52 @@ printf '[run]\nname = "tiny"\nsteps = 2\nbatch = 1\nlength = 4\neval_multipliers
 (cd "$tmp" && "$RPB" train text.toml --set run.out_dir=text) > /dev/null 2>&1
 h5dump -d /data/tokenizer_model -b LE -o "$tmp/sp.model" "$tmp/text/tiny/step_00000002.h5" > /dev/null
 { printf 'T\x02'; cat "$tmp/sp.model"; } > "$out/checkpoint/T_sentencepiece"
+# Hostile SentencePiece models (issue 39): that model with protobuf fields appended (a message field given again
+# merges into the one before, the later value winning; a piece is added to the pieces). A 9-byte precompiled
+# normalizer map crashed SentencePiece's encoder, and with a self-test sample its loader; a piece of 256 KiB
+# overflowed its loader's stack. Their neighbours: other maps and normalizers, pieces of 1024 and 1025 bytes.
+varint() {  # the varint of $1
+  local n=$1
+  while ((n >= 128)); do printf "\\x$(printf %02x $(((n & 127) | 128)))"; n=$((n >> 7)); done
+  printf "\\x$(printf %02x "$n")"
+}
+field() { varint $(($1 << 3 | 2)); varint "$(stat -c %s "$2")"; cat "$2"; }  # field $1 holding file $2's bytes
+piece() {  # a piece of file $1's bytes, score -20, type 1 (normal)
+  { field 1 "$1"; printf '\x15\x00\x00\xa0\xc1\x18\x01'; } > "$tmp/piece"
+  field 1 "$tmp/piece"
+}
+sp_seed() { local name=$1; shift; { printf 'T\x02'; cat "$tmp/sp.model" "$@"; } > "$out/checkpoint/T_$name"; }
+printf '\x04\x00\x00\x00\xff\xff\xff\xffx' > "$tmp/map9"  # a trie of one unit leading outside itself
+printf 'x' > "$tmp/map1"
+printf 'nmt_nfkc' > "$tmp/nfkc"
+printf 'a\tb\n' > "$tmp/rules"
+printf 'abc' > "$tmp/input" && printf 'a b c' > "$tmp/expected"
+{ field 1 "$tmp/input"; field 2 "$tmp/expected"; } > "$tmp/sample" && field 1 "$tmp/sample" > "$tmp/samples"
+for n in map9 map1; do field 2 "$tmp/$n" > "$tmp/spec_$n"; done
+field 1 "$tmp/nfkc" > "$tmp/spec_nfkc"
+field 6 "$tmp/rules" > "$tmp/spec_rules"
+printf '\x18\x01' > "$tmp/spec_dummy"  # add_dummy_prefix = true
+for n in map9 map1 nfkc rules dummy; do field 3 "$tmp/spec_$n" > "$tmp/normalizer_$n"; done
+field 5 "$tmp/spec_map9" > "$tmp/denormalizer_map9"
+field 4 "$tmp/samples" > "$tmp/self_test"
+sp_seed charsmap_9 "$tmp/normalizer_map9"
+sp_seed charsmap_9_self_test "$tmp/normalizer_map9" "$tmp/self_test"
+sp_seed charsmap_1 "$tmp/normalizer_map1"
+sp_seed denormalizer_charsmap_9 "$tmp/denormalizer_map9"
+sp_seed normalizer_nmt_nfkc "$tmp/normalizer_nfkc"
+sp_seed normalizer_rules "$tmp/normalizer_rules"
+sp_seed dummy_prefix "$tmp/normalizer_dummy"
+for n in 1024 1025 262144; do
+  head -c "$n" /dev/zero | tr '\0' a > "$tmp/a$n" && piece "$tmp/a$n" > "$tmp/piece_a$n"
+  sp_seed "piece_$n" "$tmp/piece_a$n"
+done
+head -c $(($(stat -c %s "$tmp/sp.model") / 2)) "$tmp/sp.model" > "$tmp/half.model"
+{ printf 'T\x02'; cat "$tmp/half.model"; } > "$out/checkpoint/T_sentencepiece_cut"
+# 'S': the same models straight to the reader (rpb's, cut, with the 9-byte map, with the 1025-byte piece).
+{ printf 'S'; cat "$tmp/sp.model"; } > "$out/checkpoint/S_sentencepiece"
+{ printf 'S'; cat "$tmp/half.model"; } > "$out/checkpoint/S_sentencepiece_cut"
+{ printf 'S'; cat "$tmp/sp.model" "$tmp/normalizer_map9"; } > "$out/checkpoint/S_charsmap_9"
+{ printf 'S'; cat "$tmp/sp.model" "$tmp/piece_a1025"; } > "$out/checkpoint/S_piece_1025"
 printf 'C%s[optim]\nkind = "adamw"\n' "$tiny" > "$out/checkpoint/C_tiny.toml"
 printf 'C%s[optim]\nkind = "sgd"\n' "${tiny/d_model = 2/d_model = 4}" > "$out/checkpoint/C_other_model.toml"
 printf 'C[model\nd_model = ' > "$out/checkpoint/C_bad_syntax.toml"

@@ -386,7 +386,8 @@ DataIdentity read_data_identity(SafeReader& r, hid_t root) {
              "\"");
   if (H5Aexists(data.get(), "tokenizer") > 0) {  // a text run: its tokenizer, parsed (every size checked) on load
     d.tokenizer.kind = read_string_attr(data.get(), "tokenizer", "/data", op);
-    if (H5Lexists(data.get(), "tokenizer_model", H5P_DEFAULT) > 0) {
+    const bool stored = H5Lexists(data.get(), "tokenizer_model", H5P_DEFAULT) > 0;
+    if (stored) {
       Hid dset = r.open_dataset(data.get(), "tokenizer_model", "/data/tokenizer_model");
       Hid type = must(H5Dget_type(dset.get()), H5Tclose, op, "cannot read the type of /data/tokenizer_model");
       const DatasetExtent e = r.extent(dset.get(), 1, "/data/tokenizer_model");
@@ -400,6 +401,11 @@ DataIdentity read_data_identity(SafeReader& r, hid_t root) {
     try {
       data::load_tokenizer(d.tokenizer, "/data/tokenizer_model");
     } catch (const Error& e) {
+      // No dataset is written for a tokenizer without a model (bytes): one that needs a model and has none says so.
+      const std::vector<std::string> kinds = data::tokenizer_names();
+      CKPT_CHECK(stored || std::find(kinds.begin(), kinds.end(), d.tokenizer.kind) == kinds.end(),
+                 "dataset /data/tokenizer_model is missing: attribute tokenizer of /data names a ",
+                 printable(d.tokenizer.kind, 40), " tokenizer, which is stored with its model");
       CKPT_CHECK(false, e.message());
     }
     return d;

@@ -5,16 +5,43 @@
 #include "core/checked.h"
 #include "train/config/memory.h"
 #include "train/config/model.h"
+#include "train/data/passkey.h"
 #include "train/data/task_registry.h"
+#include "train/data/tokenizer.h"
 
 namespace rpb {
 
 namespace {
 
+// The token embedding's parameter (nn/transformer.h): a row per id.
+constexpr const char* kEmbedding = "tok.weight";
+
 int64_t stored_parameters(const Checkpoint& c, const std::string& file) {
   int64_t n = 0;
   for (const auto& [name, t] : c.params) n = checked_add(n, t.numel(), ("checkpoint " + file).c_str(), "/params");
   return n;
+}
+
+// A task that stores its tokenizer (text, passkey_text): the tokenizer's ids, and the digits and markers a retrieval
+// task adds, must be the rows of the model's embedding, or the tokenizer is not the one the parameters learned. A
+// missing tokenizer or embedding is left to the commands and to check_params, which name them.
+void check_stored_tokenizer(const Checkpoint& c, const RunConfig& config, const std::string& file) {
+  const data::TaskInfo& task = data::task_info(config.task.kind);
+  const auto embedding =
+      std::find_if(c.params.begin(), c.params.end(), [](const auto& p) { return p.first == kEmbedding; });
+  if (!task.stores_tokenizer || c.data.tokenizer.empty() || embedding == c.params.end() ||
+      embedding->second.dim() != 2)
+    return;
+  const int64_t ids = data::load_tokenizer(c.data.tokenizer, file + ": /data/tokenizer_model")->vocab();
+  const int64_t added = task.retrieval ? data::kPasskeyExtraTokens : 0;
+  const int64_t rows = embedding->second.shape()[0];
+  RPB_CHECK(ids + added == rows, ("checkpoint " + file).c_str(), "the stored tokenizer (/data/tokenizer_model) has ",
+            ids, " ids",
+            added ? " and the " + config.task.kind + " task adds " + std::to_string(added) + " (" +
+                        std::to_string(ids + added) + " in all)"
+                  : "",
+            ", but the model's embedding (/params/", kEmbedding, ") has ", rows,
+            " rows: the tokenizer is not the one these parameters were trained with");
 }
 
 }  // namespace
@@ -61,6 +88,7 @@ void check_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vo
             ", position ", config.model.position.scheme, "), far more than the ", held,
             " the file holds in /params; the config attribute and the "
             "parameters do not belong together");
+  check_stored_tokenizer(c, config, file);
 }
 
 std::unique_ptr<nn::Module> load_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vocab,

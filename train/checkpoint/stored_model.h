@@ -36,10 +36,13 @@ int64_t checkpoint_vocab(const Checkpoint& c, const RunConfig& config, const std
 /// [0, config.steps]: what `train --resume`, `eval` and `inspect` ask of a checkpoint's step.
 void check_checkpoint_step(const Checkpoint& c, const RunConfig& config, const std::string& file);
 
-/// Throws rpb::Error naming `file` unless c.step lies in [0, run.steps] (check_checkpoint_step) and `config`'s model for `vocab` is within
+/// Throws rpb::Error naming `file` unless c.step lies in [0, run.steps] (check_checkpoint_step), `config`'s model for `vocab` is within
 /// reach of the parameters c.params holds (at most twice as many, plus 2^20): "the stored config describes a model of N
-/// parameters (...), far more than the M the file holds". Builds nothing; a model that passes is small enough to build,
-/// and check_params then names every parameter that differs.
+/// parameters (...), far more than the M the file holds", and, for a task that stores its tokenizer (text,
+/// passkey_text), the stored tokenizer's ids (plus the 12 passkey_text adds) are the rows of the embedding
+/// /params/tok.weight: "the stored tokenizer (/data/tokenizer_model) has N ids, but the model's embedding
+/// (/params/tok.weight) has M rows". Builds nothing; a model that passes is small enough to build, and check_params
+/// then names every parameter that differs.
 void check_stored_model(const Checkpoint& c, const RunConfig& config, int64_t vocab, const std::string& file);
 
 /// The stored config's model for `vocab` with the checkpoint's parameters and buffers loaded (after check_params), in

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "core/rng.h"
+#include "train/data/sentencepiece_model.h"
 #include "train/data/task.h"
 #include "train/data/tokenizer_detail.h"
 
@@ -32,15 +33,27 @@ constexpr uint64_t kSentenceSampleStream = 0x5E47;
 // SentencePiece's escaped space (U+2581 LOWER ONE EIGHTH BLOCK), which its pieces hold for ' '.
 constexpr std::string_view kSpaceMark = "\xe2\x96\x81";
 
+// SentencePiece's status message without the source location and condition it may start with
+// ("./src/trainer_interface.cc(123) [condition] what": the what alone), quoted for a terminal.
+std::string status_reason(const std::string& message) {
+  const std::size_t source = message.find(".cc(");
+  const std::size_t what = source == std::string::npos ? std::string::npos : message.find("] ", source);
+  return "\"" + printable(what == std::string::npos ? message : message.substr(what + 2)) + "\"";
+}
+
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   // `where` names the model for errors (a checkpoint's dataset, or "the trained model").
+  // The model is read field by field first (check_sentencepiece_model): SentencePiece trusts its models, and one
+  // rpb does not train could crash it.
   SentencePieceTokenizer(const std::string& model, const std::string& where) {
+    const SentencePieceModelFacts facts = check_sentencepiece_model(model, where);
     const auto status = processor_.LoadFromSerializedProto(model);
-    RPB_CHECK(status.ok(), "tokenizer", where, ": not a SentencePiece model: ", status.ToString());
+    RPB_CHECK(status.ok(), "tokenizer", where, ": not a SentencePiece model: SentencePiece reports ",
+              status_reason(status.message()));
     const int n = processor_.GetPieceSize();
-    RPB_CHECK(n >= 1 && n <= kMaxCharsVocab, "tokenizer", where, ": a SentencePiece model of ", n,
-              " pieces; rpb reads 1 to ", kMaxCharsVocab);
+    RPB_CHECK(n == facts.pieces, "tokenizer", where, ": SentencePiece reads ", n, " pieces of the ", facts.pieces,
+              " the model holds");
     bytes_.resize(static_cast<std::size_t>(n));
     for (int id = 0; id < n; ++id) {
       const std::string& piece = processor_.IdToPiece(id);
@@ -167,6 +180,26 @@ class Lines final : public sentencepiece::SentenceIterator {
   std::size_t at_ = 0;
 };
 
+// SentencePiece's reason for a failed training, in rpb's terms: the two failures a text meets (fewer pieces than its
+// characters need, more than it supports) by their numbers; any other as status_reason gives it.
+std::string training_failure(const std::string& reason) {
+  int asked = 0, bound = 0;
+  const std::size_t high = reason.find("Vocabulary size too high (");
+  if (high != std::string::npos &&
+      std::sscanf(reason.c_str() + high, "Vocabulary size too high (%d). Please set it to a value <= %d", &asked,
+                  &bound) == 2)
+    return "the text supports at most " + std::to_string(bound) +
+           " pieces; lower task.vocab to at most that, or train on more text (task.path, "
+           "task.sentencepiece_sentences)";
+  const std::size_t low = reason.find("Vocabulary size is smaller than required_chars.");
+  if (low != std::string::npos &&
+      std::sscanf(reason.c_str() + low, "Vocabulary size is smaller than required_chars. %d vs %d", &asked,
+                  &bound) == 2)
+    return "a vocabulary holds <unk>, the 256 byte pieces and the sampled text's characters: " +
+           std::to_string(bound) + " pieces for this text; raise task.vocab to at least that";
+  return "SentencePiece's trainer reports " + status_reason(reason);
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> build_sentencepiece(const TokenizerCorpus& corpus, const TokenizerOptions& options) {
@@ -197,9 +230,7 @@ std::unique_ptr<Tokenizer> build_sentencepiece(const TokenizerCorpus& corpus, co
   std::string model;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
   RPB_CHECK(status.ok(), "sentencepiece tokenizer", "training a ", options.model_type, " model of task.vocab = ",
-            options.vocab, " pieces failed: ", status.ToString(),
-            " (a vocabulary holds the 256 byte pieces, <unk> and the text's characters; a small text supports few "
-            "more)");
+            options.vocab, " pieces failed: ", training_failure(status.message()));
   return std::make_unique<SentencePieceTokenizer>(model, "the trained SentencePiece model");
 }
 
