@@ -130,7 +130,8 @@ void check_data_path(const std::string& path) {
                                "folder of files)";
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0)
-    throw Error("eval --data " + printable(path) + ": " + std::strerror(errno) + "; " + expected);
+    throw Error("eval --data " + printable(path) + ": " + (errno == ENOENT ? "does not exist" : std::strerror(errno)) +
+                "; " + expected);
   if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
     throw Error("eval --data " + printable(path) + ": is " + mode_kind(st.st_mode) + "; " + expected);
 }
@@ -297,6 +298,7 @@ int cmd_eval(const EvalOptions& o) {
   OutputOptions out{"--out", {{"checkpoint", ref.file}}};
   if (!o.out.empty()) check_output_file(o.out, out);
   StoredCheckpoint stored = read_stored_checkpoint(ref.file, !ref.run_dir.empty(), FileDigest::sha256);
+  if (stored.edited()) spdlog::warn("eval: {}", edited_config_warning(stored));
   const Checkpoint& c = stored.checkpoint;
   RunConfig& cfg = stored.config;
   const data::TaskInfo& task = data::task_info(cfg.task.kind);

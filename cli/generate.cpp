@@ -124,6 +124,7 @@ struct Printer {
 int cmd_generate(const GenerateRequest& r) {
   const CheckpointRef ref = resolve_checkpoint(r.checkpoint);
   StoredCheckpoint stored = read_stored_checkpoint(ref.file, !ref.run_dir.empty());
+  if (stored.edited()) spdlog::warn("generate: {}", edited_config_warning(stored));
   const Checkpoint& c = stored.checkpoint;
   RunConfig& cfg = stored.config;
   RPB_CHECK(cfg.dims() == 1, "generate", ref.file, ": a ", cfg.task.kind,

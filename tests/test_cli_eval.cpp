@@ -257,7 +257,7 @@ TEST_CASE("eval --data: what cannot be a text (a FIFO, a device, a missing path)
   for (const auto& [path, what] : std::vector<std::pair<std::string, std::string>>{
            {fifo.string(), ": is a FIFO; expected the text to evaluate on"},
            {"/dev/null", ": is a character device; expected the text to evaluate on"},
-           {(tmp.path / "gone.txt").string(), ": No such file or directory; expected the text to evaluate on"}}) {
+           {(tmp.path / "gone.txt").string(), ": does not exist; expected the text to evaluate on"}}) {
     CAPTURE(path);
     const CommandResult r = run_rpb("eval " + run.string() + " --data " + path);
     CHECK(r.code == 1);
