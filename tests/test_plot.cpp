@@ -354,6 +354,54 @@ TEST_CASE("sweep figures: sweep.figures picks the formats, without matplotlib th
                  "sweep.figures"));
 }
 
+TEST_CASE("temp files of killed plots and result writes: the next write of the same file removes them, and only them") {
+  TempDir dir("plot_dead_temps");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const fs::path sweep = sweep_folder(dir);
+  const std::string dead = std::to_string(rpb::testing::dead_pid());
+  // What a kill -9 leaves: each write's temp file under its process's pid (one a link, never followed).
+  const std::vector<std::string> left = {".results.csv.tmp." + dead, ".results.json.tmp." + dead,
+                                         ".results.tex.tmp." + dead, ".results.svg.tmp." + dead,
+                                         ".results.svg.tmp.99999999999"};  // past any pid
+  for (const std::string& name : left) std::ofstream(sweep / name) << "partial";
+  std::ofstream(dir.path / "precious") << "precious";
+  fs::remove(sweep / left[1]);
+  fs::create_symlink(dir.path / "precious", sweep / left[1]);
+  // Kept: a live process's (pid 1), a folder, another file's, look-alikes.
+  const std::vector<std::string> kept = {".results.svg.tmp.1", ".results.json.tmp.1x", "results.svg.tmp." + dead,
+                                         ".notes.tmp." + dead, ".results.svg.tmp."};
+  for (const std::string& name : kept) std::ofstream(sweep / name) << "keep";
+  fs::create_directory(sweep / (".results.pdf.tmp." + dead));
+  sweep_folder(dir);  // the results written again
+  CHECK(rpb::draw_sweep_figures(sweep.string(), {"svg"}));
+  for (const std::string& name : left) CHECK_MESSAGE(!fs::exists(fs::symlink_status(sweep / name)), name);
+  for (const std::string& name : kept) CHECK_MESSAGE(file_text(sweep / name) == "keep", name);
+  CHECK(fs::is_directory(sweep / (".results.pdf.tmp." + dead)));
+  CHECK(file_text(dir.path / "precious") == "precious");
+  CHECK(fs::exists(sweep / "results.svg"));
+}
+
+TEST_CASE("plot runner: the request goes to the module on its standard input, never into a temp file") {
+  TempDir dir("plot_request_input");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const ScopedEnv log("RPB_PLOT_STUB_LOG", dir.file("request.json").c_str());
+  const auto requests = [] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+      if (e.path().filename().string().rfind("rpb-plot-", 0) == 0) names.push_back(e.path().filename().string());
+    return names;
+  };
+  const auto before = requests();
+  const std::string csv = (run_folder(dir, "r", kHeader) / "metrics.csv").string();
+  const rpb::OutputOptions rules{"--out", {}};
+  rpb::draw_figures(rpb::plot_request("curves", rpb::curves_block({{"r", "t5", csv, "r"}}, "step", std::nullopt)),
+                    {{dir.file("f.svg"), &rules}});
+  const ordered_json q = logged(dir);
+  CHECK(q.at("outputs").at(0).at("direct") == true);
+  CHECK(q.at("outputs").at(0).at("name") == fs::absolute(dir.file("f.svg")).string());
+  CHECK(requests() == before);
+}
+
 TEST_CASE("plot fixtures: tests/data/plot/results_grid.json has rows as rpb writes them, named as a grid names them") {
   TempDir dir("plot_fixture");
   const std::string path = std::string(RPB_SOURCE_DIR) + "/tests/data/plot/results_grid.json";
