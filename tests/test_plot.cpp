@@ -208,6 +208,13 @@ TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and 
   r = run_rpb("plot " + old.string() + " --out " + dir.file("o.pdf") + " --ylim 3,1");
   CHECK(r.code == 2);
   CHECK(contains(r.out, "--ylim 3,1: expected LO,HI, two finite numbers with LO < HI"));
+  // A span no axis can be drawn over (it overflowed in the module's ticks), refused before the module runs.
+  for (const char* ylim : {"-1e308,1e308", "5e-324,1e-323"}) {
+    r = run_rpb("plot " + old.string() + " --out " + dir.file("o.pdf") + " --ylim=" + ylim);
+    CHECK(r.code == 2);
+    CHECK(contains(r.out, std::string("--ylim ") + ylim + ": expected LO,HI, two finite numbers with LO < HI and "
+                          "HI - LO between 1e-300 and 1e300"));
+  }
 }
 
 TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the results, mixing kinds exits 2") {
