@@ -2,7 +2,10 @@
 // stand-in tests/plot_stub/rpb_plot/, which checks the request's fields, copies it for the test to read
 // (RPB_PLOT_STUB_LOG) and writes a stub file to each output, or exits with RPB_PLOT_STUB_EXIT (3: matplotlib missing).
 #include <doctest/doctest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 
 #include <nlohmann/json.hpp>
@@ -386,6 +389,43 @@ TEST_CASE("temp files of killed plots and result writes: the next write of the s
   CHECK(fs::is_directory(sweep / (".results.pdf.tmp." + dead)));
   CHECK(file_text(dir.path / "precious") == "precious");
   CHECK(fs::exists(sweep / "results.svg"));
+}
+
+TEST_CASE("a killed rpb plot leaves no request file, and the next plot of its output removes the figure's temp file") {
+  TempDir dir("plot_killed");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const fs::path run = run_folder(dir, "r", kHeader);
+  // A module that starts its figure (the temp file, as the real one writes it) and hangs until killed.
+  const std::string pid_file = dir.file("module.pid");
+  const std::string hang = dir.file("hang.py");
+  std::ofstream(hang) << "#!/usr/bin/python3\nimport json, os, sys, time\nreq = json.load(sys.stdin)\n"
+                         "open(req['outputs'][0]['path'], 'w').write('partial')\n"
+                         "open('" << pid_file << "', 'w').write(str(os.getpid()))\ntime.sleep(60)\n";
+  fs::permissions(hang, fs::perms::owner_all);
+  const auto requests = [] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+      if (e.path().filename().string().rfind("rpb-plot-", 0) == 0) names.push_back(e.path().filename().string());
+    return names;
+  };
+  const auto before = requests();
+  pid_t rpb = 0;
+  {
+    const ScopedEnv hanging("RPB_PYTHON", hang.c_str());
+    rpb = rpb::testing::spawn_rpb({"plot", run.string(), "--out", dir.file("f.svg")});
+  }
+  for (int i = 0; i < 500 && file_text(pid_file).empty(); ++i) ::usleep(20000);
+  REQUIRE(!file_text(pid_file).empty());
+  ::kill(rpb, SIGKILL);
+  int status = 0;
+  ::waitpid(rpb, &status, 0);
+  ::kill(std::stoi(file_text(pid_file)), SIGKILL);
+  const fs::path temp = dir.path / (".f.svg.tmp." + std::to_string(rpb));
+  CHECK(file_text(temp) == "partial");  // what the kill left
+  CHECK(requests() == before);          // the request was never a file
+  CHECK(run_rpb("plot " + run.string() + " --out " + dir.file("f.svg")).code == 0);
+  CHECK(!fs::exists(temp));
+  CHECK(fs::exists(dir.file("f.svg")));
 }
 
 TEST_CASE("plot runner: the request goes to the module on its standard input, never into a temp file") {
