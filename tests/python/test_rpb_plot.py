@@ -838,7 +838,7 @@ class OutputSafetyTest(unittest.TestCase):
 class PlainTextTest(FigureChecks):
     """Labels are drawn as the text they are: a `$` is a dollar sign, never mathtext, whose parser refused these and
     cost a sweep its figure and its exit status."""
-    LABEL = "t5@x=$a_$ \\frac{1}$"
+    LABEL = "t5@x=$a_$ and $\\frac{1}$"  # two spans mathtext refuses
 
     def test_curves_label_with_dollars(self):
         runs = [{"label": self.LABEL, "method": self.LABEL, "scheme": "t5",
