@@ -379,7 +379,7 @@ TEST_CASE("temp files of killed plots and result writes: the next write of the s
   fs::create_symlink(dir.path / "precious", sweep / left[1]);
   // Kept: a live process's (pid 1), a folder, another file's, look-alikes.
   const std::vector<std::string> kept = {".results.svg.tmp.1", ".results.json.tmp.1x", "results.svg.tmp." + dead,
-                                         ".notes.tmp." + dead, ".results.svg.tmp."};
+                                         ".notes.tmp." + dead, ".results.svg.tmp.", ".results.csv.tmp.0" + dead};
   for (const std::string& name : kept) std::ofstream(sweep / name) << "keep";
   fs::create_directory(sweep / (".results.pdf.tmp." + dead));
   sweep_folder(dir);  // the results written again

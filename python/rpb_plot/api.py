@@ -71,7 +71,8 @@ def _remove_dead_temps(path):
         return
     for entry in entries:
         digits = entry[len(prefix):]
-        if entry.startswith(prefix) and digits.isascii() and digits.isdigit() and not _live(int(digits)):
+        ours = digits.isascii() and digits.isdigit() and digits[0] != "0"  # str(pid): no leading zero
+        if entry.startswith(prefix) and ours and not _live(int(digits)):
             full = os.path.join(folder, entry)
             try:
                 if not stat.S_ISDIR(os.lstat(full).st_mode):

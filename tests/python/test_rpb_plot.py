@@ -887,7 +887,8 @@ class WriteTest(unittest.TestCase):
             child.wait()
             dead = str(child.pid)
             left = [".r.png.tmp." + dead, ".r.png.tmp.99999999999"]
-            kept = [".r.png.tmp.%d" % os.getppid(), ".r.png.tmp.1x", ".s.png.tmp." + dead, "r.png.tmp." + dead]
+            kept = [".r.png.tmp.%d" % os.getppid(), ".r.png.tmp.1x", ".s.png.tmp." + dead, "r.png.tmp." + dead,
+                    ".r.png.tmp.0" + dead]
             for name in left + kept:
                 with open(os.path.join(tmp, name), "w") as f:
                     f.write("x")

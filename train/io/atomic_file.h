@@ -32,9 +32,9 @@ std::optional<std::string> atomic_temp_target(const std::string& name);
 
 /// Removes the temp files ".<name>.tmp.<pid>" that atomic writes of `path` (atomic_temp_path: this file's, a figure
 /// the plotting module wrote for it) left in its folder when their process was killed: those whose pid is no live
-/// process (kill(pid, 0) fails with ESRCH; a pid past pid_t, or 0, is none). A folder under such a name is left, and
-/// so is a live process's temp file, whoever it belongs to; a link is unlinked, never its target. Returns the names
-/// removed. A process on another machine sharing the folder is not seen: its write in progress would fail, not
+/// process (kill(pid, 0) fails with ESRCH; a pid past pid_t, or 0, is none; digits with a leading zero are no pid
+/// rpb wrote, and such a file is left). A folder under such a name is left, and so is a live process's temp file,
+/// whoever it belongs to; a link is unlinked, never its target. Returns the names removed. A process on another machine sharing the folder is not seen: its write in progress would fail, not
 /// corrupt `path`.
 std::vector<std::string> remove_dead_temp_files(const std::string& path);
 
