@@ -52,8 +52,13 @@ std::string flag_for(const std::string& field) {
   return "";
 }
 
-// The most values one `rpb bias` prints (a 128 x 128 matrix): what is still useful on a terminal.
+// The most values one `rpb bias` prints as a table (a 128 x 128 matrix): what is still useful on a terminal.
 constexpr int64_t kMaxPrinted = int64_t{1} << 14;
+// The most values `rpb bias --json` writes (a 2048 x 2048 matrix): JSON is read by programs (a 300 x 300 T5 bucket
+// matrix is routine to check against another implementation), so the bound is what is safe to write, not a screenful.
+// At most about 25 bytes of text per value, 100 MB in all, and nlohmann's 16-byte values while it is built: a few
+// hundred MB at the most and about a second to write (the double tensor computed, 32 MiB, besides).
+constexpr int64_t kMaxJsonValues = int64_t{1} << 22;
 
 // "" when every integer flag is in its range and the last query is a position; else what is wrong, naming the
 // flag, its value and the range.
@@ -68,14 +73,18 @@ std::string check_flags(const BiasOptions& o) {
   return "";
 }
 
-// "" when the matrix `rpb bias` prints (per head when `per_head`) holds at most kMaxPrinted values.
+// "" when the matrix `rpb bias` prints (per head when `per_head`) holds at most kMaxPrinted values, or with --json
+// kMaxJsonValues.
 std::string check_printed(const BiasOptions& o, bool per_head) {
   const int64_t heads = per_head ? o.position.heads : 1;
-  if (heads * o.query_length * o.key_length <= kMaxPrinted) return "";  // each at most 2^16: no overflow
+  const int64_t most = o.json ? kMaxJsonValues : kMaxPrinted;
+  if (heads * o.query_length * o.key_length <= most) return "";  // each at most 2^16 (heads 2^10): no overflow
   return (per_head ? std::to_string(heads) + (heads == 1 ? " head x " : " heads x ") : std::string()) +
          std::to_string(o.query_length) + " queries x " + std::to_string(o.key_length) + " keys = " +
-         std::to_string(heads * o.query_length * o.key_length) + " values; at most " + std::to_string(kMaxPrinted) +
-         " are printed (e.g. 128 x 128): lower --query-length, --key-length" + (per_head ? " or --heads" : "");
+         std::to_string(heads * o.query_length * o.key_length) + " values; at most " + std::to_string(most) +
+         (o.json ? " are written as JSON (e.g. 2048 x 2048)" : " are printed (e.g. 128 x 128; --json writes up to " +
+                                                                  std::to_string(kMaxJsonValues) + ")") +
+         ": lower --query-length, --key-length" + (per_head ? " or --heads" : "");
 }
 
 // x as a JSON number: an integral value as an integer (2, not nlohmann's 2.0; -0 as 0), others as the shortest text

@@ -52,8 +52,9 @@ int cmd_train(const std::string& config_path, bool resume, const std::string& re
               const std::vector<std::string>& overrides, bool extend, bool overwrite, const std::string& init_from) {
   RPB_CHECK(!extend || resume || !resume_from.empty(), "train",
             "--extend trains a run on past its run.steps: pass it with --resume or --resume-from");
-  RunConfig cfg = load_config(config_path, overrides);
-  if (!init_from.empty()) cfg = derive_config(cfg, {{"run.init_from", SettingValue{init_from}, init_from}}, "--init-from");
+  FlagSettings flags{{}, "--init-from"};  // read with the file: a run.init_sha256 there pins the checkpoint given
+  if (!init_from.empty()) flags.settings.push_back({"run.init_from", SettingValue{init_from}, init_from});
+  const RunConfig cfg = load_config(config_path, overrides, flags);
   const InterruptHandlers handlers;  // SIGINT, SIGTERM: a checkpoint, then exit 130 / 143 (train/interrupt.h)
   Run run(cfg);
   ProgressContext context;

@@ -2,8 +2,11 @@
 #include "cli/eval.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -18,6 +21,7 @@
 #include "train/data/task.h"
 #include "train/data/task_registry.h"
 #include "train/data/tokenizer.h"
+#include "train/io/input_file.h"
 #include "train/run/checkpoint_path.h"
 #include "train/run/log_file_sink.h"
 #include "train/run/log_format.h"
@@ -115,6 +119,21 @@ void check_lengths_option(const std::vector<int64_t>& lengths) {
   for (const int64_t l : lengths)
     if (!seen.insert(l).second)
       throw UsageError("eval --lengths: " + std::to_string(l) + " is listed twice; expected each length once");
+}
+
+// --data PATH, the text a run of a task that reads one is scored on: checked before the task reads it, so what cannot
+// be a text (a FIFO, a device, a socket, a missing path) is refused naming the flag the user gave, not the stored
+// config's key (task.path) the task reads it as. A folder passes: a text run reads a folder of files (a kjv run
+// refuses it, naming the kjv text).
+void check_data_path(const std::string& path) {
+  const std::string expected = "expected the text to evaluate on: a regular file (or, for a run of one's own text, a "
+                               "folder of files)";
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error("eval --data " + printable(path) + ": " + (errno == ENOENT ? "does not exist" : std::strerror(errno)) +
+                "; " + expected);
+  if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    throw Error("eval --data " + printable(path) + ": is " + mode_kind(st.st_mode) + "; " + expected);
 }
 
 // A line of the evaluation in the run's train.log (appended with one write, like the run's own lines).
@@ -279,6 +298,7 @@ int cmd_eval(const EvalOptions& o) {
   OutputOptions out{"--out", {{"checkpoint", ref.file}}};
   if (!o.out.empty()) check_output_file(o.out, out);
   StoredCheckpoint stored = read_stored_checkpoint(ref.file, !ref.run_dir.empty(), FileDigest::sha256);
+  if (stored.edited()) spdlog::warn("eval: {}", edited_config_warning(stored));
   const Checkpoint& c = stored.checkpoint;
   RunConfig& cfg = stored.config;
   const data::TaskInfo& task = data::task_info(cfg.task.kind);
@@ -293,6 +313,7 @@ int cmd_eval(const EvalOptions& o) {
   }
   if (task.reads_text) {
     const std::string path = task.stores_tokenizer ? o.kjv_path : data::kjv_text_path(o.kjv_path);
+    if (!o.kjv_path.empty()) check_data_path(o.kjv_path);
     out.inputs.push_back({std::string(task.name) + " text", path});
     if (!o.out.empty()) check_output_file(o.out, out);
     // The task's data is the user's, never the file's: a stored path is not read, and no data file is written.

@@ -36,8 +36,12 @@ class Tokenizer;
 
 /// The ids of a passkey_text prompt: its text encoded by `tokenizer`, each "<key>" and "<query>"
 /// (data::passkey_marker_text) the task's marker id, and the digits right after a marker the task's digit ids (the
-/// key, or the start of an answer); the task's ids follow the tokenizer's (data::PasskeyTask). Throws rpb::Error
-/// naming --prompt for an empty prompt.
-std::vector<int64_t> encode_passkey_prompt(const data::Tokenizer& tokenizer, const std::string& prompt);
+/// key, or the start of an answer); the task's ids follow the tokenizer's (data::PasskeyTask). The markers must be
+/// laid out as the task's samples lay them out for a key of `digits` digits (data::PasskeyLayout): at most one
+/// "<key>", followed by exactly `digits` digits; at most one "<query>", after the key block, followed by at most
+/// `digits` digits and nothing else. Throws rpb::Error naming --prompt, the marker and its byte for any other
+/// prompt, and for an empty one.
+std::vector<int64_t> encode_passkey_prompt(const data::Tokenizer& tokenizer, const std::string& prompt,
+                                           int64_t digits);
 
 }  // namespace rpb

@@ -18,7 +18,6 @@
 #include "train/checkpoint/stored_model.h"
 #include "train/config/config.h"
 #include "train/config/memory.h"
-#include "train/config/run_identity.h"
 #include "train/data/task_registry.h"
 #include "train/data/tokenizer.h"
 
@@ -112,24 +111,20 @@ void print_parameters(const Checkpoint& c, std::ostream& out) {
 
 // The digest of the stored config's identity, recomputed, beside the one the checkpoint recorded when it was
 // written (root attribute config_digest): they differ when the stored config was edited since.
-void print_digests(const Checkpoint& c, const RunConfig& cfg, const std::string& file, std::ostream& out) {
-  const std::string digest = config_digest(cfg);
-  out << "  config digest " << digest << " (recomputed from the stored config; train/config/run_identity.h)";
-  if (c.config_digest.empty()) {
+void print_digests(const StoredCheckpoint& s, std::ostream& out) {
+  out << "  config digest " << s.digest << " (recomputed from the stored config; train/config/run_identity.h)";
+  if (s.checkpoint.config_digest.empty()) {
     out << "\n  stored config_digest: none (a checkpoint of before digests)\n";
     return;
   }
-  if (c.config_digest == digest) {
+  if (!s.edited()) {
     out << ", equal to the stored config_digest\n";
     return;
   }
-  const std::string stored = printable(c.config_digest, 100);
-  out << "\n  stored config_digest " << stored
+  out << "\n  stored config_digest " << printable(s.checkpoint.config_digest, 100)
       << "\n  MISMATCH: the stored config_digest differs from the digest of the stored config: the config was "
          "edited after the checkpoint was written (eval, generate and train --resume read the edited config)\n";
-  spdlog::warn("inspect: {}: the stored config_digest {} differs from the digest of the stored config {}: the config "
-               "was edited after the checkpoint was written",
-               printable(file), stored, digest);
+  spdlog::warn("inspect: {}", edited_config_warning(s));
 }
 
 // The datasets holding NaN or inf (what `eval`, `generate` and `train --resume` refuse), or one line saying none.
@@ -199,7 +194,7 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
       << ", train length " << cfg.length << "; optimizer " << enum_name(kOptimizerKindNames, cfg.optim.kind)
       << " at step " << c.optim.step
       << "\n  data: " << data_line(c, cfg) << "\n";
-  print_digests(c, cfg, file, out);
+  print_digests(stored, out);
 
   print_config(c.config_text, out);
   print_metrics(c, out);

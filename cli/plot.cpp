@@ -183,7 +183,8 @@ YLimits parse_ylim(const std::string& text) {
   if (text.empty()) return std::nullopt;
   const std::size_t comma = text.find(',');
   const auto fail = [&] {
-    throw UsageError("plot --ylim " + printable(text) + ": expected LO,HI, two finite numbers with LO < HI");
+    throw UsageError("plot --ylim " + printable(text) + ": expected LO,HI, two finite numbers with LO < HI and HI - LO "
+                     "between 1e-300 and 1e300 (what an axis can be drawn over)");
   };
   if (comma == std::string::npos) fail();
   double lo = 0, hi = 0;
@@ -195,7 +196,8 @@ YLimits parse_ylim(const std::string& text) {
   } catch (const std::logic_error&) {
     fail();
   }
-  if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi)) fail();
+  // The span bounds keep the axis's ticks and padding finite (a span of -1e308 to 1e308 overflows a double).
+  if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi) || !(hi - lo >= 1e-300 && hi - lo <= 1e300)) fail();
   return std::make_pair(lo, hi);
 }
 

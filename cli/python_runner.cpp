@@ -2,6 +2,7 @@
 #include "cli/python_runner.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -66,33 +67,25 @@ std::string last_lines(const std::string& text, std::size_t lines = 6) {
   return terminal_text(at == std::string::npos ? t : t.substr(at + 1), 4000);
 }
 
-// A temp file holding `text` for the module to read; removed by the destructor.
-struct RequestFile {
-  std::string path;
-  explicit RequestFile(const std::string& text) {
-    std::string name = (fs::temp_directory_path() / "rpb-plot-XXXXXX.json").string();
-    const int fd = ::mkstemps(name.data(), 5);
-    RPB_CHECK(fd >= 0, "plot", "cannot create the request file ", name, ": ", std::strerror(errno));
-    FileDescriptor owned(fd);
-    path = name;
-    write_all(owned.get(), text, path, "plot request " + path);
-  }
-  ~RequestFile() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-  RequestFile(const RequestFile&) = delete;
-  RequestFile& operator=(const RequestFile&) = delete;
-};
+// A file holding `text` without a name (memfd_create), for the module to read as its standard input: nothing is
+// left on disk whatever ends rpb, and no message names a temp file.
+FileDescriptor request_input(const std::string& text) {
+  FileDescriptor fd(::memfd_create("rpb-plot-request", MFD_CLOEXEC));
+  RPB_CHECK(fd.get() >= 0, "plot", "cannot create the plot request: ", std::strerror(errno));
+  write_all(fd.get(), text, "the plot request", "plot");
+  RPB_CHECK(::lseek(fd.get(), 0, SEEK_SET) == 0, "plot", "cannot rewind the plot request: ", std::strerror(errno));
+  return fd;
+}
 
-// Runs argv with stdout and stderr into one pipe; returns the wait status and the output (its last kKeptOutput
-// bytes).
-std::pair<int, std::string> run_captured(const std::vector<std::string>& args) {
+// Runs argv with `input` as its standard input and stdout and stderr into one pipe; returns the wait status and the
+// output (its last kKeptOutput bytes).
+std::pair<int, std::string> run_captured(const std::vector<std::string>& args, const FileDescriptor& input) {
   int fds[2];
   RPB_CHECK(::pipe2(fds, O_CLOEXEC) == 0, "plot", "cannot create a pipe: ", std::strerror(errno));
   FileDescriptor read_end(fds[0]), write_end(fds[1]);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, input.get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDERR_FILENO);
   std::vector<char*> argv;
@@ -168,12 +161,15 @@ void draw_figures(nlohmann::ordered_json request, const std::vector<PlotOutput>&
   for (const PlotOutput& o : outputs) {
     if (o.rules) check_output_file(o.path, *o.rules);
     const std::string format = figure_format(o.path, o.rules ? o.rules->flag : std::string("figure"));
+    remove_dead_temp_files(o.path);  // of plots and writes of o.path that were killed
     temps.push_back(fs::absolute(atomic_temp_path(o.path)).string());
     ::unlink(temps.back().c_str());  // a leftover of a dead process with this pid
-    request["outputs"].push_back({{"path", temps.back()}, {"format", format}});
+    // The module writes the temp file itself ("direct": no temp file of its own, which a kill would leave under a
+    // name of Python's), and names the output in its messages.
+    request["outputs"].push_back({{"path", temps.back()}, {"format", format}, {"direct", true},
+                                  {"name", fs::absolute(o.path).string()}});
   }
-  const RequestFile file(request.dump(1));
-  const auto [status, output] = run_captured({python, module, file.path});
+  const auto [status, output] = run_captured({python, module, "-"}, request_input(request.dump(1)));
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (code != 0) {
     remove_all(temps);

@@ -1,12 +1,15 @@
 // rpb/cli/python_runner.h: drawing a figure with python/rpb_plot/ (matplotlib), from a plot request.
 //
 // rpb writes the request (the JSON object python/rpb_plot/ describes: "format" "rpb-plot-1", "kind",
-// "outputs", "styles" and the block of its kind) to a temp file and runs `<python> <dir>/rpb_plot <request>`
-// without a shell (posix_spawn, argv as a vector). The Python is $RPB_PYTHON, else /usr/bin/python3 (Debian's, with
-// Debian's python3-matplotlib), else python3 on PATH; the module's folder is $RPB_PYTHON_DIR, else the source tree's
-// python/ (compiled in). The module saves each figure into a temp file in its output's folder
-// (atomic_temp_path) that rpb renames over the output once the module succeeded, so an output is either the new
-// figure or untouched. Exit codes of the module: 0 done, 2 a bad request, 3 matplotlib is missing, else a failure.
+// "outputs", "styles" and the block of its kind) to a file without a name (memfd) and runs
+// `<python> <dir>/rpb_plot -` with it as standard input, without a shell (posix_spawn, argv as a vector). The Python
+// is $RPB_PYTHON, else /usr/bin/python3 (Debian's, with Debian's python3-matplotlib), else python3 on PATH; the
+// module's folder is $RPB_PYTHON_DIR, else the source tree's python/ (compiled in). The module saves each figure
+// into a temp file in its output's folder (atomic_temp_path; the output's "direct": the module makes no temp file
+// of its own, and its messages name the output's "name", the path asked for) that rpb renames over the output once
+// the module succeeded, so an output is either the new figure or untouched; temp files of plots that were killed
+// are removed before the next one of the same output (remove_dead_temp_files). Exit codes of the module: 0 done, 2 a
+// bad request, 3 matplotlib is missing, else a failure.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -535,19 +535,21 @@ TEST_CASE("checkpoint: write_latest and read_latest") {
   TempDir dir;
   const std::string run = dir.path.string();
   CHECK(rpb::read_latest(run).empty());
-  rpb::write_latest(run, "step_000100.h5");
-  CHECK(rpb::read_latest(run) == (dir.path / "step_000100.h5").string());
-  rpb::write_latest(run, "step_000200.h5");
-  CHECK(rpb::read_latest(run) == (dir.path / "step_000200.h5").string());
+  rpb::write_latest(run, "step_00000100.h5");
+  CHECK(rpb::read_latest(run) == (dir.path / "step_00000100.h5").string());
+  rpb::write_latest(run, "step_00000200.h5");
+  CHECK(rpb::read_latest(run) == (dir.path / "step_00000200.h5").string());
   CHECK(dir.entries() == std::vector<std::string>{"latest"});
   std::ifstream in(dir.path / "latest");
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  CHECK(content == "step_000200.h5\n");
+  CHECK(content == "step_00000200.h5\n");
 
   CHECK(contains(error_of([&] { rpb::write_latest(run, "../escape.h5"); }), "is not a bare file name"));
   CHECK(contains(error_of([&] { rpb::write_latest(run, ""); }), "is not a bare file name"));
-  CHECK(contains(error_of([&] { rpb::write_latest(dir.file("gone"), "a.h5"); }),
+  CHECK(contains(error_of([&] { rpb::write_latest(run, "config.toml"); }), "\"config.toml\" is not the name of a "
+                                                                           "checkpoint file of its run folder"));
+  CHECK(contains(error_of([&] { rpb::write_latest(dir.file("gone"), "step_00000001.h5"); }),
                  "folder " + dir.file("gone") + " does not exist"));
-  CHECK(rpb::read_latest(run) == (dir.path / "step_000200.h5").string());
+  CHECK(rpb::read_latest(run) == (dir.path / "step_00000200.h5").string());
   CHECK(rpb::read_latest(dir.file("gone")).empty());
 }

@@ -11,6 +11,7 @@
 #include "test_util.h"
 #include "cli/bias.h"
 #include "core/tensor.h"
+#include "train/io/json_text.h"
 
 using rpb::testing::run_rpb;
 using rpb::BiasOptions;
@@ -28,6 +29,20 @@ TEST_CASE("rpb bias --json prints seed 003's bucket matrix") {
   CHECK(r.code == 0);
   CHECK(has(r.out, "\"buckets\":[[0,5,6,6],[1,0,5,6],[2,1,0,5],[2,2,1,0]]"));
   CHECK(!has(r.out, "\"bias\""));  // t5's table is learned: no bias without a checkpoint
+}
+
+TEST_CASE("rpb bias --json writes a 300 x 300 T5 bucket matrix: JSON is bounded by what is safe to write") {
+  // Routine to check against another implementation's bucket function; a table on the terminal stops at 128 x 128.
+  const auto r = run_rpb("bias --scheme t5 --query-length 300 --key-length 300 --json");
+  REQUIRE(r.code == 0);
+  const rpb::Json j = rpb::Json::parse(r.out);
+  const rpb::Json& b = j.at("buckets");
+  REQUIRE(b.size() == 300);
+  for (const rpb::Json& row : b) CHECK(row.size() == 300);
+  CHECK(b[0][0] == 0);
+  CHECK(b[0][299] == 31);  // bidirectional: a key 299 after its query, the upper half's last bucket
+  CHECK(b[299][0] == 15);  // 299 before: the lower half's
+  CHECK(b[150][151] == 17);
 }
 
 TEST_CASE("rpb bias prints t5 tables: causal, and a KV-cache row") {
@@ -172,13 +187,19 @@ TEST_CASE("rpb bias: sizes are capped like the config's keys, naming the flag, t
       {"--max-distance 2305843009213693952",
        "rpb bias: --max-distance 2305843009213693952: expected an integer in [1, 1099511627776]\n"},
       {"--num-buckets 65538", "rpb bias: --num-buckets 65538: expected an integer in [2, 65536]\n"},
-      // What is printed: at most 16384 values, per head for a fixed bias.
+      // What is printed: at most 16384 values, per head for a fixed bias; as JSON, at most 2^22.
       {"--scheme t5 --query-length 200 --key-length 200",
-       "rpb bias: 200 queries x 200 keys = 40000 values; at most 16384 are printed (e.g. 128 x 128): lower "
-       "--query-length, --key-length\n"},
+       "rpb bias: 200 queries x 200 keys = 40000 values; at most 16384 are printed (e.g. 128 x 128; --json writes up "
+       "to 4194304): lower --query-length, --key-length\n"},
       {"--scheme alibi --heads 2 --query-length 128 --key-length 128",
-       "rpb bias: 2 heads x 128 queries x 128 keys = 32768 values; at most 16384 are printed (e.g. 128 x 128): "
-       "lower --query-length, --key-length or --heads\n"},
+       "rpb bias: 2 heads x 128 queries x 128 keys = 32768 values; at most 16384 are printed (e.g. 128 x 128; --json "
+       "writes up to 4194304): lower --query-length, --key-length or --heads\n"},
+      {"--scheme t5 --query-length 2048 --key-length 2049 --json",
+       "rpb bias: 2048 queries x 2049 keys = 4196352 values; at most 4194304 are written as JSON (e.g. 2048 x 2048): "
+       "lower --query-length, --key-length\n"},
+      {"--scheme alibi --heads 3 --query-length 1024 --key-length 2048 --json",
+       "rpb bias: 3 heads x 1024 queries x 2048 keys = 6291456 values; at most 4194304 are written as JSON (e.g. "
+       "2048 x 2048): lower --query-length, --key-length or --heads\n"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);

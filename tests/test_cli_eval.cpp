@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "test_util.h"
 #include "train/data/task.h"
 #include "train/io/json_text.h"
@@ -234,6 +236,35 @@ TEST_CASE("eval of a checkpoint outside a run folder writes nothing unless --out
   CHECK(linked.code == 1);
   CHECK(contains(linked.out, (run / "eval").string() + " is a symbolic link, which rpb does not follow"));
   CHECK(std::distance(fs::directory_iterator(shared), fs::directory_iterator()) == 1);
+}
+
+TEST_CASE("eval --data: what cannot be a text (a FIFO, a device, a missing path) is refused naming the flag") {
+  TempDir tmp("evaldata");
+  const fs::path corpus = tmp.path / "corpus.txt";
+  fs::copy_file("/usr/share/common-licenses/GPL-3", corpus);
+  const fs::path config = tmp.path / "text.toml";
+  std::ofstream(config) << "[run]\nname = \"t\"\nout_dir = \"" << tmp.path.string()
+                        << "\"\nsteps = 2\nbatch = 2\nlength = 16\nlog_every = 1\neval_multipliers = [1]\n"
+                           "eval_tokens = 64\n[model]\nd_model = 8\nheads = 2\nlayers = 1\nd_ff = 16\n[task]\n"
+                           "kind = \"text\"\npath = \"" << corpus.string()
+                        << "\"\ndocuments = \"blank_lines\"\ntokenizer = \"bytes\"\nvalid_fraction = 0.1\n"
+                           "test_fraction = 0.1\n[optim]\nwarmup_steps = 1\n";
+  REQUIRE(rpb_stdout("train " + config.string()).code == 0);
+  const fs::path run = tmp.path / "t", fifo = tmp.path / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto records = [&] { return std::distance(fs::directory_iterator(run / "eval"), fs::directory_iterator()); };
+  const auto before = records();
+  for (const auto& [path, what] : std::vector<std::pair<std::string, std::string>>{
+           {fifo.string(), ": is a FIFO; expected the text to evaluate on"},
+           {"/dev/null", ": is a character device; expected the text to evaluate on"},
+           {(tmp.path / "gone.txt").string(), ": does not exist; expected the text to evaluate on"}}) {
+    CAPTURE(path);
+    const CommandResult r = run_rpb("eval " + run.string() + " --data " + path);
+    CHECK(r.code == 1);
+    CHECK(contains(r.out, "eval --data " + path + what));
+    CHECK(!contains(r.out, "task.path"));  // the stored config's key, not what the user gave
+  }
+  CHECK(records() == before);
 }
 
 TEST_CASE("generate from a markov run: ids, deterministic for a seed, bad prompts exit 2, learned tables end") {

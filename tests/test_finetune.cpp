@@ -173,3 +173,28 @@ TEST_CASE("fine-tune sweep rows continue the run of the method they name, with t
   });
   CHECK(contains(missing, "names neither a method of sweep.methods nor a scheme"));
 }
+
+TEST_CASE("fine-tune: rpb train --init-from beside a run.init_sha256 in the file reads them as one config") {
+  rpb::testing::TempDir tmp("finetune_flag");
+  const TrainSummary ps = Run(parse_config(tiny_rope(tmp.path, "parent", 3), "parent.toml")).train(false);
+  const std::string parent_file = (tmp.path / "parent" / ps.checkpoint).string();
+  // The file pins the parent by its digest; the path comes from the flag.
+  const fs::path config = tmp.path / "ft.toml";
+  std::string text = tiny_rope(tmp.path, "ft", 2);
+  text.insert(text.find("[run]\n") + 6, "init_sha256 = \"" + ps.checkpoint_sha256 + "\"\n");
+  std::ofstream(config) << text;
+  const rpb::testing::CommandResult r =
+      rpb::testing::run_rpb("train " + config.string() + " --init-from " + parent_file);
+  CHECK_MESSAGE(r.code == 0, r.out);
+  CHECK(contains(r.out, "fine-tune: parameters and buffers from " + parent_file));
+  // Another file under the flag: refused by the pin, naming the flag's path and both digests.
+  Run other(parse_config(tiny_rope(tmp.path, "other", 3), "other.toml", {"run.seed=7"}));
+  const std::string other_file = (fs::path(other.dir()) / other.train(false).checkpoint).string();
+  const rpb::testing::CommandResult o =
+      rpb::testing::run_rpb("train " + config.string() + " --set run.name=ft2 --init-from " + other_file);
+  CHECK(o.code == 1);
+  CHECK(contains(o.out, "run.init_from = " + other_file + " has SHA-256 "));
+  CHECK(contains(o.out, "pins the fine-tune to the parent " + ps.checkpoint_sha256));
+  CHECK(!contains(o.out, "is not set"));
+  CHECK(!fs::exists(tmp.path / "ft2"));
+}

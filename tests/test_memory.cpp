@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "cli/commands.h"
 #include "cli/inspect.h"
@@ -79,7 +80,7 @@ TEST_CASE("a run too large for the budget is refused before anything is built, n
     Run run(parse_config(small_config(tmp.path), "small.toml",
                          {"model.d_model=4096", "model.d_ff=16384", "model.layers=64", "model.heads=16"}));
   });
-  CHECK(contains(big_model, "model.layers: the run needs about "));
+  CHECK(contains(big_model, "model.d_model: the run needs about "));
   CHECK(contains(big_model, "more than the memory limit of 64.0 MiB (--max-memory 64M)"));
   CHECK(contains(big_model, "raise --max-memory"));
   const std::string big_batch =
@@ -100,6 +101,24 @@ TEST_CASE("a run too large for the budget is refused before anything is built, n
   CHECK(contains(corner, "EiB"));
   CHECK(peak_memory_bytes() - before < (1 << 20));  // refused before building
   CHECK(!fs::exists(tmp.path / "mem"));
+}
+
+TEST_CASE("the memory estimate names the key whose value makes the model large, for its weights and its training") {
+  TempDir tmp("memory_key");
+  const std::map<std::string, std::vector<std::string>> cases = {
+      {"model.d_model", {"model.d_model=65536"}},  // 2 layers: d_model's doing, not the layers'
+      {"model.layers", {"model.layers=1024"}},
+      {"model.d_ff", {"model.d_ff=1048576"}},
+      {"model.d_model", {"model.d_model=4096", "model.d_ff=4096", "model.layers=8"}},
+      {"model.layers", {"model.d_model=256", "model.layers=1024"}},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.second);
+    const RunConfig cfg = parse_config(small_config(tmp.path), "small.toml", c.second);
+    const MemoryEstimate e = estimate_memory(cfg, vocab_bound(cfg));
+    CHECK(e.weights.key == c.first);
+    CHECK(e.training.key == c.first);  // gradients and Adam's moments are the parameters' size again
+  }
 }
 
 TEST_CASE("the budget caps tensor storage: an allocation past it is refused before it is made") {

@@ -63,6 +63,10 @@ TEST_CASE("passkey_text end to end: train on a folder, generate from the checkpo
       run_rpb("generate " + run + " --prompt \"The licenses <key>482 for most software <query>\" --tokens 3");
   CHECK_MESSAGE(gen.code == 0, gen.out);
   CHECK(contains(gen.out, "The licenses <key>482 for most software <query>"));
+  // A prompt the task's samples never hold (a key of two digits for a model of three): exit 2, naming the marker.
+  const rpb::testing::CommandResult bad = run_rpb("generate " + run + " --prompt \"The <key>48 and <query>\"");
+  CHECK(bad.code == 2);
+  CHECK(contains(bad.out, "--prompt: <key> at byte 4 is followed by 2 digits; expected the key's 3"));
   CHECK(contains(run_rpb("inspect " + run).out, "tokenizer sentencepiece (400 pieces"));
   // Another tokenizer is blamed, not the embedding, counting the task's ids: 256 bytes and 12 against 412 rows.
   Checkpoint bytes = load_checkpoint((dir.path / "pk" / "step_00000004.h5").string());
@@ -109,13 +113,37 @@ TEST_CASE("passkey_text: a held-out split too short for the longest sample is re
 TEST_CASE("passkey_text: a generate prompt writes the markers and the key's digits as the task's own ids") {
   const auto bytes = data::tokenizer_info("bytes").build(data::TokenizerCorpus::of({}, {}), {});
   // The bytes tokenizer's 256 ids, then the digits 0-9 (256..265), the key marker 266 and the query marker 267.
-  CHECK(encode_passkey_prompt(*bytes, "ab<key>12 c<query>") ==
+  CHECK(encode_passkey_prompt(*bytes, "ab<key>12 c<query>", 2) ==
         std::vector<int64_t>{'a', 'b', 266, 257, 258, ' ', 'c', 267});
-  // Digits count as the task's only right after a marker; elsewhere they are text.
-  CHECK(encode_passkey_prompt(*bytes, "7<query>3") == std::vector<int64_t>{'7', 267, 259});
-  CHECK(encode_passkey_prompt(*bytes, "<key><key>") == std::vector<int64_t>{266, 266});
-  CHECK(contains(error_of([&] { encode_passkey_prompt(*bytes, ""); }), "found an empty prompt"));
+  // Digits count as the task's only right after a marker; elsewhere they are text. The query may start the answer.
+  CHECK(encode_passkey_prompt(*bytes, "7<key>12 8<query>3", 2) ==
+        std::vector<int64_t>{'7', 266, 257, 258, ' ', '8', 267, 259});
+  CHECK(encode_passkey_prompt(*bytes, "no markers: filler 12", 2).size() == 21);
+  CHECK(encode_passkey_prompt(*bytes, "x <key>12 y", 2).size() == 7);  // a key, no question yet
+  CHECK(contains(error_of([&] { encode_passkey_prompt(*bytes, "", 2); }), "found an empty prompt"));
   CHECK(std::string(data::passkey_marker_text(10)) == "<key>");
   CHECK(std::string(data::passkey_marker_text(11)) == "<query>");
   CHECK(contains(error_of([] { data::passkey_marker_text(3); }), "not a marker"));
+}
+
+TEST_CASE("passkey_text: a generate prompt whose markers the task's samples never hold is refused, naming the marker") {
+  const auto bytes = data::tokenizer_info("bytes").build(data::TokenizerCorpus::of({}, {}), {});
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"a <key>1 b<query>", "<key> at byte 2 is followed by 1 digits; expected the key's 3 (task.passkey_digits"},
+      {"a <key>1234 b<query>", "<key> at byte 2 is followed by 4 digits; expected the key's 3"},
+      {"a <key> 123 b<query>", "<key> at byte 2 is followed by 0 digits"},
+      {"<key>123<key>456<query>", "a second <key> at byte 8; expected one key block (<key> and the key's 3 digits)"},
+      {"7<query>3", "<query> at byte 1 asks for the key, and no <key> block comes before it"},
+      {"a <query> b <key>123", "<query> at byte 2 asks for the key"},
+      {"<key>123 a<query>1234", "<query> at byte 10 is followed by 4 digits; expected at most the key's 3"},
+      {"<key>123 a<query>12 more", "\" more\" follows <query> at byte 10; expected the prompt to end with the query"},
+      {"<key>123 a<query><query>", "\"<query>\" follows <query> at byte 10"},
+      {"<key>123 a<query><key>456", "\"<key>456\" follows <query> at byte 10"},
+  };
+  for (const auto& [prompt, message] : cases) {
+    CAPTURE(prompt);
+    const std::string e = error_of([&] { encode_passkey_prompt(*bytes, prompt, 3); });
+    CHECK(contains(e, "--prompt: "));
+    CHECK(contains(e, message));
+  }
 }

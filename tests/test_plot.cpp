@@ -2,7 +2,10 @@
 // stand-in tests/plot_stub/rpb_plot/, which checks the request's fields, copies it for the test to read
 // (RPB_PLOT_STUB_LOG) and writes a stub file to each output, or exits with RPB_PLOT_STUB_EXIT (3: matplotlib missing).
 #include <doctest/doctest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 
 #include <nlohmann/json.hpp>
@@ -208,6 +211,13 @@ TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and 
   r = run_rpb("plot " + old.string() + " --out " + dir.file("o.pdf") + " --ylim 3,1");
   CHECK(r.code == 2);
   CHECK(contains(r.out, "--ylim 3,1: expected LO,HI, two finite numbers with LO < HI"));
+  // A span no axis can be drawn over (it overflowed in the module's ticks), refused before the module runs.
+  for (const char* ylim : {"-1e308,1e308", "5e-324,1e-323"}) {
+    r = run_rpb("plot " + old.string() + " --out " + dir.file("o.pdf") + " --ylim=" + ylim);
+    CHECK(r.code == 2);
+    CHECK(contains(r.out, std::string("--ylim ") + ylim + ": expected LO,HI, two finite numbers with LO < HI and "
+                          "HI - LO between 1e-300 and 1e300"));
+  }
 }
 
 TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the results, mixing kinds exits 2") {
@@ -352,6 +362,91 @@ TEST_CASE("sweep figures: sweep.figures picks the formats, without matplotlib th
   CHECK(rpb::parse_config(base + "figures = [\"png\"]\n", "s.toml").sweep.figures == std::vector<std::string>{"png"});
   CHECK(contains(rpb::testing::error_of([&] { rpb::parse_config(base + "figures = [\"eps\"]\n", "s.toml"); }),
                  "sweep.figures"));
+}
+
+TEST_CASE("temp files of killed plots and result writes: the next write of the same file removes them, and only them") {
+  TempDir dir("plot_dead_temps");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const fs::path sweep = sweep_folder(dir);
+  const std::string dead = std::to_string(rpb::testing::dead_pid());
+  // What a kill -9 leaves: each write's temp file under its process's pid (one a link, never followed).
+  const std::vector<std::string> left = {".results.csv.tmp." + dead, ".results.json.tmp." + dead,
+                                         ".results.tex.tmp." + dead, ".results.svg.tmp." + dead,
+                                         ".results.svg.tmp.99999999999"};  // past any pid
+  for (const std::string& name : left) std::ofstream(sweep / name) << "partial";
+  std::ofstream(dir.path / "precious") << "precious";
+  fs::remove(sweep / left[1]);
+  fs::create_symlink(dir.path / "precious", sweep / left[1]);
+  // Kept: a live process's (pid 1), a folder, another file's, look-alikes.
+  const std::vector<std::string> kept = {".results.svg.tmp.1", ".results.json.tmp.1x", "results.svg.tmp." + dead,
+                                         ".notes.tmp." + dead, ".results.svg.tmp.", ".results.csv.tmp.0" + dead};
+  for (const std::string& name : kept) std::ofstream(sweep / name) << "keep";
+  fs::create_directory(sweep / (".results.pdf.tmp." + dead));
+  sweep_folder(dir);  // the results written again
+  CHECK(rpb::draw_sweep_figures(sweep.string(), {"svg"}));
+  for (const std::string& name : left) CHECK_MESSAGE(!fs::exists(fs::symlink_status(sweep / name)), name);
+  for (const std::string& name : kept) CHECK_MESSAGE(file_text(sweep / name) == "keep", name);
+  CHECK(fs::is_directory(sweep / (".results.pdf.tmp." + dead)));
+  CHECK(file_text(dir.path / "precious") == "precious");
+  CHECK(fs::exists(sweep / "results.svg"));
+}
+
+TEST_CASE("a killed rpb plot leaves no request file, and the next plot of its output removes the figure's temp file") {
+  TempDir dir("plot_killed");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const fs::path run = run_folder(dir, "r", kHeader);
+  // A module that starts its figure (the temp file, as the real one writes it) and hangs until killed.
+  const std::string pid_file = dir.file("module.pid");
+  const std::string hang = dir.file("hang.py");
+  std::ofstream(hang) << "#!/usr/bin/python3\nimport json, os, sys, time\nreq = json.load(sys.stdin)\n"
+                         "open(req['outputs'][0]['path'], 'w').write('partial')\n"
+                         "open('" << pid_file << "', 'w').write(str(os.getpid()))\ntime.sleep(60)\n";
+  fs::permissions(hang, fs::perms::owner_all);
+  const auto requests = [] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+      if (e.path().filename().string().rfind("rpb-plot-", 0) == 0) names.push_back(e.path().filename().string());
+    return names;
+  };
+  const auto before = requests();
+  pid_t rpb = 0;
+  {
+    const ScopedEnv hanging("RPB_PYTHON", hang.c_str());
+    rpb = rpb::testing::spawn_rpb({"plot", run.string(), "--out", dir.file("f.svg")});
+  }
+  for (int i = 0; i < 500 && file_text(pid_file).empty(); ++i) ::usleep(20000);
+  REQUIRE(!file_text(pid_file).empty());
+  ::kill(rpb, SIGKILL);
+  int status = 0;
+  ::waitpid(rpb, &status, 0);
+  ::kill(std::stoi(file_text(pid_file)), SIGKILL);
+  const fs::path temp = dir.path / (".f.svg.tmp." + std::to_string(rpb));
+  CHECK(file_text(temp) == "partial");  // what the kill left
+  CHECK(requests() == before);          // the request was never a file
+  CHECK(run_rpb("plot " + run.string() + " --out " + dir.file("f.svg")).code == 0);
+  CHECK(!fs::exists(temp));
+  CHECK(fs::exists(dir.file("f.svg")));
+}
+
+TEST_CASE("plot runner: the request goes to the module on its standard input, never into a temp file") {
+  TempDir dir("plot_request_input");
+  const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
+  const ScopedEnv log("RPB_PLOT_STUB_LOG", dir.file("request.json").c_str());
+  const auto requests = [] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+      if (e.path().filename().string().rfind("rpb-plot-", 0) == 0) names.push_back(e.path().filename().string());
+    return names;
+  };
+  const auto before = requests();
+  const std::string csv = (run_folder(dir, "r", kHeader) / "metrics.csv").string();
+  const rpb::OutputOptions rules{"--out", {}};
+  rpb::draw_figures(rpb::plot_request("curves", rpb::curves_block({{"r", "t5", csv, "r"}}, "step", std::nullopt)),
+                    {{dir.file("f.svg"), &rules}});
+  const ordered_json q = logged(dir);
+  CHECK(q.at("outputs").at(0).at("direct") == true);
+  CHECK(q.at("outputs").at(0).at("name") == fs::absolute(dir.file("f.svg")).string());
+  CHECK(requests() == before);
 }
 
 TEST_CASE("plot fixtures: tests/data/plot/results_grid.json has rows as rpb writes them, named as a grid names them") {

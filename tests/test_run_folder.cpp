@@ -241,6 +241,27 @@ TEST_CASE("latest: read_latest refuses a name that leads out of the run folder")
   CHECK(contains(error_of([&] { read_latest(tmp.path.string()); }), "latest: is a folder, not a regular file"));
 }
 
+TEST_CASE("latest: a `latest` holding anything but a checkpoint's name is refused, saying what it holds") {
+  TempDir tmp("latest_json");
+  const fs::path dir = tmp.path / "run";
+  Run(tiny_config(tmp.path, "run", 2)).train(false);
+  for (const std::string text : {"{\"checkpoint\": \"step_00000002.h5\", \"step\": 2}", "config.toml", "step_2.h5"}) {
+    CAPTURE(text);
+    std::ofstream(dir / "latest") << text << "\n";
+    CHECK(contains(error_of([&] { read_latest(dir.string()); }),
+                   "latest: holds \"" + text + "\"; expected the name of a checkpoint file of its run folder "
+                   "(step_<step>.h5, as step_00000100.h5), on one line"));
+    const auto before = listing(dir);
+    for (const std::string command : {"eval", "inspect", "generate --prompt 1"}) {
+      const CommandResult r = run_rpb(command + " " + dir.string());
+      CHECK(r.code == 1);
+      CHECK(contains(r.out, "expected the name of a checkpoint file of its run folder"));
+      CHECK(!contains(r.out, "no such file"));  // not read as a file name
+    }
+    CHECK(listing(dir) == before);
+  }
+}
+
 TEST_CASE("run folder: a run removes the temp files interrupted saves left, and nothing else") {
   TempDir tmp("stale");
   const fs::path dir = tmp.path / "run";

@@ -136,6 +136,16 @@ inline pid_t spawn_rpb(const std::vector<std::string>& args, const std::string& 
   return pid;
 }
 
+/// The pid of a process that has exited and been reaped: no live process has it (until the system reuses it, which
+/// takes a full cycle of pid_max).
+inline pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
 /// The whole content of a file ("" when it cannot be read).
 inline std::string file_text(const std::filesystem::path& file) {
   std::ifstream in(file);

@@ -2,7 +2,7 @@
 
 As a script (what `rpb plot`, `rpb extrapolate` and `rpb inspect --plot` run; __main__.py):
 
-    /usr/bin/python3 python/rpb_plot REQUEST.json
+    /usr/bin/python3 python/rpb_plot REQUEST.json        (- reads the request from standard input, as rpb passes it)
 
 exit 0 when every output is written, 2 on a bad request (the reason on stderr), 3 when matplotlib is missing,
 1 on anything else. As a package (python/ on sys.path):
@@ -23,7 +23,8 @@ listed in __all__ (ticks, styles, panels) for figures of one's own; theme (the c
 The request (JSON; only the block named by "kind" is read; unknown fields are ignored):
 
     {"format": "rpb-plot-1", "kind": "sweep" | "curves" | "bias",
-     "outputs": [{"path": "/abs/out.pdf", "format": "pdf" | "png" | "svg"}],
+     "outputs": [{"path": "/abs/out.pdf", "format": "pdf" | "png" | "svg",
+                  "direct": false, "name": "/abs/out.pdf"}],   # the last two optional: see below
      "styles": {"schemes": [{"name": "t5", "dims": [1], "color": "#1f77b4", "marker": "o"}, ...]},  # rpb schemes --json
      "sweep":  {"results": ["/abs/results.json"], "tasks": [], "methods": [], "lengths": [], "metrics": [],
                 "ylim": null | [lo, hi], "against": "length" | "<setting key>",          # [] = all
@@ -47,8 +48,11 @@ whose method does not name its stride has it in its legend label; -6 adds "bytes
 `rpb extrapolate CONFIG`, which reuses the finished runs and rewrites it). A curves
 run's "scheme" is its config's position.scheme, its "method" (default: its label) the method whose colour and
 marker it has (a sweep's runs of one method differ by dash only). Nothing parses a label to find its scheme.
-Outputs are written into a temp file in their folder and renamed over them; an output that exists as anything but
-a regular file, or is an input of the request (its results.json or metrics.csv files), is refused.
+Outputs are written into a temp file ".<name>.tmp.<pid>" in their folder and renamed over them (the temp files of
+writes that were killed, their pid no live process, are removed first); with "direct", "path" is itself the temp file,
+created here and renamed by the caller (rpb's). Labels are drawn as the text they are (no mathtext, no TeX: a `$` is a
+dollar sign). An output that exists as anything but a regular file, or is an input of the request (its results.json or
+metrics.csv files), is refused; a write that fails (a full disk) raises WriteError naming "name" (default "path").
 
 Sweep metrics: "known_metrics" is rpb's one list of them (train/sweep/results_json.h sweep_metrics): a metric's
 values are row[field] ([[cell per length] per seed]; a cell's [entry] when entry is set); a metric no selected row
@@ -77,7 +81,8 @@ from .axes import (legend_below, legend_rows, linear_ticks, new_figure, nice_tic
                    tick_labels)
 from .bias import draw_bias, draw_bias_line, draw_heatmap, symlog_ticks
 from .curves import curve_panels, draw_curve_panel, draw_curves, read_metrics_csv
-from .errors import EXIT_BAD_REQUEST, EXIT_ERROR, EXIT_NO_MATPLOTLIB, MatplotlibMissing, RequestError, require
+from .errors import (EXIT_BAD_REQUEST, EXIT_ERROR, EXIT_NO_MATPLOTLIB, MatplotlibMissing, RequestError, WriteError,
+                     require)
 from .request import FORMATS, REQUEST_FORMAT, check_bias, check_curves, check_request, check_sweep
 from .results import (RESULTS_FORMAT, RESULTS_FORMATS, Metric, Results, known_metrics, learned_seeds, mean_std,
                       metric_stats, metrics_named, not_learned, read_results, results_path, select_rows)
@@ -89,7 +94,7 @@ from .sweep import (Panel, Series, draw_panel, draw_series, draw_sweep, length_p
 __all__ = [
     "draw", "render", "save", "input_paths", "rpb_request", "plot_sweep", "plot_curves",
     "rpb_binary",
-    "RequestError", "MatplotlibMissing", "require", "EXIT_ERROR", "EXIT_BAD_REQUEST", "EXIT_NO_MATPLOTLIB",
+    "RequestError", "MatplotlibMissing", "WriteError", "require", "EXIT_ERROR", "EXIT_BAD_REQUEST", "EXIT_NO_MATPLOTLIB",
     "REQUEST_FORMAT", "FORMATS", "KINDS", "check_request", "check_sweep", "check_curves", "check_bias",
     "Style", "base_style", "shade", "style_of", "figure_styles", "seed_style", "scheme_dims",
     "linear_ticks", "nice_ticks", "tick_labels", "padded", "set_axis", "new_figure", "legend_below", "legend_rows",

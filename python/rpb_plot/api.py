@@ -5,12 +5,11 @@ import json
 import os
 import stat
 import subprocess
-import tempfile
 
-from .backend import matplotlib
+from .backend import PLAIN_TEXT, matplotlib
 from .bias import draw_bias
 from .curves import draw_curves
-from .errors import RequestError, require
+from .errors import MATPLOTLIB_MISSING, MatplotlibMissing, RequestError, WriteError, require
 from .request import CHECKS, FORMATS, check_request
 from .styles import rpb_binary
 from .sweep import draw_sweep
@@ -20,9 +19,12 @@ KINDS = {kind: (CHECKS[kind], DRAWS[kind]) for kind in CHECKS}  # kind -> (check
 
 
 def draw(request):
-    """The Figure of a request (checked first; nothing written)."""
+    """The Figure of a request (checked first; nothing written); its labels are text as written (PLAIN_TEXT)."""
     check_request(request)
-    return DRAWS[request["kind"]](request[request["kind"]], request.get("styles") or {})
+    if matplotlib is None:
+        raise MatplotlibMissing(MATPLOTLIB_MISSING)
+    with matplotlib.rc_context(PLAIN_TEXT):
+        return DRAWS[request["kind"]](request[request["kind"]], request.get("styles") or {})
 
 
 def input_paths(request):
@@ -45,27 +47,79 @@ def _check_target(path, inputs):
         require(os.path.realpath(i) != real, 'cannot write "%s": it is an input of the request (%s)' % (path, i))
 
 
-def save(fig, path, fmt=None, inputs=()):
+def _live(pid):
+    """Whether `pid` is a live process (os.kill(pid, 0) succeeds, or fails only for permission)."""
+    if not 0 < pid < 2 ** 31:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_dead_temps(path):
+    """Removes the temp files ".<name>.tmp.<pid>" that writes of `path` (here or by rpb) left when their process was
+    killed: those whose pid is no live process; a folder under such a name is left, a link unlinked."""
+    folder, name = os.path.split(os.path.abspath(path))
+    prefix = "." + name + ".tmp."
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        digits = entry[len(prefix):]
+        ours = digits.isascii() and digits.isdigit() and digits[0] != "0"  # str(pid): no leading zero
+        if entry.startswith(prefix) and ours and not _live(int(digits)):
+            full = os.path.join(folder, entry)
+            try:
+                if not stat.S_ISDIR(os.lstat(full).st_mode):
+                    os.unlink(full)
+            except OSError:
+                pass
+
+
+def save(fig, path, fmt=None, inputs=(), direct=False, name=None):
     """Writes `fig` to `path` as `fmt` (else by the path's extension: pdf, png or svg), without a date in the
-    file (a redrawn figure differs from the committed one only where the drawing does): into a temp file in the
-    same folder, renamed over `path`, so `path` is the new figure or untouched. Refuses (RequestError) a `path`
-    that exists as anything but a regular file or is one of `inputs`."""
+    file (a redrawn figure differs from the committed one only where the drawing does): into the temp file
+    ".<name>.tmp.<pid>" in the same folder (rpb's temp names: one a killed process left is removed by the next write
+    of `path`, here or by rpb), renamed over `path`, so `path` is the new figure or untouched. With `direct`, `path`
+    is itself a temp file that the caller renames (rpb's; created here, never through a link). Refuses
+    (RequestError) a `path` that exists as anything but a regular file or is one of `inputs`; a write that fails
+    raises WriteError naming `name` (default `path`), never a temp file."""
     fmt = fmt or os.path.splitext(path)[1].lstrip(".").lower()
-    require(fmt in FORMATS, 'cannot write "%s": the format must be one of %s' % (path, ", ".join(FORMATS)))
+    name = name or path
+    require(fmt in FORMATS, 'cannot write "%s": the format must be one of %s' % (name, ", ".join(FORMATS)))
     _check_target(path, inputs)
     metadata = {"pdf": {"CreationDate": None}, "svg": {"Date": None}, "png": {}}[fmt]
-    folder, name = os.path.split(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix="." + name + ".", suffix=".tmp", dir=folder)
+    temp = path
+    if not direct:
+        _remove_dead_temps(path)
+        folder, base = os.path.split(os.path.abspath(path))
+        temp = os.path.join(folder, "." + base + ".tmp." + str(os.getpid()))
+        if os.path.lexists(temp):
+            os.unlink(temp)  # a leftover of a dead process that had this pid
     try:
-        umask = os.umask(0o22)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # as a file open() creates, not mkstemp's 0600
-        with os.fdopen(fd, "wb") as f, matplotlib.rc_context({"svg.hashsalt": "rpb", "pdf.compression": 6}):
+        # Exclusive and not through a link; 0666 less the umask, as a file open() creates.
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        raise WriteError('cannot write "%s": %s' % (name, e.strerror or e)) from None
+    try:
+        with os.fdopen(fd, "wb") as f, matplotlib.rc_context({"svg.hashsalt": "rpb", "pdf.compression": 6,
+                                                             **PLAIN_TEXT}):
             fig.savefig(f, format=fmt, metadata=metadata)
-        _check_target(path, inputs)  # it may have changed meanwhile
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
+        if not direct:
+            _check_target(path, inputs)  # it may have changed meanwhile
+            os.replace(temp, path)
+    except BaseException as e:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise WriteError('cannot write "%s": %s' % (name, e.strerror or e)) from None
         raise
 
 
@@ -74,7 +128,8 @@ def render(request, inputs=()):
     own file); returns the Figure."""
     fig = draw(request)
     for out in request.get("outputs", []):
-        save(fig, out["path"], out["format"], list(inputs) + input_paths(request))
+        save(fig, out["path"], out["format"], list(inputs) + input_paths(request), out.get("direct", False),
+             out.get("name"))
     return fig
 
 

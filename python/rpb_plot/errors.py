@@ -12,6 +12,11 @@ class MatplotlibMissing(RuntimeError):
     """matplotlib cannot be imported: exit 3."""
 
 
+class WriteError(RuntimeError):
+    """An output that cannot be written (a full disk, a read-only folder): exit 1, the message names the output the
+    request asked for, never a temp file."""
+
+
 MATPLOTLIB_MISSING = ("matplotlib is missing: install it with `apt-get install python3-matplotlib` "
                       "(scripts/deps.sh does)")
 

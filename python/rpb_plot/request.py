@@ -10,8 +10,10 @@ FORMATS = ("pdf", "png", "svg")
 
 
 def _check_ylim(ylim, where):
+    """null, or [lo, hi]: finite, lo < hi, hi - lo in [1e-300, 1e300] (an axis's ticks and padding stay finite)."""
     require(ylim is None or (isinstance(ylim, list) and len(ylim) == 2 and all(finite(v) for v in ylim)
-                             and ylim[0] < ylim[1]), '%s.ylim must be null or [lo, hi] with lo < hi' % where)
+                             and ylim[0] < ylim[1] and 1e-300 <= ylim[1] - ylim[0] <= 1e300),
+            '%s.ylim must be null or [lo, hi] with lo < hi and hi - lo between 1e-300 and 1e300' % where)
 
 
 def _check_list(block, key, where, item=str):
@@ -131,7 +133,10 @@ def check_request(request):
     require(isinstance(request.get(request["kind"]), dict), 'the request has no "%s" block' % request["kind"])
     outputs = request.get("outputs", [])
     require(isinstance(outputs, list) and all(isinstance(o, dict) and isinstance(o.get("path"), str)
-                                              and o.get("format") in FORMATS for o in outputs),
-            "outputs must be [{\"path\": ..., \"format\": one of %s}]" % ", ".join(FORMATS))
+                                              and o.get("format") in FORMATS
+                                              and isinstance(o.get("direct", False), bool)
+                                              and isinstance(o.get("name", ""), str) for o in outputs),
+            "outputs must be [{\"path\": ..., \"format\": one of %s, \"direct\": a bool (optional), "
+            "\"name\": ... (optional)}]" % ", ".join(FORMATS))
     check_styles(request.get("styles"))
     CHECKS[request["kind"]](request[request["kind"]])

@@ -835,5 +835,79 @@ class OutputSafetyTest(unittest.TestCase):
             self.assertEqual(sorted(os.listdir(tmp)), ["link.png", "request.json", "results.json", "target.png"])
 
 
+class PlainTextTest(FigureChecks):
+    """Labels are drawn as the text they are: a `$` is a dollar sign, never mathtext, whose parser refused these and
+    cost a sweep its figure and its exit status."""
+    LABEL = "t5@x=$a_$ and $\\frac{1}$"  # two spans mathtext refuses
+
+    def test_curves_label_with_dollars(self):
+        runs = [{"label": self.LABEL, "method": self.LABEL, "scheme": "t5",
+                 "metrics_csv": os.path.join(DATA, "run_a", "metrics.csv")}]
+        fig = rpb_plot.draw(request("curves", {"runs": runs, "x": "step", "ylim": None}))
+        self.assertIn(self.LABEL, legend_texts(fig.axes[0]))
+        fig.canvas.draw()  # rendered: the label is not parsed as mathtext
+        dollars = [t for t in fig.findobj(Text) if "$" in t.get_text()]
+        self.assertTrue(dollars)
+        self.assertFalse(any(t.get_parse_math() for t in dollars))
+
+    def test_sweep_method_with_dollars_written_by_the_script(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [{"task": "markov", "method": self.LABEL, "scheme": "t5", "perplexity": [[4.0, 5.0]]}]
+            req = sweep_request([results_file(tmp, "r.json", rows)])
+            req["outputs"] = [{"path": os.path.join(tmp, "r.png"), "format": "png"}]
+            p = subprocess.run([sys.executable, os.path.join(SOURCE, "python", "rpb_plot"), "-"],
+                               input=json.dumps(req), capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(os.path.join(tmp, "r.png"), "rb") as f:
+                self.assertTrue(f.read().startswith(b"\x89PNG"))
+            self.assertIn(self.LABEL, legend_texts(rpb_plot.draw(req).axes[0])[0])
+
+
+class WriteTest(unittest.TestCase):
+    """Outputs: a failed write names the output asked for (never a temp file); the temp files of writes that were
+    killed are removed by the next write of the same output; the request on standard input; an axis that overflows."""
+
+    def setUp(self):
+        self.fig = rpb_plot.draw(sweep_request(["results.json"]))
+
+    def test_a_failed_write_names_the_output_not_a_temp_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "gone", "r.png")
+            with self.assertRaises(rpb_plot.WriteError) as e:
+                rpb_plot.save(self.fig, out)
+            self.assertEqual(str(e.exception), 'cannot write "%s": No such file or directory' % out)
+            temp = os.path.join(tmp, "gone", ".r.png.tmp.123")  # rpb's temp file, written directly
+            with self.assertRaises(rpb_plot.WriteError) as e:
+                rpb_plot.save(self.fig, temp, "png", direct=True, name=out)
+            self.assertEqual(str(e.exception), 'cannot write "%s": No such file or directory' % out)
+
+    def test_temp_files_of_killed_writes_are_removed_by_the_next(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            child = subprocess.Popen([sys.executable, "-c", ""])
+            child.wait()
+            dead = str(child.pid)
+            left = [".r.png.tmp." + dead, ".r.png.tmp.99999999999"]
+            kept = [".r.png.tmp.%d" % os.getppid(), ".r.png.tmp.1x", ".s.png.tmp." + dead, "r.png.tmp." + dead,
+                    ".r.png.tmp.0" + dead]
+            for name in left + kept:
+                with open(os.path.join(tmp, name), "w") as f:
+                    f.write("x")
+            os.mkdir(os.path.join(tmp, ".r.png.tmp.7" + dead))  # a folder under the name: left alone
+            rpb_plot.save(self.fig, os.path.join(tmp, "r.png"))
+            self.assertEqual(sorted(os.listdir(tmp)), sorted(kept + ["r.png", ".r.png.tmp.7" + dead]))
+
+    def test_request_on_standard_input(self):
+        p = subprocess.run([sys.executable, os.path.join(SOURCE, "python", "rpb_plot"), "-"],
+                           input=json.dumps(sweep_request(["missing.json"])), capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertTrue(p.stderr.startswith("rpb_plot: bad request: "), p.stderr)
+        self.assertIn("missing.json", p.stderr)
+
+    def test_a_ylim_whose_span_overflows_is_refused(self):
+        for ylim in ([-1e308, 1e308], [5e-324, 1e-323]):
+            with self.assertRaisesRegex(rpb_plot.RequestError, "hi - lo between 1e-300 and 1e300"):
+                rpb_plot.draw(sweep_request(["results.json"], ylim=ylim))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include "core/checked.h"
+#include "core/text.h"
 #include "train/config/memory.h"
 #include "train/config/model.h"
+#include "train/config/run_identity.h"
 #include "train/data/passkey.h"
 #include "train/data/task_registry.h"
 #include "train/data/tokenizer.h"
@@ -51,7 +53,15 @@ StoredCheckpoint read_stored_checkpoint(const std::string& file, bool in_run_fol
   s.checkpoint = load_checkpoint(file, in_run_folder, digest);
   s.config = parse_stored_config(s.checkpoint.config_text, file + " (stored config)");
   s.file = file;
+  s.digest = config_digest(s.config);
   return s;
+}
+
+std::string edited_config_warning(const StoredCheckpoint& s) {
+  return printable(s.file) + ": the stored config_digest " + printable(s.checkpoint.config_digest, 100) +
+         " differs from the digest of the stored config " + s.digest +
+         ": the config was edited after the checkpoint was written (eval, generate and train --resume read the "
+         "edited config, not the one the parameters were trained with)";
 }
 
 int64_t checkpoint_vocab(const Checkpoint& c, const RunConfig& config, const std::string& file) {

@@ -18,14 +18,23 @@ namespace rpb {
 /// A checkpoint file read with the config stored in it (what `rpb eval`, `generate` and `inspect` start from).
 struct StoredCheckpoint {
   Checkpoint checkpoint;
-  RunConfig config;  // parse_stored_config of checkpoint.config_text, its messages naming "<file> (stored config)"
-  std::string file;  // the checkpoint file read
+  RunConfig config;     // parse_stored_config of checkpoint.config_text, its messages naming "<file> (stored config)"
+  std::string file;     // the checkpoint file read
+  std::string digest;   // the digest of `config` (train/config/run_identity.h config_digest), recomputed on reading
+  /// Whether the checkpoint records a config_digest other than `digest`: its stored config was edited after the
+  /// file was written (a checkpoint of before digests records none, and is not).
+  bool edited() const { return !checkpoint.config_digest.empty() && checkpoint.config_digest != digest; }
 };
 
-/// load_checkpoint(file, in_run_folder, digest), then its stored config parsed (parse_stored_config). Throws what
-/// either throws.
+/// load_checkpoint(file, in_run_folder, digest), then its stored config parsed (parse_stored_config) and its digest
+/// recomputed. Throws what either throws.
 StoredCheckpoint read_stored_checkpoint(const std::string& file, bool in_run_folder = false,
                                         FileDigest digest = FileDigest::none);
+
+/// What `rpb inspect`, `eval` and `generate` warn of when s.edited(): "<file>: the stored config_digest <recorded>
+/// differs from the digest of the stored config <digest>: the config was edited after the checkpoint was written
+/// (<what reads it>)".
+std::string edited_config_warning(const StoredCheckpoint& s);
 
 /// The vocabulary of the model in `c`: its /state counter "vocab" (written since format version 1 gained it), else the
 /// one `config` fixes (markov, lag, grid2d), else (older kjv checkpoints) the one for which the config's model has

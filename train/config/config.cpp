@@ -567,10 +567,12 @@ RunConfig parse_stored_config(const std::string& text, const std::string& source
   return parse_document(root, source, OverrideMap{});
 }
 
-RunConfig parse_config(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
+RunConfig parse_config(const std::string& text, const std::string& source, const std::vector<std::string>& overrides,
+                       const FlagSettings& flags) {
   toml::table root = parse_text(text, source);
   OverrideMap applied;
   for (const std::string& o : overrides) toml_config::apply_override(root, o, applied);
+  apply_settings(root, flags.settings, applied, flags.origin);
   return parse_document(root, source, applied);
 }
 
@@ -581,12 +583,12 @@ std::vector<std::string> accepted_keys(const std::string& text, const std::strin
   return keys;
 }
 
-RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides, const FlagSettings& flags) {
   InputOptions o;
   o.what = "config";
   o.max_bytes = kMaxConfigBytes;
   o.limit_source = "the most rpb reads of a config";
-  return parse_config(read_input_file(path, o), path, overrides);
+  return parse_config(read_input_file(path, o), path, overrides, flags);
 }
 
 }  // namespace rpb

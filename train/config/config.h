@@ -261,14 +261,23 @@ RunConfig parse_stored_config(const std::string& text, const std::string& source
 /// The largest config file rpb reads (configs are a few KiB).
 inline constexpr std::size_t kMaxConfigBytes = std::size_t{4} << 20;
 
+/// Config keys a command-line flag sets (`rpb train --init-from F` sets run.init_from): applied after the --set
+/// overrides, so the file is read and validated with them as one config (a run.init_sha256 in the file is checked
+/// against the run.init_from the flag gives), and messages about them name `origin` ("--init-from").
+struct FlagSettings {
+  std::vector<ConfigSetting> settings;
+  std::string origin;
+};
+
 /// Reads and validates a config file; `overrides` are "key=value" strings (dotted keys,
-/// TOML values: --set model.d_model=256 --set position.scheme="alibi"). The file is read through
-/// train/io/input_file.h read_input_file (a FIFO, a device or a folder is refused, and so is a file of more than
-/// kMaxConfigBytes), and its nesting is bounded (train/config/toml_depth.h) before it is parsed.
-RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+/// TOML values: --set model.d_model=256 --set position.scheme="alibi"), then `flags` set their keys. The file is read
+/// through train/io/input_file.h read_input_file (a FIFO, a device or a folder is refused, and so is a file of more
+/// than kMaxConfigBytes), and its nesting is bounded (train/config/toml_depth.h) before it is parsed.
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                      const FlagSettings& flags = {});
 
 /// The same from text; `source` names it in error messages.
 RunConfig parse_config(const std::string& text, const std::string& source,
-                       const std::vector<std::string>& overrides = {});
+                       const std::vector<std::string>& overrides = {}, const FlagSettings& flags = {});
 
 }  // namespace rpb

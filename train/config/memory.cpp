@@ -38,16 +38,39 @@ int64_t saturated(F count) {
   }
 }
 
+// Of the keys that size the model's blocks and embedding (model.layers, model.d_model, model.d_ff), the one whose
+// value makes the `parameters` many: the one that, set back to its default, leaves the fewest. d_model = 65536 in a
+// model of 2 layers is d_model's doing, 1024 layers of d_model 64 the layers'. When none is above its default (none
+// shrinks the count), `otherwise`.
+const char* model_size_key(const RunConfig& c, int64_t vocab, int64_t parameters, const char* otherwise) {
+  using Size = int64_t nn::TransformerOptions::*;
+  const nn::TransformerOptions defaults;
+  const char* key = otherwise;
+  int64_t fewest = parameters;
+  for (const auto& [name, member] : {std::pair<const char*, Size>{"model.layers", &nn::TransformerOptions::layers},
+                                     {"model.d_model", &nn::TransformerOptions::d_model},
+                                     {"model.d_ff", &nn::TransformerOptions::d_ff}}) {
+    RunConfig reset = c;
+    reset.model.*member = defaults.*member;
+    if (const int64_t n = saturated([&] { return model_parameter_count(reset, vocab); }); n < fewest) {
+      fewest = n;
+      key = name;
+    }
+  }
+  return key;
+}
+
 // The bulk of the model that the config sizes: the embedding (and untied or grid head), the blocks and the position
-// table, each with the key that sets it.
+// table, with the key that sets the largest of them.
 MemoryPart weights_part(const RunConfig& c, int64_t parameters, int64_t vocab) {
   const nn::TransformerOptions& m = c.model;
   const nn::PositionOptions po = c.position();
   const int64_t position = saturated([&] { return nn::scheme_info(po).parameters(po); });
   const int64_t embedding = mul(mul(vocab, m.d_model), c.dims() == 2 || !nn::ties_head(m) ? 2 : 1);
-  MemoryPart part{"weights", "model.layers", static_cast<std::size_t>(mul(parameters, kFloat))};
   const int64_t blocks = parameters == kHuge ? kHuge : parameters - embedding - position;
-  if (embedding > blocks && embedding > position) part.key = "model.d_model";
+  const char* otherwise = embedding > blocks && embedding > position ? "model.d_model" : "model.layers";
+  MemoryPart part{"weights", model_size_key(c, vocab, parameters, otherwise),
+                  static_cast<std::size_t>(mul(parameters, kFloat))};
   if (position > blocks && position > embedding) {
     const char* option = nn::scheme_info(po).length_option;
     part.key = option && std::string(option) == "max_side" ? "grid.max_side" : "position.max_positions";
@@ -56,9 +79,10 @@ MemoryPart weights_part(const RunConfig& c, int64_t parameters, int64_t vocab) {
   return part;
 }
 
-// 0 bytes unless `use` trains: only training holds gradients and optimizer state.
-MemoryPart training_part(const RunConfig& c, int64_t parameters, MemoryUse use) {
-  MemoryPart part{"gradients and optimizer state", "model.layers", 0};
+// 0 bytes unless `use` trains: only training holds gradients and optimizer state. Their size is the parameters', and
+// so is their key (`weights`').
+MemoryPart training_part(const RunConfig& c, int64_t parameters, const MemoryPart& weights, MemoryUse use) {
+  MemoryPart part{"gradients and optimizer state", weights.key, 0};
   if (use != MemoryUse::train) return part;
   int64_t slots = 1;  // the gradient
   if (c.optim.kind == OptimizerKind::sgd)
@@ -180,7 +204,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, int64_t vocab, MemoryUse use)
   MemoryEstimate e;
   e.parameters = saturated([&] { return model_parameter_count(c, vocab); });
   e.weights = weights_part(c, e.parameters, vocab);
-  e.training = training_part(c, e.parameters, use);
+  e.training = training_part(c, e.parameters, e.weights, use);
   e.activations = use == MemoryUse::inspect ? MemoryPart{"activations", "run.eval_batch", 0}
                                             : activations_part(c, vocab, use);
   e.data = data_part(c, use);

@@ -2,9 +2,12 @@
 #include "train/io/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -29,7 +32,43 @@ void fsync_folder(const fs::path& dir, const std::string& op) {
   RPB_CHECK(rc == 0 || err == EINVAL, op.c_str(), "cannot fsync ", dir.string(), ": ", std::strerror(err));
 }
 
+// Whether `digits` (a temp file name's pid) may be a live process: kill(pid, 0) succeeds, or fails only for
+// permission. A leading zero is no pid rpb wrote (std::to_string): such a file is not rpb's, and counts as live.
+bool live_process(const std::string& digits) {
+  if (digits[0] == '0') return true;
+  if (digits.size() > 9) return false;  // past any pid_t (pid_max is at most 2^22)
+  const long pid = std::stol(digits);
+  if (pid <= 0) return false;  // kill(0, 0) would ask about this process group
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
+}
+
 }  // namespace
+
+std::optional<std::string> atomic_temp_target(const std::string& name) {
+  const std::size_t at = name.rfind(".tmp.");
+  if (name.size() < 2 || name[0] != '.' || at == std::string::npos) return {};
+  const std::string digits = name.substr(at + 5);
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return {};
+  return name.substr(1, at - 1);
+}
+
+std::vector<std::string> remove_dead_temp_files(const std::string& path) {
+  const fs::path p(path);
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  const std::string target = p.filename().string();
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code type_ec;
+    if (atomic_temp_target(name) != target || it->symlink_status(type_ec).type() == fs::file_type::directory ||
+        live_process(name.substr(name.rfind(".tmp.") + 5)))
+      continue;
+    if (::unlink(it->path().c_str()) == 0) removed.push_back(name);  // a link: unlinked, never its target
+  }
+  return removed;
+}
 
 // The temp file is created exclusively and without following links (O_CREAT|O_EXCL|O_NOFOLLOW), so a file or a
 // link planted under its name is never written through. Its name carries this process's pid, so a file already
@@ -41,11 +80,8 @@ void write_file_atomically(const std::string& path, std::string_view content, co
   if (dir.empty()) dir = ".";
   std::error_code ec;
   RPB_CHECK(fs::is_directory(dir, ec), op.c_str(), "folder ", dir.string(), " does not exist");
-  std::string tmp_name = ".";  // appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "." + s + ...
-  tmp_name += final_path.filename().string();
-  tmp_name += ".tmp.";
-  tmp_name += std::to_string(::getpid());
-  const fs::path tmp = dir / tmp_name;
+  remove_dead_temp_files(path);  // of writes of `path` that were killed
+  const fs::path tmp = atomic_temp_path(path);
   ::unlink(tmp.c_str());
   FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
   RPB_CHECK(fd.get() >= 0, op.c_str(), "cannot create temp file ", tmp.string(), ": ", std::strerror(errno));

@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "core/text.h"
 #include "train/io/no_follow.h"
 #include "train/run/latest.h"
 #include "train/run/run_folder.h"
@@ -29,7 +28,7 @@ std::string describe_latest(const std::string& run_dir) {
     const std::string file = read_latest(run_dir);
     return file.empty() ? "" : "`latest` naming " + fs::path(file).filename().string();
   } catch (const Error&) {
-    return "`latest` (naming no file of the folder)";
+    return "`latest` (naming no checkpoint file of the folder)";
   }
 }
 
@@ -94,10 +93,7 @@ std::optional<ResumePoint> resume_point(const std::string& run_dir, FileDigest d
     const bool exists = fs::exists(fs::symlink_status(fs::path(run_dir) / kLatestFileName));
     problem = "train: run folder " + run_dir + " holds checkpoints (" + describe_checkpoints(files) + ") but " +
               (exists ? "its `latest` is empty" : "no `latest`");
-  } else if (problem.empty() && !is_checkpoint_name(fs::path(latest).filename().string())) {
-    problem = "checkpoint pointer " + (fs::path(run_dir) / kLatestFileName).string() + ": names \"" +
-              printable(fs::path(latest).filename().string()) + "\", which is not a checkpoint file (step_<step>.h5)";
-  } else if (problem.empty()) {
+  } else if (problem.empty()) {  // read_latest refused what is not a checkpoint's name
     try {
       return ResumePoint{latest, load_own_checkpoint(latest, "train", digest)};
     } catch (const Error& e) {

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "train/io/atomic_file.h"
 #include "train/io/input_file.h"
 
 namespace fs = std::filesystem;
@@ -35,12 +36,6 @@ bool is_stale_temp_name(const std::string& name) {
 }
 
 }  // namespace
-
-std::optional<std::string> atomic_temp_target(const std::string& name) {
-  const std::size_t at = name.rfind(".tmp.");
-  if (name.size() < 2 || name[0] != '.' || at == std::string::npos || !all_digits(name.substr(at + 5))) return {};
-  return name.substr(1, at - 1);
-}
 
 std::string checkpoint_name(int64_t step) {
   char buf[32];

@@ -38,10 +38,6 @@ bool is_checkpoint_name(const std::string& name);
 /// system cannot create (its reason).
 void create_run_folder(const std::string& out_dir, const std::string& run_dir);
 
-/// The name of the file an atomic write is making when `name` is its temp file ".<name>.tmp.<pid digits>"
-/// (train/io/atomic_file.h), else nullopt.
-std::optional<std::string> atomic_temp_target(const std::string& name);
-
 /// One checkpoint file of a run folder.
 struct CheckpointFile {
   int64_t step;      // the step its name says

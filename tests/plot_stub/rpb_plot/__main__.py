@@ -6,7 +6,6 @@ matplotlib. The environment steers it:
 Exit codes as the real module's: 0 done, 2 a bad request (the reason on stderr), 3 matplotlib missing."""
 import json
 import os
-import shutil
 import sys
 
 CONTENT = {"pdf": b"%PDF-1.4 stub\n", "svg": b"<svg xmlns=\"http://www.w3.org/2000/svg\">stub</svg>\n",
@@ -76,6 +75,7 @@ def check(request):
         need(os.path.isabs(path) and os.path.isdir(os.path.dirname(path)), f"outputs: {path}")
         need(os.path.basename(path).startswith(".") and ".tmp." in path, f"outputs: {path} is no temp file")
         need(o["format"] in CONTENT, f"outputs: format {o['format']}")
+        need(o.get("direct") is True and os.path.isabs(o.get("name", "")), f"outputs: {path}: direct and name")
     check_styles(request["styles"])
     {"sweep": check_sweep, "curves": check_curves, "bias": check_bias}[kind](request[kind])
 
@@ -88,10 +88,15 @@ def main():
     if code:
         print(f"rpb_plot stub: exit {code} as RPB_PLOT_STUB_EXIT says", file=sys.stderr)
         return code
-    with open(sys.argv[1]) as f:
-        request = json.load(f)
+    if sys.argv[1] == "-":  # rpb passes the request on standard input
+        text = sys.stdin.read()
+    else:
+        with open(sys.argv[1]) as f:
+            text = f.read()
+    request = json.loads(text)
     if os.environ.get("RPB_PLOT_STUB_LOG"):
-        shutil.copyfile(sys.argv[1], os.environ["RPB_PLOT_STUB_LOG"])
+        with open(os.environ["RPB_PLOT_STUB_LOG"], "w") as f:
+            f.write(text)
     try:
         check(request)
     except (BadRequest, KeyError, TypeError) as e:
