@@ -2,7 +2,6 @@
 #include "train/data/token_cache.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "train/io/atomic_file.h"
 #include "train/io/input_file.h"
 #include "train/io/no_follow.h"
 
@@ -60,22 +60,21 @@ std::string host_tag() {
 }
 
 // The pid of a temporary folder of this host (".<key>.tmp.<host>.<pid>", ".<key>.stale.<host>.<pid>", or an earlier
-// rpb's ".<key>.tmp.<pid>"), or -1 when `name` is not one.
-long temp_folder_pid(const std::string& name, const std::string& host) {
-  if (name.empty() || name[0] != '.') return -1;
+// rpb's ".<key>.tmp.<pid>"), or "" when `name` is not one.
+std::string temp_folder_pid(const std::string& name, const std::string& host) {
+  if (name.empty() || name[0] != '.') return "";
   for (const char* kind : {".tmp.", ".stale."}) {
     const std::size_t at = name.find(kind);
     if (at == std::string::npos) continue;
     std::string rest = name.substr(at + std::strlen(kind));
     const std::size_t dot = rest.rfind('.');
     if (dot != std::string::npos) {  // <host>.<pid>
-      if (rest.substr(0, dot) != host) return -1;
+      if (rest.substr(0, dot) != host) return "";
       rest = rest.substr(dot + 1);
     }
-    if (rest.empty() || rest.size() > 9 || rest.find_first_not_of("0123456789") != std::string::npos) return -1;
-    return std::stol(rest);
+    return !rest.empty() && rest.find_first_not_of("0123456789") == std::string::npos ? rest : "";
   }
-  return -1;
+  return "";
 }
 
 // Removes the temporary folders in `dir` of this host's processes that are gone (a run killed while it wrote an
@@ -84,8 +83,8 @@ void remove_dead_temps(const std::string& dir, const std::string& host) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    const long pid = temp_folder_pid(name, host);
-    if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    const std::string pid = temp_folder_pid(name, host);
+    if (pid.empty() || live_process(pid)) continue;
     std::error_code removed;
     fs::remove_all(it->path(), removed);
     if (!removed)

@@ -32,17 +32,15 @@ void fsync_folder(const fs::path& dir, const std::string& op) {
   RPB_CHECK(rc == 0 || err == EINVAL, op.c_str(), "cannot fsync ", dir.string(), ": ", std::strerror(err));
 }
 
-// Whether `digits` (a temp file name's pid) may be a live process: kill(pid, 0) succeeds, or fails only for
-// permission. A leading zero is no pid rpb wrote (std::to_string): such a file is not rpb's, and counts as live.
+}  // namespace
+
 bool live_process(const std::string& digits) {
-  if (digits[0] == '0') return true;
+  if (digits.empty() || digits[0] == '0') return true;
   if (digits.size() > 9) return false;  // past any pid_t (pid_max is at most 2^22)
   const long pid = std::stol(digits);
   if (pid <= 0) return false;  // kill(0, 0) would ask about this process group
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
 }
-
-}  // namespace
 
 std::optional<std::string> atomic_temp_target(const std::string& name) {
   const std::size_t at = name.rfind(".tmp.");

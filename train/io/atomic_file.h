@@ -30,6 +30,11 @@ std::string atomic_temp_path(const std::string& path);
 /// (atomic_temp_path), else nullopt.
 std::optional<std::string> atomic_temp_target(const std::string& name);
 
+/// Whether `digits`, the pid in a temp file's or folder's name, may be a live process of this machine: kill(pid, 0)
+/// succeeds, or fails only for permission. Digits with a leading zero are no pid rpb wrote (std::to_string): such a
+/// name is not rpb's, and counts as live.
+bool live_process(const std::string& digits);
+
 /// Removes the temp files ".<name>.tmp.<pid>" that atomic writes of `path` (atomic_temp_path: this file's, a figure
 /// the plotting module wrote for it) left in its folder when their process was killed: those whose pid is no live
 /// process (kill(pid, 0) fails with ESRCH; a pid past pid_t, or 0, is none; digits with a leading zero are no pid
