@@ -80,6 +80,14 @@ bool no_temp_files(const fs::path& dir) {
   return true;
 }
 
+// The plot requests in the temporary folder ("rpb-plot-*"), which rpb no longer writes.
+std::vector<std::string> plot_request_files() {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+    if (e.path().filename().string().rfind("rpb-plot-", 0) == 0) names.push_back(e.path().filename().string());
+  return names;
+}
+
 }  // namespace rpb_test_plot
 
 using namespace rpb_test_plot;
@@ -402,13 +410,7 @@ TEST_CASE("a killed rpb plot leaves no request file, and the next plot of its ou
                          "open(req['outputs'][0]['path'], 'w').write('partial')\n"
                          "open('" << pid_file << "', 'w').write(str(os.getpid()))\ntime.sleep(60)\n";
   fs::permissions(hang, fs::perms::owner_all);
-  const auto requests = [] {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
-      if (e.path().filename().string().rfind("rpb-plot-", 0) == 0) names.push_back(e.path().filename().string());
-    return names;
-  };
-  const auto before = requests();
+  const auto before = plot_request_files();
   pid_t rpb = 0;
   {
     const ScopedEnv hanging("RPB_PYTHON", hang.c_str());
@@ -422,7 +424,7 @@ TEST_CASE("a killed rpb plot leaves no request file, and the next plot of its ou
   ::kill(std::stoi(file_text(pid_file)), SIGKILL);
   const fs::path temp = dir.path / (".f.svg.tmp." + std::to_string(rpb));
   CHECK(file_text(temp) == "partial");  // what the kill left
-  CHECK(requests() == before);          // the request was never a file
+  CHECK(plot_request_files() == before);  // the request was never a file
   CHECK(run_rpb("plot " + run.string() + " --out " + dir.file("f.svg")).code == 0);
   CHECK(!fs::exists(temp));
   CHECK(fs::exists(dir.file("f.svg")));
@@ -432,13 +434,7 @@ TEST_CASE("plot runner: the request goes to the module on its standard input, ne
   TempDir dir("plot_request_input");
   const ScopedEnv stub("RPB_PYTHON_DIR", rpb::testing::kPlotStubDir);
   const ScopedEnv log("RPB_PLOT_STUB_LOG", dir.file("request.json").c_str());
-  const auto requests = [] {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
-      if (e.path().filename().string().rfind("rpb-plot-", 0) == 0) names.push_back(e.path().filename().string());
-    return names;
-  };
-  const auto before = requests();
+  const auto before = plot_request_files();
   const std::string csv = (run_folder(dir, "r", kHeader) / "metrics.csv").string();
   const rpb::OutputOptions rules{"--out", {}};
   rpb::draw_figures(rpb::plot_request("curves", rpb::curves_block({{"r", "t5", csv, "r"}}, "step", std::nullopt)),
@@ -446,7 +442,7 @@ TEST_CASE("plot runner: the request goes to the module on its standard input, ne
   const ordered_json q = logged(dir);
   CHECK(q.at("outputs").at(0).at("direct") == true);
   CHECK(q.at("outputs").at(0).at("name") == fs::absolute(dir.file("f.svg")).string());
-  CHECK(requests() == before);
+  CHECK(plot_request_files() == before);
 }
 
 TEST_CASE("plot fixtures: tests/data/plot/results_grid.json has rows as rpb writes them, named as a grid names them") {
