@@ -103,6 +103,14 @@ TEST_CASE("token cache: an entry whose files differ from its manifest is written
     c.rebuilt_for("token cache: " + (c.entry / "tokenizer").string() + ": ");
     CHECK(contains(data::make_task(c.options)->describe(), "read from the token cache"));
   }
+  SUBCASE("a manifest recording more ids than the corpus has bytes: refused before anything is read") {
+    std::string manifest = cache_file_bytes(c.entry / "manifest.json");
+    const std::string ids = "\"ids\": " + std::to_string(c.reference->train_stream().size());
+    REQUIRE(manifest.find(ids) != std::string::npos);
+    manifest.replace(manifest.find(ids), ids.size(), "\"ids\": 1099511627776");  // 2^40: 2 TiB of ids
+    put_cache_file(c.entry / "manifest.json", manifest);
+    c.rebuilt_for("token cache: " + (c.entry / "manifest.json").string() + ": records 109951162");  // 2^40 and more
+  }
   SUBCASE("no manifest: an entry of an earlier rpb, or one cut short") {
     fs::remove(c.entry / "manifest.json");
     c.rebuilt_for("token cache: " + c.entry.string() + " has no manifest.json");

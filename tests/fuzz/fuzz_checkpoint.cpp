@@ -12,6 +12,9 @@
 //   'S'   the rest of the input straight to the reader of stored SentencePiece models (data/sentencepiece_model.h),
 //         no checkpoint: what it accepts, SentencePiece must load, and the tokenizer encode and decode a text
 //         (SentencePiece is Debian's, not instrumented: libFuzzer's coverage is of rpb's reader);
+//   'K'   a text run's token cache entry (data/token_cache.h): a valid entry (a chars tokenizer and three splits)
+//         whose file data[1] (mod 5: manifest.json, tokenizer, train.u16, valid.u16, test.u16) is the rest of the
+//         input; the lookup must find the entry sound or say why not, and a sound entry's ids lie in its vocabulary;
 //   'N'   numbers: a valid checkpoint (CRCs right, as anyone editing a file would leave them) whose parameter
 //         number data[1] (mod their count) has its first values replaced by the rest of the input's bytes
 //         (float32 NaN, inf, huge values): `inspect` must list the non-finite ones, not fail;
@@ -36,6 +39,8 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -44,6 +49,7 @@
 #include "core/error.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/data/sentencepiece_model.h"
+#include "train/data/token_cache.h"
 #include "train/data/tokenizer.h"
 
 namespace {
@@ -107,6 +113,41 @@ void write_edited(const uint8_t* data, std::size_t size) {
   H5Eset_auto2(H5E_DEFAULT, hdf5_would_print, nullptr);
 }
 
+// What the 'K' mode starts from: a token cache entry written at start-up, its files' names and bytes.
+const char* const kCacheInputs = "fuzz: the inputs of a token cache entry\n";
+std::vector<std::pair<std::string, std::string>> cache_files;
+
+std::string cache_dir() { return work_dir() + "/cache"; }
+
+void make_cache_template() {
+  const auto chars = rpb::data::load_tokenizer({"chars", "\n .abcdefghijklmnopqrstuvwxyz"}, "fuzz");
+  rpb::data::TokenCacheWriter writer(cache_dir(), kCacheInputs, *chars);
+  for (int split = 0; split < 3; ++split) writer.append(split, chars->encode("in the beginning.\n"));
+  writer.publish();
+  const std::string entry = cache_dir() + "/" + rpb::data::token_cache_key(kCacheInputs);
+  for (const char* name : {"manifest.json", "tokenizer", "train.u16", "valid.u16", "test.u16"}) {
+    std::ifstream in(entry + "/" + name, std::ios::binary);
+    cache_files.emplace_back(entry + "/" + name, std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+}
+
+// 'K': the template entry with one file replaced by `bytes`, looked up.
+void look_up_edited_entry(uint8_t which, const std::string& bytes) {
+  std::filesystem::create_directories(std::filesystem::path(cache_files[0].first).parent_path());
+  for (std::size_t i = 0; i < cache_files.size(); ++i) {
+    std::ofstream out(cache_files[i].first, std::ios::binary | std::ios::trunc);
+    out << (i == which % cache_files.size() ? bytes : cache_files[i].second);
+  }
+  try {
+    const rpb::data::TokenCacheLookup found = rpb::data::open_token_cache(cache_dir(), kCacheInputs, 1 << 20);
+    if (!found.entry) return;
+    for (const rpb::data::TokenStream& s : found.entry->streams)
+      for (int64_t i = 0; i < s.size(); ++i)
+        if (s[i] < 0 || s[i] >= found.entry->tokenizer->vocab()) std::abort();  // a sound entry's ids are in range
+  } catch (const rpb::Error&) {
+  }
+}
+
 // A tokenizer a stored model loaded: it encodes a text and gives it back, or throws rpb::Error.
 void encode_and_decode(const rpb::data::TokenizerRecord& record) {
   try {
@@ -131,6 +172,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   std::atexit([] { std::filesystem::remove_all(work_dir()); });
   if (::mkfifo((work_dir() + "/fifo").c_str(), 0600) != 0) std::abort();
   make_template();
+  make_cache_template();
   H5Eset_auto2(H5E_DEFAULT, hdf5_would_print, nullptr);
   return 0;
 }
@@ -161,6 +203,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return 0;
     }
     encode_and_decode({"sentencepiece", model});  // accepted: SentencePiece loads it without a crash
+    return 0;
+  } else if (mode == 'K' && size > 1) {
+    look_up_edited_entry(data[1], std::string(data + 2, data + size));
     return 0;
   } else if (mode == 'C') {
     rpb::Checkpoint c = template_checkpoint;

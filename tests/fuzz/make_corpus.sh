@@ -155,6 +155,12 @@ head -c $(($(stat -c %s "$tmp/sp.model") / 2)) "$tmp/sp.model" > "$tmp/half.mode
 { printf 'S'; cat "$tmp/half.model"; } > "$out/checkpoint/S_sentencepiece_cut"
 { printf 'S'; cat "$tmp/sp.model" "$tmp/normalizer_map9"; } > "$out/checkpoint/S_charsmap_9"
 { printf 'S'; cat "$tmp/sp.model" "$tmp/piece_a1025"; } > "$out/checkpoint/S_piece_1025"
+# 'K': a token cache entry's file (data[1]: 0 manifest.json, 1 tokenizer, 2 train.u16) replaced: a manifest of the
+# right shape with wrong digests, one claiming 2^40 ids, a chars tokenizer, ids past its vocabulary.
+seed K_manifest 'K\x00{"format": "rpb-token-cache-1", "inputs": "fuzz: the inputs of a token cache entry\\n", "tokenizer_bytes": 34, "tokenizer_sha256": "00", "splits": {"train": {"ids": 18, "sha256": "00"}, "valid": {"ids": 18, "sha256": "00"}, "test": {"ids": 18, "sha256": "00"}}}'
+seed K_manifest_huge 'K\x00{"format": "rpb-token-cache-1", "inputs": "x", "tokenizer_bytes": 34, "tokenizer_sha256": "00", "splits": {"train": {"ids": 1099511627776, "sha256": "00"}}}'
+seed K_tokenizer 'K\x01chars\nab'
+seed K_train_ids 'K\x02\x01\x00\xff\xff\x00\x01'
 printf 'C%s[optim]\nkind = "adamw"\n' "$tiny" > "$out/checkpoint/C_tiny.toml"
 printf 'C%s[optim]\nkind = "sgd"\n' "${tiny/d_model = 2/d_model = 4}" > "$out/checkpoint/C_other_model.toml"
 printf 'C[model\nd_model = ' > "$out/checkpoint/C_bad_syntax.toml"

@@ -56,6 +56,8 @@ class Corpus {
   /// The regular files read, and the entries of a folder skipped (links, FIFOs, devices, sockets).
   int64_t files() const { return static_cast<int64_t>(files_.size()); }
   int64_t skipped() const { return skipped_; }
+  /// The bytes of its files, as listed.
+  int64_t bytes() const { return bytes_; }
   /// The documents and their digest (corpus_sha256): known once a pass has read the corpus.
   int64_t documents() const { return documents_; }
   const std::string& sha256() const { return sha256_; }

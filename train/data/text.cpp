@@ -63,8 +63,9 @@ SplitCounts count_splits(Corpus& corpus, const TaskOptions& options) {
 
 // The verified entry of token cache `dir` for `inputs`, or nullopt: when there is none, or when it fails its checks,
 // which the log and `rebuilt` say, and the entry is removed to be written again.
-std::optional<CachedSplits> cached_splits(const std::string& dir, const std::string& inputs, std::string& rebuilt) {
-  TokenCacheLookup found = open_token_cache(dir, inputs);
+std::optional<CachedSplits> cached_splits(const std::string& dir, const std::string& inputs, int64_t max_ids,
+                                          std::string& rebuilt) {
+  TokenCacheLookup found = open_token_cache(dir, inputs, max_ids);
   if (!found.stale.empty()) {
     rebuilt = found.stale;
     spdlog::warn("token cache {}: not used, written again: {}",
@@ -104,7 +105,8 @@ TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
   const bool cached = options.use == DataUse::train && !options.token_cache.empty() && !options.stored_tokenizer;
   const std::string inputs = cached ? token_cache_inputs(options, text_sha256_) : "";
   std::string rebuilt;  // why the cache's entry was written again
-  std::optional<CachedSplits> entry = cached ? cached_splits(options.token_cache, inputs, rebuilt) : std::nullopt;
+  std::optional<CachedSplits> entry =
+      cached ? cached_splits(options.token_cache, inputs, corpus.bytes(), rebuilt) : std::nullopt;
   const bool reused = entry.has_value();
   if (!entry) {
     if (options.stored_tokenizer) {

@@ -159,8 +159,8 @@ T field(const nlohmann::json& object, const char* key, const std::string& file) 
   }
 }
 
-// The entry at `folder`, every file checked against its manifest.
-CachedSplits verify_entry(const std::string& folder, const std::string& inputs) {
+// The entry at `folder`, every file checked against its manifest, and its ids counted before any is read.
+CachedSplits verify_entry(const std::string& folder, const std::string& inputs, int64_t max_ids) {
   const nlohmann::json m = read_manifest(folder);
   const std::string file = (fs::path(folder) / kManifest).string();
   RPB_CHECK(field<std::string>(m, "inputs", file) == inputs, "token cache", printable(file),
@@ -186,14 +186,20 @@ CachedSplits verify_entry(const std::string& folder, const std::string& inputs) 
   const int width = token_width(c.tokenizer->vocab());
   const auto splits = m.find("splits");
   RPB_CHECK(splits != m.end() && splits->is_object(), "token cache", printable(file), ": \"splits\" is missing");
+  uint64_t counts[3] = {}, total = 0;
   for (int s = 0; s < 3; ++s) {
     const auto split = splits->find(kCacheSplitNames[s]);
     RPB_CHECK(split != splits->end() && split->is_object(), "token cache", printable(file), ": split \"",
               kCacheSplitNames[s], "\" is missing");
-    c.streams[static_cast<std::size_t>(s)] =
-        read_token_file(split_file(folder, s, width), width, static_cast<int64_t>(field<uint64_t>(*split, "ids", file)),
-                        field<std::string>(*split, "sha256", file), c.tokenizer->vocab());
+    counts[s] = field<uint64_t>(*split, "ids", file);
+    total += std::min<uint64_t>(counts[s], uint64_t{1} << 62);
   }
+  RPB_CHECK(total <= static_cast<uint64_t>(max_ids), "token cache", printable(file), ": records ", total, " ids; the "
+            "corpus gives at most ", max_ids, " (one an input byte)");
+  for (int s = 0; s < 3; ++s)
+    c.streams[static_cast<std::size_t>(s)] =
+        read_token_file(split_file(folder, s, width), width, static_cast<int64_t>(counts[s]),
+                        field<std::string>((*splits)[kCacheSplitNames[s]], "sha256", file), c.tokenizer->vocab());
   return c;
 }
 
@@ -214,7 +220,7 @@ void write_new_file(const std::string& path, const std::string& text) {
 
 std::string token_cache_key(const std::string& inputs) { return sha256_hex(inputs).substr(0, 32); }
 
-TokenCacheLookup open_token_cache(const std::string& dir, const std::string& inputs) {
+TokenCacheLookup open_token_cache(const std::string& dir, const std::string& inputs, int64_t max_ids) {
   const std::string folder = (fs::path(dir) / token_cache_key(inputs)).string();
   refuse_link(dir);
   refuse_link(folder);
@@ -222,7 +228,7 @@ TokenCacheLookup open_token_cache(const std::string& dir, const std::string& inp
   if (fs::is_directory(dir, ec)) remove_dead_temps(dir, host_tag());
   if (!fs::is_directory(folder, ec)) return {};
   try {
-    return {verify_entry(folder, inputs), ""};
+    return {verify_entry(folder, inputs, max_ids), ""};
   } catch (const Error& e) {
     return {std::nullopt, e.message()};
   } catch (const nlohmann::json::exception& e) {
@@ -322,7 +328,7 @@ CachedSplits TokenCacheWriter::publish() {
     RPB_CHECK(errno == EEXIST || errno == ENOTEMPTY, "token cache", "cannot rename ", printable(tmp_), " to ",
               printable(folder), ": ", std::strerror(errno));
   }
-  TokenCacheLookup c = open_token_cache(dir_, inputs_);
+  TokenCacheLookup c = open_token_cache(dir_, inputs_, counts_[0] + counts_[1] + counts_[2]);
   RPB_CHECK(c.entry.has_value(), "token cache", printable(folder), c.stale.empty() ? " vanished after it was written"
                                                                                    : " fails its checks after it was "
                                                                                      "written: " + c.stale);

@@ -46,10 +46,11 @@ struct TokenCacheLookup {
 /// The entry's key for `inputs` (the text of everything the ids depend on): 32 hex digits of its SHA-256.
 std::string token_cache_key(const std::string& inputs);
 
-/// The entry of cache folder `dir` for `inputs`, verified as the header says. Neither `dir` nor the entry may be a
-/// symbolic link (rpb::Error: rpb does not follow it); every other fault of an entry is reported in `stale`. Removes
-/// the temporary folders in `dir` of this host's processes that are gone.
-TokenCacheLookup open_token_cache(const std::string& dir, const std::string& inputs);
+/// The entry of cache folder `dir` for `inputs`, verified as the header says; an entry whose manifest records more
+/// than `max_ids` ids in all (the corpus's bytes: no tokenizer makes more ids than bytes) is refused before any is
+/// read. Neither `dir` nor the entry may be a symbolic link (rpb::Error: rpb does not follow it); every other fault of
+/// an entry is reported in `stale`. Removes the temporary folders in `dir` of this host's processes that are gone.
+TokenCacheLookup open_token_cache(const std::string& dir, const std::string& inputs, int64_t max_ids);
 
 /// Removes the entry of `dir` for `inputs` (one that failed its checks), so that it can be written again; throws
 /// rpb::Error naming the entry when it cannot be removed.
