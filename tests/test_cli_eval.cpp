@@ -254,10 +254,12 @@ TEST_CASE("eval --data: what cannot be a text (a FIFO, a device, a missing path)
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   const auto records = [&] { return std::distance(fs::directory_iterator(run / "eval"), fs::directory_iterator()); };
   const auto before = records();
-  for (const auto& [path, what] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& one : std::vector<std::pair<std::string, std::string>>{
            {fifo.string(), ": is a FIFO; expected the text to evaluate on"},
            {"/dev/null", ": is a character device; expected the text to evaluate on"},
            {(tmp.path / "gone.txt").string(), ": does not exist; expected the text to evaluate on"}}) {
+    const std::string& path = one.first;  // no structured binding: clang 14 cannot capture one (CAPTURE)
+    const std::string& what = one.second;
     CAPTURE(path);
     const CommandResult r = run_rpb("eval " + run.string() + " --data " + path);
     CHECK(r.code == 1);

@@ -140,7 +140,8 @@ TEST_CASE("passkey_text: a generate prompt whose markers the task's samples neve
       {"<key>123 a<query><query>", "\"<query>\" follows <query> at byte 10"},
       {"<key>123 a<query><key>456", "\"<key>456\" follows <query> at byte 10"},
   };
-  for (const auto& [prompt, message] : cases) {
+  for (const auto& one : cases) {  // no structured binding: clang 14 cannot capture one in the lambda below
+    const std::string prompt = one.first, message = one.second;
     CAPTURE(prompt);
     const std::string e = error_of([&] { encode_passkey_prompt(*bytes, prompt, 3); });
     CHECK(contains(e, "--prompt: "));
