@@ -2,6 +2,7 @@
 // tokenizer is written again, saying why, and never trained on; the ids a run holds are its own (a file cut under
 // it changes nothing); the temporary folders of killed runs go.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "hostile_files.h"
 #include "test_util.h"
 #include "train/data/task_registry.h"
 #include "train/data/token_cache.h"
@@ -165,4 +167,17 @@ TEST_CASE("token cache: the next run removes the temporary folders of this host'
   REQUIRE(contains(data::make_task(c.options)->describe(), "read from the token cache"));  // a run that writes nothing
   for (const std::string& name : removed) CHECK_MESSAGE(!fs::exists(cache / name), name);
   for (const std::string& name : kept) CHECK_MESSAGE(fs::exists(cache / name), name);
+}
+
+TEST_CASE("token cache: an entry that fails its checks and cannot be removed stops the run, naming it") {
+  CachedCorpus c;
+  ::chmod(c.dir.path.c_str(), 0755);  // the unprivileged child below reads the corpus and the cache, writes nothing
+  fs::resize_file(c.entry / "test.u16", 2);
+  const testing::ChildRun r = testing::in_child([&] {
+    if (::geteuid() == 0) REQUIRE(::setuid(65534) == 0);
+    data::make_task(c.options);
+  });
+  REQUIRE(r.finished);
+  CHECK(contains(r.error, "token cache: cannot remove the damaged entry " + c.entry.string() + ": Permission denied "
+                          "(delete it, and rpb writes it again)"));
 }
