@@ -162,3 +162,32 @@ TEST_CASE("corpus: a folder that cannot be walked whole is an error naming the p
   });
   CHECK(size.error == "no error");
 }
+
+TEST_CASE("corpus: a pass shows its progress within a document, as the encoder goes") {
+  TempDir dir("corpus_progress");
+  const fs::path corpus = dir.path / "corpus";
+  std::string big;  // one paragraph of 1 MB: the first document
+  while (big.size() < 1000000) big += "In the beginning God created the heaven and the earth.\n";
+  put_corpus_file(corpus / "a.txt", big);
+  std::string small;
+  for (int i = 0; i < 40; ++i) small += "Paragraph " + std::to_string(i) + ".\n\n";
+  put_corpus_file(corpus / "b.txt", small);
+  data::TaskOptions o;
+  o.kind = "text";
+  o.path = corpus.string();
+  o.documents = "blank_lines";
+  o.tokenizer = "chars";
+  o.valid_fraction = 0.2;
+  o.test_fraction = 0.2;
+  o.progress_every_s = 0;  // a line at every piece encoded
+  const auto sink = std::make_shared<CorpusHookSink>([](const std::string&) {});
+  {
+    const ScopedDefaultLogger logger(sink);
+    data::make_task(o);
+  }
+  // Lines of the encoding pass before its first document is done: "0/41 documents, 0.5/1.0 MB (50%)".
+  int inside = 0;
+  for (const std::string& l : sink->lines)
+    if (contains(l, ": encoding: 0/41 documents, ") && !contains(l, " 0.0/")) ++inside;
+  CHECK(inside > 0);
+}

@@ -15,7 +15,6 @@
 #include "core/text.h"
 #include "train/data/tokenizer_detail.h"
 #include "train/io/input_file.h"
-#include "train/io/status_line.h"
 
 namespace fs = std::filesystem;
 
@@ -138,7 +137,7 @@ Corpus::Corpus(std::string path, std::string documents, double progress_every)
   for (const File& f : files_) bytes_ += f.bytes;
 }
 
-void Corpus::read_file(File& file, const DigestedDocumentCallback& f, std::atomic<int64_t>& documents) {
+void Corpus::read_file(File& file, const DigestedDocumentCallback& f) {
   InputOptions in;
   in.what = "task.path";
   in.max_bytes = kMaxTextFileBytes;
@@ -171,21 +170,31 @@ void Corpus::read_file(File& file, const DigestedDocumentCallback& f, std::atomi
               "rpb reads a corpus several times (its splits and digest, the tokenizer, the ids) and needs the same "
               "text each time: rerun once the corpus no longer changes (nothing made from it is kept)");
   }
+  const int64_t start = done_;
   for (std::size_t i = 0; i < docs.size(); ++i) {
-    ++documents;
+    const int64_t before = done_, size = static_cast<int64_t>(docs[i].text.size());
     f(std::move(docs[i]), digests[i]);
+    ++read_;
+    done_ = std::min(before + size, start + file.bytes);  // whatever advance() said
   }
+  done_ = start + file.bytes;
+}
+
+void Corpus::advance(int64_t bytes) {
+  done_ += bytes;
+  if (status_) status_->poke();
 }
 
 void Corpus::read(const DigestedDocumentCallback& f, const std::string& what) {
-  std::atomic<int64_t> documents{0}, bytes{0};
+  read_ = 0;
+  done_ = 0;
   const int64_t total_documents = first_ ? -1 : documents_;
   const auto started = std::chrono::steady_clock::now();
   const std::string name = printable(path_);
   StatusLine status(
       *spdlog::default_logger(),
       [&] {
-        const int64_t d = documents, b = bytes;
+        const int64_t d = read_, b = std::min<int64_t>(done_, bytes_);
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         return fmt::format("text {}: {}: {}{} documents, {}/{} MB ({:.0f}%), elapsed {}", name, what, d,
                            total_documents < 0 ? "" : "/" + std::to_string(total_documents), megabytes(b),
@@ -194,19 +203,23 @@ void Corpus::read(const DigestedDocumentCallback& f, const std::string& what) {
                            format_duration(secs));
       },
       progress_every_);
+  status_ = &status;
+  struct Done {
+    StatusLine*& status;
+    ~Done() { status = nullptr; }
+  } done{status_};
   CorpusDigest digest;
   for (File& file : files_) {
     read_file(file, [&](TextDocument&& d, const std::string& sha) {
       if (first_) digest.add(sha);
       f(std::move(d), sha);
-    }, documents);
-    bytes += file.bytes;
+    });
     status.poke();
   }
   if (first_) {
-    RPB_CHECK(documents > 0, "text", "task.path ", printable(path_), " holds no text (", files_.size(), " files",
+    RPB_CHECK(read_ > 0, "text", "task.path ", printable(path_), " holds no text (", files_.size(), " files",
               skipped_ ? ", " + std::to_string(skipped_) + " links or special files skipped" : std::string(), ")");
-    documents_ = documents;
+    documents_ = read_;
     sha256_ = digest.hex();
     first_ = false;
   }

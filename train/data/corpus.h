@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "train/io/sha256.h"
+#include "train/io/status_line.h"
 
 namespace rpb::data {
 
@@ -52,6 +53,10 @@ class Corpus {
   /// ("encoding the text").
   void read(const DigestedDocumentCallback& f, const std::string& what);
 
+  /// What a pass's consumer may call while it works through a document (from the thread that reads): `bytes` more of
+  /// it are done, for the progress line (SentencePiece encodes a 100 MB document in about half a minute).
+  void advance(int64_t bytes);
+
   const std::string& path() const { return path_; }
   /// The regular files read, and the entries of a folder skipped (links, FIFOs, devices, sockets).
   int64_t files() const { return static_cast<int64_t>(files_.size()); }
@@ -71,12 +76,14 @@ class Corpus {
   };
   /// Reads `file` and hands its documents to `f`, checking them against the first pass's record (recording it in
   /// the first pass).
-  void read_file(File& file, const DigestedDocumentCallback& f, std::atomic<int64_t>& documents);
+  void read_file(File& file, const DigestedDocumentCallback& f);
 
   std::string path_, documents_mode_;
   double progress_every_;
   std::vector<File> files_;
   int64_t skipped_ = 0, bytes_ = 0, documents_ = 0;
+  std::atomic<int64_t> read_{0}, done_{0};  // the current pass's documents, and its bytes (of the files as listed)
+  StatusLine* status_ = nullptr;            // the current pass's progress line
   bool first_ = true;
   std::string sha256_;
 };

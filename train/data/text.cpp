@@ -96,7 +96,10 @@ TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
     visit([&](const TextDocument& d, int split) {
       if (options.use != DataUse::train && split != 2) return;
       try {
-        tokenizer_->encode_pieces(d.text, [&](const std::vector<int32_t>& ids) { sink(split, ids); });
+        tokenizer_->encode_pieces(d.text, [&](const std::vector<int32_t>& ids, std::size_t bytes) {
+          sink(split, ids);
+          corpus.advance(static_cast<int64_t>(bytes));
+        });
       } catch (const Error& e) {
         throw Error("text: " + printable(d.source) + ": " + e.message());
       }

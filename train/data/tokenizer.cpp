@@ -27,13 +27,13 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
 }
 
 void Tokenizer::encode_pieces(std::string_view text,
-                              const std::function<void(const std::vector<int32_t>&)>& sink) const {
+                              const std::function<void(const std::vector<int32_t>& ids, std::size_t bytes)>& sink) const {
   std::vector<int32_t> ids;
   for (std::size_t at = 0; at < text.size();) {
     const std::size_t end = encode_piece_end(text, at);
     ids.clear();
     encode(text.substr(at, end - at), ids);
-    sink(ids);
+    sink(ids, end - at);
     at = end;
   }
 }

@@ -53,9 +53,10 @@ class Tokenizer {
     encode(text, ids);
     return ids;
   }
-  /// The ids of `text` a piece at a time (encode_piece_end), each piece's to `sink`, so that no more than one
-  /// piece's ids are held; their concatenation is encode(text).
-  void encode_pieces(std::string_view text, const std::function<void(const std::vector<int32_t>&)>& sink) const;
+  /// The ids of `text` a piece at a time (encode_piece_end), each piece's to `sink` with the piece's bytes, so that no
+  /// more than one piece's ids are held; their concatenation is encode(text).
+  void encode_pieces(std::string_view text,
+                     const std::function<void(const std::vector<int32_t>& ids, std::size_t bytes)>& sink) const;
 };
 
 /// The pieces rpb encodes a text in, so that the encoder's memory is bounded whatever the text: a line of at most
