@@ -318,6 +318,7 @@ int cmd_eval(const EvalOptions& o) {
     if (!o.out.empty()) check_output_file(o.out, out);
     // The task's data is the user's, never the file's: a stored path is not read, and no data file is written.
     cfg.task.*task.text_path = o.kjv_path;
+    if (task.stores_tokenizer) cfg.task.path_key = "eval --data";
   }
   cfg.task.generate_missing = false;
   apply_eval_options(cfg, o);

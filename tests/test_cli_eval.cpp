@@ -266,6 +266,13 @@ TEST_CASE("eval --data: what cannot be a text (a FIFO, a device, a missing path)
     CHECK(contains(r.out, "eval --data " + path + what));
     CHECK(!contains(r.out, "task.path"));  // the stored config's key, not what the user gave
   }
+  // What the text task finds in the file names the flag too.
+  const fs::path latin1 = tmp.path / "latin1.txt";
+  std::ofstream(latin1, std::ios::binary) << "caf\xe9\n";
+  const CommandResult bad = run_rpb("eval " + run.string() + " --data " + latin1.string());
+  CHECK(bad.code == 1);
+  CHECK(contains(bad.out, "eval --data: " + latin1.string() + " is not UTF-8 text"));
+  CHECK(!contains(bad.out, "task.path"));
   CHECK(records() == before);
 }
 

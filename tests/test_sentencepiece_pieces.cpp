@@ -185,7 +185,8 @@ TEST_CASE("sentencepiece pieces: a 4 MB document stays within its memory estimat
   const fs::path corpus = dir.path / "corpus";
   fs::create_directories(corpus);
   { std::ofstream(corpus / "big.txt", std::ios::binary) << big; }  // one document of 4 MB
-  for (int i = 0; i < 12; ++i) std::ofstream(corpus / ("small" + std::to_string(i) + ".txt")) << "Document " << i << ".\n";
+  for (int i = 0; i < 12; ++i)
+    std::ofstream(corpus / ("small" + std::to_string(i) + ".txt")) << "Document " << i << ".\n";
   data::TaskOptions o;
   o.kind = "text";
   o.path = corpus.string();

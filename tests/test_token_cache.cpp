@@ -92,7 +92,8 @@ TEST_CASE("token cache: an entry whose files differ from its manifest is written
     std::vector<uint16_t> ids(static_cast<std::size_t>(c.reference->train_stream().size()));
     std::ifstream(train, std::ios::binary).read(reinterpret_cast<char*>(ids.data()), 2 * static_cast<long>(ids.size()));
     std::reverse(ids.begin(), ids.end());
-    std::ofstream(train, std::ios::binary).write(reinterpret_cast<const char*>(ids.data()), 2 * static_cast<long>(ids.size()));
+    std::ofstream(train, std::ios::binary)
+        .write(reinterpret_cast<const char*>(ids.data()), 2 * static_cast<long>(ids.size()));
     c.rebuilt_for("token file " + train.string() + ": its ids have SHA-256 ");
   }
   SUBCASE("the tokenizer replaced by another valid one") {
@@ -149,7 +150,8 @@ TEST_CASE("token cache: the next run removes the temporary folders of this host'
     for (const auto& e : fs::directory_iterator(cache)) {
       const std::string name = e.path().filename().string();
       const std::string pid = "." + std::to_string(::getpid());
-      if (contains(name, ".tmp.") && name.size() > pid.size() && name.compare(name.size() - pid.size(), pid.size(), pid) == 0)
+      if (contains(name, ".tmp.") && name.size() > pid.size() &&
+          name.compare(name.size() - pid.size(), pid.size(), pid) == 0)
         host = name.substr(name.find(".tmp.") + 5, name.size() - pid.size() - name.find(".tmp.") - 5);
     }
   }

@@ -31,11 +31,11 @@ struct Listing {
 // Walks folder `root` whole, or throws naming the path that could not be read: a subfolder rpb may not read, an
 // entry that vanished, an I/O error. Links, FIFOs, devices and sockets are counted in `skipped`, never opened;
 // subfolders are walked (a link to a folder is a link).
-Listing list_folder(const fs::path& root) {
+Listing list_folder(const fs::path& root, const std::string& key) {
   Listing out;
   std::vector<fs::path> folders{root};
-  const auto check = [](const std::error_code& ec, const fs::path& p, const char* doing) {
-    RPB_CHECK(!ec, "text", "task.path: cannot ", doing, " ", printable(p.string()), ": ", ec.message(),
+  const auto check = [&key](const std::error_code& ec, const fs::path& p, const char* doing) {
+    RPB_CHECK(!ec, "text", key, ": cannot ", doing, " ", printable(p.string()), ": ", ec.message(),
               " (rpb reads every file of a corpus or none: make it readable, or move it out of the folder)");
   };
   while (!folders.empty()) {
@@ -74,10 +74,10 @@ std::string line_of(std::string_view text, std::size_t at) {
 }
 
 // Refuses a text that is not valid UTF-8, naming the file and where.
-void check_utf8(std::string_view text, const std::string& file) {
+void check_utf8(std::string_view text, const std::string& file, const std::string& key) {
   for (std::size_t at = 0; at < text.size();) {
     const std::size_t n = utf8_length(text, at);
-    RPB_CHECK(n > 0, "text", "task.path: ", printable(file), " is not UTF-8 text: ", character_name(text, at), " at ",
+    RPB_CHECK(n > 0, "text", key, ": ", printable(file), " is not UTF-8 text: ", character_name(text, at), " at ",
               line_of(text, at), " (the text task reads UTF-8; convert the file, e.g. with iconv)");
     at += n;
   }
@@ -120,15 +120,16 @@ std::string megabytes(int64_t bytes) { return fmt::format("{:.1f}", static_cast<
 
 }  // namespace
 
-Corpus::Corpus(std::string path, std::string documents, double progress_every)
-    : path_(std::move(path)), documents_mode_(std::move(documents)), progress_every_(progress_every) {
+Corpus::Corpus(std::string path, std::string documents, double progress_every, std::string key)
+    : path_(std::move(path)), documents_mode_(std::move(documents)), key_(std::move(key)),
+      progress_every_(progress_every) {
   RPB_CHECK(documents_mode_ == "files" || documents_mode_ == "blank_lines", "text", "task.documents must be "
             "\"files\" or \"blank_lines\"; got \"", printable(documents_mode_), "\"");
-  RPB_CHECK(!path_.empty(), "text", "task.path is not set: the text task reads a UTF-8 file or a folder of them");
+  RPB_CHECK(!path_.empty(), "text", key_, " is not set: the text task reads a UTF-8 file or a folder of them");
   struct stat st{};
-  RPB_CHECK(::stat(path_.c_str(), &st) == 0, "text", "task.path ", printable(path_), ": ", std::strerror(errno));
+  RPB_CHECK(::stat(path_.c_str(), &st) == 0, "text", key_, " ", printable(path_), ": ", std::strerror(errno));
   if (S_ISDIR(st.st_mode)) {
-    Listing l = list_folder(path_);
+    Listing l = list_folder(path_, key_);
     skipped_ = l.skipped;
     for (auto& [rel, bytes] : l.files) files_.push_back({(fs::path(path_) / rel).string(), bytes, -1, ""});
   } else {
@@ -139,10 +140,10 @@ Corpus::Corpus(std::string path, std::string documents, double progress_every)
 
 void Corpus::read_file(File& file, const DigestedDocumentCallback& f) {
   InputOptions in;
-  in.what = "task.path";
+  in.what = key_;
   in.max_bytes = kMaxTextFileBytes;
   in.limit_source = "the most rpb reads of one file of a text corpus (a larger corpus is several files)";
-  const std::string changed = "task.path " + printable(file.path) + " changed while rpb read it";
+  const std::string changed = key_ + " " + printable(file.path) + " changed while rpb read it";
   std::string text;
   try {
     text = read_input_file(file.path, in);
@@ -150,7 +151,7 @@ void Corpus::read_file(File& file, const DigestedDocumentCallback& f) {
     if (first_) throw;
     throw Error("text: " + changed + ": " + e.message());
   }
-  check_utf8(text, file.path);
+  check_utf8(text, file.path, key_);
   std::vector<TextDocument> docs = documents_of(std::move(text), file.path, documents_mode_ == "blank_lines");
   std::vector<std::string> digests;
   digests.reserve(docs.size());
@@ -217,7 +218,7 @@ void Corpus::read(const DigestedDocumentCallback& f, const std::string& what) {
     status.poke();
   }
   if (first_) {
-    RPB_CHECK(read_ > 0, "text", "task.path ", printable(path_), " holds no text (", files_.size(), " files",
+    RPB_CHECK(read_ > 0, "text", key_, " ", printable(path_), " holds no text (", files_.size(), " files",
               skipped_ ? ", " + std::to_string(skipped_) + " links or special files skipped" : std::string(), ")");
     documents_ = read_;
     sha256_ = digest.hex();
@@ -247,7 +248,7 @@ CorpusSize corpus_size(const std::string& path) {
   }
   CorpusSize size;
   try {
-    for (const auto& [rel, n] : list_folder(path).files) {
+    for (const auto& [rel, n] : list_folder(path, "task.path").files) {
       size.bytes += n;
       size.largest_file = std::max(size.largest_file, n);
       ++size.files;

@@ -46,8 +46,9 @@ using DigestedDocumentCallback = std::function<void(TextDocument&& document, con
 /// fit in memory. A pass that lasts shows its progress (documents and bytes) on a terminal and in the log.
 class Corpus {
  public:
-  /// Lists the files of `path`. `progress_every` is the seconds between the log lines of a pass's progress.
-  Corpus(std::string path, std::string documents, double progress_every = 10);
+  /// Lists the files of `path`. `progress_every` is the seconds between the log lines of a pass's progress; `key`
+  /// names the path in messages (what the user gave: "task.path", or `rpb eval`'s "eval --data").
+  Corpus(std::string path, std::string documents, double progress_every = 10, std::string key = "task.path");
 
   /// One pass: every document to `f`, in order, with its SHA-256. `what` names the pass in its progress line
   /// ("encoding the text").
@@ -78,7 +79,7 @@ class Corpus {
   /// the first pass).
   void read_file(File& file, const DigestedDocumentCallback& f);
 
-  std::string path_, documents_mode_;
+  std::string path_, documents_mode_, key_;
   double progress_every_;
   std::vector<File> files_;
   int64_t skipped_ = 0, bytes_ = 0, documents_ = 0;

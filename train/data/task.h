@@ -56,6 +56,8 @@ struct TaskOptions {
   /// a checkpoint must not write files.
   bool generate_missing = true;
   std::string path = "";             // text: a UTF-8 file, or a folder of them (task.path)
+  /// text: what messages call `path`: "task.path", or what the user gave instead ("eval --data"). Not a config key.
+  std::string path_key = "task.path";
   std::string documents = "files";   // text: each file one document, or "blank_lines": each paragraph (task.documents)
   double valid_fraction = 0.05;      // text: the share of documents in valid and test, by content (split_of_document)
   double test_fraction = 0.05;

@@ -53,11 +53,11 @@ SplitCounts count_splits(Corpus& corpus, const TaskOptions& options) {
       },
       "reading its documents");
   for (int s = 0; s < 3; ++s)
-    RPB_CHECK(c.count[s] > 0, "text", "task.path ", printable(options.path), ": the ", kSplitNames[s], " split has no ",
-              "document (", corpus.documents(), " documents: ", c.count[0], " train, ", c.count[1], " valid, ",
-              c.count[2], " test, by task.valid_fraction = ", options.valid_fraction, " and task.test_fraction = ",
-              options.test_fraction, "); a corpus needs more documents (task.documents = \"blank_lines\" makes each "
-              "paragraph one), or larger fractions");
+    RPB_CHECK(c.count[s] > 0, "text", options.path_key, " ", printable(options.path), ": the ", kSplitNames[s],
+              " split has no document (", corpus.documents(), " documents: ", c.count[0], " train, ", c.count[1],
+              " valid, ", c.count[2], " test, by task.valid_fraction = ", options.valid_fraction,
+              " and task.test_fraction = ", options.test_fraction, "); a corpus needs more documents ",
+              "(task.documents = \"blank_lines\" makes each paragraph one), or larger fractions");
   return c;
 }
 
@@ -82,7 +82,7 @@ TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
   // config on it runs on a fresh machine (not when a checkpoint is read: TaskOptions::generate_missing).
   if (options.generate_missing && options.path == kjv_text_path("") && !std::filesystem::exists(options.path))
     generate_kjv_text(options.path);
-  Corpus corpus(options.path, options.documents, options.progress_every_s);
+  Corpus corpus(options.path, options.documents, options.progress_every_s, options.path_key);
   const SplitCounts c = count_splits(corpus, options);
   text_sha256_ = corpus.sha256();
   // Each later pass reads the same snapshot again and hands every document to `f` with its split.
@@ -151,7 +151,8 @@ TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
        << streams[s]->size() << " tokens";
   if (cached) {
     os << "; ids " << (reused ? "read from" : "written to") << " the token cache "
-       << printable((fs::path(options.token_cache) / token_cache_key(inputs)).string()) << (reused ? " and verified" : "");
+       << printable((fs::path(options.token_cache) / token_cache_key(inputs)).string())
+       << (reused ? " and verified" : "");
     if (!rebuilt.empty()) os << " (written again: " << rebuilt << ")";
   }
   describe_ = os.str();

@@ -164,8 +164,8 @@ CachedSplits verify_entry(const std::string& folder, const std::string& inputs, 
   const nlohmann::json m = read_manifest(folder);
   const std::string file = (fs::path(folder) / kManifest).string();
   RPB_CHECK(field<std::string>(m, "inputs", file) == inputs, "token cache", printable(file),
-            ": the entry was written for other inputs than its key's (", printable(field<std::string>(m, "inputs", file), 200),
-            ")");
+            ": the entry was written for other inputs than its key's (",
+            printable(field<std::string>(m, "inputs", file), 200), ")");
   InputOptions in;
   in.what = "token cache tokenizer";
   in.max_bytes = kMaxTokenizerModelBytes + 64;

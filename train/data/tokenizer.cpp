@@ -26,8 +26,8 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
   return out;
 }
 
-void Tokenizer::encode_pieces(std::string_view text,
-                              const std::function<void(const std::vector<int32_t>& ids, std::size_t bytes)>& sink) const {
+void Tokenizer::encode_pieces(
+    std::string_view text, const std::function<void(const std::vector<int32_t>& ids, std::size_t bytes)>& sink) const {
   std::vector<int32_t> ids;
   for (std::size_t at = 0; at < text.size();) {
     const std::size_t end = encode_piece_end(text, at);

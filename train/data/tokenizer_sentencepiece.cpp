@@ -88,8 +88,8 @@ class SentencePieceTokenizer final : public Tokenizer {
     for (std::size_t at = 0; at < text.size();) {
       const std::size_t end = encode_piece_end(text, at);
       const auto status = processor_.Encode(text.substr(at, end - at), &ids);
-      RPB_CHECK(status.ok(), "sentencepiece tokenizer", "cannot encode the text at byte ", at, ": SentencePiece reports ",
-                status_reason(status.message()));
+      RPB_CHECK(status.ok(), "sentencepiece tokenizer", "cannot encode the text at byte ", at,
+                ": SentencePiece reports ", status_reason(status.message()));
       spell(text, at, end, ids, out);
       at = end;
     }

@@ -39,8 +39,8 @@ bool live_process(const std::string& digits);
 /// the plotting module wrote for it) left in its folder when their process was killed: those whose pid is no live
 /// process (kill(pid, 0) fails with ESRCH; a pid past pid_t, or 0, is none; digits with a leading zero are no pid
 /// rpb wrote, and such a file is left). A folder under such a name is left, and so is a live process's temp file,
-/// whoever it belongs to; a link is unlinked, never its target. Returns the names removed. A process on another machine sharing the folder is not seen: its write in progress would fail, not
-/// corrupt `path`.
+/// whoever it belongs to; a link is unlinked, never its target. Returns the names removed. A process on another
+/// machine sharing the folder is not seen: its write in progress would fail, not corrupt `path`.
 std::vector<std::string> remove_dead_temp_files(const std::string& path);
 
 /// The second half of an atomic write another program did into `tmp` (atomic_temp_path(path)): checks that `tmp` is
