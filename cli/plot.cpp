@@ -108,40 +108,49 @@ void check_sweeps(const std::vector<Input>& inputs, const PlotArgs& a) {
   if (!a.against.empty() && !held.against.count(a.against)) unknown_value("--against", a.against, held.against);
 }
 
-// The results.json row listing the run in `dir` with `seed`: its sweep folder's (<sweep>/<task>/<method folder>/
-// seed<k>, the layout run_sweep gives it), whose row's "runs" name the run's folder (as the sweep named it: its path
+// How the sweep folder's results.json lists a run: the row of the run's own method (the one its folder is named
+// after: the method it was trained as), and whether any row lists it.
+struct Listing {
+  std::optional<SweepResultsRow> own;
+  bool listed = false;
+};
+
+// How the run in `dir` with `seed` is listed by its sweep folder's results.json (<sweep>/<task>/<method folder>/
+// seed<k>, the layout run_sweep gives it): rows whose "runs" name the run's folder (as the sweep named it: its path
 // below the sweep folder is the recorded folder's tail). An evaluation-only method shares its scheme's folder
-// ("t5@untrained=nearest" evaluates the runs of "t5"): of the rows listing the run, the one whose method names its
-// folder. None for a run trained alone, or when that results.json is missing, unreadable or does not list the run.
-std::optional<SweepResultsRow> listing_row(const fs::path& dir, uint64_t seed) {
+// ("t5@untrained=nearest", "rope@rope_scaling=yarn" evaluate the runs of "t5", "rope") and is never the run's own:
+// the run was trained as the method its folder names, whichever methods the folder's last sweep listed. Nothing
+// for a run trained alone, or when that results.json is missing or unreadable.
+Listing listing_of(const fs::path& dir, uint64_t seed) {
   const fs::path sweep = dir.parent_path().parent_path().parent_path();
   const fs::path file = sweep / kResultsJsonName;
-  if (sweep.empty() || !has_entry(file)) return std::nullopt;
+  if (sweep.empty() || !has_entry(file)) return {};
   SweepResults results;
   try {
     results = read_sweep_results(file.string());
   } catch (const Error&) {
-    return std::nullopt;
+    return {};
   }
   const auto parts = [](const fs::path& p) { return std::vector<fs::path>(p.begin(), p.end()); };
   const std::vector<fs::path> below = parts(dir.lexically_relative(sweep));
   const std::string method_folder = dir.parent_path().filename().string();
-  std::optional<SweepResultsRow> found;
+  Listing found;
   for (const SweepResultsRow& row : results.rows)
     for (std::size_t s = 0; s < row.runs.size() && s < results.seeds.size(); ++s) {
       const std::vector<fs::path> recorded = parts(row.runs[s].folder);
       if (results.seeds[s] == seed && recorded.size() >= below.size() &&
           std::equal(below.begin(), below.end(), recorded.end() - std::ptrdiff_t(below.size()))) {
-        if (row.method == method_folder) return row;
-        if (!found) found = row;
+        found.listed = true;
+        if (row.method == method_folder) found.own = row;
       }
     }
   return found;
 }
 
 // The run in `folder` as its curves show it, from its config.toml (read the typed way): its scheme; for a sweep's
-// run (listed by its sweep's results.json, listing_row) the row's method, labelled "<method>/seed0", else labelled
-// by its folder's name in its scheme's own colour and marker.
+// run (listed by its sweep's results.json, listing_of) labelled "<the method it was trained as>/seed0", in the
+// colour and marker of that method's row (its scheme's where the sweep has no such row: only an evaluation-only
+// method of it), else labelled by its folder's name in its scheme's own colour and marker.
 CurveRun curve_run(const std::string& folder, const std::string& metrics_csv) {
   const std::string path = (fs::path(folder) / kConfigFileName).string();
   RunConfig config;
@@ -153,8 +162,10 @@ CurveRun curve_run(const std::string& folder, const std::string& metrics_csv) {
   fs::path dir = fs::path(folder).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();  // "run/"
   const std::string scheme = config.model.position.scheme;
-  if (const auto row = listing_row(dir, config.seed))
-    return {row->method + "/" + dir.filename().string(), scheme, metrics_csv, row->method};
+  const Listing listing = listing_of(dir, config.seed);
+  const std::string trained_as = dir.parent_path().filename().string();
+  if (listing.own) return {trained_as + "/" + dir.filename().string(), scheme, metrics_csv, listing.own->method};
+  if (listing.listed) return {trained_as + "/" + dir.filename().string(), scheme, metrics_csv, scheme};
   return {dir.filename().string(), scheme, metrics_csv, scheme};
 }
 

@@ -20,7 +20,9 @@
 # the rows' "bytes", "bits_per_byte", "bits_per_byte_stats", "accuracy", "depth_accuracy", "samples_per_depth",
 # "accuracy_stats" and "learned" (rpb-results-6; null for the tasks compared here, which have neither text bytes nor
 # passkey accuracy) and results.csv's bytes, bits_per_byte and accuracy columns (empty for them). The printed tables
-# of these tasks gain nothing: bits per byte and accuracy tables are printed for text and passkey tasks only.
+# of these tasks gain nothing: bits per byte and accuracy tables are printed for text and passkey tasks only. And the
+# labels, names for display that a later rpb may make otherwise ([sweep] labels, rpb-results-7): results.json's
+# "task_labels" and rows' "label", and results.csv's label column.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: scripts/same_results.sh OLD_RPB NEW_RPB [WORK_DIR]" >&2; exit 2; }
@@ -31,12 +33,12 @@ mkdir -p "$work"
 prov_h5_attributes='commit'
 prov_inspect_sed='s/ (commit [^)]*)//'
 prov_json=(--ignore format --ignore provenance --ignore 'rows.*.runs' --ignore 'rows.*.settings' --ignore 'rows.*.scheme'
-           --ignore 'rows.*.protocol' --ignore 'rows.*.eval_stride')
+           --ignore 'rows.*.protocol' --ignore 'rows.*.eval_stride' --ignore task_labels --ignore 'rows.*.label')
 for key in bytes bits_per_byte bits_per_byte_stats accuracy depth_accuracy samples_per_depth accuracy_stats learned; do
   prov_json+=(--ignore "rows.*.$key")
 done
 prov_csv_columns=(run_folder config_digest checkpoint checkpoint_sha256 rpb_version commit command date protocol
-                  eval_stride bytes bits_per_byte accuracy)
+                  eval_stride bytes bits_per_byte accuracy label)
 short=(--set run.steps=20 --set run.checkpoint_every=10 --set optim.warmup_steps=2 --set run.log_every=5
        --set run.eval_tokens=1024 --set 'sweep.seeds=[0]')
 

@@ -155,7 +155,7 @@ TEST_CASE("fine-tune sweep rows continue the run of the method they name, with t
   const std::string head = rpb::testing::tiny_sweep_config(tmp.path, "s", "[1, 4]");
   const std::string ft = "rope@rope_scaling=linear@rope_factor=4@run.init_from=rope@run.finetune_length=16@run.steps=2";
   const RunConfig c = parse_config(head + "[sweep]\nseeds = [0]\nmethods = [\"" + ft + "\", \"rope\"]\n", "sweep.toml");
-  CHECK(c.sweep.methods[0].label() == "RoPE, rope_scaling linear, rope_factor 4, fine-tuned from rope at length 16, "
+  CHECK(c.sweep.methods[0].label() == "RoPE + PI (s = 4), fine-tuned from rope at length 16, "
                                       "run.steps 2");
   const SweepResult r = run_sweep(c);
   REQUIRE(r.rows.size() == 2);

@@ -311,7 +311,7 @@ TEST_CASE("results.json: written, read back (read_sweep_results) equal, n/a and 
   CHECK(r.rows[0].distance_std() == Values{std::nullopt, std::nullopt});
   const std::string text = json_text(sweep_results_object(r));
   std::ofstream(dir.file("results.json")) << text;
-  CHECK(text.find("\"format\": \"rpb-results-6\"") != std::string::npos);
+  CHECK(text.find("\"format\": \"rpb-results-7\"") != std::string::npos);
   const SweepResults back = read_sweep_results(dir.file("results.json"));
   check_same(back, r);
   CHECK(json_text(sweep_results_object(back)) == text);

@@ -226,6 +226,17 @@ TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and 
     CHECK(contains(r.out, std::string("--ylim ") + ylim + ": expected LO,HI, two finite numbers with LO < HI and "
                           "HI - LO between 1e-300 and 1e300"));
   }
+  // A run listed only by an evaluation-only method of its folder (the folder's last sweep had
+  // "t5@untrained=nearest" and not "t5"): labelled as the method it was trained as, never as that row's.
+  const fs::path plain = run_folder(dir, "grid/markov/t5/seed1", kHeader, seed_config);
+  listing["rows"][1]["method"] = "t5@untrained=nearest";
+  listing["rows"][1]["runs"][1]["folder"] = "elsewhere/grid/markov/t5/seed1";
+  std::ofstream(dir.path / "grid" / "results.json", std::ios::trunc) << listing.dump();
+  r = run_rpb("plot " + plain.string() + " --out " + out);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const ordered_json runs3 = logged(dir).at("curves").at("runs");
+  CHECK(runs3[0].at("label") == "t5/seed1");
+  CHECK(runs3[0].at("method") == "t5");
 }
 
 TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the results, mixing kinds exits 2") {

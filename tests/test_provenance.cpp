@@ -186,7 +186,7 @@ TEST_CASE("provenance: a number of the sweep's table traces back to its checkpoi
   const auto sweep = run_rpb("extrapolate " + cfg.string());
   REQUIRE_MESSAGE(sweep.code == 0, sweep.out);
   const SweepResults results = read_sweep_results((tmp.path / "sweep" / "results.json").string());
-  CHECK(results.format == "rpb-results-6");
+  CHECK(results.format == "rpb-results-7");
   CHECK(results.provenance.commit == build_commit());
   CHECK(contains(results.provenance.command, " extrapolate " + cfg.string()));
   // The table's number: alibi's perplexity at 2x, seed 7.

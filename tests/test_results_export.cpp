@@ -123,10 +123,13 @@ TEST_CASE("results.tex: a booktabs table per task, cells mean ± std, the best o
   const SweepResults r = sample();
   const std::string tex = results_tex(r);
   CAPTURE(tex);
-  // Every line typesets as plain text where it is not a command (comments aside).
+  // Every line typesets as plain text where it is not a command (comments aside, and the two lines of the box that
+  // scales a table down to the line's width, which open and close a brace around the tabular).
+  const std::string box = "  \\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%";
   std::istringstream in(tex);
   for (std::string line; std::getline(in, line);)
-    if (line.rfind("%", 0) != 0) CHECK_MESSAGE(lex(line).problems.empty(), line);
+    if (line.rfind("%", 0) != 0 && line != box && line != "  \\end{tabular}}")
+      CHECK_MESSAGE(lex(line).problems.empty(), line);
   // One table per task, in order, each with its rules in booktabs order.
   std::size_t at = 0;
   for (const std::string task : {"markov", "grid2d"}) {
@@ -136,7 +139,8 @@ TEST_CASE("results.tex: a booktabs table per task, cells mean ± std, the best o
     REQUIRE(end != std::string::npos);
     const std::string table = tex.substr(begin, end - begin);
     CHECK(contains(table, "\\label{tab:my-sweep-" + task + "}"));
-    CHECK(contains(table, "\\begin{tabular}{lrrrr}"));
+    CHECK(contains(table, box + "\n  \\begin{tabular}{lrrrr}"));
+    CHECK(contains(table, "\\end{tabular}}\n"));
     const std::size_t top = table.find("\\toprule"), mid = table.find("\\midrule"), bottom = table.find("\\bottomrule");
     CHECK((top < mid && mid < bottom && bottom < table.find("\\end{tabular}")));
     CHECK(contains(table, "Method & Position params & 64 & 128 & 256 \\\\"));
@@ -144,7 +148,7 @@ TEST_CASE("results.tex: a booktabs table per task, cells mean ± std, the best o
     at = end + 1;
   }
   CHECK(tex.find("\\begin{table}", at) == std::string::npos);
-  CHECK(contains(tex, "\\usepackage{booktabs}"));
+  CHECK(contains(tex, "\\usepackage{booktabs} and \\usepackage{graphicx}"));
 
   // markov's body: a row per method, 5 cells each, the label escaped.
   const std::vector<std::string> body = lines_between(tex, "\\midrule", "\\bottomrule");
@@ -157,25 +161,28 @@ TEST_CASE("results.tex: a booktabs table per task, cells mean ± std, the best o
     CHECK(cells.back().size() == 5);
   }
   REQUIRE(cells.size() == 3);
+  // Bold only where the best leads the second by more than the larger std: at 2x (8.40 against 8.60 +- 0.14); not
+  // at 1x (8.05 against 8.10 +- 0.14, within the spread) nor at 4x (a tie).
   CHECK(cells[0] == std::vector<std::string>{"T5 bias, max\\_distance 64", "16", "$8.10 \\pm 0.14$", "$8.60 \\pm 0.14$",
-                                             "$\\mathbf{9.20 \\pm 0.28}$"});
+                                             "$9.20 \\pm 0.28$"});
   CHECK(cells[1] == std::vector<std::string>{latex_escape(kHostile), "16", "$8.30 \\pm 0.00$",
-                                             "$\\mathbf{8.40 \\pm 0.00}$", "$\\mathbf{9.20 \\pm 0.14}$"});
-  CHECK(cells[2] == std::vector<std::string>{"Learned PE", "16", "$\\mathbf{8.05 \\pm 0.00}$", "n/a", "n/a"});
+                                             "$\\mathbf{8.40 \\pm 0.00}$", "$9.20 \\pm 0.14$"});
+  CHECK(cells[2] == std::vector<std::string>{"Learned PE", "16", "$8.05 \\pm 0.00$", "n/a", "n/a"});
   CHECK(!contains(tex, kHostile));
 
-  const std::string markov_caption = lines_between(tex, "\\centering", "\\label")[0];
-  CHECK(contains(markov_caption, "\\caption{markov: perplexity against evaluation length, trained at length 64; "
-                                 "mean $\\pm$ std over 2 seeds. Lower is better; the best of each column in bold."));
+  const std::string markov_caption = lines_between(tex, "\\small", "\\label")[0];
+  CHECK(contains(markov_caption, "\\caption{markov (trained at 64 tokens): perplexity against evaluation length; "
+                                 "mean $\\pm$ std over 2 seeds. Lower is better; bold: the best of a column, where it "
+                                 "leads the second by more than the larger of their stds."));
+  CHECK(contains(tex, "\\multicolumn{3}{c}{Perplexity at evaluation length (tokens)}"));
   CHECK(contains(markov_caption, "n/a: the method cannot run at that length."));
   CHECK(contains(markov_caption, "Optimal perplexity 7.700."));
   // The 2-D task: grid sides, one decimal from 100 on, no n/a, no optimal perplexity.
   const std::size_t grid = tex.find("\\begin{table}", tex.find("\\end{table}"));
-  CHECK(contains(tex.substr(grid), "\\multicolumn{3}{c}{Evaluation grid side}"));
+  CHECK(contains(tex.substr(grid), "\\multicolumn{3}{c}{Perplexity at evaluation grid side (cells)}"));
   CHECK(contains(tex.substr(grid), "trained on 64 $\\times$ 64 grids"));
-  CHECK(contains(tex.substr(grid),
-                 "Swin V1 table (windows) & 16 & $\\mathbf{3.00 \\pm 0.00}$ & $\\mathbf{3.50 \\pm 0.00}$ & "
-                 "$\\mathbf{120.5 \\pm 0.35}$ \\\\\n"));
+  CHECK(contains(tex.substr(grid),  // the one row: nothing it is better than, none bold
+                 "Swin V1 table (windows) & 16 & $3.00 \\pm 0.00$ & $3.50 \\pm 0.00$ & $120.5 \\pm 0.35$ \\\\\n"));
   CHECK(!contains(tex.substr(grid), "n/a"));
   CHECK(!contains(tex.substr(grid), "Optimal"));
 }
@@ -185,8 +192,9 @@ TEST_CASE("results.tex: one seed prints the mean alone") {
   r.seeds = {0};
   for (SweepResultsRow& m : r.rows) m.perplexity.resize(1);
   const std::string tex = results_tex(r);
-  CHECK(contains(tex, "T5 bias, max\\_distance 64 & 16 & $\\mathbf{8.00}$ & $8.50$ & $\\mathbf{9.00}$ \\\\\n"));
-  CHECK(contains(tex, "trained at length 64; 1 seed. Lower is better"));
+  CHECK(contains(tex, "T5 bias, max\\_distance 64 & 16 & $8.00$ & $8.50$ & $9.00$ \\\\\n"));  // no spread: none bold
+  CHECK(contains(tex, "against evaluation length; 1 seed. Lower is better."));
+  CHECK(!contains(tex, "\\mathbf"));
   CHECK(!contains(tex, "\\pm 0"));
 }
 
@@ -240,10 +248,17 @@ TEST_CASE("results.csv: the per-seed rows, then a mean and a std row per task x 
   for (std::size_t i = 1; i < lines.size(); ++i) CHECK(lines[i].substr(lines[i].size() - 19) == ",nonoverlapping,,,,");
   for (const std::string& line : lines) CHECK_MESSAGE(fields(line) == fields(lines[0]), line);
   // The aggregated rows name no run (the run columns empty) but what wrote the file, as the per-seed rows do.
-  CHECK(provenance[0] == ",run_folder,config_digest,checkpoint,checkpoint_sha256,rpb_version,commit,command,date");
+  CHECK(provenance[0] ==
+        ",run_folder,config_digest,checkpoint,checkpoint_sha256,rpb_version,commit,command,date,label");
+  // The label last: the method as the tables name it.
+  const auto label_of = [](const std::string& p) { return p.substr(p.rfind(',') + 1); };
+  const auto before_label = [](const std::string& p) { return p.substr(0, p.rfind(',')); };
+  for (std::size_t i = 1; i <= 16; ++i)
+    CHECK(label_of(provenance[i]) == (contains(lines[i], "markov,t5,") ? "T5 bias" : "Learned PE"));
   for (std::size_t i = 9; i <= 16; ++i) {
     CHECK(provenance[i].rfind(",,,,," + std::string(version()) + "," + build_commit() + ",", 0) == 0);
-    CHECK(provenance[i] == provenance[1]);  // this sweep's runs have no records: its per-seed run columns are empty
+    // this sweep's runs have no records: its per-seed run columns are empty
+    CHECK(before_label(provenance[i]) == before_label(provenance[1]));
   }
   for (std::size_t i = 1; i <= 8; ++i) CHECK(std::regex_search(lines[i], std::regex("^markov,[a-z0-9]+,16,[01],")));
   // t5 at 1x: 8.0 and 8.5; at 2x: 9.0 and 10.0 (std sqrt(0.5)); learned: n/a at 2x, empty values.
@@ -260,7 +275,7 @@ TEST_CASE("results.csv: the per-seed rows, then a mean and a std row per task x 
   CHECK(lines[16] == "markov,learned,16,std,2,128,,7.7,,,,nonoverlapping,,,,");
   // results.tex beside it, the table of results.json's values.
   CHECK(file_text(dir.path / "results.tex") == results_tex(sweep_results(r)));
-  CHECK(contains(file_text(dir.path / "results.tex"), "$\\mathbf{8.20 \\pm 0.14}$"));
+  CHECK(contains(file_text(dir.path / "results.tex"), "$8.20 \\pm 0.14$"));  // within t5's spread: not bold
   // An output flag may not write over it.
   CHECK_THROWS_WITH_AS(check_output_file((dir.path / "results.tex").string(), {"--out", {}}),
                        doctest::Contains("is a result file of the sweep folder"), UsageError);

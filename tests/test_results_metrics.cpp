@@ -228,10 +228,10 @@ TEST_CASE("results.csv: bytes, bits_per_byte and accuracy after eval_stride, on 
   CHECK(!cells("passkey,alibi,16,mean,1,64,")[2].empty());
 }
 
-TEST_CASE("results.json: rpb-results-6 rows carry bytes, bits per byte, accuracy and depth grids, or null") {
+TEST_CASE("results.json: rpb-results-7 rows carry bytes, bits per byte, accuracy and depth grids, or null") {
   const SweepResults results = sweep_results(sample());
   const Json j = Json::parse(json_text(sweep_results_object(results)));
-  CHECK(j["format"] == "rpb-results-6");
+  CHECK(j["format"] == "rpb-results-7");
   const Json& text = j["rows"][0];
   CHECK(text["bytes"] == Json::parse("[[2600, 2600, 2600], [2600, 2600, 2600], [2600, 2600, 2600]]"));
   CHECK(text["bits_per_byte"][1][2].get<double>() == bpb(1.6, 1000, 2600));  // exactly
@@ -354,9 +354,9 @@ TEST_CASE("results.json: damaged metrics are refused naming the key") {
   j["rows"][3]["samples_per_depth"][0] = "8";
   CHECK(contains(error_of([&] { sweep_results_from_json(j, "r"); }), "r: key rows[3].samples_per_depth[0]"));
   j = good;
-  j["format"] = "rpb-results-7";
+  j["format"] = "rpb-results-8";
   CHECK(contains(error_of([&] { sweep_results_from_json(j, "r"); }),
-                 "\"rpb-results-7\", rpb reads \"rpb-results-6\", \"rpb-results-5\", \"rpb-results-4\""));
+                 "\"rpb-results-8\", rpb reads \"rpb-results-7\", \"rpb-results-6\", \"rpb-results-5\", \"rpb-results-4\""));
 }
 
 // The table environment of `tex` whose \label is `label`.
@@ -371,27 +371,32 @@ TEST_CASE("results.tex: a bits per byte table for a text task, an accuracy table
   const std::string tex = results_tex(sweep_results(sample()));
   CAPTURE(tex);
   const std::string bits = tex_table(tex, "tab:s-text-bits-per-byte");
-  CHECK(contains(bits, "\\caption{text: bits per byte against evaluation length, trained at length 64; mean $\\pm$ "
+  CHECK(contains(bits, "\\caption{text (trained at 64 tokens): bits per byte against evaluation length; mean $\\pm$ "
                        "std over 3 seeds. Bits per byte of the text the scored tokens stand for"));
   CHECK(contains(bits, "\\begin{tabular}{lrrrr}"));
-  CHECK(contains(bits, "T5 bias & 16 & $\\mathbf{0.657 \\pm 0.042}$ & $\\mathbf{0.712 \\pm 0.042}$ & "
-                       "$\\mathbf{0.832 \\pm 0.055}$ \\\\\n"));
+  CHECK(contains(bits, "\\multicolumn{3}{c}{Bits per byte at evaluation length (tokens)}"));
+  // Bold at 1x, where it leads Learned PE (0.749 +- 0.028) by more than 0.042; alone past it (n/a there): not bold.
+  CHECK(contains(bits, "T5 bias & 16 & $\\mathbf{0.657 \\pm 0.042}$ & $0.712 \\pm 0.042$ & "
+                       "$0.832 \\pm 0.055$ \\\\\n"));
   CHECK(contains(bits, "Learned PE & 16 & $0.749 \\pm 0.028$ & n/a & n/a \\\\\n"));
   CHECK(contains(bits, "n/a: the method cannot run at that length."));
   const std::string accuracy = tex_table(tex, "tab:s-passkey-accuracy");
-  CHECK(contains(accuracy, "\\caption{passkey: accuracy (\\%, greedy decoding of the answer) against evaluation length, "
-                           "trained at length 64; mean $\\pm$ std over 3 seeds. At the training length over every seed"));
+  CHECK(contains(accuracy, "\\caption{passkey (trained at 64 tokens): accuracy (\\%, greedy decoding of the answer) "
+                           "against evaluation length; mean $\\pm$ std over 3 seeds. At the training length over every "
+                           "seed"));
   CHECK(contains(accuracy, "\\begin{tabular}{lrrrrr}"));
-  CHECK(contains(accuracy, "     & & & \\multicolumn{3}{c}{Evaluation length} \\\\\n    \\cmidrule(l){4-6}\n"));
+  CHECK(contains(accuracy, "     & & & \\multicolumn{3}{c}{Accuracy (\\%) at evaluation length (tokens)} \\\\\n"
+                           "    \\cmidrule(l){4-6}\n"));
   CHECK(contains(accuracy, "Method & Position params & Learned & 64 & 128 & 256 \\\\"));
-  CHECK(contains(accuracy, "T5 bias & 16 & 2/3 & $\\mathbf{80.7 \\pm 26.6}$ & $\\mathbf{85.0 \\pm 7.1}$ & "
-                           "$\\mathbf{45.0 \\pm 7.1}$ \\\\\n"));
+  // 80.7 leads 61.6 by less than 32.5 at 1x; past it ALiBi learned nothing: none bold.
+  CHECK(contains(accuracy, "T5 bias & 16 & 2/3 & $80.7 \\pm 26.6$ & $85.0 \\pm 7.1$ & $45.0 \\pm 7.1$ \\\\\n"));
   CHECK(contains(accuracy, "ALiBi & 16 & 0/3 & $61.6 \\pm 32.5$ & not learned & not learned \\\\\n"));
   CHECK(contains(accuracy, "Higher is better"));
   CHECK(contains(accuracy, "(accuracy $\\geq$ 95\\% at the training length; Learned: how many did)"));
   CHECK(!contains(accuracy, "n/a"));
-  CHECK(contains(tex, "\\caption{passkey: perplexity of the answer tokens against evaluation length"));
-  CHECK(contains(tex, "\\caption{text: perplexity against evaluation length"));
+  CHECK(contains(tex, "\\caption{passkey (trained at 64 tokens): perplexity of the answer tokens against evaluation "
+                      "length"));
+  CHECK(contains(tex, "\\caption{text (trained at 64 tokens): perplexity against evaluation length"));
   CHECK(tex_table(tex, "tab:s-markov-bits-per-byte").empty());
   CHECK(tex_table(tex, "tab:s-markov-accuracy").empty());
   CHECK(tex_table(tex, "tab:s-text-accuracy").empty());

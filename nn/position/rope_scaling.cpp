@@ -15,6 +15,15 @@ const char* rope_scaling_name(RopeScaling s) { return enum_name(kRopeScalingName
 
 std::vector<std::string> rope_scaling_names() { return enum_names(kRopeScalingNames); }
 
+const char* rope_scaling_label(RopeScaling s) {
+  static constexpr EnumName<RopeScaling> labels[] = {{RopeScaling::none, ""},
+                                                     {RopeScaling::linear, "PI"},
+                                                     {RopeScaling::ntk, "NTK"},
+                                                     {RopeScaling::dynamic, "dynamic NTK"},
+                                                     {RopeScaling::yarn, "YaRN"}};
+  return enum_name(labels, s);
+}
+
 RopeScaling rope_scaling_from_name(const std::string& name) {
   const std::optional<RopeScaling> s = enum_value(kRopeScalingNames, name);
   RPB_CHECK_OPTION(s.has_value(), "rope", "rope_scaling", "rope_scaling '", printable(name), "': expected ",

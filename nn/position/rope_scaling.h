@@ -57,6 +57,9 @@ inline constexpr EnumName<RopeScaling> kRopeScalingNames[] = {{RopeScaling::none
 const char* rope_scaling_name(RopeScaling s);
 /// Every name of kRopeScalingNames, in its order.
 std::vector<std::string> rope_scaling_names();
+/// Its name in result labels and figures, as the papers name it: "PI" (linear: Chen et al. 2023's position
+/// interpolation), "NTK" (ntk), "dynamic NTK", "YaRN"; "" for none.
+const char* rope_scaling_label(RopeScaling s);
 /// The value named `name`; throws rpb::OptionError (field "rope_scaling") naming the choices otherwise.
 RopeScaling rope_scaling_from_name(const std::string& name);
 

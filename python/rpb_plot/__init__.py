@@ -41,10 +41,10 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
                2-D modules: {"name", "dy": [...], "dx": [...], "values": [[[per dx] per dy] per head],
                              "trained": [[per dx] per dy]}
 
-results.json files must be of format "rpb-results-6", "rpb-results-5" or "rpb-results-4" (RESULTS_FORMATS: each
-row names its method's "scheme"; -5 adds each row's "protocol" and "eval_stride", and a row scored by sliding windows
+results.json files must be of format "rpb-results-7", "rpb-results-6", "rpb-results-5" or "rpb-results-4"
+(RESULTS_FORMATS: each row names its method's "scheme"; -5 adds each row's "protocol" and "eval_stride", and a row scored by sliding windows
 whose method does not name its stride has it in its legend label; -6 adds "bytes", "bits_per_byte", "accuracy",
-"depth_accuracy", "learned" and their stats, null in a row whose task has none; an earlier one is refused: rerun
+"depth_accuracy", "learned" and their stats, null in a row whose task has none; -7 adds the sweep's "task_labels"; an earlier one is refused: rerun
 `rpb extrapolate CONFIG`, which reuses the finished runs and rewrites it). A curves
 run's "scheme" is its config's position.scheme, its "method" (default: its label) the method whose colour and
 marker it has (a sweep's runs of one method differ by dash only). Nothing parses a label to find its scheme.

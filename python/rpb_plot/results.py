@@ -105,10 +105,12 @@ class Results:
     rows: list  # the rows as read (dicts)
 
 
-RESULTS_FORMAT = "rpb-results-6"  # the results.json format written: rows carry their "scheme", "protocol", "bytes",
-#                                   "bits_per_byte", "accuracy" and "learned" (null in a row whose task has none)
-RESULTS_FORMATS = (RESULTS_FORMAT, "rpb-results-5", "rpb-results-4")  # those read (rpb-results-5: rows without bits
-#                                   per byte or accuracy; rpb-results-4: every row nonoverlapping, too)
+RESULTS_FORMAT = "rpb-results-7"  # the results.json format written: rows carry their "scheme", "protocol", "bytes",
+#                                   "bits_per_byte", "accuracy" and "learned" (null in a row whose task has none), and
+#                                   the sweep its "task_labels"
+RESULTS_FORMATS = (RESULTS_FORMAT, "rpb-results-6", "rpb-results-5", "rpb-results-4")  # those read (rpb-results-6:
+#                                   without "task_labels"; -5: rows without bits per byte or accuracy; rpb-results-4:
+#                                   every row nonoverlapping, too)
 
 
 def read_results(path):

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <variant>
@@ -41,6 +42,7 @@ inline constexpr std::size_t kMaxLengths = 64;           // lengths per evaluati
 inline constexpr std::size_t kMaxSweepMethods = 256;     // sweep.methods, and each [[sweep.grid]]'s methods
 inline constexpr std::size_t kMaxSweepGrids = 64;        // [[sweep.grid]] tables
 inline constexpr std::size_t kMaxSweepSeeds = 1000;      // sweep.seeds
+inline constexpr std::size_t kMaxLabelBytes = 200;       // a value of sweep.labels, sweep.task_labels
 inline constexpr std::size_t kMaxSweepRuns = 4096;       // methods x tasks x seeds: the runs of one sweep
 inline constexpr int64_t kMaxVocab = int64_t{1} << 16;   // task.vocab
 inline constexpr std::size_t kMaxNameBytes = 200;        // run.name, a sweep method: one path component (NAME_MAX
@@ -123,8 +125,13 @@ struct SweepMethod {
   std::vector<ConfigSetting> settings;  // {position.max_distance, 64}, in the order written
   /// As written in configs and results ("swin_v2@window8").
   std::string name() const { return text; }
-  /// Its label in result tables ("Swin V2 continuous (windows), eval window 8"; "T5 bias, max_distance 64").
-  std::string label() const;
+  /// Its default label in result tables and figures: the scheme's label, then its settings in order
+  /// ("Swin V2 continuous (windows), eval window 8"; "T5 bias, max_distance 64"). A RoPE scaling is named with every
+  /// parameter in force, defaulted ones included: "RoPE + YaRN (s = 16)", its factor position.rope_factor or, when
+  /// that is 0 or unset, `largest_multiplier` (the largest evaluation multiplier, what the evaluation uses; left out
+  /// when 0), and the yarn_* keys set; "xPos + blockwise" for position.blockwise = true. A sweep's [sweep] labels
+  /// replace it (SweepConfig::labels).
+  std::string label(int64_t largest_multiplier = 0) const;
   /// Its text split at every '@': the scheme, then one segment per setting, in order ("t5@max_distance=64" ->
   /// {"t5", "max_distance=64"}; "swin_v2@window8" -> {"swin_v2", "window8"}).
   std::vector<std::string> segments() const;
@@ -151,6 +158,13 @@ struct SweepConfig {
   /// The formats of the sweep's figures (results.<format> beside results.json, drawn by python/rpb_plot/): "svg",
   /// "pdf", "png". sweep.figures = false: none; true or absent: svg and pdf.
   std::vector<std::string> figures = {"svg", "pdf"};
+  /// [sweep] labels = { "rope@rope_scaling=yarn" = "RoPE + YaRN" }: a method's name in the tables, results.csv,
+  /// results.json, results.tex and the figures, instead of its default label (SweepMethod::label). Keys are methods
+  /// of the sweep; a value is 1 to kMaxLabelBytes bytes of printable text.
+  std::map<std::string, std::string> labels;
+  /// [sweep] task_labels = { passkey_text = "Passkey retrieval (KJV filler)" }: a task's name in the tables' task
+  /// lines, results.tex's captions and the figures' titles, instead of its default (task_label, train/sweep/labels.h).
+  std::map<std::string, std::string> task_labels;
 };
 
 /// The effective configuration as a TOML document (train/config/document.h; opaque here so that this header does

@@ -1,9 +1,11 @@
 // rpb/train/config/sweep_config.cpp: the [sweep] table: its methods, seeds, tasks and figures, and the points of its
 // [[sweep.grid]] tables (document.h read_sweep).
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "core/text.h"
 #include "nn/position.h"
 #include "train/config/document.h"
 #include "train/config/toml_table.h"
@@ -24,6 +26,33 @@ void read_figures(toml_config::Table& sweep, SweepConfig& s) {
     return;
   }
   sweep.get("figures", s.figures, {"svg", "pdf", "png"}, 3);
+}
+
+// sweep.labels / sweep.task_labels (`key`): a table of display names, each key one of `known` (the sweep's methods,
+// its tasks), each value 1 to kMaxLabelBytes bytes of printable text.
+std::map<std::string, std::string> read_labels(toml_config::Table& sweep, const toml::table* st, const char* key,
+                                               const std::vector<std::string>& known, const std::string& source,
+                                               const toml_config::OverrideMap& overrides) {
+  std::map<std::string, std::string> out;
+  sweep.ignore(key);
+  const toml::table* labels = st ? toml_config::subtable(*st, key, source, overrides) : nullptr;
+  if (!labels) return out;
+  const std::string what = std::string(key) == "labels" ? "method" : "task";
+  for (const auto& [name, node] : *labels) {
+    const std::string k(name.str());
+    const std::string at = "\"" + printable(k) + "\": ";
+    if (std::find(known.begin(), known.end(), k) == known.end())
+      sweep.fail_at(key, at + "expected a " + what + " of the sweep (" + join(known, ", ") + ")");
+    const auto* v = node.as_string();
+    if (!v) sweep.fail_at(key, at + "expected a string, found " + toml_config::type_name(node));
+    const std::string text = v->get();
+    if (text.empty() || printable(text, kMaxLabelBytes) != text)
+      sweep.fail_at(key, at + "expected 1 to " + std::to_string(kMaxLabelBytes) +
+                             " bytes of printable text (no control characters or invalid UTF-8), found \"" +
+                             printable(text, 60) + "\"");
+    out[k] = text;
+  }
+  return out;
 }
 
 }  // namespace
@@ -53,6 +82,10 @@ void read_sweep(toml_config::Table& sweep, const toml::table* st, const GridCont
     points = grid.size();  // <= kMaxSweepRuns
     c.sweep.methods.insert(c.sweep.methods.end(), grid.begin(), grid.end());
   }
+  std::vector<std::string> names;
+  for (const SweepMethod& m : c.sweep.methods) names.push_back(m.name());
+  c.sweep.labels = read_labels(sweep, st, "labels", names, where.source, where.applied);
+  c.sweep.task_labels = read_labels(sweep, st, "task_labels", tasks, where.source, where.applied);
   const std::size_t runs = c.sweep.methods.size() * tasks.size() * c.sweep.seeds.size();  // <= 4352 x 4 x 1000
   if (runs > kMaxSweepRuns)
     sweep.fail_at("seeds", std::to_string(c.sweep.methods.size()) + " methods" +

@@ -132,18 +132,58 @@ std::vector<std::string> SweepMethod::segments() const {
   }
 }
 
-std::string SweepMethod::label() const {
+namespace {
+
+// The setting `key` of `settings`, or null.
+const ConfigSetting* setting(const std::vector<ConfigSetting>& settings, const std::string& key) {
+  for (const ConfigSetting& s : settings)
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+// " + YaRN (s = 16, beta_fast 16)": the RoPE scaling `scaling` names with the parameters in force, set or defaulted:
+// its factor s (position.rope_factor; 0 or unset: the largest evaluation multiplier, `largest_multiplier`, left out
+// when 0 = unknown) and the yarn_* keys set among `settings`. "" for "none".
+std::string scaling_label(const ConfigSetting& scaling, const std::vector<ConfigSetting>& settings,
+                          int64_t largest_multiplier) {
+  const auto* name = std::get_if<std::string>(&scaling.value.value);
+  const nn::RopeScaling kind = nn::rope_scaling_from_name(name ? *name : scaling.text);
+  if (kind == nn::RopeScaling::none) return "";
+  std::vector<std::string> params;
+  const ConfigSetting* factor = setting(settings, "position.rope_factor");
+  const auto* f = factor ? std::get_if<double>(&factor->value.value) : nullptr;
+  const auto* i = factor ? std::get_if<int64_t>(&factor->value.value) : nullptr;
+  const bool defaulted = !factor || (f && *f == 0) || (i && *i == 0);
+  if (!defaulted) params.push_back("s = " + factor->text);
+  else if (largest_multiplier > 0) params.push_back("s = " + std::to_string(largest_multiplier));
+  for (const ConfigSetting& s : settings)
+    if (s.key.rfind("position.yarn_", 0) == 0) params.push_back(s.key.substr(14) + " " + s.text);
+  std::string label = std::string(" + ") + nn::rope_scaling_label(kind);
+  return params.empty() ? label : label + " (" + join(params, ", ") + ")";
+}
+
+}  // namespace
+
+std::string SweepMethod::label(int64_t largest_multiplier) const {
   const nn::SchemeInfo* info = nullptr;
   for (const nn::SchemeInfo& s : nn::schemes())
     if (scheme == s.name) info = &s;
   std::string label = info ? info->label : scheme;
-  for (const ConfigSetting& s : settings)  // {position.max_distance, 64} -> ", max_distance 64"
-    label += s.key == "run.eval_stride"       ? ", sliding window stride " + s.text
-             : s.key == "run.init_from"       ? ", fine-tuned from " + s.text
-             : s.key == "run.finetune_length" ? " at length " + s.text
-             : ", " + (s.key == "grid.eval_window" ? std::string("eval window")
-                       : s.key.rfind("position.", 0) == 0 ? s.key.substr(9) : s.key) +
-                   " " + s.text;
+  const ConfigSetting* scaling = setting(settings, "position.rope_scaling");
+  const std::string scaled = scaling ? scaling_label(*scaling, settings, largest_multiplier) : "";
+  for (const ConfigSetting& s : settings) {  // {position.max_distance, 64} -> ", max_distance 64"
+    const bool folded = s.key == "position.rope_factor" || s.key.rfind("position.yarn_", 0) == 0;
+    if (s.key == "position.rope_scaling" && !scaled.empty()) label += scaled;
+    else if (folded && !scaled.empty()) continue;  // shown in the scaling's parentheses
+    else if (s.key == "position.blockwise" && s.text == "true") label += " + blockwise";
+    else
+      label += s.key == "run.eval_stride"       ? ", sliding window stride " + s.text
+               : s.key == "run.init_from"       ? ", fine-tuned from " + s.text
+               : s.key == "run.finetune_length" ? " at length " + s.text
+               : ", " + (s.key == "grid.eval_window" ? std::string("eval window")
+                         : s.key.rfind("position.", 0) == 0 ? s.key.substr(9) : s.key) +
+                     " " + s.text;
+  }
   return label;
 }
 

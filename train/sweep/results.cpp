@@ -74,7 +74,7 @@ std::string csv(const SweepResult& r, const Provenance& p) {
   os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
         "mean_attention_distance,protocol,eval_stride,bytes,bits_per_byte,accuracy";
   for (const char* column : kResultsCsvProvenanceColumns) os << "," << column;
-  os << "\n";
+  os << ",label\n";
   for (const MethodResult& m : r.rows)
     for (std::size_t s = 0; s < m.ppl.size(); ++s)
       for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
@@ -88,7 +88,8 @@ std::string csv(const SweepResult& r, const Provenance& p) {
         else os << ",";
         os << ",";
         if (const auto d = m.attention_at(s, j).mean_distance_overall()) os << std::setprecision(10) << *d;
-        os << protocol_cells(m) << metric_cells(m, s, j) << provenance_cells(m, s, p) << "\n";
+        os << protocol_cells(m) << metric_cells(m, s, j) << provenance_cells(m, s, p) << ","
+           << csv_field(m.shown_label()) << "\n";
       }
   return os.str();
 }
@@ -138,7 +139,7 @@ std::string csv_aggregate_rows(const SweepResult& r, const Provenance& p) {
         if (m.optimal_ppl) os << std::setprecision(10) << *m.optimal_ppl;
         os << "," << aggregate(nll, second) << "," << aggregate(tokens, second) << ","
            << aggregate(m.distance_column(j), second) << protocol_cells(m) << aggregate_metric_cells(m, j, second)
-           << provenance_cells(m, kNoRun, p) << "\n";
+           << provenance_cells(m, kNoRun, p) << "," << csv_field(m.shown_label()) << "\n";
       }
     }
   return os.str();

@@ -52,6 +52,9 @@ inline constexpr const char* kResultsCsvProvenanceColumns[] = {
 /// or a length the method cannot run at); results.json holds them too, with passkey's accuracy per depth of the key
 /// (train/sweep/results_json.h).
 ///
+/// The last column, label, is the row's method as the tables name it (MethodResult::shown_label: its [sweep] labels
+/// entry or its default label), a field in double quotes when it holds a comma.
+///
 /// results.csv has a row per task x method x seed x length, then the aggregated rows: per task x method x length, a
 /// row whose `seed` is "mean" and one whose `seed` is "std", holding the mean and the sample std over the seeds
 /// (mean_std: the seeds with a value) of perplexity, nll, tokens, mean_attention_distance, bytes and bits_per_byte,

@@ -1,6 +1,7 @@
 // rpb/train/sweep/results_json.cpp: see results_json.h.
 #include "train/sweep/results_json.h"
 
+#include <algorithm>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -51,7 +52,7 @@ SweepResultsRow row_of(const MethodResult& m) {
   row.task = m.task;
   row.method = m.method.name();
   row.scheme = m.method.scheme;
-  row.label = m.method.label();
+  row.label = m.shown_label();
   row.settings = m.method.settings;
   row.position_params = m.position_params;
   row.eval_stride = m.eval_stride;
@@ -341,10 +342,11 @@ void read_row_metrics(const JsonIn& in, bool present, std::size_t seeds, std::si
 // runs, -4's schemes, -5's protocol, -6's per-length metrics (bytes, accuracy).
 struct FormatKeys {
   bool runs = false, scheme = false, protocol = false, metrics = false;
+  bool labels = false;  // rpb-results-7's: a row's "label" is the sweep's (its [sweep] labels), "task_labels"
 };
 
 SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_list, std::size_t lengths,
-                         const FormatKeys& keys) {
+                         int64_t largest_multiplier, const FormatKeys& keys) {
   const std::size_t seeds = seed_list.size();
   SweepResultsRow m;
   m.task = in["task"].string();
@@ -352,6 +354,10 @@ SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_lis
   if (keys.scheme) m.scheme = in["scheme"].string();
   m.label = in["label"].string();
   if (in.has("settings")) m.settings = read_settings(in["settings"]);
+  // Before rpb-results-7 every label was a default one: made again as labels are made now (of the method's own
+  // settings: those the sweep's config set for every row are not in the file).
+  const int64_t largest = lengths == 0 ? 0 : largest_multiplier;
+  if (!keys.labels && !m.scheme.empty()) m.label = SweepMethod{m.method, m.scheme, m.settings}.label(largest);
   m.position_params = in["position_params"].int64();
   if (keys.protocol && !in["eval_stride"].is_null()) {
     m.eval_stride = in["eval_stride"].int64();
@@ -436,6 +442,7 @@ SweepResults sweep_results(const SweepResult& r, const Provenance& provenance) {
   out.train_length = r.train_length;
   out.multipliers = r.multipliers;
   out.seeds = r.seeds;
+  out.task_labels = r.task_labels;
   for (const MethodResult& m : r.rows) out.rows.push_back(row_of(m));
   return out;
 }
@@ -446,7 +453,7 @@ Json sweep_results_object(const SweepResults& r) {
   return {{"format", kSweepResultsFormat},   {"provenance", provenance_object(r.provenance)},
           {"name", r.name},                  {"train_length", r.train_length},
           {"multipliers", r.multipliers},    {"seeds", r.seeds},
-          {"rows", std::move(rows)}};
+          {"task_labels", r.task_labels},    {"rows", std::move(rows)}};
 }
 
 SweepResults sweep_results_from_json(const Json& json, const std::string& source) {
@@ -454,21 +461,25 @@ SweepResults sweep_results_from_json(const Json& json, const std::string& source
   SweepResults r;
   r.format = in.has("format") ? in["format"].string() : std::string();
   FormatKeys keys;
-  keys.metrics = r.format == kSweepResultsFormat;
+  keys.labels = r.format == kSweepResultsFormat;
+  keys.metrics = keys.labels || r.format == "rpb-results-6";
   keys.protocol = keys.metrics || r.format == "rpb-results-5";
   keys.scheme = keys.protocol || r.format == "rpb-results-4";
   keys.runs = keys.scheme || r.format == "rpb-results-3";  // provenance and the rows' runs
   if (!keys.runs && r.format != "rpb-results-2" && !r.format.empty())
     in["format"].fail("\"" + r.format + "\", rpb reads \"" + kSweepResultsFormat +
-                      "\", \"rpb-results-5\", \"rpb-results-4\", \"rpb-results-3\", \"rpb-results-2\" (and "
+                      "\", \"rpb-results-6\", \"rpb-results-5\", \"rpb-results-4\", \"rpb-results-3\", \"rpb-results-2\" (and "
                       "results.json without a format)");
   if (keys.runs) r.provenance = provenance_from_json(in["provenance"]);
   r.name = in["name"].string();
   r.train_length = in["train_length"].int64();
   for (std::size_t j = 0; j < in["multipliers"].size(); ++j) r.multipliers.push_back(in["multipliers"][j].int64());
   for (std::size_t s = 0; s < in["seeds"].size(); ++s) r.seeds.push_back(in["seeds"][s].uint64());
+  const int64_t largest = r.multipliers.empty() ? 0 : *std::max_element(r.multipliers.begin(), r.multipliers.end());
   for (std::size_t i = 0; i < in["rows"].size(); ++i)
-    r.rows.push_back(read_row(in["rows"][i], r.seeds, r.multipliers.size(), keys));
+    r.rows.push_back(read_row(in["rows"][i], r.seeds, r.multipliers.size(), largest, keys));
+  if (keys.labels)
+    for (const std::string& task : in["task_labels"].keys()) r.task_labels[task] = in["task_labels"][task].string();
   return r;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,12 +15,14 @@
 
 namespace rpb {
 
-/// The format results.json's "format" key names. read_sweep_results reads the earlier ones too: "rpb-results-5"
+/// The format results.json's "format" key names. read_sweep_results reads the earlier ones too: "rpb-results-6"
+/// (without "task_labels"; its rows' labels, all default ones then, are made again as SweepMethod::label makes them
+/// now, of the row's method and settings), "rpb-results-5"
 /// (rows without "bytes", "accuracy" and the other per-length metrics of rpb-results-6: no bytes, no accuracy),
 /// "rpb-results-4" (without their "protocol" and "eval_stride" either: every row nonoverlapping), "rpb-results-3"
 /// (without their "scheme" either), "rpb-results-2" (without "provenance" and the rows' "runs" either) and a
 /// results.json without a format (numbers with 10 significant digits, the keys of rpb-results-2).
-inline constexpr const char* kSweepResultsFormat = "rpb-results-6";
+inline constexpr const char* kSweepResultsFormat = "rpb-results-7";
 /// The largest results.json read_sweep_results reads.
 inline constexpr std::size_t kMaxSweepResultsBytes = std::size_t(256) << 20;
 
@@ -28,7 +31,7 @@ struct SweepResultsRow {
   std::string task;                                         // "markov"
   std::string method;                                       // SweepMethod::name() ("t5@buckets16")
   std::string scheme;  // SweepMethod::scheme, the registered scheme ("t5"); "" when read from an earlier format
-  std::string label;                                        // SweepMethod::label(), the table's Method column
+  std::string label;  // its name in the results (method_label, train/sweep/labels.h): the table's Method column
   std::vector<ConfigSetting> settings;  // the method's settings in order ({"optim.lr", 0.001}); empty for a plain
                                         // method; read back with text setting_text(value)
   int64_t position_params = 0;
@@ -112,6 +115,9 @@ struct SweepResults {
   std::vector<int64_t> multipliers;
   std::vector<uint64_t> seeds;
   std::vector<SweepResultsRow> rows;
+  /// task -> its name in the results ([sweep] task_labels, else task_label's default; train/sweep/labels.h); read
+  /// from an earlier format: empty (task_label's defaults).
+  std::map<std::string, std::string> task_labels;
   Provenance provenance;  // the rpb, command and date that wrote the file (train/io/provenance.h); empty when read
                           // from an earlier format
 };
@@ -120,10 +126,11 @@ struct SweepResults {
 SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = {});
 
 /// results.json's object:
-///   {"format": "rpb-results-6",
+///   {"format": "rpb-results-7",
 ///    "provenance": {"rpb_version": "0.1.0", "commit": "<40 hex>[-dirty]" | "unknown", "command": "...",
 ///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
 ///    "name": ..., "train_length": 64, "multipliers": [1, 2, 4], "seeds": [0, 1],
+///    "task_labels": {"markov": "markov", "passkey_text": "passkey text"} (every task of the rows),
 ///    "rows": [{"task": ..., "method": ..., "scheme": "t5" (the method's registered scheme), "label": ...,
 ///              "settings": {"optim.lr": 0.001, "position.max_distance": 64} ({} for a plain method),
 ///              "position_params": 32,

@@ -7,6 +7,7 @@
 
 #include "train/data/task.h"
 #include "train/run/eval_record.h"
+#include "train/sweep/labels.h"
 #include "train/sweep/results.h"
 
 namespace rpb {
@@ -68,7 +69,7 @@ std::string task_line(const SweepResults& r, const TaskRows& t) {
   const SweepResultsRow& m = *t.rows.back();
   std::ostringstream os;
   const bool grid = data::task_dims(m.task) == 2;
-  os << "Task: " << m.task << " (train " << (grid ? "grid " : "length ") << r.train_length;
+  os << "Task: " << task_label(r.task_labels, m.task) << " (train " << (grid ? "grid " : "length ") << r.train_length;
   if (grid) os << " x " << r.train_length << ", columns: grid side";
   os << ", " << r.seeds.size() << " seed" << (r.seeds.size() == 1 ? "" : "s") << ", perplexity "
      << (t.accuracy ? "of the answer tokens, " : "") << "mean ± std)";
@@ -99,7 +100,7 @@ std::string rows_table(const SweepResults& r, const TaskRows& t, const std::vect
   std::string out = table_head(r, t.rows.front()->task, lead, first);
   for (const SweepResultsRow* m : t.rows) {
     out += "| ";  // built piecewise: GCC 12 warns (-Wstringop-overflow, a false positive) on "| " + ...
-    out += m->label;
+    out += escape_label(m->label, LabelFormat::markdown);
     out += " | ";
     out += std::to_string(m->position_params);
     for (const std::string& c : cells_of(*m)) {
@@ -133,7 +134,7 @@ std::string bits_per_byte_table(const SweepResults& r, const TaskRows& t) {
   };
   std::string out = rows_table(r, t, {}, "Bits per byte", cells);
   out += "\nBits per byte: ";
-  out += t.rows.front()->task;
+  out += task_label(r.task_labels, t.rows.front()->task);
   return out + " (of the text the scored tokens stand for: NLL x tokens / (bytes x ln 2), mean ± std; comparable "
                "across tokenizers)\n";
 }
@@ -155,7 +156,7 @@ std::string accuracy_table(const SweepResults& r, const TaskRows& t) {
   char threshold[32];
   std::snprintf(threshold, sizeof threshold, "%g", 100 * kLearnedAccuracy);
   out += "\nAccuracy: ";
-  out += t.rows.front()->task;
+  out += task_label(r.task_labels, t.rows.front()->task);
   out += " (accuracy of greedy decoding of the answer, % mean ± std; past the train length over the seeds that "
          "learned the task (>= ";
   return out + threshold + "% at the train length))\n";

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <sstream>
 #include <vector>
 
 #include "train/data/task.h"
+#include "train/sweep/labels.h"
 
 namespace rpb {
 
@@ -69,6 +71,7 @@ std::vector<const SweepResultsRow*> rows_of(const SweepResults& r, const std::st
 // One number cell of a table: its mean and std as printed (std "" with one seed), or what it says without a number.
 struct Cell {
   std::optional<double> mean;  // nullopt: `missing` is printed
+  double sd = 0;               // the std over the seeds (0 with one seed)
   std::string mean_text, std_text;
   std::string missing = "n/a";
 };
@@ -82,29 +85,43 @@ std::vector<Cell> cells_of(const std::vector<std::optional<double>>& mean, const
     if (j < mean.size() && mean[j]) {
       out[j].mean = mean[j];
       out[j].mean_text = print(*mean[j]);
-      if (with_std) out[j].std_text = print(j < sd.size() && sd[j] ? *sd[j] : 0.0);
+      out[j].sd = j < sd.size() && sd[j] ? *sd[j] : 0.0;
+      if (with_std) out[j].std_text = print(out[j].sd);
     }
   return out;
 }
 
-// A table's body: a line per row, "label & params & lead... & cell & ... \\"; in each column the best mean (the
-// lowest, or the highest when `higher_is_better`) bold, and every mean that prints the same digits. Sets `any_na`
-// when a cell says n/a.
+// The row whose mean is bold in column j of `cells`: the best (the lowest, or the highest when `higher_is_better`),
+// only when it leads the second best by more than the spread, the larger of the two's std over the seeds (so that a
+// difference the seeds' variation could make is not marked), never with one seed (`with_std` false: no spread is
+// known) or one row; nullopt when no row is.
+std::optional<std::size_t> bold_row(const std::vector<std::vector<Cell>>& cells, std::size_t j, bool higher_is_better,
+                                    bool with_std) {
+  if (!with_std) return std::nullopt;
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < cells.size(); ++i)
+    if (cells[i][j].mean) order.push_back(i);
+  const auto better = [&](std::size_t a, std::size_t b) {
+    return higher_is_better ? *cells[a][j].mean > *cells[b][j].mean : *cells[a][j].mean < *cells[b][j].mean;
+  };
+  std::sort(order.begin(), order.end(), better);
+  if (order.size() < 2) return std::nullopt;  // nothing it is better than
+  const Cell &first = cells[order[0]][j], &second = cells[order[1]][j];
+  const double spread = std::max(first.sd, second.sd);
+  return std::abs(*first.mean - *second.mean) > spread ? std::optional(order[0]) : std::nullopt;
+}
+
+// A table's body: a line per row, "label & params & lead... & cell & ... \\"; in each column the bold_row's mean
+// bold. Sets `any_na` when a cell says n/a.
 std::string body(const std::vector<const SweepResultsRow*>& rows, const std::vector<std::vector<std::string>>& lead,
-                 const std::vector<std::vector<Cell>>& cells, bool higher_is_better, bool& any_na) {
+                 const std::vector<std::vector<Cell>>& cells, bool higher_is_better, bool with_std, bool& any_na) {
   const std::size_t columns = cells.empty() ? 0 : cells.front().size();
-  std::vector<std::string> best(columns);
-  for (std::size_t j = 0; j < columns; ++j) {
-    const Cell* top = nullptr;
-    for (const std::vector<Cell>& row : cells)
-      if (row[j].mean && (!top || (higher_is_better ? *row[j].mean > *top->mean : *row[j].mean < *top->mean)))
-        top = &row[j];
-    if (top) best[j] = top->mean_text;
-  }
+  std::vector<std::optional<std::size_t>> best(columns);
+  for (std::size_t j = 0; j < columns; ++j) best[j] = bold_row(cells, j, higher_is_better, with_std);
   std::string out;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     std::string line(4, ' ');  // built piecewise: GCC 12 warns (-Wstringop-overflow, a false positive) on " " + ...
-    line += latex_escape(rows[i]->label) + " & " + std::to_string(rows[i]->position_params);
+    line += escape_label(rows[i]->label, LabelFormat::latex) + " & " + std::to_string(rows[i]->position_params);
     for (const std::string& c : lead[i]) {
       line += " & ";
       line += c;
@@ -118,7 +135,7 @@ std::string body(const std::vector<const SweepResultsRow*>& rows, const std::vec
         continue;
       }
       const std::string value = c.std_text.empty() ? c.mean_text : c.mean_text + " \\pm " + c.std_text;
-      line += c.mean_text == best[j] ? "$\\mathbf{" + value + "}$" : "$" + value + "$";
+      line += best[j] == i ? "$\\mathbf{" + value + "}$" : "$" + value + "$";
     }
     out += line + " \\\\\n";
   }
@@ -141,7 +158,7 @@ std::string protocol_sentence(const std::vector<const SweepResultsRow*>& rows) {
   std::string s = "Protocol by row:";
   for (const SweepResultsRow* row : rows) {  // appended piecewise: GCC 12 warns (-Wstringop-overflow, a false positive)
     s += ' ';
-    s += latex_escape(row->label) + ", " + text(row->eval_stride) + ";";
+    s += escape_label(row->label, LabelFormat::latex) + ", " + text(row->eval_stride) + ";";
   }
   s.back() = '.';
   return s;
@@ -151,6 +168,7 @@ std::string protocol_sentence(const std::vector<const SweepResultsRow*>& rows) {
 // suffix, its columns before the lengths (their header) and each row's cells.
 struct TableSpec {
   std::string measure, about, label_suffix;
+  std::string header;  // the measure as the length columns' header names it, with its unit ("Accuracy (\\%)")
   bool higher_is_better = false;
   std::vector<std::string> lead_headers;
   std::vector<std::vector<std::string>> lead;  // [row]
@@ -161,13 +179,15 @@ std::string caption(const SweepResults& r, const std::string& task, const std::v
                     const TableSpec& spec, bool any_na) {
   const bool grid = data::task_dims(task) == 2;
   std::ostringstream os;
-  os << latex_escape(task) << ": " << spec.measure << " against evaluation " << (grid ? "grid side" : "length")
-     << ", trained ";
+  os << escape_label(task_label(r.task_labels, task), LabelFormat::latex) << " (trained ";
   if (grid) os << "on " << r.train_length << " $\\times$ " << r.train_length << " grids";
-  else os << "at length " << r.train_length;
+  else os << "at " << r.train_length << " tokens";
+  os << "): " << spec.measure << " against evaluation " << (grid ? "grid side" : "length");
   const std::size_t n = r.seeds.size();
   os << "; " << (n > 1 ? "mean $\\pm$ std over " : "") << n << " seed" << (n == 1 ? "" : "s") << "." << spec.about
-     << (spec.higher_is_better ? " Higher" : " Lower") << " is better; the best of each column in bold.";
+     << (spec.higher_is_better ? " Higher" : " Lower") << " is better"
+     << (n > 1 ? "; bold: the best of a column, where it leads the second by more than the larger of their stds."
+               : ".");
   if (any_na) os << " n/a: the method cannot run at that " << (grid ? "size" : "length") << ".";
   os << " " << protocol_sentence(rows);
   if (spec.label_suffix.empty() && !rows.empty() && rows.front()->optimal_perplexity) {
@@ -182,19 +202,22 @@ std::string table(const SweepResults& r, const std::string& task, const std::vec
                   const TableSpec& spec) {
   const std::size_t columns = r.multipliers.size(), lead = spec.lead_headers.size();
   bool any_na = false;
-  const std::string rows_text = body(rows, spec.lead, spec.cells, spec.higher_is_better, any_na);
+  const std::string rows_text = body(rows, spec.lead, spec.cells, spec.higher_is_better, r.seeds.size() > 1, any_na);
   const bool grid = data::task_dims(task) == 2;
   std::ostringstream os;
-  os << "\\begin{table}[htbp]\n  \\centering\n  \\caption{" << caption(r, task, rows, spec, any_na) << "}\n"
+  // \small, and the tabular scaled down to the line's width only when it is wider (\width: its natural width).
+  os << "\\begin{table}[htbp]\n  \\centering\n  \\small\n  \\caption{" << caption(r, task, rows, spec, any_na) << "}\n"
      << "  \\label{tab:" << label_key(r.name) << "-" << label_key(task) << spec.label_suffix << "}\n"
+     << "  \\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%\n"
      << "  \\begin{tabular}{lr" << std::string(lead + columns, 'r') << "}\n    \\toprule\n"
      << "     &";
   for (std::size_t k = 0; k <= lead; ++k) os << " &";
-  os << " \\multicolumn{" << columns << "}{c}{Evaluation " << (grid ? "grid side" : "length") << "} \\\\\n"
+  os << " \\multicolumn{" << columns << "}{c}{" << spec.header << " at evaluation "
+     << (grid ? "grid side (cells)" : "length (tokens)") << "} \\\\\n"
      << "    \\cmidrule(l){" << lead + 3 << "-" << lead + columns + 2 << "}\n    Method & Position params";
   for (std::size_t k = 0; k < lead; ++k) os << " & " << spec.lead_headers[k];
   for (const int64_t m : r.multipliers) os << " & " << r.train_length * m;
-  os << " \\\\\n    \\midrule\n" << rows_text << "    \\bottomrule\n  \\end{tabular}\n\\end{table}\n";
+  os << " \\\\\n    \\midrule\n" << rows_text << "    \\bottomrule\n  \\end{tabular}}\n\\end{table}\n";
   return os.str();
 }
 
@@ -204,14 +227,14 @@ std::string task_tables(const SweepResults& r, const std::string& task) {
   const std::size_t columns = r.multipliers.size();
   const bool with_std = r.seeds.size() > 1;
   bool bytes = false, accuracy = false;
-  TableSpec ppl{"perplexity", "", "", false, {}, std::vector<std::vector<std::string>>(rows.size()), {}};
+  TableSpec ppl{"perplexity", "", "", "Perplexity", false, {}, std::vector<std::vector<std::string>>(rows.size()), {}};
   TableSpec bpb{"bits per byte",
                 " Bits per byte of the text the scored tokens stand for, NLL $\\times$ tokens / (bytes $\\times "
                 "\\ln 2$): comparable across tokenizers.",
-                "-bits-per-byte", false, {}, ppl.lead, {}};
+                "-bits-per-byte", "Bits per byte", false, {}, ppl.lead, {}};
   char threshold[32];
   std::snprintf(threshold, sizeof threshold, "%g", 100 * kLearnedAccuracy);
-  TableSpec acc{"accuracy (\\%, greedy decoding of the answer)", "", "-accuracy", true, {"Learned"}, {}, {}};
+  TableSpec acc{"accuracy (\\%, greedy decoding of the answer)", "", "-accuracy", "Accuracy (\\%)", true, {"Learned"}, {}, {}};
   acc.about = std::string(" At the training length over every seed, past it over the seeds that learned the task "
                           "(accuracy $\\geq$ ") + threshold + "\\% at the training length; Learned: how many did).";
   for (const SweepResultsRow* row : rows) {
@@ -244,7 +267,7 @@ std::string results_tex(const SweepResults& r) {
     if (c == '\n' || c == '\r') c = ' ';
   std::ostringstream os;
   os << "% results.tex of the sweep " << comment << ", written by `rpb extrapolate`: one table per task.\n"
-     << "% Needs \\usepackage{booktabs}; \\input{results.tex} or paste a table.\n";
+     << "% Needs \\usepackage{booktabs} and \\usepackage{graphicx}; \\input{results.tex} or paste a table.\n";
   for (const std::string& task : tasks) os << "\n" << task_tables(r, task);
   return os.str();
 }

@@ -19,6 +19,7 @@
 #include "train/data/task_registry.h"
 #include "train/dist/distributed.h"
 #include "train/io/atomic_file.h"
+#include "train/sweep/labels.h"
 #include "train/sweep/work_queue.h"
 #include "train/trainer.h"
 
@@ -322,6 +323,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
   const std::vector<std::string> tasks = base.sweep.tasks.empty() ? std::vector<std::string>{base.task.kind}
                                                                   : base.sweep.tasks;
   const std::string root = base.run_dir();
+  for (const std::string& task : tasks) result.task_labels[task] = task_label(base.sweep.task_labels, task);
   const std::size_t total = tasks.size() * base.sweep.methods.size() * base.sweep.seeds.size();
   // Every run's config is checked, and its memory estimated, before the first one trains.
   for (const std::string& task : tasks)
@@ -341,6 +343,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
       MethodResult row;
       row.task = task;
       row.method = method;
+      row.label = method_label(base, method, run_config(base, sweep_run(base, task, method, base.sweep.seeds.front())));
       for (uint64_t seed : base.sweep.seeds) {
         SweepRun sr = sweep_run(base, task, method, seed);
         const std::string what = fmt::format("[{}/{}] {}", done + 1, total, run_label(sr));

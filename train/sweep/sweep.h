@@ -1,6 +1,7 @@
 // rpb/train/sweep/sweep.h: the perplexity-vs-length sweep (`rpb extrapolate`).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ std::optional<double> bits_per_byte_at(const SeedTable<std::optional<double>>& n
 struct MethodResult {
   std::string task;
   SweepMethod method;
+  std::string label;  // its name in the results (method_label, train/sweep/labels.h); "": method.label()
+  /// `label`, or method.label() where it is empty (a result built without it).
+  std::string shown_label() const { return label.empty() ? method.label() : label; }
   int64_t position_params = 0;
   int64_t eval_stride = 0;  // the protocol of its numbers: 0 nonoverlapping, S sliding windows (run.eval_stride)
   std::vector<int64_t> lengths;                            // evaluated lengths (multiples of the train length)
@@ -90,6 +94,7 @@ struct SweepResult {
   std::vector<int64_t> multipliers;
   std::vector<uint64_t> seeds;
   std::vector<MethodResult> rows;
+  std::map<std::string, std::string> task_labels;  // task -> its name in the results (task_label, labels.h)
 };
 
 /// Trains (or reuses) every method x task x seed run of the sweep, evaluates each at every
