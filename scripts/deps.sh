@@ -10,6 +10,7 @@ PACKAGES=(g++ cmake make pkg-config
   clang-14 libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (scripts/test.sh)
   python3-torch python3-h5py  # python/rpb_torch.py and its test (tests/python), bench/torch_models.py
   python3-matplotlib  # python/rpb_plot/: every figure rpb draws (rpb plot, the sweep's, inspect --plot)
+  texlive-latex-base texlive-latex-recommended  # pdflatex: results.tex compiles and fits a page (latex.results_fit)
   libopenmpi-dev openmpi-bin)  # data-parallel training and distributed sweeps (train/dist/distributed.h, mpirun)
 PACKAGES+=("$@")
 
