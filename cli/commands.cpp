@@ -16,6 +16,7 @@
 #include "cli/inspect.h"
 #include "cli/plot.h"
 #include "cli/plot_request.h"
+#include "cli/results.h"
 #include "cli/schemes.h"
 #include "core/text.h"
 #include "nn/limits.h"
@@ -298,6 +299,8 @@ const std::vector<Command>& commands() {
       {"inspect", "Report a checkpoint: config, metrics, parameters, bias tables", add_inspect},
       {"plot", "Draw runs' training curves (their metrics.csv) or a sweep's figure (its results.json) with matplotlib",
        add_plot_command},
+      {"results", "Print a sweep's tables again from its results.json (markdown, or LaTeX as results.tex)",
+       add_results_command},
   };
   return table;
 }

@@ -288,4 +288,23 @@ TEST_CASE("sweep table: the task's line is under its table") {
   CHECK(table.substr(lag).find('|') == std::string::npos);  // the last thing printed
 }
 
+TEST_CASE("rpb results: the sweep's tables again from its results.json, as markdown and as results.tex") {
+  TempDir dir("export_results_command");
+  const SweepResult r = sweep();
+  write_results(r, dir.path.string());
+  const std::string json = (dir.path / "results.json").string();
+  auto ran = rpb::testing::run_rpb("results " + json);
+  CHECK(ran.code == 0);
+  CHECK(ran.out == format_table(r));  // what `rpb extrapolate` printed
+  CHECK(contains(ran.out, "| Learned PE | 16 | 8.20 ± 0.14 | n/a |\n"));
+  ran = rpb::testing::run_rpb("results " + json + " --format latex");
+  CHECK(ran.code == 0);
+  CHECK(ran.out == file_text(dir.path / "results.tex"));
+  // A file that is not sweep results is named; a format rpb does not write is a usage error.
+  ran = rpb::testing::run_rpb("results " + (dir.path / "results.csv").string());
+  CHECK(ran.code == 1);
+  CHECK(contains(ran.out, "sweep results " + (dir.path / "results.csv").string()));
+  CHECK(rpb::testing::run_rpb("results " + json + " --format csv").code == 2);
+}
+
 }  // namespace results_export_test

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "train/sweep/results_json.h"
 #include "train/sweep/sweep.h"
 
 namespace rpb {
@@ -22,6 +23,10 @@ namespace rpb {
 /// (accuracy_stats), "not learned" there for a row where no seed learned the task (never a number, which would read
 /// as failing to extrapolate); the line under it: "Accuracy: passkey (accuracy of greedy decoding of the answer, %
 /// mean ± std; past the train length over the seeds that learned the task (>= 95% at the train length))".
+/// The table is made from what results.json holds (SweepResults, train/sweep/results_json.h), so that `rpb results`
+/// prints the same table from a sweep's results.json as `rpb extrapolate` printed after it.
+std::string format_table(const SweepResults& r);
+/// format_table(sweep_results(r)).
 std::string format_table(const SweepResult& r);
 /// results.csv's provenance columns, after the numbers (the last: accuracy): per row, the run its numbers come from
 /// (SweepRunRecord: run_folder, config_digest, checkpoint, checkpoint_sha256), then what wrote the file

@@ -13,6 +13,13 @@ namespace rpb {
 
 namespace {
 
+// The mean and std at length j of a row's [length] means and stds (SweepResultsRow::perplexity_mean ...), or none.
+std::optional<std::pair<double, double>> at(const std::vector<std::optional<double>>& mean,
+                                            const std::vector<std::optional<double>>& std_dev, std::size_t j) {
+  if (j >= mean.size() || !mean[j]) return std::nullopt;
+  return std::pair(*mean[j], j < std_dev.size() && std_dev[j] ? *std_dev[j] : 0.0);
+}
+
 // A cell of the perplexity table: 2 decimals below 100, else 1.
 std::string cell(const std::optional<std::pair<double, double>>& ms, bool with_std) {
   if (!ms) return "n/a";
@@ -34,17 +41,17 @@ std::string fixed_cell(const std::optional<std::pair<double, double>>& ms, bool 
 
 // "Protocol: ..." under a task's table when a row of it was scored by sliding windows (rows without say
 // "nonoverlapping"); "" when every row was scored nonoverlapping, the table as it always was.
-std::string protocol_line(const SweepResult& r, const std::string& task) {
+std::string protocol_line(const SweepResults& r, const std::string& task) {
   std::set<int64_t> strides;
-  for (const MethodResult& m : r.rows)
+  for (const SweepResultsRow& m : r.rows)
     if (m.task == task) strides.insert(m.eval_stride);
   if (strides == std::set<int64_t>{0}) return "";
   if (strides.size() == 1) return "Protocol: " + eval_protocol_text(*strides.begin()) + " (every row)\n";
   std::string line = "Protocol: by row:";
-  for (const MethodResult& m : r.rows)
+  for (const SweepResultsRow& m : r.rows)
     if (m.task == task) {  // appended piecewise: GCC 12 warns (-Wstringop-overflow, a false positive) on " " + ...
       line += ' ';
-      line += m.method.name() + " " + eval_protocol_text(m.eval_stride) + ";";
+      line += m.method + " " + eval_protocol_text(m.eval_stride) + ";";
     }
   line.back() = '\n';
   return line;
@@ -52,26 +59,27 @@ std::string protocol_line(const SweepResult& r, const std::string& task) {
 
 // The rows of one task's tables: consecutive rows of r with the same task.
 struct TaskRows {
-  std::vector<const MethodResult*> rows;
+  std::vector<const SweepResultsRow*> rows;
   bool bytes = false, accuracy = false;  // whether a row has text bytes, an accuracy
 };
 
 // The line under a task's table: "Task: markov (train length 64, 2 seeds, perplexity mean ± std); optimal ...".
-std::string task_line(const SweepResult& r, const TaskRows& t) {
-  const MethodResult& m = *t.rows.back();
+std::string task_line(const SweepResults& r, const TaskRows& t) {
+  const SweepResultsRow& m = *t.rows.back();
   std::ostringstream os;
   const bool grid = data::task_dims(m.task) == 2;
   os << "Task: " << m.task << " (train " << (grid ? "grid " : "length ") << r.train_length;
   if (grid) os << " x " << r.train_length << ", columns: grid side";
   os << ", " << r.seeds.size() << " seed" << (r.seeds.size() == 1 ? "" : "s") << ", perplexity "
      << (t.accuracy ? "of the answer tokens, " : "") << "mean ± std)";
-  if (m.optimal_ppl) os << "; optimal perplexity " << std::fixed << std::setprecision(3) << *m.optimal_ppl;
+  if (m.optimal_perplexity)
+    os << "; optimal perplexity " << std::fixed << std::setprecision(3) << *m.optimal_perplexity;
   os << "\n" << protocol_line(r, m.task);
   return os.str();
 }
 
 // A table's header: "| Method | Position params | <lead> | <first> at train length | 2x | ... |" and its rule.
-std::string table_head(const SweepResult& r, const std::string& task, const std::vector<std::string>& lead,
+std::string table_head(const SweepResults& r, const std::string& task, const std::vector<std::string>& lead,
                        const std::string& first) {
   std::ostringstream os;
   os << "\n| Method | Position params";
@@ -86,12 +94,12 @@ std::string table_head(const SweepResult& r, const std::string& task, const std:
 
 // A table of the task's rows under table_head: "| <label> | <params> | <cells_of(row)...> |" per row.
 template <typename Cells>
-std::string rows_table(const SweepResult& r, const TaskRows& t, const std::vector<std::string>& lead,
+std::string rows_table(const SweepResults& r, const TaskRows& t, const std::vector<std::string>& lead,
                        const std::string& first, Cells cells_of) {
   std::string out = table_head(r, t.rows.front()->task, lead, first);
-  for (const MethodResult* m : t.rows) {
+  for (const SweepResultsRow* m : t.rows) {
     out += "| ";  // built piecewise: GCC 12 warns (-Wstringop-overflow, a false positive) on "| " + ...
-    out += m->method.label();
+    out += m->label;
     out += " | ";
     out += std::to_string(m->position_params);
     for (const std::string& c : cells_of(*m)) {
@@ -103,22 +111,24 @@ std::string rows_table(const SweepResult& r, const TaskRows& t, const std::vecto
   return out;
 }
 
-std::string perplexity_table(const SweepResult& r, const TaskRows& t) {
-  const auto cells = [&](const MethodResult& m) {
+std::string perplexity_table(const SweepResults& r, const TaskRows& t) {
+  const auto cells = [&](const SweepResultsRow& m) {
+    const auto mean = m.perplexity_mean(), std_dev = m.perplexity_std();
     std::vector<std::string> out;
     for (std::size_t j = 0; j < r.multipliers.size(); ++j)
-      out.push_back(cell(mean_std(m.column(j)), r.seeds.size() > 1));
+      out.push_back(cell(at(mean, std_dev, j), r.seeds.size() > 1));
     return out;
   };
   return rows_table(r, t, {}, "PPL", cells) + "\n" + task_line(r, t);
 }
 
 // Bits per byte (3 decimals) of a text task, and the line under it.
-std::string bits_per_byte_table(const SweepResult& r, const TaskRows& t) {
-  const auto cells = [&](const MethodResult& m) {
+std::string bits_per_byte_table(const SweepResults& r, const TaskRows& t) {
+  const auto cells = [&](const SweepResultsRow& m) {
+    const auto mean = m.bits_per_byte_mean(), std_dev = m.bits_per_byte_std();
     std::vector<std::string> out;
     for (std::size_t j = 0; j < r.multipliers.size(); ++j)
-      out.push_back(fixed_cell(mean_std(m.bits_per_byte_column(j)), r.seeds.size() > 1, 3));
+      out.push_back(fixed_cell(at(mean, std_dev, j), r.seeds.size() > 1, 3));
     return out;
   };
   std::string out = rows_table(r, t, {}, "Bits per byte", cells);
@@ -130,15 +140,14 @@ std::string bits_per_byte_table(const SweepResult& r, const TaskRows& t) {
 
 // Passkey accuracy in percent, with the seeds that learned the task (kLearnedAccuracy at the train length), past
 // which only they count; a row where none did says "not learned" there, never a number.
-std::string accuracy_table(const SweepResult& r, const TaskRows& t) {
-  const auto cells = [&](const MethodResult& m) {
-    const std::vector<bool> learned = learned_seeds(m.accuracy, m.trained_accuracy);
+std::string accuracy_table(const SweepResults& r, const TaskRows& t) {
+  const auto cells = [&](const SweepResultsRow& m) {
+    const std::vector<bool> learned = m.learned();
     const auto k = std::count(learned.begin(), learned.end(), true);
-    const auto stats = accuracy_stats(m.accuracy, m.trained_accuracy);
+    const auto mean = m.accuracy_mean(), std_dev = m.accuracy_std();
     std::vector<std::string> out{std::to_string(k) + "/" + std::to_string(r.seeds.size())};
     for (std::size_t j = 0; j < r.multipliers.size(); ++j) {
-      const auto ms = j < stats.size() ? stats[j] : std::nullopt;
-      out.push_back(j > 0 && k == 0 ? "not learned" : fixed_cell(ms, r.seeds.size() > 1, 1, 100));
+      out.push_back(j > 0 && k == 0 ? "not learned" : fixed_cell(at(mean, std_dev, j), r.seeds.size() > 1, 1, 100));
     }
     return out;
   };
@@ -154,10 +163,12 @@ std::string accuracy_table(const SweepResult& r, const TaskRows& t) {
 
 }  // namespace
 
-std::string format_table(const SweepResult& r) {
+std::string format_table(const SweepResult& r) { return format_table(sweep_results(r)); }
+
+std::string format_table(const SweepResults& r) {
   std::vector<TaskRows> tasks;
   for (std::size_t i = 0; i < r.rows.size(); ++i) {
-    const MethodResult& m = r.rows[i];
+    const SweepResultsRow& m = r.rows[i];
     if (i == 0 || m.task != r.rows[i - 1].task) tasks.emplace_back();
     tasks.back().rows.push_back(&m);
     tasks.back().bytes = tasks.back().bytes || m.has_bytes();
