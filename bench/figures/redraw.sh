@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Redraws the README's figures (bench/figures/<sweep>/<figure>.{svg,pdf}) with `rpb plot` from the results.json
+# Redraws the docs' figures (bench/figures/<sweep>/<figure>.{svg,pdf}) with `rpb plot` from the results.json
 # committed beside them. After rerunning the sweeps, --from-checkpoints first copies each sweep's results.json from
 # checkpoints/<sweep>/ (where `rpb extrapolate` writes it). --out-dir DIR draws into DIR instead (the test
 # bench.figures_redraw does, in SVG only), --formats svg,pdf,png picks the files, --rpb PATH the binary.
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-# sweep, metric drawn, figure name, then any further `rpb plot` options (no spaces inside one): the README shows each.
+# sweep, metric drawn, figure name, then any further `rpb plot` options (no spaces inside one): README.md or docs/ shows each.
 recent_methods=t5,alibi,log_decay,rope,rope@rope_scaling=dynamic,fire,xpos,xpos@xpos_scale_base=32
 recent_methods+=,xpos@xpos_scale_base=32@blockwise=true
 recent_methods+=,rope@rope_scaling=yarn@rope_factor=16@run.init_from=rope@run.finetune_length=1024@run.batch=2

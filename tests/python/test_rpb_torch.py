@@ -293,8 +293,8 @@ class RpbTorch(unittest.TestCase):
         model, config = rpb_torch.load(copy)
         self.assertEqual(config["position"]["scheme"], "rope")
 
-    def test_readme_example_runs_as_written(self):
-        with open(os.path.join(SOURCE, "README.md")) as f:
+    def test_docs_example_runs_as_written(self):
+        with open(os.path.join(SOURCE, "docs", "pytorch.md")) as f:
             blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
         self.assertEqual(len(blocks), 1)
         root = os.path.join(self.tmp.name, "readme")  # the repository root as the example sees it

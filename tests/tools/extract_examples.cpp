@@ -1,4 +1,4 @@
-// Turns the code examples of README.md (```cpp blocks) and of public headers
+// Turns the code examples of Markdown files (README.md, docs/*.md: ```cpp blocks) and of public headers
 // (/// @code ... /// @endcode) into doctest cases, so documentation cannot rot.
 // Usage: extract_examples SOURCE_DIR OUTPUT.cpp FILE...
 #include <filesystem>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when a function of rpb's library is over the bound (README: "no function is over 80 lines").
+"""Fails when a function of rpb's library is over the bound (docs/architecture.md: "no function is over 80 lines").
 
   tests/tools/function_length.py SOURCE_DIR [--max N]   check core/ nn/ optim/ train/ cli/ (.cpp and .h)
   tests/tools/function_length.py --self-test            check the checker on made-up sources
