@@ -41,8 +41,8 @@ struct CurveRun {
 nlohmann::ordered_json plot_request(const std::string& kind, nlohmann::ordered_json block);
 
 /// The "sweep" block: {"results", "tasks", "methods", "lengths", "metrics", "ylim" (null or [lo, hi]), "against",
-/// "known_metrics": [{"key", "label", "unit", "log", "field", "entry", "optimum", "learned"} per sweep_metrics()
-/// entry]} (SweepMetric, train/sweep/results_json.h).
+/// "known_metrics": [{"key", "label", "unit", "log", "field", "entry", "optimum", "learned", "lower", "upper",
+/// "scale"} per sweep_metrics() entry]} (SweepMetric, train/sweep/results_json.h).
 nlohmann::ordered_json sweep_block(const SweepFigure& f);
 
 /// The "curves" block: {"runs": [{"label", "method", "scheme", "metrics_csv"}], "x": "step" | "tokens", "ylim"}.

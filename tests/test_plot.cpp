@@ -256,15 +256,16 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
   CHECK(s.at("known_metrics")[2] == ordered_json{{"key", "attention_entropy"}, {"label", "attention entropy"},
                                                  {"unit", "nats"}, {"log", false}, {"field", "attention"},
                                                  {"entry", "entropy_overall"}, {"optimum", ""}, {"learned", ""},
-                                                 {"lower", 0.0}, {"upper", nullptr}});
-  CHECK(s.at("known_metrics")[3] == ordered_json{{"key", "bits_per_byte"}, {"label", "bits per byte"},
-                                                 {"unit", "bits"}, {"log", false}, {"field", "bits_per_byte"},
+                                                 {"lower", 0.0}, {"upper", nullptr}, {"scale", 1.0}});
+  CHECK(s.at("known_metrics")[3] == ordered_json{{"key", "bits_per_byte"}, {"label", "loss"},
+                                                 {"unit", "bits per byte"}, {"log", false}, {"field", "bits_per_byte"},
                                                  {"entry", ""}, {"optimum", ""}, {"learned", ""}, {"lower", 0.0},
-                                                 {"upper", nullptr}});
-  CHECK(s.at("known_metrics")[4] == ordered_json{{"key", "accuracy"}, {"label", "passkey accuracy"}, {"unit", ""},
+                                                 {"upper", nullptr}, {"scale", 1.0}});
+  // Accuracy is stored 0-1 (results.json, as the tables read it) and drawn in %, as the tables write it.
+  CHECK(s.at("known_metrics")[4] == ordered_json{{"key", "accuracy"}, {"label", "passkey accuracy"}, {"unit", "%"},
                                                  {"log", false}, {"field", "accuracy"}, {"entry", ""},
                                                  {"optimum", ""}, {"learned", "learned"}, {"lower", 0.0},
-                                                 {"upper", 1.0}});
+                                                 {"upper", 1.0}, {"scale", 100.0}});
   CHECK(contains(run_rpb("plot --help").out,
                  "perplexity, mean_attention_distance, attention_entropy, bits_per_byte, accuracy"));
   CHECK(q.at("styles").at("schemes")[3].at("name") == "t5");
