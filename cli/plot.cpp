@@ -141,7 +141,7 @@ std::optional<SweepResultsRow> listing_row(const fs::path& dir, uint64_t seed) {
 
 // The run in `folder` as its curves show it, from its config.toml (read the typed way): its scheme; for a sweep's
 // run (listed by its sweep's results.json, listing_row) the row's method, labelled "<method>/seed0", else labelled
-// by its folder's name in its scheme's own colour and marker.
+// by its folder's name in its scheme's own colour.
 CurveRun curve_run(const std::string& folder, const std::string& metrics_csv) {
   const std::string path = (fs::path(folder) / kConfigFileName).string();
   RunConfig config;

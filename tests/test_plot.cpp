@@ -167,7 +167,7 @@ TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and 
   CHECK(runs[0].at("scheme") == "t5");  // its config's position.scheme
   CHECK(runs[0].at("method") == "t5");
   CHECK(runs[1].at("label") == "alibi@lr");
-  CHECK(runs[1].at("method") == "alibi");  // a run no results.json lists: its scheme's own colour and marker
+  CHECK(runs[1].at("method") == "alibi");  // a run no results.json lists: its scheme's own colour
   CHECK(runs[1].at("scheme") == "alibi");
   CHECK(runs[0].at("metrics_csv") == fs::absolute(t5 / "metrics.csv").string());
 
