@@ -149,8 +149,8 @@ Listing listing_of(const fs::path& dir, uint64_t seed) {
 
 // The run in `folder` as its curves show it, from its config.toml (read the typed way): its scheme; for a sweep's
 // run (listed by its sweep's results.json, listing_of) labelled "<the method it was trained as>/seed0", in the
-// colour and marker of that method's row (its scheme's where the sweep has no such row: only an evaluation-only
-// method of it), else labelled by its folder's name in its scheme's own colour and marker.
+// colour of that method's row (its scheme's where the sweep has no such row: only an evaluation-only method of it),
+// else labelled by its folder's name in its scheme's own colour.
 CurveRun curve_run(const std::string& folder, const std::string& metrics_csv) {
   const std::string path = (fs::path(folder) / kConfigFileName).string();
   RunConfig config;

@@ -31,7 +31,7 @@ struct CurveRun {
   std::string label;        // in the legend: the run folder's name ("t5", or "t5@lr=0.001/seed0" in a sweep)
   std::string scheme;       // its position scheme (its config's position.scheme)
   std::string metrics_csv;  // absolute path of its metrics.csv
-  /// Its method as results.json names it ("t5@lr=0.001" for a sweep's run: its colour and marker there), or its scheme
+  /// Its method as results.json names it ("t5@lr=0.001" for a sweep's run: its colour there), or its scheme
   /// for a run no results.json lists; "": the label.
   std::string method;
 };
@@ -41,8 +41,8 @@ struct CurveRun {
 nlohmann::ordered_json plot_request(const std::string& kind, nlohmann::ordered_json block);
 
 /// The "sweep" block: {"results", "tasks", "methods", "lengths", "metrics", "ylim" (null or [lo, hi]), "against",
-/// "known_metrics": [{"key", "label", "unit", "log", "field", "entry", "optimum", "learned"} per sweep_metrics()
-/// entry]} (SweepMetric, train/sweep/results_json.h).
+/// "known_metrics": [{"key", "label", "unit", "log", "field", "entry", "optimum", "learned", "lower", "upper",
+/// "scale"} per sweep_metrics() entry]} (SweepMetric, train/sweep/results_json.h).
 nlohmann::ordered_json sweep_block(const SweepFigure& f);
 
 /// The "curves" block: {"runs": [{"label", "method", "scheme", "metrics_csv"}], "x": "step" | "tokens", "ylim"}.

@@ -13,7 +13,7 @@ namespace rpb {
 
 /// The registry as JSON:
 ///   {"schemes": [{"name", "dims" (the dims it runs at: [1], [2] or [1, 2]), "kind", "label", "color" ("#rrggbb"),
-///                 "marker" (a matplotlib marker; with "color" the scheme's base style in figures), "description",
+///                 "marker" (a matplotlib marker; "color" is the scheme's colour in figures), "description",
 ///                 "per_layer", "row_table", "embedding" (its own recipe: "gpt2" or "scaled"), "window_bias" (or
 ///                 null), "length_option" (or null), "options": [the keys it reads]}, ...],
 ///    "options": [{"key", "table" ("position" or "grid"), "type" ("integer", "real", "boolean", "choice"),

@@ -167,7 +167,7 @@ TEST_CASE("rpb plot: run folders give a curves request with labels, schemes and 
   CHECK(runs[0].at("scheme") == "t5");  // its config's position.scheme
   CHECK(runs[0].at("method") == "t5");
   CHECK(runs[1].at("label") == "alibi@lr");
-  CHECK(runs[1].at("method") == "alibi");  // a run no results.json lists: its scheme's own colour and marker
+  CHECK(runs[1].at("method") == "alibi");  // a run no results.json lists: its scheme's own colour
   CHECK(runs[1].at("scheme") == "alibi");
   CHECK(runs[0].at("metrics_csv") == fs::absolute(t5 / "metrics.csv").string());
 
@@ -267,15 +267,16 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
   CHECK(s.at("known_metrics")[2] == ordered_json{{"key", "attention_entropy"}, {"label", "attention entropy"},
                                                  {"unit", "nats"}, {"log", false}, {"field", "attention"},
                                                  {"entry", "entropy_overall"}, {"optimum", ""}, {"learned", ""},
-                                                 {"lower", 0.0}, {"upper", nullptr}});
-  CHECK(s.at("known_metrics")[3] == ordered_json{{"key", "bits_per_byte"}, {"label", "bits per byte"},
-                                                 {"unit", "bits"}, {"log", false}, {"field", "bits_per_byte"},
+                                                 {"lower", 0.0}, {"upper", nullptr}, {"scale", 1.0}});
+  CHECK(s.at("known_metrics")[3] == ordered_json{{"key", "bits_per_byte"}, {"label", "loss"},
+                                                 {"unit", "bits per byte"}, {"log", false}, {"field", "bits_per_byte"},
                                                  {"entry", ""}, {"optimum", ""}, {"learned", ""}, {"lower", 0.0},
-                                                 {"upper", nullptr}});
-  CHECK(s.at("known_metrics")[4] == ordered_json{{"key", "accuracy"}, {"label", "passkey accuracy"}, {"unit", ""},
+                                                 {"upper", nullptr}, {"scale", 1.0}});
+  // Accuracy is stored 0-1 (results.json, as the tables read it) and drawn in %, as the tables write it.
+  CHECK(s.at("known_metrics")[4] == ordered_json{{"key", "accuracy"}, {"label", "passkey accuracy"}, {"unit", "%"},
                                                  {"log", false}, {"field", "accuracy"}, {"entry", ""},
                                                  {"optimum", ""}, {"learned", "learned"}, {"lower", 0.0},
-                                                 {"upper", 1.0}});
+                                                 {"upper", 1.0}, {"scale", 100.0}});
   CHECK(contains(run_rpb("plot --help").out,
                  "perplexity, mean_attention_distance, attention_entropy, bits_per_byte, accuracy"));
   CHECK(q.at("styles").at("schemes")[3].at("name") == "t5");

@@ -45,7 +45,7 @@ using namespace scheme_files;
 // window options ([grid]), which the grid model checks.
 const std::vector<SchemeInfo>& scheme_rows() {
   static const std::vector<SchemeInfo> table = {
-    // name, dims, kind, label, color, marker (figures: the base style of the scheme's methods),
+    // name, dims, kind, label, color (figures: the colour of the scheme's methods), marker,
     // description, per_layer, parameters, max_length, length_option, validate, make,
     // window_bias, embedding (default gpt2), row_table (default false)
     {"learned", 1, K::absolute, "Learned PE", "#8c564b", "v",

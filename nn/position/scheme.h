@@ -205,8 +205,9 @@ struct SchemeInfo {
   int64_t dims;             // 1 or 2; 0: either (none)
   PositionKind kind;
   const char* label;        // in result tables ("T5 bias")
-  /// The base style of the scheme's methods in every figure (python/rpb_plot/ reads them through `rpb schemes
-  /// --json`): a colour "#rrggbb" and a matplotlib marker ("o"), each distinct among the schemes of one dims.
+  /// A colour "#rrggbb" and a matplotlib marker ("o"), each distinct among the schemes of one dims (`rpb schemes
+  /// --json`): python/rpb_plot/ draws the scheme's methods in the colour in every figure (a variant in a shade of it);
+  /// markers and dashes it gives each line of a figure by its order there, so lines differ in greyscale.
   const char* color;
   const char* marker;
   const char* description;  // one line for help texts

@@ -12,7 +12,7 @@ from .curves import draw_curves
 from .errors import MATPLOTLIB_MISSING, MatplotlibMissing, RequestError, WriteError, require
 from .request import CHECKS, FORMATS, check_request
 from .styles import rpb_binary
-from .sweep import draw_sweep
+from .sweep_figure import draw_sweep
 
 DRAWS = {"sweep": draw_sweep, "curves": draw_curves, "bias": draw_bias}  # a kind's block -> its Figure
 KINDS = {kind: (CHECKS[kind], DRAWS[kind]) for kind in CHECKS}  # kind -> (check its block, draw it)

@@ -1,12 +1,14 @@
 """Training curves of one or more runs from their metrics.csv: train loss, valid loss per length and learning
-rate, against step or tokens seen; a run's colour and marker as its method label's in every figure."""
+rate, against step (plain integers) or tokens seen (in millions); a run's colour its method's (as in the sweep figure),
+each run a marker and a dash of its own; one legend under the panels."""
 import csv
 
 from . import theme
-from .axes import legend_below, legend_rows, new_figure, nice_ticks, set_axis, si_labels
+from .axes import (count_labels, figure_legend, linear_ticks, new_figure, nice_ticks, power_labels, set_axis,
+                   tick_labels, wrap_note)
 from .backend import Line2D, NullLocator
 from .errors import RequestError, finite, require
-from .styles import figure_styles, seed_style
+from .styles import Style, figure_styles, line_look
 
 
 def read_metrics_csv(path):
@@ -36,39 +38,44 @@ def curve_panels(tables):
 
 
 def run_styles(runs, styles):
-    """The Style of each run: its method's (as in the sweep figure), the method's 2nd, 3rd, ... run (its seeds)
-    differing by dash only (styles.seed_style)."""
+    """The Style of each run: its method's colour (as in the sweep figure; a method's runs, its seeds, share it) and
+    a marker and a dash of its own (styles.line_look, by its order in the figure)."""
     looks = figure_styles([(run["method"], run["scheme"]) for run in runs], styles)
-    seen, out = {}, []
-    for run in runs:
-        k = seen[run["method"]] = seen.get(run["method"], -1) + 1
-        out.append(seed_style(looks[run["method"]], k))
-    return out
+    return [Style(looks[run["method"]].color, *line_look(i)) for i, run in enumerate(runs)]
 
 
-def draw_curve_panel(ax, runs, tables, column, x, styles):
-    """Every run's `column` against `x` (points where both are present), with markers; a run without the
-    column is listed "(n/a)" in the legend and not drawn. Returns the data's (xs, ys) ranges."""
-    handles, xs_all, ys_all = [], [], []
-    for run, (cols, rows), style in zip(runs, tables, run_styles(runs, styles)):
+def draw_curve_panel(ax, runs, tables, column, x, looks):
+    """Every run's `column` against `x` (points where both are present), with markers, in its Style of `looks`;
+    a run without the column is not drawn and is named in the panel's title ("n/a: t5"). Returns the data's
+    (xs, ys) ranges and the labels of the runs not drawn."""
+    xs_all, ys_all, missing = [], [], []
+    for run, (cols, rows), style in zip(runs, tables, looks):
         points = [(r[x], r[column]) for r in rows if finite(r.get(x)) and finite(r.get(column))]
         if not points:
-            handles.append(Line2D([], [], color=style.color, marker=style.marker, linestyle=style.linestyle,
-                                  label=run["label"] + " (n/a)"))
+            missing.append(run["label"])
             continue
         xs, ys = zip(*points)
         xs_all += xs
         ys_all += ys
-        handles.append(ax.plot(xs, ys, color=style.color, marker=style.marker, linestyle=style.linestyle,
-                               markevery=max(1, len(xs) // 8), linewidth=1.5, markersize=5, label=run["label"],
-                               gid=run["label"])[0])
-    legend_below(ax, handles)
-    return xs_all, ys_all
+        ax.plot(xs, ys, color=style.color, marker=style.marker, linestyle=style.linestyle,
+                markevery=max(1, len(xs) // 8), linewidth=1.5, markersize=5, label=run["label"], gid=run["label"])
+    return xs_all, ys_all, missing
+
+
+def _x_axis(ax, xs, x):
+    """Steps as plain integers; tokens seen in millions (one form in every curves figure)."""
+    lo, hi = min(xs), max(xs)
+    if x == "tokens":
+        millions = nice_ticks(lo / 1e6, hi / 1e6) if hi > lo else [lo / 1e6]
+        set_axis(ax, "x", lo, hi, ticks=[t * 1e6 for t in millions], labels=tick_labels(millions))
+    else:
+        ticks = [t for t in linear_ticks(lo, hi, integer=True) if t == round(t)] if hi > lo else [lo]
+        set_axis(ax, "x", lo, hi, ticks=ticks, labels=count_labels(ticks))
 
 
 def draw_curves(request_curves, styles):
     """Training curves of one or more runs: train loss, valid loss per length, learning rate, against "step"
-    or "tokens" (refused when a metrics.csv has no tokens column)."""
+    or "tokens" (refused when a metrics.csv has no tokens column); one legend under the panels."""
     runs, x = request_curves["runs"], request_curves.get("x") or "step"
     tables = [read_metrics_csv(run["metrics_csv"]) for run in runs]
     for run, (cols, _) in zip(runs, tables):
@@ -79,27 +86,28 @@ def draw_curves(request_curves, styles):
     require(any(finite(r.get(x)) and finite(r.get(c)) for _, rows in tables for r in rows for c, _, _ in panels),
             "nothing to draw: %s hold no point (no row with a finite %s and a value)"
             % (", ".join(run["metrics_csv"] for run in runs), x))
-    columns = min(3, len(panels))
-    rows = legend_rows(len(panels), columns)
+    columns = min(theme.GRID_COLUMNS, len(panels))
+    rows = -(-len(panels) // columns)
     width, height = theme.PANEL_SIZE
-    fig = new_figure(width * columns, (height + theme.LEGEND_ROW * legend_rows(len(runs))) * rows)
+    fig = new_figure(width * columns, height * rows)
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    looks = run_styles(runs, styles)
     for ax, (column, title, ylabel) in zip(axes, panels):
-        xs, ys = draw_curve_panel(ax, runs, tables, column, x, styles)
+        xs, ys, missing = draw_curve_panel(ax, runs, tables, column, x, looks)
         ylim = request_curves.get("ylim") if column != "lr" else None
         if xs:
-            ticks = nice_ticks(min(xs), max(xs)) if max(xs) > min(xs) else None
-            set_axis(ax, "x", min(xs), max(xs), ticks=ticks, labels=si_labels(ticks) if ticks else None)
-            set_axis(ax, "y", *(ylim or (min(ys), max(ys))))
+            _x_axis(ax, xs, x)
+            set_axis(ax, "y", *(ylim or (min(ys), max(ys))), formatter=power_labels if column == "lr" else None)
         else:  # no run has a point here: no tick that would suggest a value
             ax.xaxis.set_major_locator(NullLocator())
             ax.yaxis.set_major_locator(NullLocator())
-        ax.set_title(title, fontsize=9.5)
-        ax.set_xlabel("tokens seen" if x == "tokens" else "step", fontsize=9)
+        ax.set_title(title + ("\n" + wrap_note("n/a: " + ", ".join(missing)) if missing else ""), fontsize=9.5)
+        ax.set_xlabel("tokens seen (millions)" if x == "tokens" else "training step", fontsize=9)
         ax.set_ylabel(ylabel, fontsize=9)
         ax.tick_params(labelsize=8)
         ax.grid(True, color="0.92", linewidth=0.6)
     for ax in axes[len(panels):]:
         ax.remove()
+    figure_legend(fig, [Line2D([], [], color=s.color, marker=s.marker, linestyle=s.linestyle, linewidth=1.5,
+                               markersize=5, label=run["label"]) for run, s in zip(runs, looks)])
     return fig
-

@@ -27,6 +27,11 @@ def _bound(b):
     return b is None or (isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b))
 
 
+def _scale(s):
+    """Whether `s` is a metric's scale: a finite positive number."""
+    return isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) and s > 0
+
+
 def check_sweep(block):
     require(isinstance(block.get("results"), list) and block["results"]
             and all(isinstance(p, str) for p in block["results"]), "sweep.results must list results.json paths")
@@ -39,9 +44,10 @@ def check_sweep(block):
         isinstance(m, dict) and all(isinstance(m.get(k), str) for k in ("key", "label", "unit", "field", "entry",
                                                                        "optimum"))
         and isinstance(m.get("log"), bool) and isinstance(m.get("learned", ""), str)
-        and all(_bound(m.get(b)) for b in ("lower", "upper")) for m in known),
+        and all(_bound(m.get(b)) for b in ("lower", "upper")) and _scale(m.get("scale", 1.0)) for m in known),
         "sweep.known_metrics must list the metrics results.json rows hold, as rpb sends them ({\"key\", \"label\", "
-        "\"unit\", \"log\", \"field\", \"entry\", \"optimum\"[, \"learned\", \"lower\", \"upper\"]}), found %s"
+        "\"unit\", \"log\", \"field\", \"entry\", \"optimum\"[, \"learned\", \"lower\", \"upper\", \"scale\"]}), "
+        "found %s"
         % json.dumps(known)[:80])
     _check_ylim(block.get("ylim"), "sweep")
 

@@ -32,25 +32,33 @@ class Metric:
     optimum: str  # the row's key of the value drawn as the optimum line, "" for none
     learned: str = ""  # the row's key of [true/false per seed]: past the first length only the seeds marked true
     #                    count (passkey accuracy: "learned"); "" for every seed
-    lower: float = None  # the values the metric can take (perplexity >= 1, accuracy in [0, 1]): a band of
-    upper: float = None  # mean ± std is drawn within them; None: unbounded
+    lower: float = None  # the values the metric can take as stored (perplexity >= 1, accuracy in [0, 1]): a band
+    upper: float = None  # of mean ± std is drawn within them; None: unbounded
+    scale: float = 1.0  # drawn as the stored value x scale, in `unit` (accuracy: stored 0-1, drawn in % with 100)
+
+    def bounds(self):
+        """(lower, upper) as drawn (x scale; None: unbounded)."""
+        return tuple(None if b is None else b * self.scale for b in (self.lower, self.upper))
 
     def clamp(self, value):
-        """`value` within [lower, upper]."""
-        value = value if self.lower is None else max(value, self.lower)
-        return value if self.upper is None else min(value, self.upper)
+        """`value` (as drawn) within the bounds."""
+        lower, upper = self.bounds()
+        value = value if lower is None else max(value, lower)
+        return value if upper is None else min(value, upper)
 
     @property
     def axis(self):
         return "%s (%s)" % (self.label, self.unit) if self.unit else self.label
 
     def values(self, row):
-        """[[value or None per length] per seed] of the row, or None when the row lacks the field."""
+        """[[value as drawn (x scale) or None per length] per seed] of the row, or None when the row lacks the
+        field."""
         seeds = row.get(self.field)
         if not isinstance(seeds, list):
             return None
-        return [[(c.get(self.entry) if isinstance(c, dict) else None) if self.entry else c for c in seed]
-                for seed in seeds if isinstance(seed, list)]
+        cells = [[(c.get(self.entry) if isinstance(c, dict) else None) if self.entry else c for c in seed]
+                 for seed in seeds if isinstance(seed, list)]
+        return [[v * self.scale if finite(v) else v for v in seed] for seed in cells]
 
 
 def learned_seeds(row, metric):
@@ -84,7 +92,8 @@ def not_learned(row, metric, lengths):
 def known_metrics(entries):
     """The Metrics of a sweep block's "known_metrics" (checked by request.check_sweep)."""
     return [Metric(**{k: e[k] for k in ("key", "label", "unit", "log", "field", "entry", "optimum")},
-                   learned=e.get("learned", ""), lower=e.get("lower"), upper=e.get("upper")) for e in entries]
+                   learned=e.get("learned", ""), lower=e.get("lower"), upper=e.get("upper"), scale=e.get("scale", 1.0))
+            for e in entries]
 
 
 def metrics_named(names, known):

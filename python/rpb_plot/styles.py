@@ -1,5 +1,6 @@
-"""How a method label looks in every figure: its scheme's registry colour and marker, a variant's shade, dash and
-marker derived from its label's digest; the registry's styles read from `rpb schemes --json`."""
+"""How lines look: a method's colour (its scheme's registry colour; a variant's a shade of it derived from its
+label's digest), and each line of a figure a marker and a dash pattern of its own, by its order in the figure, so
+lines are told apart in greyscale; the registry's styles read from `rpb schemes --json`."""
 import colorsys
 import hashlib
 import os
@@ -10,7 +11,7 @@ from . import theme
 
 @dataclass(frozen=True)
 class Style:
-    """How a method label is drawn in every figure."""
+    """How a line is drawn."""
     color: str  # "#rrggbb"
     marker: str  # a matplotlib marker
     linestyle: object = "-"  # "-" or a dash tuple (offset, (on, off, ...))
@@ -39,58 +40,31 @@ def shade(color, amount):
     return "#%02x%02x%02x" % tuple(round(255 * c) for c in (r, g, b))
 
 
-def _variant(base, choice):
-    """The variant Style of `base` at choice (shade, dash, marker) indices."""
-    markers = [m for m in theme.VARIANT_MARKERS if m != base.marker]
-    shades, dashes = theme.VARIANT_SHADES, theme.VARIANT_DASHES
-    return Style(shade(base.color, shades[choice[0] % len(shades)]), markers[choice[2] % len(markers)],
-                 dashes[choice[1] % len(dashes)])
+def method_color(label, scheme, styles):
+    """The colour of a method label of `scheme` (as results.json rows and the curves block name it, never parsed
+    from the label), the same in every figure: the scheme's when the label is the scheme's name; for a variant
+    ("t5@untrained=nearest", a grid point, a renamed run) the scheme's colour shaded by an amount its label's SHA-256
+    picks."""
+    base = base_style(scheme, styles).color
+    return base if label == scheme else shade(base, theme.VARIANT_SHADES[_digest(label)[0] % len(theme.VARIANT_SHADES)])
 
 
-def _choice(label):
-    d = _digest(label)
-    return d[0], d[1], d[2]
-
-
-def style_of(label, styles, scheme):
-    """The Style of a method label of `scheme` (as results.json rows and the curves block name it, never parsed
-    from the label): the scheme's when the label is the scheme's name; for a variant ("t5@untrained=nearest", a
-    grid point, a renamed run) the scheme's colour shaded, a dash and a marker other than the scheme's, each picked
-    by the label's SHA-256."""
-    base = base_style(scheme, styles)
-    return base if label == scheme else _variant(base, _choice(label))
+def line_look(i):
+    """(marker, dash) of a figure's i-th line (0, 1, ...): each line's pair its own (theme.LINE_MARKERS and
+    theme.LINE_DASHES; 100 lines before a pair repeats)."""
+    markers, dashes = theme.LINE_MARKERS, theme.LINE_DASHES
+    return markers[i % len(markers)], dashes[(i + i // len(markers)) % len(dashes)]
 
 
 def figure_styles(labels, styles):
-    """{label: Style} for the (label, scheme) pairs of one figure: style_of each, except that a variant whose look
-    another label of the figure already has takes the next free (shade, dash, marker) combination after its own,
-    the variants taken in sorted order (deterministic; the same labels give the same looks in every figure)."""
-    out, used = {}, set()
-    pairs = list(dict.fromkeys(labels))
-    for label, scheme in pairs:
-        if label == scheme:
-            out[label] = base_style(scheme, styles)
-            used.add(out[label])
-    for label, scheme in sorted(p for p in pairs if p[0] != p[1]):
-        base, first = base_style(scheme, styles), _choice(label)
-        sizes = (len(theme.VARIANT_SHADES), len(theme.VARIANT_DASHES), len(theme.VARIANT_MARKERS) - 1)
-        for k in range(sizes[0] * sizes[1] * sizes[2]):
-            step = (k % sizes[2], k // sizes[2] % sizes[1], k // (sizes[2] * sizes[1]))  # marker, then dash, shade
-            style = _variant(base, (first[0] + step[2], first[1] + step[1], first[2] + step[0]))
-            if style not in used:
-                break
-        out[label] = style
-        used.add(style)
+    """{label: Style} for the (label, scheme) pairs of one figure, in the figure's order (its legend's): the label's
+    method_color, and the i-th label line_look(i), a marker and a dash of its own (deterministic: the same labels in
+    the same order look the same in every figure)."""
+    out = {}
+    for label, scheme in dict.fromkeys(labels):
+        if label not in out:
+            out[label] = Style(method_color(label, scheme, styles), *line_look(len(out)))
     return out
-
-
-def seed_style(style, k):
-    """The look of a method's k-th run in one figure (k = 0, 1, ...: its seeds): the method's Style for the first,
-    then the same colour and marker with theme.SEED_DASHES in turn (seeds differ by dash only)."""
-    if k == 0:
-        return style
-    dashes = [d for d in theme.SEED_DASHES if d != style.linestyle]
-    return Style(style.color, style.marker, dashes[(k - 1) % len(dashes)])
 
 
 def scheme_dims(scheme, styles):
@@ -107,4 +81,3 @@ def rpb_binary():
     """The rpb to ask for styles: env RPB, else build/rpb of the source tree holding python/rpb_plot/."""
     source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return os.environ.get("RPB") or os.path.join(source, "build", "rpb")
-

@@ -1,20 +1,30 @@
 """The constants that style every figure: edit them here (or set rpb_plot.theme.DPI = 300 and the like before
 drawing; the drawing code reads them here when it draws) to restyle every figure."""
 
-PANEL_SIZE = (4.8, 3.3)  # inches of one panel, before its legend
-LEGEND_ROW = 0.21  # inches per legend row under a panel
+PANEL_SIZE = (4.8, 3.3)  # inches of one panel
+LEGEND_ROW = 0.21  # inches per legend row under a panel (the bias figures' legends)
+GRID_COLUMNS = 3  # a figure of one row or one column of panels is wrapped into rows of at most this many
 DPI = 150  # png resolution
 BAND_ALPHA = 0.18  # the mean ± std band's opacity
 # The palette and markers of a scheme the request's styles do not list (matplotlib's tab10, its filled markers).
 FALLBACK_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 FALLBACK_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-# A variant's changes from its scheme's style, picked by its label's SHA-256: lightness (HLS), dash, marker.
+# A variant's colour (any label other than its scheme's name): the scheme's, its HLS lightness moved by one of these,
+# picked by its label's SHA-256.
 VARIANT_SHADES = (-0.22, 0.18, -0.36, 0.30)
-VARIANT_DASHES = ((0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (3, 1, 1, 1, 1, 1)))
-VARIANT_MARKERS = ("s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
-SEED_DASHES = ((0, (4, 1.5)), (0, (1, 1)), (0, (5, 1.5, 1, 1.5)), (0, (2, 2)))  # curves: a method's 2nd, 3rd, ... run
+# The i-th line of a figure (in legend order) has LINE_MARKERS[i] and LINE_DASHES[(i + i // 10) % 10]: a marker and a
+# dash pattern of its own (100 lines before a pair repeats), so lines are told apart in greyscale. The markers'
+# outlines differ (no circle beside a hexagon); the dashes are each clear at the figures' line width.
+LINE_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+LINE_DASHES = ("-", (0, (5, 2)), (0, (1, 1.2)), (0, (7, 2, 1.5, 2)), (0, (2.5, 1.5)),
+               (0, (9, 2.5)), (0, (4, 1.5, 1, 1.5, 1, 1.5)), (0, (1, 3)), (0, (6, 1.5, 3, 1.5)), (0, (12, 2, 2, 2)))
 OPTIMUM_STYLE = {"color": "black", "linestyle": (0, (6, 3)), "linewidth": 1.3}
+# Flat data: values spanning less than FLAT_FRACTION of their magnitude (a perfect run's perplexity 1.000 .. 1.001)
+# are drawn on a linear axis FLAT_SPAN of their magnitude wide (within the metric's bounds), not over a span whose
+# ticks would differ in the fourth digit.
+FLAT_FRACTION = 0.005
+FLAT_SPAN = 0.05
 HEAD_COLORS = FALLBACK_COLORS  # 1-D bias: one colour and marker per head (10 and 9: 90 heads before a repeat)
 HEAD_MARKERS = FALLBACK_MARKERS[:9]
 UNTRAINED_STYLE = {"linestyle": (0, (1, 1.2)), "linewidth": 1.6}  # 1-D bias at untrained rows

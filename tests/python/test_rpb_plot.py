@@ -1,8 +1,10 @@
 """python/rpb_plot/: every kind of figure read back through matplotlib's objects (the Figure the package
-returns): each method label's colour and marker (the registry's for a scheme, a derived variant otherwise, the
-same in every figure), tick labels inside the data's range on every axis, nothing drawn at an n/a point inside
-the axes (n/a named in the legend), no text outside the figure or over another axes' labels; and the script's
-exit codes and output formats.
+returns): each method label's colour (the registry's for a scheme, a derived shade for a variant, the same in every
+figure), tick labels inside the data's range on every axis, nothing drawn at an n/a point inside the axes (n/a named
+in the legend or the panel's title), no text outside the figure or over another axes' labels; the figure rules a
+paper needs (PaperRulesTest: one legend per figure under a grid, the seeds and the band written on it, units on every
+axis, one tick form per axis kind, accuracy in %, a marker and a dash of its own per line, flat data on a sensible
+axis); and the script's exit codes and output formats.
 
     /usr/bin/python3 tests/python/test_rpb_plot.py
 
@@ -12,6 +14,7 @@ ctest runs it (CMakeLists.txt, test python.rpb_plot); exits 77 (ctest: skipped) 
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -100,9 +103,21 @@ def finite_points(line):
     return [(x, y) for x, y in zip(line.get_xdata(), line.get_ydata()) if math.isfinite(x) and math.isfinite(y)]
 
 
+def figure_legend(ax):
+    """The legend of the axes' figure (the sweep and curves figures have one, under their panels), else None."""
+    legends = ax.figure.legends
+    return legends[0] if legends else None
+
+
 def legend_texts(ax):
-    legend = ax.get_legend()
+    """The texts of the axes' own legend (bias figures), else of its figure's one legend."""
+    legend = ax.get_legend() or figure_legend(ax)
     return [t.get_text() for t in legend.get_texts()] if legend else []
+
+
+def title_line(ax):
+    """The first line of the axes' title (the lines under it are notes on points not drawn)."""
+    return ax.get_title().split("\n")[0]
 
 
 class FigureChecks(unittest.TestCase):
@@ -129,14 +144,13 @@ class FigureChecks(unittest.TestCase):
             self.assert_ticks_inside(ax, "x", min(xs), max(xs))
 
     def assert_style(self, line, label, base):
-        """A base label has its scheme's registry colour and marker; a variant a different look of its own."""
-        color, marker = to_hex(line.get_color()), line.get_marker()
+        """A base label has its scheme's registry colour; a variant a shade of its own (markers and dashes: by the
+        line's order in its figure, PaperRulesTest)."""
+        color = to_hex(line.get_color())
         if label == base:
-            self.assertEqual((color, marker), BASE[base], label)
-            self.assertEqual(line.get_linestyle(), "-", label)
+            self.assertEqual(color, BASE[base][0], label)
         else:
-            self.assertNotEqual((color, marker), BASE[base], label)
-            self.assertNotEqual(line.get_linestyle(), "-", label)
+            self.assertNotEqual(color, BASE[base][0], label)
 
     def assert_nothing_clipped(self, fig):
         """Every text lies inside the figure; no legend covers another text of its axes."""
@@ -150,14 +164,16 @@ class FigureChecks(unittest.TestCase):
                                 and e.y1 <= box.y1 + 1, "clipped: %r at %s" % (text.get_text(), e))
         for ax in data_axes(fig):
             legend = ax.get_legend()
-            if legend is None:
-                continue
-            lb = legend.get_window_extent(renderer)
-            others = [ax.xaxis.label] + ax.get_xticklabels() + [ax.title]
-            for t in others:
-                if t.get_text().strip():
-                    self.assertFalse(lb.overlaps(t.get_window_extent(renderer)),
-                                     "legend over %r in %s" % (t.get_text(), ax.get_title()))
+            if legend is not None:
+                lb = legend.get_window_extent(renderer)
+                others = [ax.xaxis.label] + ax.get_xticklabels() + [ax.title]
+                for t in others:
+                    if t.get_text().strip():
+                        self.assertFalse(lb.overlaps(t.get_window_extent(renderer)),
+                                         "legend over %r in %s" % (t.get_text(), ax.get_title()))
+            for legend in fig.legends:  # the figure's legend: under every panel, its labels and title
+                self.assertFalse(legend.get_window_extent(renderer).overlaps(ax.get_tightbbox(renderer)),
+                                 "the figure's legend over %s" % ax.get_title())
 
     def assert_no_na_drawn(self, ax, label, na_xs):
         """No artist of the label's colour has a point at an n/a x; its line is NaN there; the legend names it."""
@@ -174,27 +190,26 @@ class FigureChecks(unittest.TestCase):
                 self.assertFalse(xs & {round(x, 9) for x in na_xs}, "%s band at n/a" % label)
         self.assertEqual(list(ax.texts), [], "text inside the axes")
         entry = [t for t in legend_texts(ax) if t.startswith(label + " (n/a at")]
-        self.assertEqual(len(entry), 1, legend_texts(ax))
+        entry += [t for t in ax.get_title().split("\n") if t.startswith(label + ": n/a at")]
+        self.assertEqual(len(entry), 1, (legend_texts(ax), ax.get_title()))
 
 
 # ---- the tests -------------------------------------------------------------------------------------------------
 
 class StyleTest(unittest.TestCase):
     def test_scheme_and_variants(self):
-        self.assertEqual(rpb_plot.style_of("t5", STYLES, "t5"), rpb_plot.Style("#1f77b4", "o", "-"))
-        v = rpb_plot.style_of("t5@untrained=nearest", STYLES, "t5")
-        self.assertNotEqual(v.color, "#1f77b4")
-        self.assertNotEqual(v.marker, "o")
-        self.assertNotEqual(v.linestyle, "-")
+        self.assertEqual(rpb_plot.method_color("t5", "t5", STYLES), "#1f77b4")
+        self.assertNotEqual(rpb_plot.method_color("t5@untrained=nearest", "t5", STYLES), "#1f77b4")
         # Without styles: the fallback palette, picked by the scheme name's digest (the same in every process).
-        shaw = rpb_plot.style_of("shaw", {}, "shaw")
-        self.assertIn(shaw.color, rpb_plot.theme.FALLBACK_COLORS)
-        self.assertIn(shaw.marker, rpb_plot.theme.FALLBACK_MARKERS)
-        self.assertEqual(shaw, rpb_plot.style_of("shaw", None, "shaw"))
+        shaw = rpb_plot.method_color("shaw", "shaw", {})
+        self.assertIn(shaw, rpb_plot.theme.FALLBACK_COLORS)
+        self.assertEqual(shaw, rpb_plot.method_color("shaw", "shaw", None))
         # The scheme is given, never read from the label: a label naming another scheme keeps the given one's colour.
-        self.assertNotEqual(rpb_plot.style_of("alibi", STYLES, "t5"), rpb_plot.style_of("alibi", STYLES, "alibi"))
-        looks = {rpb_plot.style_of("t5@optim.lr=%g" % lr, STYLES, "t5") for lr in (1e-4, 3e-4, 1e-3, 3e-3)}
-        self.assertGreater(len(looks), 1)
+        self.assertNotEqual(rpb_plot.method_color("alibi", "t5", STYLES),
+                            rpb_plot.method_color("alibi", "alibi", STYLES))
+        shades = {rpb_plot.method_color("t5@optim.lr=%g" % lr, "t5", STYLES)
+                  for lr in (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)}
+        self.assertGreater(len(shades), 1)
 
     def test_ticks(self):
         for lo, hi, log in ((15.30, 15.35, True), (3.6, 3.9, True), (8.1, 15.4, True), (1.5, 400.0, True),
@@ -214,7 +229,6 @@ class LegendWrapTest(unittest.TestCase):
         self.assertTrue(all(len(line) <= rpb_plot.axes.LEGEND_LINE for line in lines), lines)
         self.assertTrue(all(line.startswith("@") for line in lines[1:]), lines)
         self.assertEqual(rpb_plot.axes.wrap_label("t5@untrained=nearest"), "t5@untrained=nearest")
-        self.assertEqual(rpb_plot.axes.legend_lines(["t5", name]), 1 + len(lines))
 
 
 class SweepFigureTest(FigureChecks):
@@ -234,7 +248,7 @@ class SweepFigureTest(FigureChecks):
             self.panel(task, label)
         self.assertEqual(len(self.axes), 4)  # lag has no attention distance or entropy
 
-    def test_colour_and_marker_per_label(self):
+    def test_colour_and_look_per_label(self):
         seen = {}
         for ax in self.axes:
             for label, line in method_lines(ax).items():
@@ -265,14 +279,14 @@ class SweepFigureTest(FigureChecks):
         self.assertEqual(optimum[0].get_ydata()[0], 4.2)
         self.assertNotEqual(optimum[0].get_linestyle(), "-")
         self.assertIn("optimal perplexity (4.200)", legend_texts(ax))
-        self.assertIn("band: mean ± std over seeds", legend_texts(ax))
+        self.assertEqual(figure_legend(ax).get_title().get_text(), "mean ± std over 3 seeds (band)")
         bands = {c.get_gid() for c in ax.collections}
         self.assertTrue({"t5 band", "alibi band", "learned band"} <= bands, bands)
         self.assertEqual([line for line in self.panel("lag", "perplexity").get_lines()
                           if line.get_gid() == "optimum"], [])  # lag has no optimum
 
     def test_bands_stay_within_the_values_a_metric_takes(self):
-        # Two seeds at 0.9 and 0.1: mean 0.5 ± 0.566 would reach below 0 and above 1 accuracy.
+        # Two seeds at 0.9 and 0.1: mean 0.5 ± 0.566 would reach below 0 and above 1 accuracy (drawn in %).
         bounds = {m["key"]: (m["lower"], m["upper"]) for m in KNOWN_METRICS}
         self.assertEqual(bounds["accuracy"], (0.0, 1.0))
         self.assertEqual(bounds["perplexity"], (1.0, None))
@@ -285,7 +299,7 @@ class SweepFigureTest(FigureChecks):
             (band,) = [c for c in ax.collections if c.get_gid() == "t5 band"]
             ys = [y for path in band.get_paths() for y in path.vertices[:, 1]]
             self.assertAlmostEqual(min(ys), 0.0)
-            self.assertAlmostEqual(max(ys), 1.0)
+            self.assertAlmostEqual(max(ys), 100.0)
 
     def test_nothing_clipped(self):
         self.assert_nothing_clipped(self.fig)
@@ -314,18 +328,18 @@ class SweepFigureTest(FigureChecks):
 class AgainstSettingTest(FigureChecks):
     def test_metric_against_a_swept_value(self):
         fig = rpb_plot.draw(sweep_request(["results_grid.json"], against="optim.lr"))
-        self.assertEqual([ax.get_title() for ax in fig.axes], ["markov, length 16 (1x)", "markov, length 64 (4x)"])
+        self.assertEqual([title_line(ax) for ax in fig.axes], ["markov, length 16 (1x)", "markov, length 64 (4x)"])
         for ax in fig.axes:
             lines = method_lines(ax)
             self.assertEqual(set(lines), {"t5@position.max_distance=64", "t5@position.max_distance=128"})
             for label, line in lines.items():
                 self.assert_style(line, label, "t5")
             self.assertEqual(ax.get_xscale(), "log")
-            self.assertEqual([t.get_text() for t in ax.xaxis.get_majorticklabels()], ["0.001", "0.003", "0.01"])
-            self.assertEqual(ax.get_xlabel(), "optim.lr")
+            self.assertEqual([t.get_text() for t in ax.xaxis.get_majorticklabels()], ["1×10⁻³", "3×10⁻³", "1×10⁻²"])
+            self.assertEqual(ax.get_xlabel(), "learning rate (optim.lr)")
             self.assert_data_ticks(ax)
         self.assert_no_na_drawn(fig.axes[1], "t5@position.max_distance=128", [0.003])
-        self.assertIn("t5@position.max_distance=128 (n/a at optim.lr=0.003)", legend_texts(fig.axes[1]))
+        self.assertIn("t5@position.max_distance=128: n/a at optim.lr=0.003", fig.axes[1].get_title())
         self.assert_nothing_clipped(fig)
 
     def test_unknown_setting(self):
@@ -340,7 +354,7 @@ class CurvesFigureTest(FigureChecks):
 
     def test_curves_against_step(self):
         fig = rpb_plot.draw(request("curves", {"runs": self.runs(), "x": "step", "ylim": None}))
-        titles = [ax.get_title() for ax in fig.axes]
+        titles = [title_line(ax) for ax in fig.axes]
         self.assertEqual(titles, ["train loss", "valid loss at length 16", "valid loss at length 64", "learning rate"])
         for ax in fig.axes:
             lines = method_lines(ax)
@@ -349,7 +363,8 @@ class CurvesFigureTest(FigureChecks):
             self.assert_data_ticks(ax)
         valid64 = fig.axes[2]
         self.assertEqual(set(method_lines(valid64)), {"alibi"})  # run_a has no valid loss at 64: not drawn
-        self.assertIn("t5 (n/a)", legend_texts(valid64))
+        self.assertEqual(valid64.get_title(), "valid loss at length 64\nn/a: t5")
+        self.assertEqual(legend_texts(valid64), ["t5", "alibi"])  # one legend, of every run
         self.assertEqual([p[0] for p in finite_points(method_lines(fig.axes[1])["t5"])], [20, 40])
         self.assert_nothing_clipped(fig)
 
@@ -357,7 +372,7 @@ class CurvesFigureTest(FigureChecks):
         with self.assertRaisesRegex(rpb_plot.RequestError, "tokens"):
             rpb_plot.draw(request("curves", {"runs": self.runs(), "x": "tokens"}))
         fig = rpb_plot.draw(request("curves", {"runs": self.runs()[:1], "x": "tokens"}))
-        self.assertEqual(fig.axes[0].get_xlabel(), "tokens seen")
+        self.assertEqual(fig.axes[0].get_xlabel(), "tokens seen (millions)")
         self.assertEqual(list(method_lines(fig.axes[0])["t5"].get_xdata()), [5120, 10240, 15360, 20480, 25600])
         for ax in fig.axes:
             self.assert_data_ticks(ax)
@@ -365,9 +380,9 @@ class CurvesFigureTest(FigureChecks):
     def test_variant_runs_and_python_api(self):
         fig = rpb_plot.plot_curves([os.path.join(DATA, "run_a"), os.path.join(DATA, "run_b")], styles=STYLES)
         lines = method_lines(fig.axes[0])
-        # Runs no sweep lists: their scheme's own colour and marker (the scheme from run_a/config.toml).
-        self.assertEqual((to_hex(lines["run_a"].get_color()), lines["run_a"].get_marker()), BASE["t5"])
-        self.assertEqual((to_hex(lines["run_b"].get_color()), lines["run_b"].get_marker()), BASE["alibi"])
+        # Runs no sweep lists: their scheme's own colour (the scheme from run_a/config.toml).
+        self.assertEqual(to_hex(lines["run_a"].get_color()), BASE["t5"][0])
+        self.assertEqual(to_hex(lines["run_b"].get_color()), BASE["alibi"][0])
         with tempfile.TemporaryDirectory() as tmp:  # no config.toml: no scheme, refused (never guessed from a name)
             os.mkdir(os.path.join(tmp, "t5"))
             with open(os.path.join(tmp, "t5", "metrics.csv"), "w") as f:
@@ -605,16 +620,16 @@ class ReviewMendsTest(FigureChecks):
             fig = rpb_plot.draw(sweep_request([path]))
             panels = {(ax.get_title().split(" ")[0], ax.get_ylabel()): ax for ax in fig.axes}
             self.assertEqual(set(panels), {("text", "perplexity"), ("passkey", "perplexity"),
-                                           ("text", "bits per byte (bits)"), ("passkey", "passkey accuracy")})
-            bits = method_lines(panels[("text", "bits per byte (bits)")])["t5"]
+                                           ("text", "loss (bits per byte)"), ("passkey", "passkey accuracy (%)")})
+            bits = method_lines(panels[("text", "loss (bits per byte)")])["t5"]
             self.assertEqual([round(y, 9) for y in bits.get_ydata()], [1.15, 1.35])
-            ax = panels[("passkey", "passkey accuracy")]
+            ax = panels[("passkey", "passkey accuracy (%)")]
             lines = method_lines(ax)
-            self.assertEqual([round(y, 9) for y in lines["t5"].get_ydata()], [0.74, 0.6])  # 4x: seed 0 alone
-            self.assertEqual(round(lines["alibi"].get_ydata()[0], 9), 0.8)
+            self.assertEqual([round(y, 9) for y in lines["t5"].get_ydata()], [74, 60])  # 4x: seed 0 alone; in %
+            self.assertEqual(round(lines["alibi"].get_ydata()[0], 9), 80)
             self.assertFalse(math.isfinite(lines["alibi"].get_ydata()[1]))
-            self.assertEqual(finite_points(lines["alibi"]), [(16, 0.8)])
-            self.assertIn("alibi (not learned: 4x not drawn)", legend_texts(ax))
+            self.assertEqual(finite_points(lines["alibi"]), [(16, 80)])
+            self.assertIn("alibi: not learned at 4x (not drawn)", ax.get_title())  # in this panel only
             self.assertIn("t5", legend_texts(ax))
             self.assert_nothing_clipped(fig)
             # Against a setting the same rule: a not-learned point is named, not drawn.
@@ -622,9 +637,9 @@ class ReviewMendsTest(FigureChecks):
                 row.update(scheme="t5", method="t5@optim.lr=%g" % lr, settings={"optim.lr": lr})
             grid = results_file(tmp, "grid.json", [t5, alibi], fmt="rpb-results-6", seeds=(0, 1))
             fig = rpb_plot.draw(sweep_request([grid], against="optim.lr", metrics=["accuracy"]))
-            at_4x = [ax for ax in fig.axes if ax.get_title().endswith("(4x)")][0]
-            self.assertIn("t5 (not learned: optim.lr=0.01 not drawn)", legend_texts(at_4x))
-            self.assertEqual(finite_points(method_lines(at_4x)["t5"]), [(0.001, 0.6)])
+            at_4x = [ax for ax in fig.axes if title_line(ax).endswith("(4x)")][0]
+            self.assertIn("t5: not learned at optim.lr=0.01 (not drawn)", at_4x.get_title())
+            self.assertEqual(finite_points(method_lines(at_4x)["t5"]), [(0.001, 60)])
             # An rpb-results-5 file still reads (its rows have neither metric).
             five = results_file(tmp, "five.json", [{"task": "markov", "method": "t5", "scheme": "t5",
                                                     "perplexity": [[4.0, 5.0]]}], fmt="rpb-results-5")
@@ -633,7 +648,7 @@ class ReviewMendsTest(FigureChecks):
     def test_against_a_setting_groups_by_scheme_and_settings(self):
         # rpb names a grid point by the key as written (max_distance=64); settings hold it dotted.
         fig = rpb_plot.draw(sweep_request(["results_grid.json"], against="position.max_distance"))
-        self.assertEqual([ax.get_title() for ax in fig.axes], ["markov, length 16 (1x)", "markov, length 64 (4x)"])
+        self.assertEqual([title_line(ax) for ax in fig.axes], ["markov, length 16 (1x)", "markov, length 64 (4x)"])
         lines = method_lines(fig.axes[0])
         self.assertEqual(set(lines), {"t5@optim.lr=0.001", "t5@optim.lr=0.003", "t5@optim.lr=0.01"})
         for line in lines.values():
@@ -653,7 +668,7 @@ class ReviewMendsTest(FigureChecks):
                 {"task": "markov", "method": "t5@optim.lr=0.01", "scheme": "t5", "settings": {"optim.lr": 0.01},
                  "perplexity": [[7.1, 9.1]]}], multipliers=(4, 8))
             fig = rpb_plot.draw(sweep_request([a, b], against="optim.lr"))
-        titles = [ax.get_title() for ax in fig.axes]
+        titles = [title_line(ax) for ax in fig.axes]
         self.assertEqual(titles, ["markov, length 16 (1x)", "markov, length 64 (4x)", "markov, length 128 (8x)"])
         at64 = method_lines(fig.axes[1])
         self.assertEqual(set(at64), {"t5 (a)", "t5 (b)"})
@@ -661,7 +676,7 @@ class ReviewMendsTest(FigureChecks):
         self.assertEqual([y for _, y in finite_points(at64["t5 (b)"])], [7.0, 7.1])  # b's index 0: 4 x 16
         self.assertEqual(set(method_lines(fig.axes[2])), {"t5 (b)"})  # the same label in every panel
 
-    def test_a_sweep_run_has_its_methods_colour_seeds_differ_by_dash(self):
+    def test_a_sweep_run_has_its_methods_colour(self):
         with tempfile.TemporaryDirectory() as tmp:
             runs = []
             for seed in (0, 1):
@@ -673,8 +688,8 @@ class ReviewMendsTest(FigureChecks):
                     f.write("step,train_loss\n1,2.0\n2,1.5\n")
                 runs.append(folder)
             unlisted = method_lines(rpb_plot.plot_curves(runs, styles=STYLES).axes[0])
-            self.assertEqual(set(unlisted), {"seed0", "seed1"})  # no results.json lists them: their scheme's look
-            self.assertEqual((to_hex(unlisted["seed0"].get_color()), unlisted["seed0"].get_marker()), BASE["t5"])
+            self.assertEqual(set(unlisted), {"seed0", "seed1"})  # no results.json lists them: their scheme's colour
+            self.assertEqual(to_hex(unlisted["seed0"].get_color()), BASE["t5"][0])
             listing_results(os.path.join(tmp, "quick"), "t5@untrained=nearest", "t5", (0, 1))
             fig = rpb_plot.plot_curves(runs, styles=STYLES)
         lines = method_lines(fig.axes[0])
@@ -683,12 +698,11 @@ class ReviewMendsTest(FigureChecks):
                                                          metrics=["perplexity"])).axes[0])
         method = sweep["t5@untrained=nearest"]
         seed0, seed1 = lines["t5@untrained=nearest/seed0"], lines["t5@untrained=nearest/seed1"]
-        for line in (seed0, seed1):  # the sweep figure's colour and marker of the method
-            self.assertEqual((to_hex(line.get_color()), line.get_marker()),
-                             (to_hex(method.get_color()), method.get_marker()))
-        dashes = [line._unscaled_dash_pattern for line in (method, seed0, seed1)]  # matplotlib's (offset, dashes)
-        self.assertEqual(dashes[1], dashes[0])
-        self.assertNotEqual(dashes[2], dashes[1])
+        for line in (seed0, seed1):  # the sweep figure's colour of the method
+            self.assertEqual(to_hex(line.get_color()), to_hex(method.get_color()))
+        # Each run a marker and a dash of its own (told apart in greyscale).
+        self.assertNotEqual((seed0.get_marker(), seed0._unscaled_dash_pattern),
+                            (seed1.get_marker(), seed1._unscaled_dash_pattern))
 
     def test_every_value_na_draws_a_figure_that_says_so(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -716,14 +730,14 @@ class ReviewMendsTest(FigureChecks):
                 with self.assertRaisesRegex(rpb_plot.RequestError, "nothing to draw: %s" % run["metrics_csv"]):
                     rpb_plot.draw(request("curves", {"runs": [run], "x": "step"}))
             fig = rpb_plot.draw(request("curves", {"runs": runs[2:], "x": "step"}))
-        valid = [ax for ax in fig.axes if ax.get_title() == "valid loss at length 16"][0]
+        valid = [ax for ax in fig.axes if title_line(ax) == "valid loss at length 16"][0]
         self.assertEqual((labelled(valid, "x"), labelled(valid, "y")), ([], []))  # an empty panel: no fake ticks
 
     def test_no_two_lines_look_alike(self):
-        # These two labels' digests pick the same shade, dash and marker: within one figure the later (sorted) one
-        # takes the next free combination; alone, each keeps its own look.
+        # These two labels' digests pick the same shade: within one figure each line still has a marker and a dash
+        # of its own.
         a, b = "t5@max_distance=128@optim.lr=0.01", "t5@max_distance=64@optim.lr=0.01"
-        self.assertEqual(rpb_plot.style_of(a, STYLES, "t5"), rpb_plot.style_of(b, STYLES, "t5"))
+        self.assertEqual(rpb_plot.method_color(a, "t5", STYLES), rpb_plot.method_color(b, "t5", STYLES))
         with tempfile.TemporaryDirectory() as tmp:
             path = results_file(tmp, "clash.json", [
                 {"task": "markov", "method": m, "scheme": "t5", "perplexity": [[4.0 + i, 5.0]]}
@@ -733,8 +747,6 @@ class ReviewMendsTest(FigureChecks):
         looks = {label: (to_hex(line.get_color()), line.get_marker(), line._unscaled_dash_pattern)
                  for label, line in lines.items()}
         self.assertEqual(len(set(looks.values())), 3, looks)
-        own = rpb_plot.style_of(a, STYLES, "t5")
-        self.assertEqual(looks[a][:2], (own.color, own.marker))  # the first in sorted order keeps its own look
         # 1-D bias: heads h and h + 10 differ (10 colours, 9 markers).
         block = bias_1d()
         block["modules"][0]["values"] = [[0.01 * h * d for d in block["modules"][0]["distances"]] for h in range(12)]
@@ -768,23 +780,18 @@ class MetricsAndTicksTest(FigureChecks):
                 rpb_plot.draw(request("sweep", {"results": block["results"]}))
 
     def test_tick_labels_read_as_numbers_people_write(self):
-        ticks = rpb_plot.nice_ticks(5, 1e9, log=True)
-        self.assertEqual(rpb_plot.tick_labels(ticks), ["10", "100", "1000", "1e4", "1e5", "1e6", "1e7", "1e8", "1e9"])
+        ticks = rpb_plot.nice_ticks(5, 1e9, log=True)  # past 10^5: every tick a×10^b, never 1000 beside 1e4
+        self.assertEqual(rpb_plot.tick_labels(ticks), ["1×10¹", "1×10²", "1×10³", "1×10⁴", "1×10⁵", "1×10⁶", "1×10⁷",
+                                                       "1×10⁸", "1×10⁹"])
+        self.assertEqual(rpb_plot.tick_labels([10, 100, 1000, 10000]), ["10", "100", "1000", "10000"])
         self.assertEqual(rpb_plot.tick_labels([0.01, 0.1, 1, 10]), ["0.01", "0.1", "1", "10"])
         self.assertEqual(rpb_plot.tick_labels([0.5, 1.0, 1.5, 2.0]), ["0.5", "1.0", "1.5", "2.0"])
-        self.assertEqual(rpb_plot.tick_labels([2.5e7, 5e7, 7.5e7]), ["2.5e7", "5e7", "7.5e7"])
-        self.assertEqual(rpb_plot.tick_labels([1e-4, 2e-4, 3e-4]), ["1e-4", "2e-4", "3e-4"])
+        self.assertEqual(rpb_plot.tick_labels([2.5e7, 5e7, 7.5e7]), ["2.5×10⁷", "5×10⁷", "7.5×10⁷"])
+        self.assertEqual(rpb_plot.tick_labels([1e-4, 2e-4, 3e-4]), ["1×10⁻⁴", "2×10⁻⁴", "3×10⁻⁴"])
         self.assertEqual(rpb_plot.tick_labels([12000, 14000, 16000]), ["12000", "14000", "16000"])
-
-    def test_a_single_value_has_one_tick_at_it(self):
-        for value, log in ((0.0, False), (3.5, False), (7.0, True)):
-            fig = rpb_plot.new_figure(3, 3)
-            ax = fig.subplots()
-            rpb_plot.set_axis(ax, "y", value, value, log)
-            fig.canvas.draw()
-            self.assertEqual(list(ax.get_yticks()), [value])
-            self.assertLess(ax.get_ylim()[0], value)
-            self.assertGreater(ax.get_ylim()[1], value)
+        self.assertEqual(rpb_plot.tick_labels([0.002, 0.0025, 0.003]), ["0.0020", "0.0025", "0.0030"])
+        self.assertEqual(rpb_plot.tick_labels([0, 0.0005, 0.001]), ["0", "5×10⁻⁴", "1×10⁻³"])
+        self.assertEqual(rpb_plot.count_labels([64, 1024, 16384]), ["64", "1024", "16384"])
 
     def test_theme_constants_restyle_every_figure(self):
         dpi = rpb_plot.theme.DPI
@@ -793,6 +800,188 @@ class MetricsAndTicksTest(FigureChecks):
             self.assertEqual(rpb_plot.new_figure(2, 2).dpi, 200)
         finally:
             rpb_plot.theme.DPI = dpi
+
+
+PLAIN = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")  # a plain decimal: 16, 0.25
+POWER = re.compile("^-?[0-9]+(\\.[0-9]+)?\u00d710\u207b?[\u2070\u00b9\u00b2\u00b3\u2074-\u2079]+$|^0$")  # 2.5×10⁻³
+
+
+def tick_texts(ax, which):
+    """The non-empty major tick labels of an axis (x labels: their first line, the length; not its multiplier)."""
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    return [t.get_text().split("\n")[0] for t in axis.get_majorticklabels() if t.get_text()]
+
+
+def passkey_rows():
+    """A passkey sweep's rows (rpb-results-6, 3 seeds, train length 16 at 1x, 2x, 4x): t5 learned it, alibi did not
+    (its perplexity past 10^4 at 4x); every metric present (perplexity, attention distance and entropy, accuracy)."""
+    def attention(d, e):
+        return [[{"mean_distance_overall": d * m + s, "entropy_overall": e + 0.1 * m + 0.05 * s} for m in (1, 2, 4)]
+                for s in range(3)]
+    return [{"task": "passkey", "method": "t5", "scheme": "t5", "perplexity": [[1.2, 1.5, 2.0]] * 3,
+             "attention": attention(5, 1.0), "accuracy": [[1.0, 0.9, 0.5], [0.98, 0.8, 0.4], [1.0, 0.85, 0.3]],
+             "learned": [True, True, True], "bits_per_byte": None},
+            {"task": "passkey", "method": "alibi", "scheme": "alibi", "perplexity": [[1.3, 40.0, 20000.0]] * 3,
+             "attention": attention(3, 1.5), "accuracy": [[0.5, 0.4, 0.3]] * 3, "learned": [False] * 3,
+             "bits_per_byte": None}]
+
+
+class PaperRulesTest(FigureChecks):
+    """The rules that make a figure one a paper can take as it is; each test fails when its rule is broken."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        path = results_file(cls.tmp.name, "passkey.json", passkey_rows(), multipliers=(1, 2, 4), fmt="rpb-results-6",
+                            seeds=(0, 1, 2))
+        cls.passkey = rpb_plot.draw(request("sweep", {"results": [path], "known_metrics": KNOWN_METRICS}))
+        runs = [{"label": lab, "scheme": lab, "metrics_csv": os.path.join(DATA, f, "metrics.csv")}
+                for lab, f in (("t5", "run_a"), ("alibi", "run_b"))]
+        cls.curves = rpb_plot.draw(request("curves", {"runs": runs, "x": "step"}))
+        cls.tokens = rpb_plot.draw(request("curves", {"runs": runs[:1], "x": "tokens"}))
+        cls.figures = {"passkey": cls.passkey, "two tasks": rpb_plot.draw(sweep_request(["results.json"])),
+                       "2-D": rpb_plot.draw(sweep_request(["results_2d.json"])),
+                       "against lr": rpb_plot.draw(sweep_request(["results_grid.json"], against="optim.lr")),
+                       "curves": cls.curves, "tokens": cls.tokens}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_one_legend_under_a_grid(self):
+        for name, fig in self.figures.items():
+            self.assertEqual(len(fig.legends), 1, name)
+            self.assertEqual([ax for ax in fig.axes if ax.get_legend()], [], name)  # no legend repeated per panel
+            self.assert_nothing_clipped(fig)  # the legend under the panels, over none
+        # One task's four metrics: 2 x 2, never a tall column; two tasks: metrics by rows, tasks by columns.
+        self.assertEqual(len(self.passkey.axes), 4)
+        self.assertEqual(len({round(ax.get_position().x0, 3) for ax in self.passkey.axes}), 2)
+        self.assertEqual(len({round(ax.get_position().y0, 3) for ax in self.passkey.axes}), 2)
+        texts = legend_texts(self.passkey.axes[0])
+        self.assertEqual(texts[:2], ["t5", "alibi"])  # each method once
+        columns = {title_line(ax).split(" ")[0]: round(ax.get_position().x0, 3)
+                   for ax in self.figures["two tasks"].axes}
+        self.assertNotEqual(columns["markov"], columns["lag"])
+
+    def test_seeds_and_band_written_on_the_figure(self):
+        title = figure_legend(self.passkey.axes[0]).get_title().get_text()
+        self.assertEqual(title, "mean ± std over 3 seeds (band)\npasskey accuracy past the train length: over the "
+                                "seeds that learned the task")
+        self.assertTrue(any(c.get_gid() == "t5 band" for ax in self.passkey.axes for c in ax.collections))
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [{"task": "markov", "method": "t5", "scheme": "t5", "perplexity": [[4.0, 5.0]]}]
+            fig = rpb_plot.draw(sweep_request([results_file(tmp, "one.json", rows)]))
+            self.assertEqual(figure_legend(fig.axes[0]).get_title().get_text(), "1 seed: no band")
+            self.assertEqual([c for c in fig.axes[0].collections if (c.get_gid() or "").endswith(" band")], [])
+            two = results_file(tmp, "two.json", [dict(rows[0], method="alibi", scheme="alibi",
+                                                      perplexity=[[4.1, 5.1], [4.2, 5.3]])], seeds=(0, 1))
+            fig = rpb_plot.draw(sweep_request([results_file(tmp, "one.json", rows), two]))
+            self.assertEqual(figure_legend(fig.axes[0]).get_title().get_text(), "mean ± std over 1-2 seeds (band)")
+
+    def test_units_on_every_axis(self):
+        x_labels = {"evaluation length (tokens, log2)", "evaluation grid side (cells, log2)",
+                    "learning rate (optim.lr)", "training step", "tokens seen (millions)"}
+        units = {m["label"]: m["unit"] for m in KNOWN_METRICS}
+        units.update({"loss": None, "learning rate": ""})  # bits per byte's "loss" and the curves' loss, below
+        for name, fig in self.figures.items():
+            for ax in fig.axes:
+                self.assertIn(ax.get_xlabel(), x_labels, name)
+                label = ax.get_ylabel()
+                quantity = label.split(" (")[0]
+                self.assertIn(quantity, units, (name, label))
+                if units[quantity] is None:
+                    self.assertIn(label, ("loss (bits per byte)", "loss (nats per token)"), name)
+                elif units[quantity]:
+                    self.assertEqual(label, "%s (%s)" % (quantity, units[quantity]), name)
+        ylabels = {ax.get_ylabel() for ax in self.passkey.axes}
+        self.assertEqual(ylabels, {"perplexity", "mean attention distance (positions)", "attention entropy (nats)",
+                                   "passkey accuracy (%)"})
+
+    def test_one_tick_form_per_axis_kind(self):
+        # The issue's axes: learning rates 2e-3 beside 0.0025, a log axis's 1000 beside 1e4.
+        for ticks in ([0.002, 0.0025, 0.003], [1, 10, 100, 1000, 10000], [10, 100, 1000, 10000, 100000], [1.0, 1.001]):
+            texts = rpb_plot.tick_labels(ticks)
+            self.assertTrue(all(PLAIN.match(t) for t in texts) or all(POWER.match(t) for t in texts), texts)
+        for name, fig in self.figures.items():
+            for ax in fig.axes:
+                for which in ("x", "y"):
+                    texts = tick_texts(ax, which)
+                    self.assertTrue(all(PLAIN.match(t) for t in texts) or all(POWER.match(t) for t in texts),
+                                    "%s, %s: %s axis mixes forms: %s" % (name, title_line(ax), which, texts))
+        # Learning rates a×10^b (the curves' lr 0.001 .. 0.003 and a swept optim.lr); counts as plain integers
+        # (steps, lengths); tokens seen in millions.
+        lr = [ax for ax in self.curves.axes if title_line(ax) == "learning rate"][0]
+        for ax, which in [(lr, "y")] + [(ax, "x") for ax in self.figures["against lr"].axes]:
+            self.assertTrue(all(POWER.match(t) and t != "0" for t in tick_texts(ax, which)), tick_texts(ax, which))
+        for ax in self.curves.axes + self.passkey.axes + self.figures["2-D"].axes:
+            self.assertTrue(all(t.isdigit() for t in tick_texts(ax, "x")), tick_texts(ax, "x"))
+        self.assertEqual(tick_texts(self.passkey.axes[0], "x"), ["16", "32", "64"])
+        for ax in self.tokens.axes:
+            ticks = tick_texts(ax, "x")
+            self.assertTrue(ticks and all(PLAIN.match(t) and float(t) < 1 for t in ticks), ticks)  # 5120 .. 25600
+
+    def test_accuracy_in_percent(self):
+        (ax,) = [ax for ax in self.passkey.axes if ax.get_ylabel().startswith("passkey accuracy")]
+        self.assertEqual(ax.get_ylabel(), "passkey accuracy (%)")
+        t5 = method_lines(ax)["t5"]
+        self.assertAlmostEqual(t5.get_ydata()[0], 100 * (1.0 + 0.98 + 1.0) / 3)  # results.json holds 0-1
+        self.assertEqual(tick_texts(ax, "y")[0], "0")
+        self.assertEqual(tick_texts(ax, "y")[-1], "100")  # the axis spans the metric's bounds, 0-100%
+
+    def test_a_marker_and_a_dash_of_its_own_per_line(self):
+        # Twelve methods of two schemes (variants share a colour family): told apart without colour, by marker and
+        # dash, in the order the figure lists them.
+        methods = ["t5", "alibi"] + ["t5@optim.lr=%d" % k for k in range(10)]
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [{"task": "markov", "method": m, "scheme": m.split("@")[0], "perplexity": [[4.0 + i, 5.0 + i]]}
+                    for i, m in enumerate(methods)]
+            fig = rpb_plot.draw(sweep_request([results_file(tmp, "many.json", rows)]))
+            reversed_fig = rpb_plot.draw(sweep_request([results_file(tmp, "back.json", rows[::-1])]))
+        figs = [fig, reversed_fig] + list(self.figures.values())
+        for f in figs:
+            for ax in f.axes:
+                lines = list(method_lines(ax).values())
+                looks = [(line.get_marker(), str(line._unscaled_dash_pattern)) for line in lines]
+                self.assertEqual(len(set(looks)), len(looks), (title_line(ax), looks))
+                if len(lines) <= len(rpb_plot.theme.LINE_MARKERS):
+                    self.assertEqual(len({m for m, _ in looks}), len(looks), looks)  # markers alone differ
+                    self.assertEqual(len({d for _, d in looks}), len(looks), looks)  # and dashes alone
+        handles = figure_legend(fig.axes[0]).legend_handles if hasattr(figure_legend(fig.axes[0]), "legend_handles") \
+            else figure_legend(fig.axes[0]).legendHandles
+        for i, (label, handle) in enumerate(zip(methods, handles)):
+            self.assertEqual((handle.get_label(), handle.get_marker()), (label, rpb_plot.line_look(i)[0]))
+            line = method_lines(fig.axes[0])[label]  # the legend shows the line as drawn
+            self.assertEqual((line.get_marker(), line._unscaled_dash_pattern),
+                             (handle.get_marker(), handle._unscaled_dash_pattern))
+        first = method_lines(reversed_fig.axes[0])[methods[-1]]  # by order: the first listed, whichever it is
+        self.assertEqual((first.get_marker(), first.get_linestyle()), (rpb_plot.theme.LINE_MARKERS[0], "-"))
+
+    def test_flat_data_gets_a_sensible_axis(self):
+        # A perfect run: perplexity 1.000 .. 1.001 (log by its metric), accuracy 100% everywhere, one seed.
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [{"task": "passkey", "method": "t5", "scheme": "t5", "perplexity": [[1.0, 1.0004, 1.001]],
+                     "accuracy": [[1.0, 1.0, 1.0]], "learned": [True], "bits_per_byte": None}]
+            fig = rpb_plot.draw(sweep_request([results_file(tmp, "flat.json", rows, multipliers=(1, 2, 4),
+                                                            fmt="rpb-results-6")]))
+        panels = {ax.get_ylabel(): ax for ax in fig.axes}
+        ppl = panels["perplexity"]
+        self.assertEqual(ppl.get_yscale(), "linear")
+        texts = tick_texts(ppl, "y")
+        self.assertGreaterEqual(len(texts), 3, texts)
+        self.assertTrue(all(PLAIN.match(t) for t in texts) and len(set(texts)) == len(texts), texts)
+        self.assertTrue(all(len(t.split(".")[-1]) <= 2 for t in texts), texts)  # no tick 1.0002 beside 1.0004
+        lo, hi = ppl.get_ylim()
+        self.assertGreaterEqual(hi - lo, rpb_plot.theme.FLAT_SPAN)  # a span a reader can take in
+        self.assertGreater(lo, 0.99)  # within perplexity's bound, 1
+        self.assertEqual(tick_texts(panels["passkey accuracy (%)"], "y")[::5], ["0", "100"])  # its bounds
+        for value in (0.0, 3.5, 7.0):  # a single value: a linear axis around it, ticks of one form
+            f = rpb_plot.new_figure(3, 3)
+            ax = f.subplots()
+            rpb_plot.set_axis(ax, "y", value, value, log=True)
+            self.assertEqual(ax.get_yscale(), "linear")
+            self.assertLess(ax.get_ylim()[0], value)
+            self.assertGreater(ax.get_ylim()[1], value)
+            self.assertGreaterEqual(len(tick_texts(ax, "y")), 2)
 
 
 class OutputSafetyTest(unittest.TestCase):

@@ -414,8 +414,8 @@ const std::vector<SweepMetric>& sweep_metrics() {
        "", "", 0.0, std::nullopt},
       {"attention_entropy", "attention entropy", "nats", false, "attention", "entropy_overall", "", "", 0.0,
        std::nullopt},
-      {"bits_per_byte", "bits per byte", "bits", false, "bits_per_byte", "", "", "", 0.0, std::nullopt},
-      {"accuracy", "passkey accuracy", "", false, "accuracy", "", "", "learned", 0.0, 1.0}};
+      {"bits_per_byte", "loss", "bits per byte", false, "bits_per_byte", "", "", "", 0.0, std::nullopt},
+      {"accuracy", "passkey accuracy", "%", false, "accuracy", "", "", "learned", 0.0, 1.0, 100.0}};
   return metrics;
 }
 

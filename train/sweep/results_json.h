@@ -97,6 +97,7 @@ struct SweepMetric {
                         // are drawn (a row with none: "not learned" there, never a value); "" for every seed
   std::optional<double> lower, upper;  // the values the metric can take (perplexity >= 1, accuracy in [0, 1]):
                                        // a band of mean ± std is drawn within them; nullopt: unbounded
+  double scale = 1.0;  // drawn as value x scale, in `unit` (accuracy: stored 0-1, drawn in % with 100)
 };
 
 /// The metrics results.json rows hold, in the order figures draw them: perplexity, mean_attention_distance,
