@@ -8,6 +8,7 @@
 #include "cli/python_runner.h"
 #include "core/text.h"
 #include "train/run/run_folder.h"
+#include "train/sweep/labels.h"
 #include "train/sweep/results_json.h"
 
 namespace fs = std::filesystem;
@@ -24,6 +25,29 @@ ordered_json ylim_json(const YLimits& ylim) {
 
 // A metric's bound: a number, or null for none.
 ordered_json bound_json(const std::optional<double>& b) { return b ? ordered_json(*b) : ordered_json(nullptr); }
+
+// Per results file, what its rows and tasks are called (train/sweep/labels.h, as read_sweep_results makes them:
+// an older file's default labels made again): {"rows": [label per row], "tasks": {task: label}}; null for a file rpb
+// cannot read (the module reports it).
+ordered_json labels_json(const std::vector<std::string>& files) {
+  ordered_json out = ordered_json::array();
+  for (const std::string& file : files) {
+    SweepResults r;
+    try {
+      r = read_sweep_results(fs::is_directory(file) ? (fs::path(file) / kResultsJsonName).string() : file);
+    } catch (const Error&) {
+      out.push_back(nullptr);
+      continue;
+    }
+    ordered_json rows = ordered_json::array(), tasks = ordered_json::object();
+    for (const SweepResultsRow& row : r.rows) {
+      rows.push_back(escape_label(row.label, LabelFormat::text));
+      tasks[row.task] = escape_label(task_label(r.task_labels, row.task), LabelFormat::text);
+    }
+    out.push_back({{"rows", rows}, {"tasks", tasks}});
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -42,7 +66,8 @@ ordered_json sweep_block(const SweepFigure& f) {
                      {"optimum", m.optimum}, {"learned", m.learned}, {"lower", bound_json(m.lower)},
                      {"upper", bound_json(m.upper)}, {"scale", m.scale}});
   return {{"results", f.results}, {"tasks", f.tasks},          {"methods", f.methods}, {"lengths", f.lengths},
-          {"metrics", f.metrics}, {"ylim", ylim_json(f.ylim)}, {"against", f.against}, {"known_metrics", known}};
+          {"metrics", f.metrics}, {"ylim", ylim_json(f.ylim)}, {"against", f.against}, {"known_metrics", known},
+          {"labels", labels_json(f.results)}};
 }
 
 ordered_json curves_block(const std::vector<CurveRun>& runs, const std::string& x, const YLimits& ylim) {

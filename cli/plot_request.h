@@ -42,7 +42,9 @@ nlohmann::ordered_json plot_request(const std::string& kind, nlohmann::ordered_j
 
 /// The "sweep" block: {"results", "tasks", "methods", "lengths", "metrics", "ylim" (null or [lo, hi]), "against",
 /// "known_metrics": [{"key", "label", "unit", "log", "field", "entry", "optimum", "learned", "lower", "upper",
-/// "scale"} per sweep_metrics() entry]} (SweepMetric, train/sweep/results_json.h).
+/// "scale"} per sweep_metrics() entry], "labels": [{"rows": [label per row], "tasks": {task: label}} or null per
+/// results file]} (SweepMetric, train/sweep/results_json.h; the labels as train/sweep/labels.h makes them, null for a
+/// file rpb cannot read).
 nlohmann::ordered_json sweep_block(const SweepFigure& f);
 
 /// The "curves" block: {"runs": [{"label", "method", "scheme", "metrics_csv"}], "x": "step" | "tokens", "ylim"}.

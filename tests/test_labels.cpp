@@ -139,6 +139,13 @@ TEST_CASE("labels: a sweep's table, results and figures request use [sweep] labe
   const std::string table = run_rpb("results " + (tmp.path / "sw" / "results.json").string()).out;
   CHECK(contains(table, "| RoPE (plain) | 0 |"));
   CHECK(contains(ran.out, table + "\nResults: "));  // what extrapolate printed
+  // The figures' request carries them, so the module draws what the tables print.
+  const auto req = run_rpb("plot " + (tmp.path / "sw").string() + " --out " + (tmp.path / "f.svg").string() +
+                           " --request");
+  REQUIRE_MESSAGE(req.code == 0, req.out);
+  const Json labels = Json::parse(req.out.substr(req.out.find('{'))).at("sweep").at("labels");
+  CHECK(labels == Json::parse(R"J([{"rows": ["RoPE (plain)", "RoPE + YaRN (s = 2)"],
+                                   "tasks": {"markov": "order-1 chain"}}])J"));
 }
 
 }  // namespace labels_test

@@ -4,7 +4,7 @@ task, for a metric that names its "learned" key), and the rows and lengths a req
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import RequestError, finite, require
 
@@ -112,6 +112,25 @@ class Results:
     multipliers: list
     seeds: list
     rows: list  # the rows as read (dicts)
+    task_labels: dict = field(default_factory=dict)  # task -> its name in figures, as the request's labels give it
+
+    def task_label(self, task):
+        """What figures call `task`: the name rpb sent (label_rows), else the task's own."""
+        return self.task_labels.get(task, task)
+
+    def label_rows(self, labels):
+        """Takes the labels rpb sent for this file (a request's sweep "labels" entry: {"rows": [...], "tasks":
+        {...}}, made by rpb as its tables name the rows and tasks, train/sweep/labels.h): each row's legend text
+        ("shown") and the task names. Labels are rpb's alone: without them (None) a row is shown as its method and a
+        task as its name."""
+        if not isinstance(labels, dict):
+            return
+        rows, tasks = labels.get("rows"), labels.get("tasks")
+        if isinstance(rows, list) and len(rows) == len(self.rows) and all(isinstance(x, str) for x in rows):
+            for row, label in zip(self.rows, rows):
+                row["shown"] = label
+        if isinstance(tasks, dict):
+            self.task_labels.update({k: v for k, v in tasks.items() if isinstance(v, str)})
 
 
 RESULTS_FORMAT = "rpb-results-7"  # the results.json format written: rows carry their "scheme", "protocol", "bytes",

@@ -60,12 +60,14 @@ class Panel:
 
 
 def _labels(pairs):
-    """The legend label of each (results, row): its method, with the sweep's name when two sweeps share one, and
-    its sliding-window stride when its method does not name it (a sweep whose config sets run.eval_stride)."""
+    """The legend label of each (results, row): what rpb sent as its label (Results.label_rows: as rpb's tables name
+    it), else its method; with the sweep's name when two sweeps share its method, and its sliding-window stride when
+    its method does not name it (a sweep whose config sets run.eval_stride)."""
     seen = {}
     for res, row in pairs:
         seen.setdefault((row["task"], row["method"]), set()).add(res.name)
-    return [row["method"] + (" (%s)" % res.name if len(seen[(row["task"], row["method"])]) > 1 else "")
+    return [(row.get("shown") or row["method"])
+            + (" (%s)" % res.name if len(seen[(row["task"], row["method"])]) > 1 else "")
             + _protocol_note(row) for res, row in pairs]
 
 
@@ -108,7 +110,10 @@ def length_panels(pairs, metric, lengths, styles, empty=False):
             continue
         trains = {res.train_length for res, _ in mine}
         ticks = sorted(xs)
-        title = "%s (trained at %s)" % (task, "/".join(map(str, sorted(trains))))
+        names = dict.fromkeys(res.task_label(task) for res, _ in mine)
+        trained = "/".join(map(str, sorted(trains)))
+        title = "%s (trained at %s)" % (" / ".join(names), ("grid side " + trained) if _task_is_grid(mine, styles)
+                                        else trained + " tokens")
         title += ": no %s at any length" % metric.key if nothing else ""
         grid = _task_is_grid(mine, styles)
         panels.append(Panel(title, metric, series, _optimum(mine, metric), ticks,

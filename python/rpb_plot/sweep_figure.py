@@ -94,6 +94,8 @@ def sweep_panels(request_sweep, styles):
     """[[Panel or None per column] per metric row] for a request's "sweep" block: a metric row holds the
     columns (tasks) where some selected row has a value of it, each task in the same column in every row."""
     results = [read_results(results_path(p)) for p in request_sweep["results"]]
+    for res, labels in zip(results, request_sweep.get("labels") or []):
+        res.label_rows(labels)
     pairs = select_rows(results, request_sweep.get("tasks") or [], request_sweep.get("methods") or [])
     lengths = request_sweep.get("lengths") or []
     if lengths:

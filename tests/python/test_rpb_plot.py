@@ -304,6 +304,22 @@ class SweepFigureTest(FigureChecks):
     def test_nothing_clipped(self):
         self.assert_nothing_clipped(self.fig)
 
+    def test_labels_rpb_sent(self):
+        # The legend and the panel's title say what rpb sent (train/sweep/labels.h: its tables' names), never a row's
+        # method where a label came; a request without labels shows methods and task names.
+        with open(os.path.join(DATA, "results.json")) as f:
+            rows = json.load(f)["rows"]
+        shown = ["%s | shown" % row["method"] for row in rows]
+        fig = rpb_plot.draw(sweep_request(["results.json"], tasks=["lag"], metrics=["perplexity"],
+                                          labels=[{"rows": shown, "tasks": {"lag": "Lag task"}}]))
+        (ax,) = fig.axes
+        self.assertIn("t5 | shown", method_lines(ax))
+        self.assertNotIn("t5", method_lines(ax))
+        self.assertTrue(ax.get_title().startswith("Lag task (trained at 16 tokens)"), ax.get_title())
+        (ax,) = rpb_plot.draw(sweep_request(["results.json"], tasks=["lag"], metrics=["perplexity"])).axes
+        self.assertIn("t5", method_lines(ax))
+        self.assertTrue(ax.get_title().startswith("lag (trained at 16 tokens)"), ax.get_title())
+
     def test_filters(self):
         fig = rpb_plot.draw(sweep_request(["results.json"], tasks=["lag"], methods=["t5", "alibi"],
                                           lengths=[16, "4x"], metrics=["perplexity"], ylim=[11, 12]))
