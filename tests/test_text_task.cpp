@@ -219,7 +219,13 @@ TEST_CASE("text task: the splits by content, the stored tokenizer, and a corpus 
   data::TaskOptions again = o;
   again.stored_tokenizer = std::make_shared<const data::TokenizerRecord>(t.record());
   again.use = data::DataUse::evaluate;
-  CHECK(data::make_task(again)->test_stream() == more->test_stream());
+  const auto evaluated = data::make_task(again);
+  CHECK(evaluated->test_stream() == more->test_stream());
+  // The splits an evaluation does not encode are not built, not of 0 tokens; training counts every split's.
+  CHECK(contains(evaluated->describe(), "train 2 documents, 18 bytes, not built; valid 3 documents, 25 bytes, not built; "
+                                        "test 4 documents, 35 bytes, 31 tokens"));
+  CHECK(contains(more->describe(), "train 2 documents, 18 bytes, 16 tokens; valid 3 documents, 25 bytes, 22 tokens; "
+                                   "test 4 documents, 35 bytes, 31 tokens"));
   write(dir.path / "c" / "j.txt", "ü\n");  // a valid document: training encodes it
   again.use = data::DataUse::train;
   CHECK(contains(error_of([&] { data::make_task(again); }), "j.txt: chars tokenizer: character U+00FC"));
