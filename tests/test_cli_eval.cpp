@@ -285,6 +285,41 @@ TEST_CASE("eval --data: what cannot be a text (a FIFO, a device, a missing path)
   CHECK(records() == before);
 }
 
+TEST_CASE("eval of a text run reads its recorded task.path when it holds the training text, else names --data") {
+  TempDir tmp("evalrecorded");
+  const fs::path run = train_bytes_text_run(tmp.path), corpus = tmp.path / "corpus.txt", copy = tmp.path / "copy.txt";
+  fs::copy_file(corpus, copy);
+  const CommandResult recorded = rpb_stdout("eval " + run.string() + " --no-record");
+  CHECK_MESSAGE(recorded.code == 0, recorded.out);
+  CHECK(recorded.out == rpb_stdout("eval " + run.string() + " --data " + corpus.string() + " --no-record").out);
+  // The splits it did not encode are not built, not of 0 tokens; the test split's tokens are counted.
+  CHECK(std::regex_search(recorded.out, std::regex("train \\d+ documents, \\d+ bytes, not built; valid \\d+ "
+                                                   "documents, \\d+ bytes, not built; test \\d+ documents, \\d+ "
+                                                   "bytes, [1-9]\\d* tokens")));
+  CHECK(!contains(recorded.out, " 0 tokens"));
+  // Other text at the recorded path: refused by its digest, naming the key, --data and --other-text.
+  std::ofstream(corpus, std::ios::app) << "\nA paragraph the training text did not hold.\n";
+  const CommandResult other = run_rpb("eval " + run.string() + " --no-record");
+  CHECK(other.code == 2);
+  CHECK(contains(other.out, "eval: the corpus " + corpus.string() + " (task.path) is not the one "));
+  CHECK(contains(other.out, "pass the training text with --data, or --other-text to eval on this one"));
+  const CommandResult intended = rpb_stdout("eval " + run.string() + " --other-text --no-record");
+  CHECK(intended.code == 0);
+  CHECK(contains(intended.out, "on another text than the training text"));
+  CHECK(rpb_stdout("eval " + run.string() + " --data " + copy.string() + " --no-record").code == 0);
+  // Nothing at the recorded path, or what cannot be a text (a FIFO, which is never opened): --data names another.
+  fs::remove(corpus);
+  const CommandResult gone = run_rpb("eval " + run.string() + " --no-record");
+  CHECK(gone.code == 2);
+  CHECK(contains(gone.out, "was trained on task.path " + corpus.string()));
+  CHECK(contains(gone.out, "which does not exist now; pass the text to evaluate on with --data PATH"));
+  REQUIRE(::mkfifo(corpus.c_str(), 0600) == 0);
+  const CommandResult fifo = run_rpb("eval " + run.string() + " --no-record");
+  CHECK(fifo.code == 2);
+  CHECK(contains(fifo.out, "which is a FIFO now; pass the text to evaluate on with --data PATH"));
+  CHECK(rpb_stdout("eval " + run.string() + " --data " + copy.string() + " --no-record").code == 0);
+}
+
 TEST_CASE("generate prints a text run's bytes as UTF-8, an invalid sequence as U+FFFD, and ends with a newline") {
   TempDir tmp("gentext");
   const std::string run = train_bytes_text_run(tmp.path).string();

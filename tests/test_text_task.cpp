@@ -266,10 +266,11 @@ TEST_CASE("text task end to end: train on a folder with SentencePiece, generate 
   const rpb::testing::CommandResult inspect = rpb::testing::run_rpb("inspect " + run);
   CHECK(contains(inspect.out, "tokenizer sentencepiece (500 pieces"));
 
-  // eval needs the text, scores it with the stored tokenizer, and reports bits per byte.
+  // eval reads the text (the recorded task.path, moved away: --data), scores it with the stored tokenizer, and
+  // reports bits per byte.
   const rpb::testing::CommandResult none = rpb::testing::run_rpb("eval " + run);
   CHECK(none.code == 2);
-  CHECK(contains(none.out, "pass the text to evaluate on with --data PATH"));
+  CHECK(contains(none.out, "which does not exist now; pass the text to evaluate on with --data PATH"));
   const std::string moved = (dir.path / "moved").string();
   const rpb::testing::CommandResult eval = rpb::testing::run_rpb("eval " + run + " --data " + moved + " --json");
   CHECK_MESSAGE(eval.code == 0, eval.out);

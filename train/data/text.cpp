@@ -77,7 +77,7 @@ std::optional<CachedSplits> cached_splits(const std::string& dir, const std::str
 
 }  // namespace
 
-TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
+TextTask::TextTask(const TaskOptions& options) : path_(options.path), path_key_(options.path_key) {
   // The KJV text the kjv task writes from Debian's bible-kjv: written here too when it is missing, so that a text
   // config on it runs on a fresh machine (not when a checkpoint is read: TaskOptions::generate_missing).
   if (options.generate_missing && options.path == kjv_text_path("") && !std::filesystem::exists(options.path))
