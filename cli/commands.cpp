@@ -195,9 +195,8 @@ CommandRunner add_eval(CLI::App& cmd) {
   cmd.add_option("--data,--kjv-path", a->eval.kjv_path,
                  "the text to evaluate on (kjv runs: default checkpoints/data/kjv.txt; " +
                      join(data::task_names_with(&data::TaskInfo::stores_tokenizer), ", ") +
-                     " runs: the corpus, a file or a folder, encoded with the checkpoint's tokenizer; the checkpoint's "
-                     "own path is never used); it must be the training text (its SHA-256 is checked) unless "
-                     "--other-text");
+                     " runs: the corpus, a file or a folder, encoded with the checkpoint's tokenizer; default: the "
+                     "run's task.path); it must be the training text (its SHA-256 is checked) unless --other-text");
   cmd.add_flag("--other-text", a->eval.other_text,
                join(data::task_names_with(&data::TaskInfo::reads_text), ", ") +
                    " runs: evaluate on a text other than the one the checkpoint was trained on (kjv: the same "

@@ -121,19 +121,42 @@ void check_lengths_option(const std::vector<int64_t>& lengths) {
       throw UsageError("eval --lengths: " + std::to_string(l) + " is listed twice; expected each length once");
 }
 
-// --data PATH, the text a run of a task that reads one is scored on: checked before the task reads it, so what cannot
-// be a text (a FIFO, a device, a socket, a missing path) is refused naming the flag the user gave, not the stored
-// config's key (task.path) the task reads it as. A folder passes: a text run reads a folder of files (a kjv run
-// refuses it, naming the kjv text).
-void check_data_path(const std::string& path) {
-  const std::string expected = "expected the text to evaluate on: a regular file (or, for a run of one's own text, a "
-                               "folder of files)";
+// The text a run of a task that reads one is scored on, checked before the task reads it, so that what cannot be a
+// text (a FIFO, a device, a socket, a missing path) is refused naming what the user gave: --data PATH (rpb::Error),
+// or, without it, the stored config's task.path of a run of one's own text (rpb::UsageError naming --data: the way on
+// is a flag). A folder passes: a text run reads a folder of files (a kjv run refuses it, naming the kjv text).
+void check_text_path(const std::string& path, const std::string& recorded_in) {
   struct stat st{};
-  if (::stat(path.c_str(), &st) != 0)
-    throw Error("eval --data " + printable(path) + ": " + (errno == ENOENT ? "does not exist" : std::strerror(errno)) +
-                "; " + expected);
-  if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-    throw Error("eval --data " + printable(path) + ": is " + mode_kind(st.st_mode) + "; " + expected);
+  const bool found = ::stat(path.c_str(), &st) == 0;
+  if (found && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return;
+  const std::string what = !found ? (errno == ENOENT ? "does not exist" : std::strerror(errno))
+                                  : "is " + mode_kind(st.st_mode);
+  if (!recorded_in.empty())
+    throw UsageError("eval: " + printable(recorded_in) + " was trained on task.path " + printable(path) +
+                     " (its stored config's; a relative path reads from the current folder), which " + what +
+                     " now; pass the text to evaluate on with --data PATH");
+  throw Error("eval --data " + printable(path) + ": " + what + "; expected the text to evaluate on: a regular file (or, "
+              "for a run of one's own text, a folder of files)");
+}
+
+// The text `cfg` (a run of `task`, which reads one) is scored on, set in cfg.task: --data's; or without it, kjv's
+// default path, or for a run of one's own text (a stored tokenizer) the stored config's task.path, which must hold
+// the text whose digest checkpoint `file` records (compared once it is read: check_data_identity). Returns the path.
+std::string set_eval_text(RunConfig& cfg, const data::TaskInfo& task, const EvalOptions& o, const std::string& file) {
+  if (!o.kjv_path.empty()) check_text_path(o.kjv_path, "");
+  if (!task.stores_tokenizer) {
+    cfg.task.*task.text_path = o.kjv_path;  // kjv: "" reads the default path, never the stored one
+    return data::kjv_text_path(o.kjv_path);
+  }
+  if (!o.kjv_path.empty()) {
+    cfg.task.*task.text_path = o.kjv_path;
+    cfg.task.path_key = "eval --data";
+    return o.kjv_path;
+  }
+  // A stored tokenizer comes with the text's digest (/data, read_data_identity), which check_data_identity compares.
+  const std::string& recorded = cfg.task.*task.text_path;
+  check_text_path(recorded, file);
+  return recorded;
 }
 
 // A line of the evaluation in the run's train.log (appended with one write, like the run's own lines).
@@ -302,25 +325,17 @@ int cmd_eval(const EvalOptions& o) {
   const Checkpoint& c = stored.checkpoint;
   RunConfig& cfg = stored.config;
   const data::TaskInfo& task = data::task_info(cfg.task.kind);
-  if (task.stores_tokenizer) {  // the user's corpus, encoded by the checkpoint's tokenizer
-    if (o.kjv_path.empty())
-      throw UsageError("eval: " + ref.file + " is a " + cfg.task.kind + " run: pass the text to evaluate on with "
-                       "--data PATH (the checkpoint's own " + task.text_key + " is never read)");
+  if (task.stores_tokenizer) {  // one's own corpus, encoded by the checkpoint's tokenizer
     if (c.data.tokenizer.empty())
       throw Error("eval: " + ref.file + ": a " + cfg.task.kind + " run's checkpoint without its tokenizer "
                   "(/data/tokenizer_model)");
     cfg.task.stored_tokenizer = std::make_shared<const data::TokenizerRecord>(c.data.tokenizer);
   }
+  cfg.task.generate_missing = false;  // the task's data is read, never written
   if (task.reads_text) {
-    const std::string path = task.stores_tokenizer ? o.kjv_path : data::kjv_text_path(o.kjv_path);
-    if (!o.kjv_path.empty()) check_data_path(o.kjv_path);
-    out.inputs.push_back({std::string(task.name) + " text", path});
+    out.inputs.push_back({std::string(task.name) + " text", set_eval_text(cfg, task, o, ref.file)});
     if (!o.out.empty()) check_output_file(o.out, out);
-    // The task's data is the user's, never the file's: a stored path is not read, and no data file is written.
-    cfg.task.*task.text_path = o.kjv_path;
-    if (task.stores_tokenizer) cfg.task.path_key = "eval --data";
   }
-  cfg.task.generate_missing = false;
   apply_eval_options(cfg, o);
   if (o.diagnostics) cfg.eval_diagnostics = true;
   check_stored_model(c, cfg, checkpoint_vocab(c, cfg, ref.file), ref.file);

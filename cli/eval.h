@@ -17,8 +17,11 @@ namespace rpb {
 struct EvalOptions {
   std::string checkpoint;        // a checkpoint file, a run folder (its `latest`) or a run folder's `latest` file
   std::vector<int64_t> lengths;  // multiples of the train length; empty: the config's eval_multipliers
-  std::string kjv_path;          // kjv runs: the text ("": the default path), never the one stored in the checkpoint
-  bool other_text = false;       // kjv runs: a text other than the training text is intended (train/checkpoint/data_identity.h)
+  /// --data: the text of a run that reads one. "": kjv's default path (never the one stored in the checkpoint), or
+  /// for a run of one's own text (text, passkey_text) the stored task.path, when it holds the text whose digest the
+  /// checkpoint records.
+  std::string kjv_path;
+  bool other_text = false;       // a text other than the training text is intended (train/checkpoint/data_identity.h)
   int64_t tokens = 0;            // > 0: target tokens scored at every length, instead of run.eval_tokens
   std::string untrained;         // "keep" or "nearest": position.untrained ("": the stored config's)
   std::optional<int64_t> stride;  // run.eval_stride: 0 nonoverlapping, S sliding windows (absent: the stored config's)
@@ -42,6 +45,9 @@ struct EvalOptions {
 /// `json`, `no_record` and `out` change where it goes, not what it holds. The record carries the provenance
 /// (train/io/provenance.h: rpb's version and commit, the command line, the date).
 /// `lengths` holding a length twice, or more than run_limits::kMaxLengths, is refused (rpb::UsageError) first.
+/// A run of one's own text without `kjv_path` reads its stored task.path: one that is missing or not a file or a
+/// folder, a checkpoint that records no digest of its text, and (unless `other_text`) a text of another digest are
+/// refused with rpb::UsageError naming --data.
 int cmd_eval(const EvalOptions& options);
 
 /// The record of `results`, evaluated by `run` from the checkpoint `file` at `step`; `sha256` is the digest of the

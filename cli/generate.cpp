@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "core/text.h"
+#include "core/unicode.h"
 #include "nn/generate.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/checkpoint/checkpoint_finite.h"
@@ -125,7 +126,8 @@ std::vector<int64_t> encode_text_prompt(const data::Tokenizer& tokenizer, const 
 
 
 // What turns ids into output: kjv characters or a tokenizer's text (escaped for the terminal; a character whose
-// bytes span tokens is printed once whole), or ids. With a tokenizer, the ids from `passkey` on (a passkey_text
+// bytes span tokens is printed once whole; bytes that are not UTF-8 print as U+FFFD, as Python's errors="replace"
+// decodes them), or ids. With a tokenizer, the ids from `passkey` on (a passkey_text
 // model's digits and markers) print as the digits and data::passkey_marker_text's markers.
 struct Printer {
   const data::KjvTask* kjv = nullptr;
@@ -144,7 +146,7 @@ struct Printer {
     } else if (tokenizer) {
       pending += tokenizer->token_bytes(static_cast<int32_t>(id));
       const std::size_t n = data::printable_prefix(pending);
-      std::cout << terminal_text(pending.substr(0, n));
+      std::cout << terminal_text(replace_invalid_utf8(pending.substr(0, n)));
       pending.erase(0, n);
     } else {
       std::cout << (first ? "" : " ") << id;
@@ -153,7 +155,7 @@ struct Printer {
     std::cout.flush();
   }
   void finish() {
-    if (!pending.empty()) std::cout << terminal_text(pending);  // an incomplete character, escaped
+    if (!pending.empty()) std::cout << terminal_text(replace_invalid_utf8(pending));  // an incomplete character
     pending.clear();
   }
 };

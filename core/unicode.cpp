@@ -37,28 +37,61 @@ std::string hex(unsigned value, int digits) {
 
 }  // namespace
 
-std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+namespace {
+
+// How many bytes of s[i..] agree with a well-formed UTF-8 sequence of 2 to 4 bytes, which needs `want` bytes (0 when
+// s[i] cannot start one: an ASCII byte, a continuation byte, 0xc0, 0xc1, 0xf5..0xff). The sequence is whole when the
+// count is `want`; less is Unicode's maximal subpart of an ill-formed one (at least its first byte).
+std::size_t utf8_matched(std::string_view s, std::size_t i, std::size_t& want) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char c = byte(i);
-  std::size_t n = 0;
   unsigned char lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
-  if (c >= 0xc2 && c <= 0xdf) n = 2;
-  else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
+  want = 0;
+  if (c >= 0xc2 && c <= 0xdf) {
+    want = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    want = 3;
     if (c == 0xe0) lo = 0xa0;
     if (c == 0xed) hi = 0x9f;
   } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
+    want = 4;
     if (c == 0xf0) lo = 0x90;
     if (c == 0xf4) hi = 0x8f;
   } else {
     return 0;
   }
-  if (i + n > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k)
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
-  return n;
+  std::size_t k = 1;
+  for (; k < want && i + k < s.size(); ++k) {
+    if (byte(i + k) < lo || byte(i + k) > hi) break;
+    lo = 0x80;  // the third and fourth bytes: any continuation byte
+    hi = 0xbf;
+  }
+  return k;
+}
+
+}  // namespace
+
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+  std::size_t want = 0;
+  const std::size_t k = utf8_matched(s, i, want);
+  return want > 0 && k == want ? want : 0;
+}
+
+std::string replace_invalid_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (std::size_t i = 0; i < bytes.size();) {
+    if (static_cast<unsigned char>(bytes[i]) < 0x80) {
+      out += bytes[i++];
+      continue;
+    }
+    std::size_t want = 0;
+    const std::size_t k = utf8_matched(bytes, i, want);
+    if (want > 0 && k == want) out.append(bytes.substr(i, k));
+    else out += "\xef\xbf\xbd";  // U+FFFD REPLACEMENT CHARACTER for the maximal subpart
+    i += std::max<std::size_t>(k, 1);
+  }
+  return out;
 }
 
 char32_t decode_utf8(std::string_view s, std::size_t i, std::size_t n) {

@@ -13,6 +13,18 @@ namespace rpb {
 /// nothing past U+10FFFF), or 0 when s[i] does not start one (an ASCII byte included).
 std::size_t utf8_sequence(std::string_view s, std::size_t i);
 
+/// `bytes` as UTF-8 text: each maximal subpart of an ill-formed sequence (the longest start of a well-formed one, or
+/// a single byte that starts none) replaced by U+FFFD REPLACEMENT CHARACTER, as Unicode recommends and Python's
+/// bytes.decode("utf-8", errors="replace") does; valid UTF-8 passes unchanged.
+///
+/// @code
+/// CHECK(rpb::replace_invalid_utf8("caf\xc3\xa9") == "caf\xc3\xa9");
+/// CHECK(rpb::replace_invalid_utf8("\xd3n") == "\xef\xbf\xbdn");           // a lead byte without its continuation
+/// CHECK(rpb::replace_invalid_utf8("\xe2\x82!") == "\xef\xbf\xbd!");       // one U+FFFD for a cut sequence
+/// CHECK(rpb::replace_invalid_utf8("\xc0\x80") == "\xef\xbf\xbd\xef\xbf\xbd");  // an overlong form: byte by byte
+/// @endcode
+std::string replace_invalid_utf8(std::string_view bytes);
+
 /// The code point of the valid UTF-8 sequence of `n` bytes (1 to 4, as utf8_sequence measured it) at s[i].
 char32_t decode_utf8(std::string_view s, std::size_t i, std::size_t n);
 

@@ -4,6 +4,7 @@
     model, config = rpb_torch.load("checkpoints/t5/step_00000600.h5")   # eval mode, strict=True load
     logits = model(torch.tensor([[1, 2, 3]]))                            # (B, T, vocab)
     rpb_torch.perplexity(model, tokens, length=64)                       # exp(mean NLL), as `rpb eval`
+    rpb_torch.tokenizer("checkpoints/t/step_00000600.h5").encode("text")   # a text run's ids (rpb_tokenizer.py)
 
 The model is rpb's nn::LanguageModel (nn/transformer.cpp, nn/attention.cpp, nn/layers.cpp): token embedding
 (times sqrt(d_model) under the `scaled` recipe of model.embedding) (plus the absolute position embedding of `learned` and `sinusoidal`), pre-LN blocks x + attn(ln1(x)),
@@ -17,18 +18,20 @@ Parameter names are rpb's checkpoint names, so `load_state_dict(strict=True)` ch
 
 The config is read strictly: every key the model needs must be in the checkpoint's `config` attribute (a
 missing one raises KeyError naming it); there is no second list of defaults here. The vocabulary is the
-row count of /params/tok.weight. Needs torch, h5py and Python 3.11 (tomllib).
+row count of /params/tok.weight. Needs torch, h5py and Python 3.11 (tomllib). The tokenizer a text run's
+checkpoint stores is python/rpb_tokenizer.py's (read here as rpb_torch.tokenizer; its docstring says what it checks
+of the stored model, and what it does not).
 """
 import math
 import tomllib
 
-import h5py
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-FORMAT_VERSION = 1  # train/checkpoint/checkpoint.cpp's kCheckpointFormatVersion
+from rpb_tokenizer import FORMAT_VERSION, Tokenizer, open_checkpoint, tokenizer  # noqa: F401 (rpb_torch.tokenizer)
+
 LAYER_NORM_EPS = 1e-5  # nn/layers.h: LayerNorm's default, not a config key
 
 
@@ -487,10 +490,7 @@ class LanguageModel(nn.Module):
 def read_checkpoint(path):
     """(config dict, {name: tensor}) of an rpb checkpoint: its `config` attribute parsed as TOML, and /params
     with /buffers. Refuses another format version."""
-    with h5py.File(path, "r") as f:
-        version = int(f.attrs["format_version"])
-        if version != FORMAT_VERSION:
-            raise ValueError(f"{path}: format_version {version}, rpb_torch reads {FORMAT_VERSION}")
+    with open_checkpoint(path) as f:
         text = f.attrs["config"]
         if isinstance(text, bytes):  # checkpoints of rpb before variable-length strings
             text = text.decode("utf-8")

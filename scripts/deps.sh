@@ -9,6 +9,7 @@ PACKAGES=(g++ cmake make pkg-config
   libsentencepiece-dev  # the text task's sentencepiece tokenizer (train/data/tokenizer_sentencepiece.cpp)
   clang-14 libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (scripts/test.sh)
   python3-torch python3-h5py  # python/rpb_torch.py and its test (tests/python), bench/torch_models.py
+  python3-sentencepiece  # rpb_torch.tokenizer (python/rpb_tokenizer.py): a checkpoint's SentencePiece model in Python
   python3-matplotlib  # python/rpb_plot/: every figure rpb draws (rpb plot, the sweep's, inspect --plot)
   texlive-latex-base texlive-latex-recommended  # pdflatex: results.tex compiles and fits a page (latex.results_fit)
   libopenmpi-dev openmpi-bin)  # data-parallel training and distributed sweeps (train/dist/distributed.h, mpirun)

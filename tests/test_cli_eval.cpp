@@ -238,19 +238,28 @@ TEST_CASE("eval of a checkpoint outside a run folder writes nothing unless --out
   CHECK(std::distance(fs::directory_iterator(shared), fs::directory_iterator()) == 1);
 }
 
-TEST_CASE("eval --data: what cannot be a text (a FIFO, a device, a missing path) is refused naming the flag") {
-  TempDir tmp("evaldata");
-  const fs::path corpus = tmp.path / "corpus.txt";
+namespace {
+
+// A text run of bytes trained briefly on <dir>/corpus.txt (a copy of the GPL): its run folder <dir>/t.
+fs::path train_bytes_text_run(const fs::path& dir) {
+  const fs::path corpus = dir / "corpus.txt";
   fs::copy_file("/usr/share/common-licenses/GPL-3", corpus);
-  const fs::path config = tmp.path / "text.toml";
-  std::ofstream(config) << "[run]\nname = \"t\"\nout_dir = \"" << tmp.path.string()
+  const fs::path config = dir / "text.toml";
+  std::ofstream(config) << "[run]\nname = \"t\"\nout_dir = \"" << dir.string()
                         << "\"\nsteps = 2\nbatch = 2\nlength = 16\nlog_every = 1\neval_multipliers = [1]\n"
                            "eval_tokens = 64\n[model]\nd_model = 8\nheads = 2\nlayers = 1\nd_ff = 16\n[task]\n"
                            "kind = \"text\"\npath = \"" << corpus.string()
                         << "\"\ndocuments = \"blank_lines\"\ntokenizer = \"bytes\"\nvalid_fraction = 0.1\n"
                            "test_fraction = 0.1\n[optim]\nwarmup_steps = 1\n";
   REQUIRE(rpb_stdout("train " + config.string()).code == 0);
-  const fs::path run = tmp.path / "t", fifo = tmp.path / "fifo";
+  return dir / "t";
+}
+
+}  // namespace
+
+TEST_CASE("eval --data: what cannot be a text (a FIFO, a device, a missing path) is refused naming the flag") {
+  TempDir tmp("evaldata");
+  const fs::path run = train_bytes_text_run(tmp.path), fifo = tmp.path / "fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   const auto records = [&] { return std::distance(fs::directory_iterator(run / "eval"), fs::directory_iterator()); };
   const auto before = records();
@@ -274,6 +283,55 @@ TEST_CASE("eval --data: what cannot be a text (a FIFO, a device, a missing path)
   CHECK(contains(bad.out, "eval --data: " + latin1.string() + " is not UTF-8 text"));
   CHECK(!contains(bad.out, "task.path"));
   CHECK(records() == before);
+}
+
+TEST_CASE("eval of a text run reads its recorded task.path when it holds the training text, else names --data") {
+  TempDir tmp("evalrecorded");
+  const fs::path run = train_bytes_text_run(tmp.path), corpus = tmp.path / "corpus.txt", copy = tmp.path / "copy.txt";
+  fs::copy_file(corpus, copy);
+  const CommandResult recorded = rpb_stdout("eval " + run.string() + " --no-record");
+  CHECK_MESSAGE(recorded.code == 0, recorded.out);
+  CHECK(recorded.out == rpb_stdout("eval " + run.string() + " --data " + corpus.string() + " --no-record").out);
+  // The splits it did not encode are not built, not of 0 tokens; the test split's tokens are counted.
+  CHECK(std::regex_search(recorded.out, std::regex("train \\d+ documents, \\d+ bytes, not built; valid \\d+ "
+                                                   "documents, \\d+ bytes, not built; test \\d+ documents, \\d+ "
+                                                   "bytes, [1-9]\\d* tokens")));
+  CHECK(!contains(recorded.out, " 0 tokens"));
+  // Other text at the recorded path: refused by its digest, naming the key, --data and --other-text.
+  std::ofstream(corpus, std::ios::app) << "\nA paragraph the training text did not hold.\n";
+  const CommandResult other = run_rpb("eval " + run.string() + " --no-record");
+  CHECK(other.code == 2);
+  CHECK(contains(other.out, "eval: the corpus " + corpus.string() + " (task.path) is not the one "));
+  CHECK(contains(other.out, "pass the training text with --data, or --other-text to eval on this one"));
+  const CommandResult intended = rpb_stdout("eval " + run.string() + " --other-text --no-record");
+  CHECK(intended.code == 0);
+  CHECK(contains(intended.out, "on another text than the training text"));
+  CHECK(rpb_stdout("eval " + run.string() + " --data " + copy.string() + " --no-record").code == 0);
+  // Nothing at the recorded path, or what cannot be a text (a FIFO, which is never opened): --data names another.
+  fs::remove(corpus);
+  const CommandResult gone = run_rpb("eval " + run.string() + " --no-record");
+  CHECK(gone.code == 2);
+  CHECK(contains(gone.out, "was trained on task.path " + corpus.string()));
+  CHECK(contains(gone.out, "which does not exist now; pass the text to evaluate on with --data PATH"));
+  REQUIRE(::mkfifo(corpus.c_str(), 0600) == 0);
+  const CommandResult fifo = run_rpb("eval " + run.string() + " --no-record");
+  CHECK(fifo.code == 2);
+  CHECK(contains(fifo.out, "which is a FIFO now; pass the text to evaluate on with --data PATH"));
+  CHECK(rpb_stdout("eval " + run.string() + " --data " + copy.string() + " --no-record").code == 0);
+}
+
+TEST_CASE("generate prints a text run's bytes as UTF-8, an invalid sequence as U+FFFD, and ends with a newline") {
+  TempDir tmp("gentext");
+  const std::string run = train_bytes_text_run(tmp.path).string();
+  // The prompt's bytes come back: 0xd3 without its continuation and a cut 3-byte sequence are one U+FFFD each.
+  const CommandResult prompt =
+      rpb_stdout("generate " + run + " --prompt \"$(printf 'a\\323n \\342\\202')\" --tokens 0");
+  CHECK(prompt.code == 0);
+  CHECK(prompt.out == "a\xef\xbf\xbdn \xef\xbf\xbd\n");
+  const CommandResult sampled = rpb_stdout("generate " + run + " --prompt \"$(printf '\\323 ')\" --tokens 20 --seed 3");
+  CHECK(sampled.code == 0);
+  CHECK(sampled.out.rfind("\xef\xbf\xbd ", 0) == 0);
+  CHECK(sampled.out.back() == '\n');
 }
 
 TEST_CASE("generate from a markov run: ids, deterministic for a seed, bad prompts exit 2, learned tables end") {

@@ -3,8 +3,11 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/core.h"
+#include "core/unicode.h"
 #include "test_util.h"
 
 using namespace rpb;
@@ -274,6 +277,32 @@ TEST_CASE("every registry row names its op and family") {
     CHECK_FALSE(op.family.empty());
   }
   CHECK(std::string(op_name(OpKind::LayerNorm)) == "layer_norm");
+}
+
+TEST_CASE("replace_invalid_utf8 replaces each maximal subpart with U+FFFD, as Python's errors=\"replace\"") {
+  // Each case's U+FFFD count is what python3 gives for bytes.decode("utf-8", errors="replace").
+  const std::string r = "\xef\xbf\xbd";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\xd3n", r + "n"},                           // a lead byte without its continuation (generate's \xd3n)
+      {"\xe2\x82!", r + "!"},                      // a cut sequence: one U+FFFD
+      {"\xe2\x82", r},                             // cut at the end
+      {"\xf0\x9f\x98", r},                        // a cut 4-byte sequence
+      {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"},      // whole: unchanged
+      {"\xf0\x80\x80", r + r + r},                // overlong: 0x80 may not follow 0xf0
+      {"\xed\xa0\x80", r + r + r},                // a surrogate
+      {"\xf4\x90\x80\x80", r + r + r + r},         // past U+10FFFF
+      {"\xff\xfe", r + r},                         // never in UTF-8
+      {"\x80\xbf", r + r},                         // continuation bytes alone
+      {"x\xe0\x80y", "x" + r + r + "y"},
+      {"\xe0\xa0\xc2\xa9", r + "\xc2\xa9"},           // a cut sequence, then a whole one
+      {"plain \xe2\x82\xac", "plain \xe2\x82\xac"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(printable(c.first));
+    CHECK(rpb::replace_invalid_utf8(c.first) == c.second);
+  }
+  CHECK(rpb::utf8_sequence("\xe2\x82", 0) == 0);  // utf8_sequence shares the rule: a cut sequence is none
+  CHECK(rpb::utf8_sequence("\xe2\x82\xac", 0) == 3);
 }
 
 TEST_CASE("printable escapes what a terminal acts on and cuts long text") {

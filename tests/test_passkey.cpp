@@ -104,6 +104,15 @@ TEST_CASE("passkey: depth bins split the places into ten nonempty tenths") {
   CHECK(data::passkey_min_length(5) == 20);
 }
 
+TEST_CASE("passkey: the description counts the filler streams built, and says which an evaluation did not build") {
+  data::TaskOptions o = passkey_options();
+  CHECK(contains(data::PasskeyTask(o).describe(),
+                 "filler streams: train 1000 tokens, valid 300 tokens, test 300 tokens)"));
+  o.use = data::DataUse::evaluate;
+  CHECK(contains(data::PasskeyTask(o).describe(),
+                 "filler streams: train not built, valid not built, test 300 tokens)"));
+}
+
 TEST_CASE("passkey: held-out samples are fixed, sample k in depth bin k mod 10, only the answer scored") {
   const data::PasskeyTask task(passkey_options());
   Tensor in, tg, in2, tg2, vin, vtg;

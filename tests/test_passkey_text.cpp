@@ -78,10 +78,12 @@ TEST_CASE("passkey_text end to end: train on a folder, generate from the checkpo
                                       "task adds 12 (268 in all), but the model's embedding (/params/tok.weight) has "
                                       "412 rows"));
 
-  // eval needs the text and scores accuracy with the stored tokenizer; another text is refused by its digest.
+  // eval reads the text (the recorded task.path, moved away: --data) and scores accuracy with the stored tokenizer;
+  // another text is refused by its digest.
   const rpb::testing::CommandResult none = run_rpb("eval " + run);
   CHECK(none.code == 2);
-  CHECK(contains(none.out, "pass the text to evaluate on with --data PATH"));
+  CHECK(contains(none.out, "was trained on task.path " + corpus.string()));
+  CHECK(contains(none.out, "which does not exist now; pass the text to evaluate on with --data PATH"));
   const std::string moved = (dir.path / "moved").string();
   const rpb::testing::CommandResult eval = run_rpb("eval " + run + " --data " + moved + " --no-record");
   CHECK_MESSAGE(eval.code == 0, eval.out);
@@ -91,8 +93,13 @@ TEST_CASE("passkey_text end to end: train on a folder, generate from the checkpo
   CHECK(other.code == 2);
   CHECK(contains(other.out, "is not the one"));
   CHECK(run_rpb("eval " + run + " --data " + moved + " --other-text --no-record").code == 0);
-  // A resumed run continues on its own data.
+  // Back at the recorded path, with a paragraph more: refused by its digest, naming --data and --other-text.
   fs::rename(dir.path / "moved", corpus);
+  const rpb::testing::CommandResult recorded = run_rpb("eval " + run + " --no-record");
+  CHECK(recorded.code == 2);
+  CHECK(contains(recorded.out, "the corpus " + corpus.string() + " (task.path) is not the one"));
+  CHECK(contains(recorded.out, "pass the training text with --data, or --other-text"));
+  // A resumed run continues on its own data.
   const rpb::testing::CommandResult resume = run_rpb("train " + config + " --resume");
   CHECK(resume.code == 1);
   CHECK(contains(resume.out, "a resumed run continues on its own data"));

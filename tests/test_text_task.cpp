@@ -219,7 +219,13 @@ TEST_CASE("text task: the splits by content, the stored tokenizer, and a corpus 
   data::TaskOptions again = o;
   again.stored_tokenizer = std::make_shared<const data::TokenizerRecord>(t.record());
   again.use = data::DataUse::evaluate;
-  CHECK(data::make_task(again)->test_stream() == more->test_stream());
+  const auto evaluated = data::make_task(again);
+  CHECK(evaluated->test_stream() == more->test_stream());
+  // The splits an evaluation does not encode are not built, not of 0 tokens; training counts every split's.
+  CHECK(contains(evaluated->describe(), "train 2 documents, 18 bytes, not built; valid 3 documents, 25 bytes, not built; "
+                                        "test 4 documents, 35 bytes, 31 tokens"));
+  CHECK(contains(more->describe(), "train 2 documents, 18 bytes, 16 tokens; valid 3 documents, 25 bytes, 22 tokens; "
+                                   "test 4 documents, 35 bytes, 31 tokens"));
   write(dir.path / "c" / "j.txt", "ü\n");  // a valid document: training encodes it
   again.use = data::DataUse::train;
   CHECK(contains(error_of([&] { data::make_task(again); }), "j.txt: chars tokenizer: character U+00FC"));
@@ -260,10 +266,11 @@ TEST_CASE("text task end to end: train on a folder with SentencePiece, generate 
   const rpb::testing::CommandResult inspect = rpb::testing::run_rpb("inspect " + run);
   CHECK(contains(inspect.out, "tokenizer sentencepiece (500 pieces"));
 
-  // eval needs the text, scores it with the stored tokenizer, and reports bits per byte.
+  // eval reads the text (the recorded task.path, moved away: --data), scores it with the stored tokenizer, and
+  // reports bits per byte.
   const rpb::testing::CommandResult none = rpb::testing::run_rpb("eval " + run);
   CHECK(none.code == 2);
-  CHECK(contains(none.out, "pass the text to evaluate on with --data PATH"));
+  CHECK(contains(none.out, "which does not exist now; pass the text to evaluate on with --data PATH"));
   const std::string moved = (dir.path / "moved").string();
   const rpb::testing::CommandResult eval = rpb::testing::run_rpb("eval " + run + " --data " + moved + " --json");
   CHECK_MESSAGE(eval.code == 0, eval.out);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <hdf5.h>
 #include <signal.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <bit>
 #include <filesystem>
@@ -107,7 +108,7 @@ TEST_CASE("train loop: the logged loss is the mean of the steps since the previo
   Run each(loop_run(tmp.path, "", "each", {"run.log_every=1"}));
   each.train(false);
   Run fives(loop_run(tmp.path, "", "fives"));
-  fives.train(false);
+  const TrainSummary summary = fives.train(false);
   const auto per_step = load_checkpoint(read_latest(each.dir())).metrics;
   const auto rows = load_checkpoint(read_latest(fives.dir())).metrics;
   REQUIRE(per_step.size() == 24);
@@ -120,6 +121,12 @@ TEST_CASE("train loop: the logged loss is the mean of the steps since the previo
     CHECK(std::bit_cast<uint64_t>(r.loss) == std::bit_cast<uint64_t>(sum / static_cast<double>(r.step - from)));
     from = r.step;
   }
+  // The line that ends the run reports the last row's loss (steps 21 to 24), not the last step's, and says so.
+  REQUIRE(per_step.back().loss != rows.back().loss);
+  CHECK(std::bit_cast<uint64_t>(summary.last_loss) == std::bit_cast<uint64_t>(rows.back().loss));
+  CHECK(contains(file_text(fs::path(fives.dir()) / "train.log"),
+                 fmt::format("run fives: finished at step 24 (train loss {:.4f}, the mean over the last log interval "
+                             "as in metrics.csv); checkpoint ", rows.back().loss)));
 }
 
 TEST_CASE("train loop: SIGINT in a step saves that step, resumed, the run and metrics.csv match an uninterrupted one") {

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "core/parallel.h"
 #include "core/text.h"
@@ -77,6 +79,19 @@ std::string lead(const ProgressContext& c) { return c.prefix.empty() ? "" : c.pr
 // Who a run's summary lines are about: the sweep's prefix, else "run <name>:".
 std::string who(const ProgressContext& c, const std::string& name) {
   return c.prefix.empty() ? "run " + name + ":" : c.prefix;
+}
+
+// The loss the line that ends a run reports, and what it is: metrics.csv's last row when it is of the run's last step
+// (the mean training loss since the row before, as the step's log line shows it), else the last finite step's own
+// (a run stopped on a non-finite value logs no row at its step).
+std::pair<double, std::string> final_loss(const std::vector<MetricsRow>& metrics, int64_t step,
+                                          std::optional<double> last_step_loss) {
+  if (!metrics.empty() && metrics.back().step == step)
+    return {metrics.back().loss, fmt::format("train loss {:.4f}, the mean over the last log interval as in "
+                                             "metrics.csv", metrics.back().loss)};
+  if (last_step_loss)
+    return {*last_step_loss, fmt::format("train loss of the last finite step {:.4f}", *last_step_loss)};
+  return {std::nan(""), "no finite train loss"};
 }
 
 // The first parameter (in order) holding a NaN or an Inf: the likely cause of a non-finite loss.
@@ -406,7 +421,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
 
 TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logger& log, MetricsCsv* csv) {
   workload_->model().train();
-  double last_loss = metrics_.empty() ? 0.0 : metrics_.back().loss;
+  std::optional<double> last_loss;  // the last finite step's
   bool saved = false;  // a periodic save wrote the checkpoint of summary.step
   int signal = 0;      // the signal that ends the run (data-parallel: seen by some rank)
   const auto t0 = std::chrono::steady_clock::now();
@@ -467,9 +482,10 @@ TrainSummary Run::train_steps(int64_t start, TrainSummary& summary, spdlog::logg
              "of the {:.3f} ms per step on rank 0",
              1e3 * communication_s_ / steps, averager_.bytes(), 100 * communication_s_ / total, 1e3 * total / steps);
   }
-  summary.last_loss = last_loss;
+  std::string loss_text;
+  std::tie(summary.last_loss, loss_text) = final_loss(metrics_, summary.step, last_loss);
   if (lead_) summary.checkpoint = read_latest(dir_);
-  log.info("{} finished at step {} (loss {:.4f}); checkpoint {}", who(context_, config_.name), summary.step, last_loss,
+  log.info("{} finished at step {} ({}); checkpoint {}", who(context_, config_.name), summary.step, loss_text,
            summary.checkpoint);
   log.flush();
   return summary;

@@ -23,6 +23,8 @@ class MetricsCsv;
 
 struct TrainSummary {
   int64_t step = 0;                 // steps completed
+  /// The training loss the run's last line reports: metrics.csv's last row's (the mean over the last log interval)
+  /// when that row is of `step`, else the last finite step's own; NaN when no step had a finite loss.
   double last_loss = 0;
   bool resumed = false;
   bool stopped_non_finite = false;  // on_nonfinite = "stop" ended the run early

@@ -2,7 +2,9 @@
 score the same held-out tokens with `rpb eval` and with the PyTorch model rpb_torch builds from the checkpoint;
 the perplexities must agree to 1e-4 (relative) at 1x and 4x the train length. The copies of the scheme registry
 (rpb_torch's builders, its scaled schemes and per-layer modules, the keys each builder reads; this test's RUNS and
-CONFIG) are checked against `rpb schemes --json`: a difference fails naming it.
+CONFIG) are checked against `rpb schemes --json`: a difference fails naming it. rpb_torch.tokenizer gives the ids
+rpb's stored tokenizer gives (eval_tokens --encode) for a bytes, a chars and a SentencePiece text run (the last
+skipped where Python's sentencepiece is missing).
 
     /usr/bin/python3 tests/python/test_rpb_torch.py --rpb build/rpb --eval-tokens build/eval_tokens
 
@@ -22,6 +24,7 @@ import unittest
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ARGS = None
+HAVE_SENTENCEPIECE = False  # Python's sentencepiece (python3-sentencepiece): without it, its tokenizer is skipped
 TOLERANCE = 1e-4
 TRAIN_LENGTH = 16
 LENGTHS = [TRAIN_LENGTH, 4 * TRAIN_LENGTH]
@@ -312,8 +315,144 @@ class RpbTorch(unittest.TestCase):
         self.assertTrue(math.isfinite(rpb_torch.perplexity(model, [1] * 33, 16)))
 
 
+TEXT_CONFIG = """
+[run]
+name = "{tokenizer}"
+out_dir = "{out_dir}"
+steps = 1
+batch = 2
+length = 16
+log_every = 1
+eval_multipliers = [1]
+eval_tokens = 32
+
+[model]
+d_model = 8
+heads = 2
+layers = 1
+d_ff = 16
+
+[task]
+kind = "text"
+path = "{corpus}"
+documents = "blank_lines"
+tokenizer = "{tokenizer}"
+vocab = 400
+valid_fraction = 0.1
+test_fraction = 0.1
+
+[optim]
+warmup_steps = 1
+"""
+
+# The corpus's own characters beyond the GPL's ASCII (the chars tokenizer encodes no other).
+WIDE = "\u00c9t\u00e9 \u00fcber \u2713 \U0001F600 na\u00efve \u00e9\u00e9\u00e9"
+
+
+class Tokenizers(unittest.TestCase):
+    """rpb_torch.tokenizer against rpb: the ids of a text from each kind of stored tokenizer (eval_tokens --encode
+    prints the ids rpb's stored tokenizer gives a file, as `rpb generate` encodes a prompt), and the cheap checks of
+    the stored model."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="rpb_tokenizer_")
+        corpus = os.path.join(cls.tmp.name, "corpus.txt")
+        with open("/usr/share/common-licenses/GPL-3") as src, open(corpus, "w") as dst:
+            dst.write(src.read() + "\n\n" + WIDE + "\n")
+        cls.checkpoints = {}
+        for kind in ("bytes", "chars", "sentencepiece"):
+            config = os.path.join(cls.tmp.name, kind + ".toml")
+            with open(config, "w") as f:
+                f.write(TEXT_CONFIG.format(tokenizer=kind, out_dir=cls.tmp.name, corpus=corpus))
+            subprocess.run([ARGS.rpb, "train", config], check=True, capture_output=True)
+            cls.checkpoints[kind] = os.path.join(cls.tmp.name, kind, "step_00000001.h5")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def rpb_ids(self, checkpoint, text):
+        path = os.path.join(self.tmp.name, "text.txt")
+        with open(path, "w") as f:
+            f.write(text)
+        out = subprocess.run([ARGS.eval_tokens, checkpoint, "--encode", path], check=True, capture_output=True,
+                             text=True).stdout
+        return [int(t) for t in out.split()]
+
+    def test_ids_are_rpbs(self):
+        # Lines of the GPL, a line past 1024 bytes (cut at a space), one with none for 1500 bytes, runs past 64 KiB
+        # without a space (cut at a character boundary: inside a 2-byte character's run, and inside a word, where
+        # SentencePiece's ids for the whole text differ from rpb's) and the corpus's wide characters.
+        long_line = " ".join(["the licensee"] * 200)
+        text = ("This License applies to any program.\n\n" + long_line + "\n" + "x" * 1500 + " free\n" +
+                "z" + "\u00e9" * 40000 + "\n" + "License" * 12000 + "\n" + WIDE + " software\n")
+        for kind, checkpoint in self.checkpoints.items():
+            with self.subTest(tokenizer=kind):
+                if kind == "sentencepiece" and not HAVE_SENTENCEPIECE:
+                    self.skipTest(f"{sys.executable} cannot import sentencepiece (Debian: python3-sentencepiece)")
+                tok = rpb_torch.tokenizer(checkpoint)
+                self.assertEqual(tok.kind, kind)
+                ids = tok.encode(text)
+                self.assertEqual(ids, self.rpb_ids(checkpoint, text))
+                self.assertEqual(tok.decode(ids), text)
+                with h5py.File(checkpoint, "r") as f:  # the model's embedding has a row for every id
+                    self.assertEqual(tok.vocab, f["params/tok.weight"].shape[0])
+        other = "\u65e5\u672c\u8a9e and byte fallback \u00a7\n"  # characters outside the corpus: SentencePiece's bytes
+        with self.assertRaisesRegex(ValueError, "U\\+65E5 is not in the vocabulary"):
+            rpb_torch.tokenizer(self.checkpoints["chars"]).encode(other)
+        if not HAVE_SENTENCEPIECE:
+            return
+        self.assertEqual(rpb_torch.tokenizer(self.checkpoints["sentencepiece"]).encode(other),
+                         self.rpb_ids(self.checkpoints["sentencepiece"], other))
+
+    def test_decode_replaces_invalid_utf8(self):
+        tok = rpb_torch.tokenizer(self.checkpoints["bytes"])  # as `rpb generate` prints them: U+FFFD
+        self.assertEqual(tok.decode([0x61, 0xD3, 0x6E, 0xE2, 0x82]), "a\ufffdn\ufffd")
+        with self.assertRaisesRegex(ValueError, "token 256 outside the vocabulary of 256"):
+            tok.decode([256])
+
+    def copy(self, kind, name):
+        path = os.path.join(self.tmp.name, name + ".h5")
+        with open(self.checkpoints[kind], "rb") as src, open(path, "wb") as dst:
+            dst.write(src.read())
+        return path
+
+    def test_stored_model_cheap_checks(self):
+        model = self.copy("sentencepiece", "wide")
+        with h5py.File(model, "r+") as f:  # the model's bytes as int64: not rpb's dataset
+            data = f["data/tokenizer_model"][()]
+            del f["data/tokenizer_model"]
+            f["data/tokenizer_model"] = data.astype("int64")
+        with self.assertRaisesRegex(ValueError, r"/data/tokenizer_model: expected 1 to 67108864 bytes \(uint8\)"):
+            rpb_torch.tokenizer(model)
+        with h5py.File(model, "r+") as f:
+            del f["data/tokenizer_model"]
+        with self.assertRaisesRegex(ValueError, "/data/tokenizer_model is missing: a sentencepiece tokenizer"):
+            rpb_torch.tokenizer(model)
+        kind = self.copy("bytes", "kind")
+        with h5py.File(kind, "r+") as f:
+            f["data"].attrs["tokenizer"] = "words"
+        with self.assertRaisesRegex(ValueError, "names a tokenizer 'words'"):
+            rpb_torch.tokenizer(kind)
+        chars = self.copy("chars", "unsorted")
+        with h5py.File(chars, "r+") as f:
+            data = f["data/tokenizer_model"][()]
+            f["data/tokenizer_model"][0], f["data/tokenizer_model"][1] = data[1], data[0]
+        with self.assertRaisesRegex(ValueError, "distinct, in increasing order"):
+            rpb_torch.tokenizer(chars)
+
+    def test_a_run_without_a_tokenizer_says_so(self):
+        checkpoint = os.path.join(self.tmp.name, "markov.toml")
+        with open(checkpoint, "w") as f:
+            f.write(CONFIG.format(**dict(DEFAULTS, scheme="none", name="markov", out_dir=self.tmp.name)))
+        subprocess.run([ARGS.rpb, "train", checkpoint, "--set", "run.steps=1"], check=True, capture_output=True)
+        with self.assertRaisesRegex(ValueError, "no stored tokenizer"):
+            rpb_torch.tokenizer(os.path.join(self.tmp.name, "markov", "step_00000001.h5"))
+
+
 def main():
-    global ARGS, rpb_torch, torch, h5py
+    global ARGS, rpb_torch, torch, h5py, HAVE_SENTENCEPIECE
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rpb", default=os.path.join(SOURCE, "build", "rpb"))
     p.add_argument("--eval-tokens", default=os.path.join(SOURCE, "build", "eval_tokens"))
@@ -327,6 +466,11 @@ def main():
         print(f"SKIPPED: {sys.executable} cannot import {e.name} (Debian: python3-torch, python3-h5py)")
         sys.exit(77)
     torch.set_num_threads(1)
+    try:
+        import sentencepiece  # noqa: F401
+        HAVE_SENTENCEPIECE = True
+    except ImportError:
+        pass
     sys.path.insert(0, os.path.join(SOURCE, "python"))
     import rpb_torch
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

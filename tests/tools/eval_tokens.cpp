@@ -1,9 +1,13 @@
 // A test tool: prints the held-out tokens `rpb eval CHECKPOINT --lengths L,...` scores, so another
 // implementation (python/rpb_torch.py, tests/python/test_rpb_torch.py) can score exactly the same tokens.
 // Usage: eval_tokens CHECKPOINT LENGTH[,LENGTH...] [KJV_PATH]
+//        eval_tokens CHECKPOINT --encode FILE
 // Prints the first N + 1 tokens of the task's test stream, space-separated on one line, where N is the
 // number of target tokens every length scores (data::make_eval_plan); segment s of length l then has
-// inputs tokens[s*l .. s*l+l-1] and targets tokens[s*l+1 .. s*l+l]. Exits 2 with a message on bad input.
+// inputs tokens[s*l .. s*l+l-1] and targets tokens[s*l+1 .. s*l+l]. A text run's stream is encoded by the
+// checkpoint's stored tokenizer, as `rpb eval` encodes it. With --encode, prints the ids the stored tokenizer gives
+// the text of FILE (Tokenizer::encode: as `rpb generate` encodes a prompt, and the text task each document), so that
+// rpb_torch.tokenizer can be held to them. Exits 2 with a message on bad input.
 //
 // Why a tool and not Python: the stream comes from rpb's own generator (Markov tables, Dirichlet draws),
 // which Python must not reimplement; the tool runs rpb's code, through the same calls as `rpb eval`.
@@ -17,6 +21,8 @@
 #include "train/checkpoint/checkpoint.h"
 #include "train/config/config.h"
 #include "train/data/task.h"
+#include "train/data/tokenizer.h"
+#include "train/io/input_file.h"
 
 namespace {
 
@@ -39,18 +45,38 @@ std::vector<int64_t> parse_lengths(const std::string& text) {
   return out;
 }
 
+// The ids checkpoint `c`'s stored tokenizer gives the text of `path`, on one line.
+int encode(const rpb::Checkpoint& c, const std::string& file, const std::string& path) {
+  if (c.data.tokenizer.empty()) throw rpb::Error("eval_tokens --encode: " + file + " stores no tokenizer");
+  if (path.empty()) throw rpb::Error("eval_tokens --encode: no text file given");
+  const auto tokenizer = rpb::data::load_tokenizer(c.data.tokenizer, file + ": /data/tokenizer_model");
+  rpb::InputOptions input;
+  input.what = "eval_tokens --encode";
+  input.max_bytes = std::size_t{1} << 20;
+  std::string line;
+  for (const int32_t id : tokenizer->encode(rpb::read_input_file(path, input))) {
+    if (!line.empty()) line += ' ';
+    line += std::to_string(id);
+  }
+  std::cout << line << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3 || argc > 4) {
-    std::cerr << "usage: eval_tokens CHECKPOINT LENGTH[,LENGTH...] [KJV_PATH]\n";
+    std::cerr << "usage: eval_tokens CHECKPOINT LENGTH[,LENGTH...] [KJV_PATH]\n       eval_tokens CHECKPOINT --encode FILE\n";
     return 2;
   }
   try {
     const std::string file = argv[1];
     const rpb::Checkpoint c = rpb::load_checkpoint(file);
+    if (std::string(argv[2]) == "--encode") return encode(c, file, argc == 4 ? argv[3] : "");
     rpb::RunConfig cfg = rpb::parse_config(c.config_text, file + " (stored config)");
     cfg.task.kjv_path = argc == 4 ? argv[3] : "";
+    if (!c.data.tokenizer.empty())  // a text run: its stored tokenizer, as `rpb eval`
+      cfg.task.stored_tokenizer = std::make_shared<const rpb::data::TokenizerRecord>(c.data.tokenizer);
     cfg.task.generate_missing = false;  // as `rpb eval`: reading a checkpoint writes nothing
     std::vector<int64_t> multipliers;
     for (const int64_t l : parse_lengths(argv[2])) {

@@ -29,6 +29,8 @@ struct DataIdentity {
                             // text: data::TextTask::text_sha256
   data::TokenizerRecord tokenizer;  // text: the tokenizer its ids come from (data/tokenizer.h); empty for kjv
   std::string path;         // where the text was read, for messages; not stored
+  std::string path_key;     // what messages call `path` (TaskOptions::path_key: "task.path", "eval --data"), or
+                            // "" for none (kjv); not stored
   bool empty() const { return vocab.empty() && text_sha256.empty() && tokenizer.empty(); }
 };
 

@@ -43,10 +43,10 @@ const char* text_match_name(TextMatch match) {
 DataIdentity data_identity(const data::Task& of) {
   const data::Task& task = of.data_source();
   if (const auto* text = dynamic_cast<const data::TextTask*>(&task))
-    return {"", text->text_sha256(), text->tokenizer()->record(), text->path()};
+    return {"", text->text_sha256(), text->tokenizer()->record(), text->path(), text->path_key()};
   const auto* kjv = dynamic_cast<const data::KjvTask*>(&task);
   if (!kjv) return {};
-  return {kjv->chars(), kjv->text_sha256(), {}, kjv->path()};
+  return {kjv->chars(), kjv->text_sha256(), {}, kjv->path(), ""};
 }
 
 DataVerdict check_data_identity(const DataIdentity& trained, const DataIdentity& given, const std::string& file,
@@ -60,8 +60,9 @@ DataVerdict check_data_identity(const DataIdentity& trained, const DataIdentity&
     spdlog::warn("{}: {}", op, v.note);
     return v;
   }
-  const std::string not_it = op + ": the " + (given.tokenizer.empty() ? "kjv text " : "corpus ") + printable(given.path) + " is not the one " + printable(file) +
-                             " was trained on: ";
+  const std::string not_it = op + ": the " + (given.tokenizer.empty() ? "kjv text " : "corpus ") +
+                             printable(given.path) + (given.path_key.empty() ? "" : " (" + given.path_key + ")") +
+                             " is not the one " + printable(file) + " was trained on: ";
   if (trained.tokenizer.kind != given.tokenizer.kind)  // a kjv checkpoint given to a text task's config, or back
     throw UsageError(not_it + "it was tokenized " +
                      (trained.tokenizer.empty() ? "as kjv characters" : "by " + trained.tokenizer.kind) + ", the text " +

@@ -29,7 +29,7 @@ std::pair<int64_t, int64_t> PasskeyLayout::bin_places(int64_t bin) const {
 int64_t PasskeyLayout::bin_of(int64_t place) const { return place * kPasskeyDepthBins / places(); }
 
 PasskeyTask::PasskeyTask(const TaskOptions& options)
-    : digits_(options.passkey_digits), samples_(options.passkey_samples), seed_(options.seed) {
+    : digits_(options.passkey_digits), samples_(options.passkey_samples), seed_(options.seed), use_(options.use) {
   RPB_CHECK(digits_ >= 1, "task", "task.passkey_digits must be >= 1, got ", digits_);
   RPB_CHECK(samples_ >= 1, "task", "task.passkey_samples must be >= 1, got ", samples_);
   const TaskInfo* row = find_task(options.kind);
@@ -48,9 +48,10 @@ std::string PasskeyTask::describe() const {
     return head + "one's own text (seed " + std::to_string(seed_) + "; " + filler_->describe() + ")" + tail;
   const auto& chain = static_cast<const MarkovTask&>(*filler_);
   return head + "an order-" + std::to_string(chain.order()) + " Markov chain over " + std::to_string(filler_vocab_) +
-         " tokens (seed " + std::to_string(seed_) + "; filler streams of " +
-         std::to_string(chain.train_stream().size()) + ", " + std::to_string(chain.valid_stream().size()) + " and " +
-         std::to_string(chain.test_stream().size()) + " tokens)" + tail;
+         " tokens (seed " + std::to_string(seed_) + "; filler streams: train " +
+         stream_size_text(chain.train_stream(), use_, 0) + ", valid " +
+         stream_size_text(chain.valid_stream(), use_, 1) + ", test " + stream_size_text(chain.test_stream(), use_, 2) +
+         ")" + tail;
 }
 
 const char* passkey_marker_text(int64_t i) {

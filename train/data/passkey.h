@@ -105,6 +105,7 @@ class PasskeyTask final : public Task {
   bool text_filler_ = false;  // the filler is one's own text (its splits sized by the corpus)
   int64_t filler_vocab_ = 0, digits_ = 0, samples_ = 0;
   uint64_t seed_ = 0;
+  DataUse use_ = DataUse::train;  // which filler streams are built (builds_split)
 };
 
 /// The text of passkey id `filler_vocab + i` for i in {kPasskeyKeyMarker, kPasskeyQueryMarker}: "<key>" and

@@ -113,6 +113,12 @@ std::optional<double> Task::optimal_perplexity() const {
   return std::exp(*h);
 }
 
+bool builds_split(DataUse use, int split) { return use == DataUse::train || split == 2; }
+
+std::string stream_size_text(const TokenStream& stream, DataUse use, int split) {
+  return builds_split(use, split) ? std::to_string(stream.size()) + " tokens" : "not built";
+}
+
 std::string Task::decode(const std::vector<int32_t>& tokens) const {
   std::string s;
   for (size_t i = 0; i < tokens.size(); ++i) {

@@ -110,6 +110,14 @@ class Task {
   TokenStream train_, valid_, test_;
 };
 
+/// Whether a task builds the stream of `split` (0 train, 1 valid, 2 test, as DocumentVisitor numbers them) for
+/// `use`: training builds all three, an evaluation (or a generation) the test split alone.
+bool builds_split(DataUse use, int split);
+
+/// A split's stream for a task's description: "1234 tokens", or "not built" where builds_split says it is not (an
+/// evaluation's train and valid streams are empty: not 0 tokens of the data).
+std::string stream_size_text(const TokenStream& stream, DataUse use, int split);
+
 /// The dims of a task's positions (its registry row's): 2 for a grid task (cells of a grid), 1 for the token tasks and
 /// for an unknown kind.
 int64_t task_dims(const std::string& kind);

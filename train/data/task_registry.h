@@ -55,11 +55,12 @@ struct TaskInfo {
   /// The bytes its data holds for `use` (streams, tables, a text).
   DataMemory (*memory)(const TaskOptions& options, DataUse use);
   HeldOut held_out;
-  /// True when it reads a text file (task.kjv_path): `rpb eval` and `rpb generate` read the user's text (never the
-  /// stored path) and name it as an input, and a checkpoint records its digest (train/checkpoint/data_identity.h).
+  /// True when it reads a text file (task.kjv_path, task.path): `rpb eval` and `rpb generate` read the text `--data`
+  /// names (kjv: never the stored path; a stored tokenizer's task: by default the stored task.path) and name it as an
+  /// input, and a checkpoint records its digest (train/checkpoint/data_identity.h), which they check.
   bool reads_text;
-  /// The config key of the text it reads ("task.kjv_path", "task.path"; `rpb eval --data` sets it) and its member of
-  /// TaskOptions; null for a task that reads no text.
+  /// The config key of the text it reads ("task.kjv_path", "task.path"; `rpb eval --data` replaces it) and its member
+  /// of TaskOptions; null for a task that reads no text.
   const char* text_key = nullptr;
   std::string TaskOptions::*text_path = nullptr;
   /// True when it tokenizes the text with task.tokenizer (text): its checkpoints store the tokenizer, so `rpb

@@ -77,7 +77,7 @@ std::optional<CachedSplits> cached_splits(const std::string& dir, const std::str
 
 }  // namespace
 
-TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
+TextTask::TextTask(const TaskOptions& options) : path_(options.path), path_key_(options.path_key) {
   // The KJV text the kjv task writes from Debian's bible-kjv: written here too when it is missing, so that a text
   // config on it runs on a fresh machine (not when a checkpoint is read: TaskOptions::generate_missing).
   if (options.generate_missing && options.path == kjv_text_path("") && !std::filesystem::exists(options.path))
@@ -94,7 +94,7 @@ TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
   // Every document's ids to `sink`, a piece at a time; the test split alone for an evaluation.
   const auto encode = [&](const std::function<void(int, const std::vector<int32_t>&)>& sink) {
     visit([&](const TextDocument& d, int split) {
-      if (options.use != DataUse::train && split != 2) return;
+      if (!builds_split(options.use, split)) return;
       try {
         tokenizer_->encode_pieces(d.text, [&](const std::vector<int32_t>& ids, std::size_t bytes) {
           sink(split, ids);
@@ -148,7 +148,7 @@ TextTask::TextTask(const TaskOptions& options) : path_(options.path) {
   const TokenStream* streams[3] = {&train_, &valid_, &test_};
   for (int s = 0; s < 3; ++s)
     os << (s ? ";" : "") << " " << kSplitNames[s] << " " << c.count[s] << " documents, " << c.bytes[s] << " bytes, "
-       << streams[s]->size() << " tokens";
+       << stream_size_text(*streams[s], options.use, s);
   if (cached) {
     os << "; ids " << (reused ? "read from" : "written to") << " the token cache "
        << printable((fs::path(options.token_cache) / token_cache_key(inputs)).string())

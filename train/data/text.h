@@ -39,9 +39,11 @@ class TextTask final : public Task {
   const std::string& text_sha256() const { return text_sha256_; }
   /// task.path as given.
   const std::string& path() const { return path_; }
+  /// What messages call path(): TaskOptions::path_key ("task.path", "eval --data").
+  const std::string& path_key() const { return path_key_; }
 
  private:
-  std::string path_, text_sha256_, describe_;
+  std::string path_, path_key_, text_sha256_, describe_;
   std::unique_ptr<Tokenizer> tokenizer_;
 };
 
