@@ -64,7 +64,7 @@ ordered_json sweep_block(const SweepFigure& f) {
     known.push_back({{"key", m.key},         {"label", m.label},     {"unit", m.unit},
                      {"log", m.log},         {"field", m.field},     {"entry", m.entry},
                      {"optimum", m.optimum}, {"learned", m.learned}, {"lower", bound_json(m.lower)},
-                     {"upper", bound_json(m.upper)}, {"scale", m.scale}});
+                     {"upper", bound_json(m.upper)}, {"scale", m.scale}, {"on_request", m.on_request}});
   return {{"results", f.results}, {"tasks", f.tasks},          {"methods", f.methods}, {"lengths", f.lengths},
           {"metrics", f.metrics}, {"ylim", ylim_json(f.ylim)}, {"against", f.against}, {"known_metrics", known},
           {"labels", labels_json(f.results)}};

@@ -249,10 +249,13 @@ TEST_CASE("results.csv: the per-seed rows, then a mean and a std row per task x 
   for (const std::string& line : lines) CHECK_MESSAGE(fields(line) == fields(lines[0]), line);
   // The aggregated rows name no run (the run columns empty) but what wrote the file, as the per-seed rows do.
   CHECK(provenance[0] ==
-        ",run_folder,config_digest,checkpoint,checkpoint_sha256,rpb_version,commit,command,date,label");
-  // The label last: the method as the tables name it.
-  const auto label_of = [](const std::string& p) { return p.substr(p.rfind(',') + 1); };
-  const auto before_label = [](const std::string& p) { return p.substr(0, p.rfind(',')); };
+        ",run_folder,config_digest,checkpoint,checkpoint_sha256,rpb_version,commit,command,date,label,"
+        "accuracy_every_seed");
+  // The label: the method as the tables name it; then accuracy_every_seed, empty for a task without accuracy.
+  const auto without_last = [](const std::string& p) { return p.substr(0, p.rfind(',')); };
+  const auto label_of = [&](const std::string& p) { return without_last(p).substr(without_last(p).rfind(',') + 1); };
+  const auto before_label = [&](const std::string& p) { return without_last(without_last(p)); };
+  for (std::size_t i = 1; i <= 16; ++i) CHECK(provenance[i].back() == ',');
   for (std::size_t i = 1; i <= 16; ++i)
     CHECK(label_of(provenance[i]) == (contains(lines[i], "markov,t5,") ? "T5 bias" : "Learned PE"));
   for (std::size_t i = 9; i <= 16; ++i) {

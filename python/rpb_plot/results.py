@@ -35,6 +35,7 @@ class Metric:
     lower: float = None  # the values the metric can take as stored (perplexity >= 1, accuracy in [0, 1]): a band
     upper: float = None  # of mean ± std is drawn within them; None: unbounded
     scale: float = 1.0  # drawn as the stored value x scale, in `unit` (accuracy: stored 0-1, drawn in % with 100)
+    on_request: bool = False  # drawn only when a request's "metrics" names it (passkey accuracy over every seed)
 
     def bounds(self):
         """(lower, upper) as drawn (x scale; None: unbounded)."""
@@ -92,16 +93,18 @@ def not_learned(row, metric, lengths):
 def known_metrics(entries):
     """The Metrics of a sweep block's "known_metrics" (checked by request.check_sweep)."""
     return [Metric(**{k: e[k] for k in ("key", "label", "unit", "log", "field", "entry", "optimum")},
-                   learned=e.get("learned", ""), lower=e.get("lower"), upper=e.get("upper"), scale=e.get("scale", 1.0))
+                   learned=e.get("learned", ""), lower=e.get("lower"), upper=e.get("upper"), scale=e.get("scale", 1.0),
+                   on_request=bool(e.get("on_request", False)))
             for e in entries]
 
 
 def metrics_named(names, known):
-    """The Metrics of `known` a request's "metrics" names, all of `known` when it names none."""
+    """The Metrics of `known` a request's "metrics" names; when it names none, all of `known` but those drawn only on
+    request."""
     keys = {m.key: m for m in known}
     unknown = [n for n in names if n not in keys]
     require(not unknown, 'unknown metric "%s" (known: %s)' % (", ".join(unknown), ", ".join(keys)))
-    return [keys[n] for n in names] or list(known)
+    return [keys[n] for n in names] or [m for m in known if not m.on_request]
 
 
 @dataclass

@@ -285,6 +285,21 @@ class SweepFigureTest(FigureChecks):
         self.assertEqual([line for line in self.panel("lag", "perplexity").get_lines()
                           if line.get_gid() == "optimum"], [])  # lag has no optimum
 
+    def test_accuracy_over_every_seed_on_request(self):
+        # A seed at 40% never learned the task: "accuracy" leaves it out past the train length; the accuracy over
+        # every seed is drawn only when asked for, its axis saying so.
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [{"task": "passkey", "method": "t5", "scheme": "t5", "perplexity": [[1.0, 1.2], [1.5, 5.0]],
+                     "accuracy": [[1.0, 0.9], [0.4, 0.1]], "learned": [True, False], "bits_per_byte": None}]
+            block = {"results": [results_file(tmp, "r.json", rows, seeds=(0, 1))], "known_metrics": KNOWN_METRICS}
+            labels = [ax.get_ylabel() for ax in rpb_plot.draw(request("sweep", dict(block))).axes]
+            self.assertFalse(any("every seed" in y for y in labels), labels)
+            block["metrics"] = ["accuracy_every_seed"]
+            (ax,) = rpb_plot.draw(request("sweep", block)).axes
+            self.assertIn("every seed (learned or not)", ax.get_ylabel())
+            (line,) = method_lines(ax).values()
+            self.assertEqual([round(y, 6) for y in line.get_ydata()], [70.0, 50.0])  # both seeds, in %
+
     def test_bands_stay_within_the_values_a_metric_takes(self):
         # Two seeds at 0.9 and 0.1: mean 0.5 ± 0.566 would reach below 0 and above 1 accuracy (drawn in %).
         bounds = {m["key"]: (m["lower"], m["upper"]) for m in KNOWN_METRICS}
@@ -777,7 +792,8 @@ class MetricsAndTicksTest(FigureChecks):
 
     def test_metrics_come_from_rpbs_list_and_the_rows(self):
         self.assertEqual([m["key"] for m in KNOWN_METRICS],
-                         ["perplexity", "mean_attention_distance", "attention_entropy", "bits_per_byte", "accuracy"])
+                         ["perplexity", "mean_attention_distance", "attention_entropy", "bits_per_byte", "accuracy",
+                          "accuracy_every_seed"])
         with tempfile.TemporaryDirectory() as tmp:
             rows = [{"task": "lag", "method": "t5", "scheme": "t5", "perplexity": [[3.0, 3.5]],
                      "exact_match": [[0.5, 0.4]], "bits_per_byte": None, "accuracy": None}]

@@ -165,6 +165,10 @@ struct SweepConfig {
   /// [sweep] task_labels = { passkey_text = "Passkey retrieval (KJV filler)" }: a task's name in the tables' task
   /// lines, results.tex's captions and the figures' titles, instead of its default (task_label, train/sweep/labels.h).
   std::map<std::string, std::string> task_labels;
+  /// [sweep] learned_threshold (0, 1]: a passkey seed whose accuracy at the train length reaches it has learned the
+  /// task (learned_seeds, train/sweep/sweep.h); past the train length the tables count those seeds only. Default
+  /// kLearnedAccuracy (0.95); a pilot with a short budget may set it lower, and the tables say which one it used.
+  double learned_threshold = 0.95;
 };
 
 /// The effective configuration as a TOML document (train/config/document.h; opaque here so that this header does

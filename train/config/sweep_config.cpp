@@ -63,6 +63,7 @@ void read_sweep(toml_config::Table& sweep, const toml::table* st, const GridCont
   sweep.get("seeds", c.sweep.seeds, kMaxSweepSeeds);
   sweep.get("tasks", c.sweep.tasks, data::task_names(), data::task_names().size());
   read_figures(sweep, c.sweep);
+  sweep.get("learned_threshold", c.sweep.learned_threshold, 0.0, 1.0, /*lo_open=*/true);
   const std::vector<std::string> tasks = c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks;
   const auto grid_task =
       std::find_if(tasks.begin(), tasks.end(), [](const std::string& t) { return data::task_dims(t) == 2; });

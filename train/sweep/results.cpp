@@ -74,7 +74,7 @@ std::string csv(const SweepResult& r, const Provenance& p) {
   os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
         "mean_attention_distance,protocol,eval_stride,bytes,bits_per_byte,accuracy";
   for (const char* column : kResultsCsvProvenanceColumns) os << "," << column;
-  os << ",label\n";
+  os << ",label,accuracy_every_seed\n";
   for (const MethodResult& m : r.rows)
     for (std::size_t s = 0; s < m.ppl.size(); ++s)
       for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
@@ -89,7 +89,7 @@ std::string csv(const SweepResult& r, const Provenance& p) {
         os << ",";
         if (const auto d = m.attention_at(s, j).mean_distance_overall()) os << std::setprecision(10) << *d;
         os << protocol_cells(m) << metric_cells(m, s, j) << provenance_cells(m, s, p) << ","
-           << csv_field(m.shown_label()) << "\n";
+           << csv_field(m.shown_label()) << ",\n";
       }
   return os.str();
 }
@@ -111,7 +111,7 @@ std::string aggregate_metric_cells(const MethodResult& m, std::size_t j, bool se
   for (std::size_t s = 0; s < m.ppl.size(); ++s)
     bytes.push_back(m.bits_per_byte(s, j) ? std::optional<double>(static_cast<double>(m.bytes_at(s, j)))
                                           : std::nullopt);
-  const auto accuracy = accuracy_stats(m.accuracy, m.trained_accuracy);
+  const auto accuracy = accuracy_stats(m.accuracy, m.trained_accuracy, m.learned_threshold);
   std::string cells(1, ',');
   cells += aggregate(bytes, second);
   cells += ',';
@@ -139,7 +139,8 @@ std::string csv_aggregate_rows(const SweepResult& r, const Provenance& p) {
         if (m.optimal_ppl) os << std::setprecision(10) << *m.optimal_ppl;
         os << "," << aggregate(nll, second) << "," << aggregate(tokens, second) << ","
            << aggregate(m.distance_column(j), second) << protocol_cells(m) << aggregate_metric_cells(m, j, second)
-           << provenance_cells(m, kNoRun, p) << "," << csv_field(m.shown_label()) << "\n";
+           << provenance_cells(m, kNoRun, p) << "," << csv_field(m.shown_label()) << ","
+           << aggregate(m.has_accuracy() ? m.accuracy_column(j) : std::vector<std::optional<double>>{}, second) << "\n";
       }
     }
   return os.str();

@@ -22,7 +22,9 @@ namespace rpb {
 /// kLearnedAccuracy ("2/3"); the train length's cell over every seed, the cells past it over the learned seeds only
 /// (accuracy_stats), "not learned" there for a row where no seed learned the task (never a number, which would read
 /// as failing to extrapolate); the line under it: "Accuracy: passkey (accuracy of greedy decoding of the answer, %
-/// mean ± std; past the train length over the seeds that learned the task (>= 95% at the train length))".
+/// mean ± std; past the train length over the seeds that learned the task (>= 95% at the train length))", the threshold
+/// [sweep] learned_threshold's. Where a seed did not learn the task, a table of the accuracy over every seed follows,
+/// learned or not, marked as such ("Accuracy, every seed ..."): a pilot's read past the train length.
 /// The table is made from what results.json holds (SweepResults, train/sweep/results_json.h), so that `rpb results`
 /// prints the same table from a sweep's results.json as `rpb extrapolate` printed after it.
 std::string format_table(const SweepResults& r);
@@ -52,8 +54,10 @@ inline constexpr const char* kResultsCsvProvenanceColumns[] = {
 /// or a length the method cannot run at); results.json holds them too, with passkey's accuracy per depth of the key
 /// (train/sweep/results_json.h).
 ///
-/// The last column, label, is the row's method as the tables name it (MethodResult::shown_label: its [sweep] labels
-/// entry or its default label), a field in double quotes when it holds a comma.
+/// Then the column label, the row's method as the tables name it (MethodResult::shown_label: its [sweep] labels
+/// entry or its default label), a field in double quotes when it holds a comma; and accuracy_every_seed, on the
+/// aggregated rows of a passkey task the mean and std of the accuracy over every seed, learned or not (the
+/// accuracy column's counts past the train length the learned seeds only), empty elsewhere.
 ///
 /// results.csv has a row per task x method x seed x length, then the aggregated rows: per task x method x length, a
 /// row whose `seed` is "mean" and one whose `seed` is "std", holding the mean and the sample std over the seeds

@@ -42,7 +42,7 @@ std::vector<std::optional<double>> distance_over_seeds(const SweepResultsRow& ro
 
 std::vector<std::optional<double>> accuracy_over_seeds(const SweepResultsRow& row, bool second) {
   std::vector<std::optional<double>> out;
-  for (const auto& ms : accuracy_stats(row.accuracy, row.trained_accuracy))
+  for (const auto& ms : accuracy_stats(row.accuracy, row.trained_accuracy, row.learned_threshold))
     out.push_back(ms ? std::optional<double>(second ? ms->second : ms->first) : std::nullopt);
   return out;
 }
@@ -66,6 +66,7 @@ SweepResultsRow row_of(const MethodResult& m) {
   row.accuracy.resize(m.ppl.size());
   row.depth_accuracy.resize(m.ppl.size());
   row.trained_accuracy = m.trained_accuracy;
+  row.learned_threshold = m.learned_threshold;
   for (std::size_t s = 0; s < m.ppl.size(); ++s)
     for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
       row.tokens[s].push_back(m.nll[s][j] ? m.tokens[s][j] : 0);
@@ -181,6 +182,8 @@ void add_metrics_json(const SweepResultsRow& m, Json& row) {
   row["depth_accuracy"] = with_accuracy ? per_seed(m, depths) : Json(nullptr);
   row["samples_per_depth"] = with_accuracy ? per_seed(m, samples) : Json(nullptr);
   row["accuracy_stats"] = with_accuracy ? stats_json(m.accuracy_mean(), m.accuracy_std()) : Json(nullptr);
+  row["accuracy_every_seed_stats"] =
+      with_accuracy ? stats_json(m.accuracy_every_seed_mean(), m.accuracy_every_seed_std()) : Json(nullptr);
   Json learned = Json::array();
   for (const bool l : m.learned()) learned.push_back(l);
   row["learned"] = with_accuracy ? learned : Json(nullptr);
@@ -400,7 +403,20 @@ std::vector<std::optional<double>> SweepResultsRow::bits_per_byte_std() const {
 }
 std::vector<std::optional<double>> SweepResultsRow::accuracy_mean() const { return accuracy_over_seeds(*this, false); }
 std::vector<std::optional<double>> SweepResultsRow::accuracy_std() const { return accuracy_over_seeds(*this, true); }
-std::vector<bool> SweepResultsRow::learned() const { return learned_seeds(accuracy, trained_accuracy); }
+std::vector<std::optional<double>> SweepResultsRow::accuracy_every_seed_mean() const {
+  return over_seeds(*this, false, [&](std::size_t s, std::size_t j) { return cell_or(accuracy, s, j, std::optional<double>()); });
+}
+std::vector<std::optional<double>> SweepResultsRow::accuracy_every_seed_std() const {
+  return over_seeds(*this, true, [&](std::size_t s, std::size_t j) { return cell_or(accuracy, s, j, std::optional<double>()); });
+}
+bool SweepResultsRow::has_unlearned_seed() const {
+  if (!has_accuracy()) return false;
+  const std::vector<bool> l = learned();
+  return std::find(l.begin(), l.end(), false) != l.end();
+}
+std::vector<bool> SweepResultsRow::learned() const {
+  return learned_seeds(accuracy, trained_accuracy, learned_threshold);
+}
 
 bool SweepResultsRow::has_bytes() const { return any_positive(bytes); }
 bool SweepResultsRow::has_accuracy() const { return any_defined(accuracy); }
@@ -415,7 +431,9 @@ const std::vector<SweepMetric>& sweep_metrics() {
       {"attention_entropy", "attention entropy", "nats", false, "attention", "entropy_overall", "", "", 0.0,
        std::nullopt},
       {"bits_per_byte", "loss", "bits per byte", false, "bits_per_byte", "", "", "", 0.0, std::nullopt},
-      {"accuracy", "passkey accuracy", "%", false, "accuracy", "", "", "learned", 0.0, 1.0, 100.0}};
+      {"accuracy", "passkey accuracy", "%", false, "accuracy", "", "", "learned", 0.0, 1.0, 100.0},
+      {"accuracy_every_seed", "passkey accuracy, every seed (learned or not)", "%", false, "accuracy", "", "", "", 0.0,
+       1.0, 100.0, /*on_request=*/true}};
   return metrics;
 }
 
@@ -443,6 +461,7 @@ SweepResults sweep_results(const SweepResult& r, const Provenance& provenance) {
   out.multipliers = r.multipliers;
   out.seeds = r.seeds;
   out.task_labels = r.task_labels;
+  out.learned_threshold = r.learned_threshold;
   for (const MethodResult& m : r.rows) out.rows.push_back(row_of(m));
   return out;
 }
@@ -453,7 +472,8 @@ Json sweep_results_object(const SweepResults& r) {
   return {{"format", kSweepResultsFormat},   {"provenance", provenance_object(r.provenance)},
           {"name", r.name},                  {"train_length", r.train_length},
           {"multipliers", r.multipliers},    {"seeds", r.seeds},
-          {"task_labels", r.task_labels},    {"rows", std::move(rows)}};
+          {"task_labels", r.task_labels},    {"learned_threshold", r.learned_threshold},
+          {"rows", std::move(rows)}};
 }
 
 SweepResults sweep_results_from_json(const Json& json, const std::string& source) {
@@ -480,6 +500,12 @@ SweepResults sweep_results_from_json(const Json& json, const std::string& source
     r.rows.push_back(read_row(in["rows"][i], r.seeds, r.multipliers.size(), largest, keys));
   if (keys.labels)
     for (const std::string& task : in["task_labels"].keys()) r.task_labels[task] = in["task_labels"][task].string();
+  if (keys.labels && in.has("learned_threshold")) {
+    r.learned_threshold = in["learned_threshold"].number_or_nan();
+    if (!(r.learned_threshold > 0 && r.learned_threshold <= 1))
+      in["learned_threshold"].fail("expected a share in (0, 1], found " + std::to_string(r.learned_threshold));
+  }
+  for (SweepResultsRow& row : r.rows) row.learned_threshold = r.learned_threshold;
   return r;
 }
 

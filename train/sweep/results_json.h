@@ -55,6 +55,7 @@ struct SweepResultsRow {
   /// [seed]: MethodResult::trained_accuracy (a passkey row with evaluation settings: its trained run's accuracy at
   /// the train length, which says whether the seed learned the task); empty for every other row.
   std::vector<std::optional<double>> trained_accuracy;
+  double learned_threshold = kLearnedAccuracy;  // the sweep's ([sweep] learned_threshold): learned() compares to it
 
   /// [length]: the mean and the std over the seeds (mean_std, train/sweep/sweep.h) of the perplexity, and of the
   /// mean attention distance (AttentionDiagnostics::mean_distance_overall); nullopt where no seed has a value.
@@ -75,6 +76,13 @@ struct SweepResultsRow {
   std::vector<std::optional<double>> accuracy_std() const;
   /// [seed]: whether the seed learned the task (learned_seeds, train/sweep/sweep.h): "learned".
   std::vector<bool> learned() const;
+  /// [length]: the mean and std of the accuracy over every seed, learned or not (a pilot's read past the train
+  /// length, shown marked as such): "accuracy_every_seed_stats".
+  std::vector<std::optional<double>> accuracy_every_seed_mean() const;
+  std::vector<std::optional<double>> accuracy_every_seed_std() const;
+  /// Whether a seed of the row has an accuracy and did not learn the task: the accuracy over every seed differs
+  /// from accuracy_mean past the train length.
+  bool has_unlearned_seed() const;
   /// Whether a seed and length has text bytes (> 0), and whether one has an accuracy: the row's task reports bits
   /// per byte, and passkey accuracy.
   bool has_bytes() const;
@@ -97,7 +105,8 @@ struct SweepMetric {
                         // are drawn (a row with none: "not learned" there, never a value); "" for every seed
   std::optional<double> lower, upper;  // the values the metric can take (perplexity >= 1, accuracy in [0, 1]):
                                        // a band of mean ± std is drawn within them; nullopt: unbounded
-  double scale = 1.0;  // drawn as value x scale, in `unit` (accuracy: stored 0-1, drawn in % with 100)
+  double scale = 1.0;
+  bool on_request = false;  // drawn only when `rpb plot --metric` names it, never by default  // drawn as value x scale, in `unit` (accuracy: stored 0-1, drawn in % with 100)
 };
 
 /// The metrics results.json rows hold, in the order figures draw them: perplexity, mean_attention_distance,
@@ -119,6 +128,9 @@ struct SweepResults {
   /// task -> its name in the results ([sweep] task_labels, else task_label's default; train/sweep/labels.h); read
   /// from an earlier format: empty (task_label's defaults).
   std::map<std::string, std::string> task_labels;
+  /// [sweep] learned_threshold: the passkey accuracy at the train length from which a seed counts as having learned
+  /// the task (every row's learned_threshold); kLearnedAccuracy when read from a file without it.
+  double learned_threshold = kLearnedAccuracy;
   Provenance provenance;  // the rpb, command and date that wrote the file (train/io/provenance.h); empty when read
                           // from an earlier format
 };
@@ -132,6 +144,7 @@ SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = 
 ///                   "date": "2025-01-31T12:34:56Z"} (train/io/provenance.h),
 ///    "name": ..., "train_length": 64, "multipliers": [1, 2, 4], "seeds": [0, 1],
 ///    "task_labels": {"markov": "markov", "passkey_text": "passkey text"} (every task of the rows),
+///    "learned_threshold": 0.95 ([sweep] learned_threshold),
 ///    "rows": [{"task": ..., "method": ..., "scheme": "t5" (the method's registered scheme), "label": ...,
 ///              "settings": {"optim.lr": 0.001, "position.max_distance": 64} ({} for a plain method),
 ///              "position_params": 32,
@@ -151,6 +164,7 @@ SweepResults sweep_results(const SweepResult& r, const Provenance& provenance = 
 ///              "depth_accuracy": [[[kDepthBins values] | null per length] per seed] | null,
 ///              "samples_per_depth": [[n | null]] | null,
 ///              "accuracy_stats": {"mean": [per length], "std": [...]} | null,
+///              "accuracy_every_seed_stats": {"mean": [per length], "std": [...]} | null (every seed, learned or not),
 ///              "learned": [true | false per seed] | null,
 ///              "trained_accuracy": [x | null per seed] | null (may be missing)}, ...]}
 /// "mean", "std" and "mean_attention_distance" are SweepResultsRow's perplexity_mean ... distance_std. Values that

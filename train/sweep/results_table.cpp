@@ -154,12 +154,29 @@ std::string accuracy_table(const SweepResults& r, const TaskRows& t) {
   };
   std::string out = rows_table(r, t, {"Learned"}, "Accuracy", cells);
   char threshold[32];
-  std::snprintf(threshold, sizeof threshold, "%g", 100 * kLearnedAccuracy);
+  std::snprintf(threshold, sizeof threshold, "%g", 100 * r.learned_threshold);
   out += "\nAccuracy: ";
   out += task_label(r.task_labels, t.rows.front()->task);
   out += " (accuracy of greedy decoding of the answer, % mean ± std; past the train length over the seeds that "
          "learned the task (>= ";
   return out + threshold + "% at the train length))\n";
+}
+
+// Where a seed did not learn the task, the accuracy over every seed, learned or not, marked as such: a pilot's read
+// past the train length, which the table above leaves to the learned seeds.
+std::string every_seed_table(const SweepResults& r, const TaskRows& t) {
+  const auto cells = [&](const SweepResultsRow& m) {
+    const auto mean = m.accuracy_every_seed_mean(), std_dev = m.accuracy_every_seed_std();
+    std::vector<std::string> out;
+    for (std::size_t j = 0; j < r.multipliers.size(); ++j)
+      out.push_back(fixed_cell(at(mean, std_dev, j), r.seeds.size() > 1, 1, 100));
+    return out;
+  };
+  std::string out = rows_table(r, t, {}, "Accuracy, every seed,", cells);
+  out += "\nAccuracy, every seed: ";
+  out += task_label(r.task_labels, t.rows.front()->task);
+  return out + " (every seed's accuracy, learned or not, % mean ± std: not a claim of extrapolation where a seed did "
+               "not learn the task; the table above counts past the train length the seeds that did)\n";
 }
 
 }  // namespace
@@ -180,6 +197,9 @@ std::string format_table(const SweepResults& r) {
     out += perplexity_table(r, t);
     if (t.bytes) out += bits_per_byte_table(r, t);
     if (t.accuracy) out += accuracy_table(r, t);
+    if (t.accuracy && std::any_of(t.rows.begin(), t.rows.end(),
+                                  [](const SweepResultsRow* m) { return m->has_unlearned_seed(); }))
+      out += every_seed_table(r, t);
   }
   return out;
 }

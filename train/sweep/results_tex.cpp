@@ -233,7 +233,7 @@ std::string task_tables(const SweepResults& r, const std::string& task) {
                 "\\ln 2$): comparable across tokenizers.",
                 "-bits-per-byte", "Bits per byte", false, {}, ppl.lead, {}};
   char threshold[32];
-  std::snprintf(threshold, sizeof threshold, "%g", 100 * kLearnedAccuracy);
+  std::snprintf(threshold, sizeof threshold, "%g", 100 * r.learned_threshold);
   TableSpec acc{"accuracy (\\%, greedy decoding of the answer)", "", "-accuracy", "Accuracy (\\%)", true, {"Learned"}, {}, {}};
   acc.about = std::string(" At the training length over every seed, past it over the seeds that learned the task "
                           "(accuracy $\\geq$ ") + threshold + "\\% at the training length; Learned: how many did).";
@@ -249,10 +249,21 @@ std::string task_tables(const SweepResults& r, const std::string& task) {
     acc.cells.push_back(cells_of(row->accuracy_mean(), row->accuracy_std(), columns, with_std, percent_text));
     for (std::size_t j = 1; j < columns && k == 0; ++j) acc.cells.back()[j].missing = "not learned";
   }
+  TableSpec every{"accuracy over every seed, learned or not (\\%)",
+                 " Every seed counts, learned or not: where a seed did not learn the task, not a claim of "
+                 "extrapolation (the table above counts past the training length the seeds that learned it).",
+                 "-accuracy-every-seed", "Accuracy, every seed (\\%)", true, {}, ppl.lead, {}};
+  bool unlearned = false;
+  for (const SweepResultsRow* row : rows) {
+    unlearned = unlearned || row->has_unlearned_seed();
+    every.cells.push_back(cells_of(row->accuracy_every_seed_mean(), row->accuracy_every_seed_std(), columns, with_std,
+                                   percent_text));
+  }
   if (accuracy) ppl.measure = "perplexity of the answer tokens";
   std::string out = table(r, task, rows, ppl);
   if (bytes) out += '\n' + table(r, task, rows, bpb);
   if (accuracy) out += '\n' + table(r, task, rows, acc);
+  if (accuracy && unlearned) out += '\n' + table(r, task, rows, every);
   return out;
 }
 

@@ -116,22 +116,23 @@ std::optional<std::pair<double, double>> mean_std(const std::vector<std::optiona
 }
 
 std::vector<bool> learned_seeds(const std::vector<std::vector<std::optional<double>>>& accuracy,
-                                const std::vector<std::optional<double>>& trained) {
+                                const std::vector<std::optional<double>>& trained, double threshold) {
   if (!trained.empty()) {
     RPB_CHECK(trained.size() == accuracy.size(), "sweep", trained.size(), " trained accuracies for ", accuracy.size(),
               " seeds");
     std::vector<bool> out;
-    for (const auto& a : trained) out.push_back(a && *a >= kLearnedAccuracy);
+    for (const auto& a : trained) out.push_back(a && *a >= threshold);
     return out;
   }
   std::vector<bool> out;
-  for (const auto& seed : accuracy) out.push_back(!seed.empty() && seed.front() && *seed.front() >= kLearnedAccuracy);
+  for (const auto& seed : accuracy) out.push_back(!seed.empty() && seed.front() && *seed.front() >= threshold);
   return out;
 }
 
 std::vector<std::optional<std::pair<double, double>>> accuracy_stats(
-    const std::vector<std::vector<std::optional<double>>>& accuracy, const std::vector<std::optional<double>>& trained) {
-  const std::vector<bool> learned = learned_seeds(accuracy, trained);
+    const std::vector<std::vector<std::optional<double>>>& accuracy, const std::vector<std::optional<double>>& trained,
+    double threshold) {
+  const std::vector<bool> learned = learned_seeds(accuracy, trained, threshold);
   std::size_t lengths = 0;
   for (const auto& seed : accuracy) lengths = std::max(lengths, seed.size());
   std::vector<std::optional<std::pair<double, double>>> out;
@@ -320,6 +321,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
   result.train_length = base.length;
   result.multipliers = base.eval_multipliers;
   result.seeds = base.sweep.seeds;
+  result.learned_threshold = base.sweep.learned_threshold;
   const std::vector<std::string> tasks = base.sweep.tasks.empty() ? std::vector<std::string>{base.task.kind}
                                                                   : base.sweep.tasks;
   const std::string root = base.run_dir();
@@ -343,6 +345,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
       MethodResult row;
       row.task = task;
       row.method = method;
+      row.learned_threshold = base.sweep.learned_threshold;
       row.label = method_label(base, method, run_config(base, sweep_run(base, task, method, base.sweep.seeds.front())));
       for (uint64_t seed : base.sweep.seeds) {
         SweepRun sr = sweep_run(base, task, method, seed);

@@ -63,6 +63,7 @@ struct MethodResult {
   /// of the run it evaluates, scored as trained (without them): whether the seed learned the task (learned_seeds).
   /// Empty for every other row, whose own first length says it.
   std::vector<std::optional<double>> trained_accuracy;
+  double learned_threshold = kLearnedAccuracy;  // [sweep] learned_threshold: the accuracy that counts as learning
   /// [seed][length]: passkey's held-out samples per depth bin; 0 for the other tasks.
   std::vector<std::vector<int64_t>> samples_per_depth;
   /// The perplexities at length j over the seeds.
@@ -95,6 +96,7 @@ struct SweepResult {
   std::vector<uint64_t> seeds;
   std::vector<MethodResult> rows;
   std::map<std::string, std::string> task_labels;  // task -> its name in the results (task_label, labels.h)
+  double learned_threshold = kLearnedAccuracy;     // [sweep] learned_threshold
 };
 
 /// Trains (or reuses) every method x task x seed run of the sweep, evaluates each at every
@@ -119,12 +121,13 @@ SweepResult run_sweep(const RunConfig& config, bool overwrite = false, const std
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v);
 
 /// Whether each seed learned a passkey task, from `accuracy` [seed][length]: its accuracy at the first length (the
-/// train length, multiplier index 0) is at least kLearnedAccuracy (train/run/eval_result.h). `trained` [seed], when
-/// not empty, is what counts instead: the accuracy at the train length of the model as it was trained (a row with
-/// evaluation settings, such as a RoPE scaling, scores its own first length with them; whether the task was learned
-/// is its trained run's question, MethodResult::trained_accuracy).
+/// train length, multiplier index 0) is at least `threshold` ([sweep] learned_threshold; kLearnedAccuracy,
+/// train/run/eval_result.h, by default). `trained` [seed], when not empty, is what counts instead: the accuracy at the
+/// train length of the model as it was trained (a row with evaluation settings, such as a RoPE scaling, scores its own
+/// first length with them; whether the task was learned is its trained run's question, MethodResult::trained_accuracy).
 std::vector<bool> learned_seeds(const std::vector<std::vector<std::optional<double>>>& accuracy,
-                                const std::vector<std::optional<double>>& trained = {});
+                                const std::vector<std::optional<double>>& trained = {},
+                                double threshold = kLearnedAccuracy);
 
 /// [length]: the mean and std (mean_std) of `accuracy` [seed][length] as the sweep reports it: at the first length
 /// over every seed, past it over the seeds that learned the task (learned_seeds) only, so that a seed that never
@@ -132,6 +135,6 @@ std::vector<bool> learned_seeds(const std::vector<std::vector<std::optional<doub
 /// when no seed learned the task).
 std::vector<std::optional<std::pair<double, double>>> accuracy_stats(
     const std::vector<std::vector<std::optional<double>>>& accuracy,
-    const std::vector<std::optional<double>>& trained = {});
+    const std::vector<std::optional<double>>& trained = {}, double threshold = kLearnedAccuracy);
 
 }  // namespace rpb
