@@ -267,13 +267,22 @@ std::string value_text(const toml::node& n) {
 
 namespace {
 
+// A key as TOML text: bare when it is made of letters, digits, '_' and '-' only (every key rpb reads), else quoted
+// (a [sweep] labels key is a method: "rope@rope_scaling=yarn"), so that it reads back as the one key it is.
+std::string key_text(std::string_view k) {
+  const bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+  return bare ? std::string(k) : value_text(toml::value<std::string>(std::string(k)));
+}
+
 void write_section(std::string& out, const toml::table& t, const std::string& header, const std::string& path) {
   if (!header.empty()) out += (out.empty() ? "" : "\n") + header + "\n";
   for (auto&& [k, v] : t)
     if (!v.is_table() && !(v.is_array() && v.as_array()->is_array_of_tables() && !v.as_array()->empty()))
-      out += std::string(k.str()) + " = " + value_text(v) + "\n";
+      out += key_text(k.str()) + " = " + value_text(v) + "\n";
   for (auto&& [k, v] : t) {
-    const std::string sub = path.empty() ? std::string(k.str()) : path + "." + std::string(k.str());
+    const std::string sub = path.empty() ? key_text(k.str()) : path + "." + key_text(k.str());
     if (const toml::table* st = v.as_table()) write_section(out, *st, "[" + sub + "]", sub);
     else if (v.is_array() && v.as_array()->is_array_of_tables() && !v.as_array()->empty())
       for (const toml::node& e : *v.as_array()) write_section(out, *e.as_table(), "[[" + sub + "]]", sub);
