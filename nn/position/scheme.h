@@ -229,7 +229,7 @@ struct SchemeInfo {
   WindowBias window_bias;
   /// The token embedding it is published with (never EmbeddingRecipe::scheme): scaled for the sinusoids (Vaswani et
   /// al.; fairseq), whose +-1 values would swamp tokens at std 0.02; gpt2 for the rest, learned absolute positions
-  /// included (GPT-2 and ViT, their references; measured against the scaled recipe in README.md).
+  /// included (GPT-2 and ViT, their references; measured against the scaled recipe in docs/schemes.md).
   EmbeddingRecipe embedding = EmbeddingRecipe::gpt2;
   /// True for the schemes that read a learned table at one row per relative position (t5, shaw, clipped2d), so that
   /// rows can go untrained: they record the rows training read, and position.untrained applies to them.
