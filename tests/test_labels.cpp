@@ -60,7 +60,7 @@ TEST_CASE("labels: a RoPE scaling is named with its factor in force, defaulted o
   CHECK(label_in(all, 2) == "RoPE + NTK (s = 2)");
 }
 
-TEST_CASE("labels: [sweep] labels and task_labels name methods and tasks; a bad one is refused naming it") {
+TEST_CASE("labels: sweep.labels and sweep.task_labels name methods and tasks, a bad one is refused naming it") {
   const std::string sweep = kLengths + "[sweep]\nmethods = [\"rope\", \"rope@rope_scaling=yarn\"]\n"
                                        "labels = { \"rope@rope_scaling=yarn\" = \"RoPE + YaRN\" }\n"
                                        "task_labels = { markov = \"Markov chain\" }\n";
