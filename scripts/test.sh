@@ -57,7 +57,7 @@ if [ "$san_run" != 0 ] || [ "$seconds" != 0 ]; then
 fi
 
 if [ "$san_run" != 0 ]; then
-  echo "== sanitizers: the suite under ASan + UBSan, two long tests aside (build-fuzz; ${SECONDS} s so far)"
+  echo "== sanitizers: the suite under ASan + UBSan, two long tests and the Python, LaTeX and docs tests aside (build-fuzz; ${SECONDS} s so far)"
   reports=$root/build-fuzz/sanitizer-reports
   rm -rf "$reports" && mkdir -p "$reports"
   # Reports go to files, so that one from an rpb process a test starts (whose output the test
