@@ -20,9 +20,7 @@ bool sets(const SweepMethod& m, const std::string& key) {
 SweepMethod with_settings_in_force(const SweepMethod& m, const RunConfig& run) {
   SweepMethod shown{m.text, m.scheme, {}};
   const nn::PositionOptions& p = run.model.position;
-  const nn::SchemeInfo* info = nullptr;
-  for (const nn::SchemeInfo& s : nn::schemes())
-    if (m.scheme == s.name) info = &s;
+  const nn::SchemeInfo* info = nn::find_scheme(m.scheme, p.dims);
   if (!info) return m;
   const auto add = [&](const char* key, const std::string& text, SettingValue value) {
     const nn::PositionOptionInfo* o = nn::find_position_option(key);

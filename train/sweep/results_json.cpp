@@ -47,6 +47,13 @@ std::vector<std::optional<double>> accuracy_over_seeds(const SweepResultsRow& ro
   return out;
 }
 
+// The mean (second: false) or std of the accuracy over every seed, learned or not.
+std::vector<std::optional<double>> accuracy_every_seed(const SweepResultsRow& row, bool second) {
+  return over_seeds(row, second, [&](std::size_t s, std::size_t j) {
+    return cell_or(row.accuracy, s, j, std::optional<double>());
+  });
+}
+
 SweepResultsRow row_of(const MethodResult& m) {
   SweepResultsRow row;
   row.task = m.task;
@@ -359,8 +366,7 @@ SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_lis
   if (in.has("settings")) m.settings = read_settings(in["settings"]);
   // Before rpb-results-7 every label was a default one: made again as labels are made now (of the method's own
   // settings: those the sweep's config set for every row are not in the file).
-  const int64_t largest = lengths == 0 ? 0 : largest_multiplier;
-  if (!keys.labels && !m.scheme.empty()) m.label = SweepMethod{m.method, m.scheme, m.settings}.label(largest);
+  if (!keys.labels && !m.scheme.empty()) m.label = SweepMethod{m.method, m.scheme, m.settings}.label(largest_multiplier);
   m.position_params = in["position_params"].int64();
   if (keys.protocol && !in["eval_stride"].is_null()) {
     m.eval_stride = in["eval_stride"].int64();
@@ -404,10 +410,10 @@ std::vector<std::optional<double>> SweepResultsRow::bits_per_byte_std() const {
 std::vector<std::optional<double>> SweepResultsRow::accuracy_mean() const { return accuracy_over_seeds(*this, false); }
 std::vector<std::optional<double>> SweepResultsRow::accuracy_std() const { return accuracy_over_seeds(*this, true); }
 std::vector<std::optional<double>> SweepResultsRow::accuracy_every_seed_mean() const {
-  return over_seeds(*this, false, [&](std::size_t s, std::size_t j) { return cell_or(accuracy, s, j, std::optional<double>()); });
+  return accuracy_every_seed(*this, false);
 }
 std::vector<std::optional<double>> SweepResultsRow::accuracy_every_seed_std() const {
-  return over_seeds(*this, true, [&](std::size_t s, std::size_t j) { return cell_or(accuracy, s, j, std::optional<double>()); });
+  return accuracy_every_seed(*this, true);
 }
 bool SweepResultsRow::has_unlearned_seed() const {
   if (!has_accuracy()) return false;

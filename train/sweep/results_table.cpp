@@ -123,14 +123,19 @@ std::string perplexity_table(const SweepResults& r, const TaskRows& t) {
   return rows_table(r, t, {}, "PPL", cells) + "\n" + task_line(r, t);
 }
 
+// A row's cells at every length of fixed_cell's `decimals` and `scale`, from its [length] means and stds.
+std::vector<std::string> fixed_cells(const SweepResults& r, const std::vector<std::optional<double>>& mean,
+                                     const std::vector<std::optional<double>>& std_dev, int decimals, double scale = 1) {
+  std::vector<std::string> out;
+  for (std::size_t j = 0; j < r.multipliers.size(); ++j)
+    out.push_back(fixed_cell(at(mean, std_dev, j), r.seeds.size() > 1, decimals, scale));
+  return out;
+}
+
 // Bits per byte (3 decimals) of a text task, and the line under it.
 std::string bits_per_byte_table(const SweepResults& r, const TaskRows& t) {
   const auto cells = [&](const SweepResultsRow& m) {
-    const auto mean = m.bits_per_byte_mean(), std_dev = m.bits_per_byte_std();
-    std::vector<std::string> out;
-    for (std::size_t j = 0; j < r.multipliers.size(); ++j)
-      out.push_back(fixed_cell(at(mean, std_dev, j), r.seeds.size() > 1, 3));
-    return out;
+    return fixed_cells(r, m.bits_per_byte_mean(), m.bits_per_byte_std(), 3);
   };
   std::string out = rows_table(r, t, {}, "Bits per byte", cells);
   out += "\nBits per byte: ";
@@ -166,11 +171,7 @@ std::string accuracy_table(const SweepResults& r, const TaskRows& t) {
 // past the train length, which the table above leaves to the learned seeds.
 std::string every_seed_table(const SweepResults& r, const TaskRows& t) {
   const auto cells = [&](const SweepResultsRow& m) {
-    const auto mean = m.accuracy_every_seed_mean(), std_dev = m.accuracy_every_seed_std();
-    std::vector<std::string> out;
-    for (std::size_t j = 0; j < r.multipliers.size(); ++j)
-      out.push_back(fixed_cell(at(mean, std_dev, j), r.seeds.size() > 1, 1, 100));
-    return out;
+    return fixed_cells(r, m.accuracy_every_seed_mean(), m.accuracy_every_seed_std(), 1, 100);
   };
   std::string out = rows_table(r, t, {}, "Accuracy, every seed,", cells);
   out += "\nAccuracy, every seed: ";
