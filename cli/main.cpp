@@ -43,11 +43,12 @@ std::string unknown_first_argument(int argc, char** argv) {
          "' (usage: rpb <subcommand> [options]; subcommands: " + known + ")\nRun with --help for more information.\n";
 }
 
-// "rpb 0.1.0 (MPI: Open MPI v4.1.4)" or "rpb 0.1.0 (built without MPI: one process)".
+// "rpb 0.1.0 (MPI: Open MPI v4.1.4; CUDA 13.0 (sm_90))" or "rpb 0.1.0 (built without MPI: one process; CUDA not in
+// this build)". It says what the build holds and does not start a GPU (one is asked for only when a command uses it).
 std::string version_line() {
   const std::string mpi = rpb::dist::built_with_mpi() ? "MPI: " + rpb::dist::library_version()
                                                        : "built without MPI: one process";
-  return std::string("rpb ") + rpb::version() + " (" + mpi + ")";
+  return std::string("rpb ") + rpb::version() + " (" + mpi + "; " + rpb::cuda_build_description() + ")";
 }
 
 // How long a rank whose command failed or stopped waits for the other ranks to end too (rpb::dist::settle_ending)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/cuda/backend.h"
 #include "core/ops/kernels.h"
 
 namespace rpb {
@@ -40,6 +41,11 @@ void accumulate(GradSlot& slot, Tensor g, const char* op, int input) {
 void scale_grad_(const Tensor& t, double factor) {
   if (!t.requires_grad() || !t.impl().slot->grad.defined()) return;
   Tensor& grad = owned_grad(*t.impl().slot);
+  if (grad.is_cuda()) {
+    cuda::backend("scale_grad_").unary(cuda::UnaryFn::mul_scalar, factor, grad.dtype(), grad.raw_data(),
+                                       grad.raw_mutable_data(), grad.numel());
+    return;
+  }
   dispatch_float(grad.dtype(), "scale_grad_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     amap<T>(grad) *= T(factor);
@@ -91,7 +97,7 @@ void backward(const Tensor& root, const Tensor& grad) {
   if (!seed.defined()) {
     RPB_CHECK(root.numel() == 1, "backward", "a root of shape ", root.shape(),
               " needs an explicit gradient; only one-element roots default to 1");
-    seed = Tensor::ones(root.shape(), root.dtype());
+    seed = Tensor::ones(root.shape(), root.dtype(), root.device());
   }
   RPB_CHECK(seed.shape() == root.shape() && seed.dtype() == root.dtype(), "backward", "gradient of shape ",
             seed.shape(), " (", dtype_name(seed.dtype()), ") for a root of shape ", root.shape(), " (",

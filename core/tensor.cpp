@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "core/checked.h"
+#include "core/cuda/backend.h"
 #include "core/dispatch.h"
 
 namespace rpb {
@@ -93,58 +94,72 @@ BlockCache& block_cache() {
 }  // namespace
 
 namespace {
-std::atomic<std::size_t> g_live_bytes{0}, g_peak_bytes{0};  // held by live storages
-std::atomic<std::size_t> g_limit_bytes{0};                    // 0: no cap
+// Held by live storages, per device (index: Device), and the caps (0: none).
+std::atomic<std::size_t> g_live_bytes[2] = {0, 0}, g_peak_bytes[2] = {0, 0}, g_limit_bytes[2] = {0, 0};
 constexpr double kMiB = 1024.0 * 1024.0;
+int index_of(Device d) { return d == Device::cuda ? 1 : 0; }
 }  // namespace
 
-void set_memory_limit(std::size_t bytes) { g_limit_bytes.store(bytes); }
-std::size_t memory_limit() { return g_limit_bytes.load(); }
+void set_memory_limit(std::size_t bytes, Device d) { g_limit_bytes[index_of(d)].store(bytes); }
+std::size_t memory_limit(Device d) { return g_limit_bytes[index_of(d)].load(); }
 
-std::size_t release_cached_memory() { return block_cache().release(); }
-std::size_t live_memory_bytes() { return g_live_bytes.load(); }
-std::size_t peak_memory_bytes() { return g_peak_bytes.load(); }
-void reset_peak_memory() { g_peak_bytes.store(g_live_bytes.load()); }
-std::size_t cached_memory_bytes() { return block_cache().cached(); }
+std::size_t release_cached_memory(Device d) {
+  if (d == Device::cpu) return block_cache().release();
+  return cuda_available() ? cuda::backend("release_cached_memory").empty_cache() : 0;
+}
+std::size_t live_memory_bytes(Device d) { return g_live_bytes[index_of(d)].load(); }
+std::size_t peak_memory_bytes(Device d) { return g_peak_bytes[index_of(d)].load(); }
+void reset_peak_memory(Device d) { g_peak_bytes[index_of(d)].store(g_live_bytes[index_of(d)].load()); }
+std::size_t cached_memory_bytes(Device d) {
+  if (d == Device::cpu) return block_cache().cached();
+  return cuda_available() ? cuda::backend("cached_memory_bytes").cached_bytes() : 0;
+}
 
-Storage::Storage(std::size_t bytes) : bytes_(bytes) {
-  const std::size_t limit = g_limit_bytes.load(), live_before = g_live_bytes.load();
+Storage::Storage(std::size_t bytes, Device device) : bytes_(bytes), device_(device) {
+  const int k = index_of(device);
+  const std::size_t limit = g_limit_bytes[k].load(), live_before = g_live_bytes[k].load();
   RPB_CHECK(limit == 0 || (bytes <= limit && live_before <= limit - bytes), "storage", "allocating ", bytes,
-            " bytes (", static_cast<double>(bytes) / kMiB, " MiB) with ", static_cast<double>(live_before) / kMiB,
-            " MiB held would go over the memory limit of ", static_cast<double>(limit) / kMiB, " MiB");
-  data_ = block_cache().get(BlockCache::rounded(bytes));
-  RPB_CHECK(data_ != nullptr, "storage", "out of memory allocating ", bytes, " bytes");
-  const std::size_t live = g_live_bytes.fetch_add(bytes_) + bytes_;
-  std::size_t peak = g_peak_bytes.load();
-  while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live)) {
+            " bytes (", static_cast<double>(bytes) / kMiB, " MiB) on ", device_name(device), " with ",
+            static_cast<double>(live_before) / kMiB, " MiB held would go over the memory limit of ",
+            static_cast<double>(limit) / kMiB, " MiB");
+  if (device == Device::cpu) {
+    data_ = block_cache().get(BlockCache::rounded(bytes));
+    RPB_CHECK(data_ != nullptr, "storage", "out of memory allocating ", bytes, " bytes");
+  } else {
+    data_ = cuda::backend("storage").allocate(bytes);
+  }
+  const std::size_t live = g_live_bytes[k].fetch_add(bytes_) + bytes_;
+  std::size_t peak = g_peak_bytes[k].load();
+  while (live > peak && !g_peak_bytes[k].compare_exchange_weak(peak, live)) {
   }
 }
 
 Storage::~Storage() {
-  g_live_bytes.fetch_sub(bytes_);
-  block_cache().put(data_, BlockCache::rounded(bytes_));
+  g_live_bytes[index_of(device_)].fetch_sub(bytes_);
+  if (device_ == Device::cpu) block_cache().put(data_, BlockCache::rounded(bytes_));
+  else cuda::backend("storage").release(data_, bytes_);
 }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype) {
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   auto impl = std::make_shared<TensorImpl>();
   int64_t elements = 1;
   for (int i = 0; i < shape.size(); ++i) elements = checked_mul(elements, shape[i], "tensor", "element count");
   impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(
-      checked_mul(elements, static_cast<int64_t>(dtype_size(dtype)), "tensor", "byte size")));
+      checked_mul(elements, static_cast<int64_t>(dtype_size(dtype)), "tensor", "byte size")), device);
   impl->shape = shape;
   impl->dtype = dtype;
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
-  Tensor t = empty(shape, dtype);
+Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
   t.fill_(value);
   return t;
 }
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
-Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
-Tensor Tensor::scalar(double value, DType dtype) { return full(Shape{}, value, dtype); }
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0, dtype, device); }
+Tensor Tensor::ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
+Tensor Tensor::scalar(double value, DType dtype, Device device) { return full(Shape{}, value, dtype, device); }
 
 Tensor Tensor::indices(const Shape& shape, const std::vector<int64_t>& values) {
   return from_vector<int64_t>(shape, values);
@@ -171,7 +186,15 @@ double Tensor::item() const {
   return to_vector()[0];
 }
 
+Tensor Tensor::to(Device target) const {
+  if (device() == target) return *this;
+  Tensor t = empty(shape(), dtype(), target);
+  t.copy_(*this);
+  return t;
+}
+
 double Tensor::at(std::initializer_list<int64_t> index) const {
+  if (is_cuda()) return to(Device::cpu).at(index);
   RPB_CHECK(static_cast<int>(index.size()) == dim(), "at", "index of ", index.size(),
             " coordinates for shape ", shape());
   const Shape st = contiguous_strides(shape());
@@ -190,6 +213,7 @@ double Tensor::at(std::initializer_list<int64_t> index) const {
 }
 
 std::vector<double> Tensor::to_vector() const {
+  if (is_cuda()) return to(Device::cpu).to_vector();
   std::vector<double> out(static_cast<std::size_t>(numel()));
   dispatch_all(dtype(), "to_vector", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -199,19 +223,35 @@ std::vector<double> Tensor::to_vector() const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor t = empty(shape(), dtype());
+  Tensor t = empty(shape(), dtype(), device());
+  if (is_cuda()) {
+    t.copy_(*this);
+    return t;
+  }
   std::memcpy(t.raw_mutable_data(), raw_data(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
   return t;
 }
 
 Tensor Tensor::to(DType target) const {
-  Tensor t = empty(shape(), target);
+  Tensor t = empty(shape(), target, device());
   t.copy_(*this);
   return t;
 }
 
 void Tensor::copy_(const Tensor& src) const {
   RPB_CHECK(src.shape() == shape(), "copy_", "source shape ", src.shape(), " differs from destination ", shape());
+  if (is_cuda() || src.is_cuda()) {
+    if (numel() == 0) return;
+    cuda::Backend& b = cuda::backend("copy_");
+    if (src.dtype() == dtype()) {
+      b.copy(raw_mutable_data(), device(), src.raw_data(), src.device(), static_cast<std::size_t>(numel()) * dtype_size(dtype()));
+    } else if (device() == src.device()) {
+      b.cast(src.dtype(), src.raw_data(), dtype(), raw_mutable_data(), numel());
+    } else {
+      copy_(src.to(device()));  // move first, then convert on this tensor's device
+    }
+    return;
+  }
   dispatch_all(dtype(), "copy_", [&](auto dtag) {
     using D = typename decltype(dtag)::type;
     dispatch_all(src.dtype(), "copy_", [&](auto stag) {
@@ -223,6 +263,10 @@ void Tensor::copy_(const Tensor& src) const {
 }
 
 void Tensor::fill_(double value) const {
+  if (is_cuda()) {
+    cuda::backend("fill_").fill(dtype(), raw_mutable_data(), numel(), value);
+    return;
+  }
   dispatch_all(dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     std::fill_n(mutable_data<T>(), numel(), static_cast<T>(value));

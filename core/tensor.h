@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "core/shape.h"
 
@@ -30,38 +31,43 @@ constexpr DType dtype_of() {
   }
 }
 
-/// A reference-counted, 64-byte aligned buffer. Tensors that are views share one.
-/// Large buffers come from and return to a size-keyed cache (see release_cached_memory).
+/// A reference-counted buffer on one device (64-byte aligned on the host). Tensors that are views share one.
+/// Large host buffers come from and return to a size-keyed cache (see release_cached_memory); device buffers come
+/// from the CUDA backend's caching allocator (core/cuda/caching_allocator.h), which reuses freed blocks the same way.
 class Storage {
  public:
-  explicit Storage(std::size_t bytes);
+  explicit Storage(std::size_t bytes, Device device = Device::cpu);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
+  /// The buffer's address on its own device (a device pointer for Device::cuda).
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
 
  private:
   void* data_;
   std::size_t bytes_;
+  Device device_;
 };
 
-/// Storages of 64 KiB and more are recycled by exact size (at most 1 GiB held idle).
-/// Frees the idle ones and returns how many bytes that released.
-std::size_t release_cached_memory();
+// Memory accounting, per device: the limit and the counters of Device::cuda count device memory.
+/// Frees the idle cached buffers of `device` and returns how many bytes that released. On the host, storages of
+/// 64 KiB and more are recycled by exact size (at most 1 GiB held idle).
+std::size_t release_cached_memory(Device device = Device::cpu);
 /// Bytes currently held idle for reuse.
-std::size_t cached_memory_bytes();
+std::size_t cached_memory_bytes(Device device = Device::cpu);
 /// Bytes held by live storages (tensors in use, including what the tape saves for backward).
-std::size_t live_memory_bytes();
+std::size_t live_memory_bytes(Device device = Device::cpu);
 /// The most live_memory_bytes() has been since the last reset_peak_memory() (or the start).
-std::size_t peak_memory_bytes();
+std::size_t peak_memory_bytes(Device device = Device::cpu);
 /// Starts a new peak at the current live bytes.
-void reset_peak_memory();
-/// Caps live_memory_bytes(): a storage that would take it past `bytes` is refused before it is allocated, with
-/// rpb::Error "storage: allocating N bytes ... over the memory limit". 0 (the default) removes the cap.
-void set_memory_limit(std::size_t bytes);
+void reset_peak_memory(Device device = Device::cpu);
+/// Caps live_memory_bytes(device): a storage that would take it past `bytes` is refused before it is allocated,
+/// with rpb::Error "storage: allocating N bytes ... over the memory limit". 0 (the default) removes the cap.
+void set_memory_limit(std::size_t bytes, Device device = Device::cpu);
 /// The cap set_memory_limit set (0: none).
-std::size_t memory_limit();
+std::size_t memory_limit(Device device = Device::cpu);
 
 struct GradSlot;  // core/autograd.h
 
@@ -92,13 +98,13 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
-  // ---- factories ----
+  // ---- factories (on the host unless a device is given) ----
   /// Uninitialised contents.
-  static Tensor empty(const Shape& shape, DType dtype = DType::f32);
-  static Tensor zeros(const Shape& shape, DType dtype = DType::f32);
-  static Tensor ones(const Shape& shape, DType dtype = DType::f32);
-  static Tensor full(const Shape& shape, double value, DType dtype = DType::f32);
-  static Tensor scalar(double value, DType dtype = DType::f32);
+  static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu);
+  static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu);
+  static Tensor ones(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu);
+  static Tensor full(const Shape& shape, double value, DType dtype = DType::f32, Device device = Device::cpu);
+  static Tensor scalar(double value, DType dtype = DType::f32, Device device = Device::cpu);
   /// Copies `values` (row-major); their count must equal shape.numel().
   template <typename T>
   static Tensor from_vector(const Shape& shape, const std::vector<T>& values);
@@ -116,26 +122,48 @@ class Tensor {
   int64_t numel() const { return impl().shape.numel(); }
   DType dtype() const { return impl().dtype; }
   bool is_floating() const { return dtype() != DType::i64; }
+  /// Where the storage lives.
+  Device device() const { return impl().storage->device(); }
+  bool is_cuda() const { return device() == Device::cuda; }
 
   // ---- data ----
-  /// Typed pointer to the first element; throws if T does not match dtype().
+  /// Typed host pointer to the first element; throws if T does not match dtype() or the tensor is not on the
+  /// host (code that reads elements on the host must move a cuda tensor first, with to(Device::cpu)).
   template <typename T>
   const T* data() const;
   template <typename T>
   T* mutable_data() const;
+  /// Typed pointer to the first element on the tensor's own device (a device pointer for a cuda tensor), for
+  /// kernels; throws if T does not match dtype().
+  template <typename T>
+  T* device_data() const;
+  /// Untyped pointers on the tensor's own device.
   const void* raw_data() const;
   void* raw_mutable_data() const;
-  /// The single value of a one-element tensor.
+  /// The single value of a one-element tensor (copied to the host from a cuda tensor).
   double item() const;
-  /// One element by its multi-index.
+  /// One element by its multi-index (copied to the host from a cuda tensor).
   double at(std::initializer_list<int64_t> index) const;
-  /// All values, converted to double.
+  /// All values, converted to double (copied to the host from a cuda tensor).
   std::vector<double> to_vector() const;
-  /// A deep copy that does not take part in autograd.
+  /// A deep copy on the same device that does not take part in autograd.
   Tensor clone() const;
-  /// A copy converted to `dtype`; not recorded on the tape.
+  /// A copy converted to `dtype`, on the same device; not recorded on the tape.
   Tensor to(DType dtype) const;
-  /// Overwrites the contents with `src` (same shape; dtype converted). Not recorded.
+  /// A copy on `device` (the tensor itself when it is there already: moving is explicit, and cheap when it is
+  /// not needed). Not recorded on the tape: a moved tensor is a new leaf.
+  ///
+  /// @code
+  /// const rpb::Tensor x = rpb::Tensor::from_vector<float>({2}, {1, 2});
+  /// CHECK(x.to(rpb::Device::cpu).shares_storage(x));
+  /// if (rpb::cuda_available()) {
+  ///   const rpb::Tensor y = x.to(rpb::Device::cuda);
+  ///   CHECK(y.device() == rpb::Device::cuda);
+  ///   CHECK(y.to(rpb::Device::cpu).to_vector() == std::vector<double>{1, 2});
+  /// }
+  /// @endcode
+  Tensor to(Device device) const;
+  /// Overwrites the contents with `src` (same shape; dtype converted; either device). Not recorded.
   void copy_(const Tensor& src) const;
   /// Sets every element to `value`. Not recorded.
   void fill_(double value) const;
@@ -195,10 +223,17 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 // ---- template definitions ----
 template <typename T>
-const T* Tensor::data() const {
+T* Tensor::device_data() const {
   RPB_CHECK(dtype() == dtype_of<T>(), "tensor.data", "tensor of dtype ", dtype_name(dtype()),
             " read as ", dtype_name(dtype_of<T>()), ", shape ", shape());
-  return static_cast<const T*>(impl().storage->data()) + impl().offset;
+  return static_cast<T*>(impl().storage->data()) + impl().offset;
+}
+
+template <typename T>
+const T* Tensor::data() const {
+  RPB_CHECK(device() == Device::cpu, "tensor.data", "a ", device_name(device()), " tensor (", dtype_name(dtype()),
+            " ", shape(), ") read on the host; move it with to(Device::cpu) first");
+  return device_data<T>();
 }
 
 template <typename T>

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/autograd.h"
+#include "core/cuda/plan.h"
 #include "core/dispatch.h"
 
 namespace rpb::optim {
@@ -28,8 +29,8 @@ void Adam::step(double lr) {
     if (!g.defined()) continue;
     Moments& st = moments_[i];
     if (!st.exp_avg.defined()) {
-      st.exp_avg = Tensor::zeros(p.shape(), p.dtype());
-      st.exp_avg_sq = Tensor::zeros(p.shape(), p.dtype());
+      st.exp_avg = Tensor::zeros(p.shape(), p.dtype(), p.device());
+      st.exp_avg_sq = Tensor::zeros(p.shape(), p.dtype(), p.device());
     }
     RPB_CHECK(st.exp_avg.dtype() == p.dtype() && st.exp_avg.shape() == p.shape(), "adam", "parameter '", np.name,
               "' is now ", p.shape(), " ", dtype_name(p.dtype()), " but its moments are ", st.exp_avg.shape(), " ",
@@ -40,6 +41,14 @@ void Adam::step(double lr) {
     const double bc2 = 1.0 - std::pow(b2, static_cast<double>(t));
     // torch's arrangement of m_hat / (sqrt(v_hat) + eps): step_size * m / (sqrt(v) / sqrt(bc2) + eps).
     const double step_size = lr_eff / bc1, sqrt_bc2 = std::sqrt(bc2);
+    if (cuda::on_cuda("adam", {&p, &g, &st.exp_avg, &st.exp_avg_sq})) {
+      const bool decay = wd != 0;
+      cuda::backend("adam").adam(p.dtype(), p.raw_mutable_data(), g.raw_data(), st.exp_avg.raw_mutable_data(),
+                                 st.exp_avg_sq.raw_mutable_data(), p.numel(),
+                                 {b1, b2, options_.eps, step_size, sqrt_bc2, wd, lr_eff, !options_.decoupled && decay,
+                                  options_.decoupled && decay});
+      continue;
+    }
     dispatch_float(p.dtype(), "adam", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T *pp = p.mutable_data<T>(), *pm = st.exp_avg.mutable_data<T>(), *pv = st.exp_avg_sq.mutable_data<T>();

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/autograd.h"
+#include "core/cuda/plan.h"
 #include "core/dispatch.h"
 
 namespace rpb::optim {
@@ -12,6 +13,10 @@ double global_grad_norm(const std::vector<NamedParam>& params) {
   for (const NamedParam& np : params) {
     const Tensor g = np.param.grad();
     if (!g.defined()) continue;
+    if (g.is_cuda()) {  // float64 partial sums on the device, in a fixed order (core/cuda/kernels/reduce.h)
+      sq += cuda::backend("clip_grad_norm").sum_squares(g.dtype(), g.raw_data(), g.numel());
+      continue;
+    }
     dispatch_float(g.dtype(), "clip_grad_norm", [&](auto tag) {
       using T = typename decltype(tag)::type;
       sq += camap<T>(g).template cast<double>().square().sum();
@@ -36,7 +41,8 @@ std::optional<std::string> first_non_finite_grad(const std::vector<NamedParam>& 
     const Tensor g = np.param.grad();
     if (!g.defined()) continue;
     bool finite = true;
-    dispatch_float(g.dtype(), "first_non_finite_grad", [&](auto tag) {
+    if (g.is_cuda()) finite = cuda::backend("first_non_finite_grad").all_finite(g.dtype(), g.raw_data(), g.numel());
+    else dispatch_float(g.dtype(), "first_non_finite_grad", [&](auto tag) {
       using T = typename decltype(tag)::type;
       finite = camap<T>(g).isFinite().all();
     });

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/autograd.h"
+#include "core/cuda/plan.h"
 #include "core/dispatch.h"
 
 namespace rpb::optim {
@@ -30,6 +31,14 @@ void SGD::step(double lr) {
                 p.shape(), " ", dtype_name(p.dtype()), " but its momentum is ", vel.shape(), " ",
                 dtype_name(vel.dtype()));
     const double lr_eff = lr * np.lr_scale, wd = np.weight_decay;
+    if (cuda::on_cuda("sgd", {&p, &g, &vel})) {
+      const bool first = use_momentum && !vel.defined();
+      if (first) vel = Tensor::empty(p.shape(), p.dtype(), Device::cuda);
+      cuda::backend("sgd").sgd(p.dtype(), p.raw_mutable_data(), g.raw_data(),
+                               use_momentum ? vel.raw_mutable_data() : nullptr, p.numel(),
+                               {lr_eff, wd, options_.momentum, first});
+      continue;
+    }
     dispatch_float(p.dtype(), "sgd", [&](auto tag) {
       using T = typename decltype(tag)::type;
       ArrayMap<T> P = amap<T>(p);

@@ -52,7 +52,7 @@ if [ "$san_run" != 0 ] || [ "$seconds" != 0 ]; then
   echo "== sanitizer build: clang + ASan + UBSan + libFuzzer coverage (build-fuzz; ${SECONDS} s so far)"
   # -O1: compiles in about half the time of -O3, and the suite still runs in about a minute and a half.
   CC=clang-14 CXX=clang++-14 quiet_build build-fuzz -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DRPB_FUZZ=ON -DRPB_BUILD_BENCH=OFF -DRPB_TESTS_OPT=-O0 -DRPB_TESTS_UNITY=ON -DRPB_UNITY=ON \
+    -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DRPB_FUZZ=ON -DRPB_CUDA=OFF -DRPB_BUILD_BENCH=OFF -DRPB_TESTS_OPT=-O0 -DRPB_TESTS_UNITY=ON -DRPB_UNITY=ON \
     -DRPB_BUILD_TESTS="$([ "$san_run" != 0 ] && echo ON || echo OFF)"
 fi
 

@@ -28,11 +28,11 @@ void add_norm_cases(CaseList& cases) {
   const Tensor w = rand({5}, gen, DType::f64, 0.5, 1.5);
   const Tensor b = rand({5}, gen, DType::f64, -1.0, 1.0);
   cases.push_back({"layer_norm [2, 5] constant affine", op, {input(gen, {2, 5})},
-                   [w, b](const std::vector<Tensor>& x) { return layer_norm(x[0], w, b); }});
+                   [w, b](const std::vector<Tensor>& x) { return layer_norm(x[0], follow(w, x[0]), follow(b, x[0])); }});
   // Only the affine parameters need gradients.
   const Tensor xc = rand({4, 3}, gen, DType::f64, -1.0, 1.0);
   cases.push_back({"layer_norm [4, 3] constant input", op, {input(gen, {3}), input(gen, {3})},
-                   [xc](const std::vector<Tensor>& x) { return layer_norm(xc, x[0], x[1]); }});
+                   [xc](const std::vector<Tensor>& x) { return layer_norm(follow(xc, x[0]), x[0], x[1]); }});
   cases.push_back({"layer_norm(x) * x", op, {input(gen, {3, 4}), input(gen, {4}), input(gen, {4})},
                    [](const std::vector<Tensor>& x) { return mul(layer_norm(x[0], x[1], x[2]), x[0]); }});
   cases.push_back({"layer_norm with the weight used as bias too", op, {input(gen, {2, 4}), input(gen, {4})},

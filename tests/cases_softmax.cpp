@@ -31,12 +31,12 @@ void add_family(CaseList& cases, const std::string& name, OpKind op, SoftmaxFn f
   // Row 1 is fully masked (all -inf): zeros out, zero gradient.
   const Tensor row_mask = Tensor::from_vector<double>({3, 4}, {0, 0, 0, 0, -kInf, -kInf, -kInf, -kInf, 0, 0, 0, 0});
   cases.push_back({name + " with a fully -inf row", op, {input(gen, {3, 4}, -2, 2)},
-                   [f, row_mask](const std::vector<Tensor>& x) { return f(add(x[0], row_mask), -1); }});
+                   [f, row_mask](const std::vector<Tensor>& x) { return f(add(x[0], follow(row_mask, x[0])), -1); }});
   // Over axis 1 of [2, 3, 2]: the group (0, :, 1) is fully masked.
   const Tensor col_mask =
       Tensor::from_vector<double>({2, 3, 2}, {0, -kInf, 0, -kInf, 0, -kInf, 0, 0, 0, 0, 0, 0});
   cases.push_back({name + " with a fully -inf group over axis 1", op, {input(gen, {2, 3, 2}, -2, 2)},
-                   [f, col_mask](const std::vector<Tensor>& x) { return f(add(x[0], col_mask), 1); }});
+                   [f, col_mask](const std::vector<Tensor>& x) { return f(add(x[0], follow(col_mask, x[0])), 1); }});
 }
 
 }  // namespace
@@ -49,10 +49,10 @@ void add_softmax_cases(CaseList& cases) {
   // (log_softmax would output -inf there, which a finite-difference check cannot compare.)
   const Tensor partial = Tensor::from_vector<double>({3, 4}, {0, -kInf, 0, -kInf, 0, 0, 0, -kInf, -kInf, -kInf, -kInf, 0});
   cases.push_back({"softmax with partly -inf rows", OpKind::Softmax, {input(gen, {3, 4}, -2, 2)},
-                   [partial](const std::vector<Tensor>& x) { return softmax(add(x[0], partial), -1); }});
+                   [partial](const std::vector<Tensor>& x) { return softmax(add(x[0], follow(partial, x[0])), -1); }});
   const Tensor partial_ax0 = Tensor::from_vector<double>({3, 2, 2}, {-kInf, 0, 0, 0, 0, -kInf, 0, 0, -kInf, 0, 0, 0});
   cases.push_back({"softmax with partly -inf groups over axis 0", OpKind::Softmax, {input(gen, {3, 2, 2}, -2, 2)},
-                   [partial_ax0](const std::vector<Tensor>& x) { return softmax(add(x[0], partial_ax0), 0); }});
+                   [partial_ax0](const std::vector<Tensor>& x) { return softmax(add(x[0], follow(partial_ax0, x[0])), 0); }});
   cases.push_back({"log_softmax(softmax(x))", OpKind::LogSoftmax, {input(gen, {2, 5}, -2, 2)},
                    [](const std::vector<Tensor>& x) { return log_softmax(softmax(x[0], -1), -1); }});
 }

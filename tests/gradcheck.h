@@ -28,6 +28,13 @@ Tensor input(Generator& gen, const Shape& shape, double lo = -1.0, double hi = 1
 /// the tensor and from zero-crossings where ops have kinks (relu, max ties).
 Tensor input_away_from(Generator& gen, const Shape& shape, double avoid, double gap);
 
+/// A constant a case's fn captures, in the dtype and on the device of the input `x` it meets: the CUDA parity test
+/// (tests/cuda/) runs every case in float64 and float32 on the CPU and on cuda.
+inline Tensor follow(const Tensor& constant, const Tensor& x) {
+  const Tensor c = constant.is_floating() ? constant.to(x.dtype()) : constant;
+  return c.to(x.device());
+}
+
 struct GradcheckResult {
   bool ok = true;
   bool op_recorded = false;

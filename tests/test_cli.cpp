@@ -14,6 +14,17 @@ TEST_CASE("rpb --version prints the version") {
   CHECK(r.out.find("rpb 0.1.0") != std::string::npos);
 }
 
+TEST_CASE("rpb --version says whether CUDA is in the build") {
+  const auto r = run_rpb("--version");
+  CHECK(r.code == 0);
+  if (rpb::cuda_built()) {
+    CHECK(r.out.find("; CUDA 1") != std::string::npos);
+    CHECK(r.out.find("(sm_") != std::string::npos);
+  } else {
+    CHECK(r.out.find("; CUDA not in this build)") != std::string::npos);
+  }
+}
+
 TEST_CASE("rpb --help lists the subcommands and the exit codes") {
   const auto r = run_rpb("--help");
   CHECK(r.code == 0);

@@ -410,6 +410,11 @@ void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
 
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RelativeBias& bias,
                        const Tensor& key_padding, const Tensor& score_bias, const AttentionSpec& spec) {
+  // The CUDA kernel is the third GPU issue's (FlashAttention-2's tiling with the bias computed in the tiles); until
+  // then a cuda input stops here rather than being read on the host. nn/ attends through the composite ops there.
+  for (const Tensor* t : {&q, &k, &v, &bias.table, &key_padding, &score_bias})
+    RPB_CHECK(!t->defined() || !t->is_cuda(), "fused_attention", "has no CUDA kernel in this version: an input of shape ",
+              t->shape(), " is on cuda; use the composite attention (softmax of matmuls) on a GPU");
   const Geometry g = geometry_of(q, k, v, bias, key_padding, score_bias, spec);
   const Tensor& rel = bias.table;
   std::vector<uint8_t> padded = key_padding.defined() ? padding_bytes(key_padding) : std::vector<uint8_t>();

@@ -18,9 +18,15 @@ void check_same_float(const char* op, const Tensor& a, const Tensor& b) {
 // out = f(a, b) over the broadcast shape. `f(o, x, y)` assigns to the Eigen map `o`;
 // x and y are Eigen arrays or scalars, so each inner run is one vectorized expression.
 template <typename F>
-Tensor broadcast_binary(const char* op, const Tensor& a, const Tensor& b, F f) {
+Tensor broadcast_binary(const char* op, cuda::BinaryFn fn, const Tensor& a, const Tensor& b, F f) {
   check_same_float(op, a, b);
   const Shape os = broadcast_shapes(a.shape(), b.shape(), op);
+  if (cuda::on_cuda(op, {&a, &b})) {
+    Tensor out = Tensor::empty(os, a.dtype(), Device::cuda);
+    cuda::backend(op).binary(fn, a.dtype(), a.raw_data(), b.raw_data(), out.raw_mutable_data(),
+                             cuda::broadcast_plan(os, {a.shape(), b.shape()}));
+    return out;
+  }
   Tensor out = Tensor::empty(os, a.dtype());
   dispatch_float(a.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -68,6 +74,11 @@ Tensor broadcast_binary(const char* op, const Tensor& a, const Tensor& b, F f) {
 void add_inplace(const Tensor& dst, const Tensor& src) {
   check_same_float("add_inplace", dst, src);
   RPB_CHECK(dst.shape() == src.shape(), "add_inplace", "shapes ", dst.shape(), " and ", src.shape(), " differ");
+  if (cuda::on_cuda("add_inplace", {&dst, &src})) {
+    cuda::backend("add_inplace").binary(cuda::BinaryFn::add, dst.dtype(), dst.raw_data(), src.raw_data(),
+                                        dst.raw_mutable_data(), cuda::broadcast_plan(dst.shape(), {dst.shape(), src.shape()}));
+    return;
+  }
   dispatch_float(dst.dtype(), "add_inplace", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* pd = dst.mutable_data<T>();
@@ -80,6 +91,15 @@ void add_inplace(const Tensor& dst, const Tensor& src) {
 
 Tensor expand(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
+  if (x.is_cuda()) {
+    Tensor out = Tensor::empty(shape, x.dtype(), Device::cuda);
+    const cuda::Strides b = cuda::broadcast_plan(shape, {x.shape()});
+    Shape src, dst = contiguous_strides(shape);
+    for (int d = 0; d < shape.size(); ++d) src.push_back(b.st[0][d]);
+    cuda::backend("expand").strided_copy(x.dtype(), x.raw_data(), 0, out.raw_mutable_data(), 0,
+                                         cuda::copy_plan(shape, src, dst));
+    return out;
+  }
   Tensor out = Tensor::empty(shape, x.dtype());
   dispatch_float(x.dtype(), "expand", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -96,7 +116,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
 // ---- binary ops ----
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = broadcast_binary("add", a, b, [](auto& o, const auto& x, const auto& y) { o = x + y; });
+  Tensor out = broadcast_binary("add", cuda::BinaryFn::add, a, b, [](auto& o, const auto& x, const auto& y) { o = x + y; });
   if (autograd::should_record({&a, &b}))
     autograd::record(OpKind::Add, out, {&a, &b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, InputGrads& gi) {
       if (gi.needed(0)) gi.set(0, sum_to(g, sa));
@@ -106,7 +126,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  Tensor out = broadcast_binary("sub", a, b, [](auto& o, const auto& x, const auto& y) { o = x - y; });
+  Tensor out = broadcast_binary("sub", cuda::BinaryFn::sub, a, b, [](auto& o, const auto& x, const auto& y) { o = x - y; });
   if (autograd::should_record({&a, &b}))
     autograd::record(OpKind::Sub, out, {&a, &b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, InputGrads& gi) {
       if (gi.needed(0)) gi.set(0, sum_to(g, sa));
@@ -116,7 +136,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = broadcast_binary("mul", a, b, [](auto& o, const auto& x, const auto& y) { o = x * y; });
+  Tensor out = broadcast_binary("mul", cuda::BinaryFn::mul, a, b, [](auto& o, const auto& x, const auto& y) { o = x * y; });
   if (autograd::should_record({&a, &b})) {
     // Save only the factor each needed gradient reads.
     Tensor saved_a = b.requires_grad() ? a.detach() : Tensor();
@@ -131,7 +151,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor out = broadcast_binary("div", a, b, [](auto& o, const auto& x, const auto& y) { o = x / y; });
+  Tensor out = broadcast_binary("div", cuda::BinaryFn::div, a, b, [](auto& o, const auto& x, const auto& y) { o = x / y; });
   if (autograd::should_record({&a, &b}))
     autograd::record(OpKind::Div, out, {&a, &b},
                      [sa = a.shape(), b = b.detach(), a = b.requires_grad() ? a.detach() : Tensor()](
@@ -147,21 +167,21 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // ---- unary and scalar ops ----
 
 Tensor neg(const Tensor& x) {
-  Tensor out = map_unary("neg", x, [](auto& o, const auto& v) { o = -v; });
+  Tensor out = map_unary("neg", cuda::UnaryFn::neg, 0, x, [](auto& o, const auto& v) { o = -v; });
   if (autograd::should_record({&x}))
     autograd::record(OpKind::Neg, out, {&x}, [](const Tensor& g, InputGrads& gi) { gi.set(0, neg(g)); });
   return out;
 }
 
 Tensor add_scalar(const Tensor& x, double s) {
-  Tensor out = map_unary("add_scalar", x, [s](auto& o, const auto& v) { o = v + static_cast<ScalarOf<decltype(v)>>(s); });
+  Tensor out = map_unary("add_scalar", cuda::UnaryFn::add_scalar, s, x, [s](auto& o, const auto& v) { o = v + static_cast<ScalarOf<decltype(v)>>(s); });
   if (autograd::should_record({&x}))
     autograd::record(OpKind::AddScalar, out, {&x}, [](const Tensor& g, InputGrads& gi) { gi.set(0, g); });
   return out;
 }
 
 Tensor mul_scalar(const Tensor& x, double s) {
-  Tensor out = map_unary("mul_scalar", x, [s](auto& o, const auto& v) { o = v * static_cast<ScalarOf<decltype(v)>>(s); });
+  Tensor out = map_unary("mul_scalar", cuda::UnaryFn::mul_scalar, s, x, [s](auto& o, const auto& v) { o = v * static_cast<ScalarOf<decltype(v)>>(s); });
   if (autograd::should_record({&x}))
     autograd::record(OpKind::MulScalar, out, {&x}, [s](const Tensor& g, InputGrads& gi) { gi.set(0, mul_scalar(g, s)); });
   return out;
@@ -169,10 +189,10 @@ Tensor mul_scalar(const Tensor& x, double s) {
 
 Tensor pow(const Tensor& x, double p) {
   Tensor out;
-  if (p == 2.0) out = map_unary("pow", x, [](auto& o, const auto& v) { o = v.square(); });
-  else if (p == -1.0) out = map_unary("pow", x, [](auto& o, const auto& v) { o = v.inverse(); });
-  else if (p == 0.5) out = map_unary("pow", x, [](auto& o, const auto& v) { o = v.sqrt(); });
-  else out = map_unary("pow", x, [p](auto& o, const auto& v) { o = v.pow(static_cast<ScalarOf<decltype(v)>>(p)); });
+  if (p == 2.0) out = map_unary("pow", cuda::UnaryFn::square, p, x, [](auto& o, const auto& v) { o = v.square(); });
+  else if (p == -1.0) out = map_unary("pow", cuda::UnaryFn::inverse, p, x, [](auto& o, const auto& v) { o = v.inverse(); });
+  else if (p == 0.5) out = map_unary("pow", cuda::UnaryFn::sqrt, p, x, [](auto& o, const auto& v) { o = v.sqrt(); });
+  else out = map_unary("pow", cuda::UnaryFn::pow, p, x, [p](auto& o, const auto& v) { o = v.pow(static_cast<ScalarOf<decltype(v)>>(p)); });
   if (autograd::should_record({&x}))
     autograd::record(OpKind::PowScalar, out, {&x}, [x = x.detach(), p](const Tensor& g, InputGrads& gi) {
       gi.set(0, mul(g, mul_scalar(pow(x, p - 1.0), p)));

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/cuda/plan.h"
 #include "core/dispatch.h"
 #include "core/tensor.h"
 
@@ -20,10 +21,16 @@ template <typename M>
 using ScalarOf = typename std::decay_t<M>::Scalar;
 
 /// out = f(x) for a float tensor: f(o, v) assigns an Eigen expression of the const map `v`
-/// to the map `o` (one vectorized pass, no per-element calls).
+/// to the map `o` (one vectorized pass, no per-element calls). On a cuda tensor, the CUDA backend's `fn` (with
+/// scalar `s`) computes the same function.
 template <typename F>
-Tensor map_unary(const char* op, const Tensor& x, F f) {
+Tensor map_unary(const char* op, cuda::UnaryFn fn, double s, const Tensor& x, F f) {
   RPB_CHECK(x.is_floating(), op, "expected a float tensor, got ", dtype_name(x.dtype()), " ", x.shape());
+  if (x.is_cuda()) {
+    Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::cuda);
+    cuda::backend(op).unary(fn, s, x.dtype(), x.raw_data(), out.raw_mutable_data(), x.numel());
+    return out;
+  }
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -14,6 +14,13 @@ namespace {
 // stride `dst_stride` (both in elements) — the common kernel of concat, slice and its backward.
 void copy_rows(const Tensor& src, int64_t src_off, int64_t src_stride, const Tensor& dst, int64_t dst_off,
                int64_t dst_stride, int64_t rows, int64_t len) {
+  if (cuda::on_cuda("copy_rows", {&src, &dst})) {
+    if (rows > 0 && len > 0)
+      cuda::backend("copy_rows").strided_copy(src.dtype(), src.raw_data(), src_off, dst.raw_mutable_data(), dst_off,
+                                              cuda::copy_plan(Shape{rows, len}, Shape{src_stride, 1},
+                                                              Shape{dst_stride, 1}));
+    return;
+  }
   const std::size_t es = dtype_size(src.dtype());
   const char* ps = static_cast<const char*>(src.raw_data());
   char* pd = static_cast<char*>(dst.raw_mutable_data());
@@ -81,9 +88,16 @@ Tensor permute(const Tensor& x, const std::vector<int>& perm) {
   for (int i = 0; i < nd; ++i) RPB_CHECK(seen[i] == i, "permute", "not a permutation of the axes of ", x.shape());
   Shape os;
   for (int a : p) os.push_back(x.shape()[a]);
-  Tensor out = Tensor::empty(os, x.dtype());
+  Tensor out = Tensor::empty(os, x.dtype(), x.device());
   const Shape xs = contiguous_strides(x.shape());
+  if (x.is_cuda() && out.numel() > 0) {
+    Shape src;
+    for (int a : p) src.push_back(xs[a]);
+    cuda::backend("permute").strided_copy(x.dtype(), x.raw_data(), 0, out.raw_mutable_data(), 0,
+                                          cuda::copy_plan(os, src, contiguous_strides(os)));
+  }
   // Walk the output in order; the innermost output axis reads x at stride xs[p.back()].
+  if (!x.is_cuda())
   dispatch_all(x.dtype(), "permute", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.data<T>();
@@ -136,7 +150,7 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
               dtype_name(xs[0].dtype()), " ", s0);
     os[ax] += t.shape()[ax];
   }
-  Tensor out = Tensor::empty(os, xs[0].dtype());
+  Tensor out = Tensor::empty(os, xs[0].dtype(), cuda::op_device("concat", xs));
   const int64_t outer = outer_of(os, ax), inner = inner_of(os, ax);
   int64_t at = 0;
   for (const Tensor& t : xs) {
@@ -172,12 +186,12 @@ Tensor slice(const Tensor& x, int axis, int64_t start, int64_t end) {
             "] on axis ", ax, " of shape ", x.shape());
   Shape os = x.shape();
   os[ax] = end - start;
-  Tensor out = Tensor::empty(os, x.dtype());
+  Tensor out = Tensor::empty(os, x.dtype(), x.device());
   const int64_t outer = outer_of(os, ax), inner = inner_of(os, ax);
   copy_rows(x, start * inner, n * inner, out, 0, os[ax] * inner, outer, os[ax] * inner);
   if (autograd::should_record({&x}))
     autograd::record(OpKind::Slice, out, {&x}, [sx = x.shape(), ax, start, outer, inner](const Tensor& g, InputGrads& gi) {
-      Tensor gx = Tensor::zeros(sx, g.dtype());
+      Tensor gx = Tensor::zeros(sx, g.dtype(), g.device());
       const int64_t len = g.shape()[ax] * inner;
       copy_rows(g, 0, len, gx, start * inner, sx[ax] * inner, outer, len);
       gi.set(0, gx);

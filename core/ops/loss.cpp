@@ -21,6 +21,34 @@ std::string index_string(const Shape& shape, int64_t flat) {
   return idx.to_string();
 }
 
+// The CUDA path: the same checks and formulas (core/cuda/kernels/rows.h); the loss and the count of counted rows
+// stay on the device, and the backward reads both there.
+Tensor cross_entropy_cuda(const Tensor& logits, const Tensor& target, int64_t ignore_index) {
+  const int64_t C = logits.size(-1), R = target.numel();
+  cuda::Backend& b = cuda::backend("cross_entropy");
+  const int64_t bad = b.first_out_of_range(target.device_data<int64_t>(), R, C, ignore_index);
+  RPB_CHECK(bad < 0, "cross_entropy", "target value ", static_cast<int64_t>(reshape(target, {-1}).at({bad})),
+            " at position ", index_string(target.shape(), bad), " is out of range [0, ", C, ") for logits of shape ",
+            logits.shape());
+  Tensor lse = Tensor::empty(Shape{R}, logits.dtype(), Device::cuda);
+  Tensor out = Tensor::empty(Shape{}, logits.dtype(), Device::cuda);
+  Tensor count = Tensor::empty(Shape{}, DType::i64, Device::cuda);
+  b.cross_entropy(logits.dtype(), logits.raw_data(), target.device_data<int64_t>(), lse.raw_mutable_data(),
+                  out.raw_mutable_data(), count.device_data<int64_t>(), R, C, ignore_index);
+  if (autograd::should_record({&logits}))
+    autograd::record(OpKind::CrossEntropy, out, {&logits},
+                     [x = logits.detach(), target, lse, count, ignore_index, C, R](const Tensor& g, InputGrads& gi) {
+                       Tensor dx = Tensor::empty(x.shape(), x.dtype(), Device::cuda);
+                       cuda::backend("cross_entropy")
+                           .cross_entropy_backward(x.dtype(), x.raw_data(), target.device_data<int64_t>(),
+                                                   lse.raw_data(), g.to(Device::cuda).raw_data(),
+                                                   count.device_data<int64_t>(), dx.raw_mutable_data(), R, C,
+                                                   ignore_index);
+                       gi.set(0, dx);
+                     });
+  return out;
+}
+
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index) {
@@ -35,6 +63,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
             logits.shape(), ": expected ", expect);
   const int64_t C = logits.size(-1);
   const int64_t R = target.numel();
+  if (cuda::on_cuda("cross_entropy", {&logits, &target})) return cross_entropy_cuda(logits, target, ignore_index);
   const int64_t* pt = target.data<int64_t>();
   int64_t count = 0;
   for (int64_t r = 0; r < R; ++r) {

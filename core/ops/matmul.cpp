@@ -102,6 +102,52 @@ Shape broadcast_batch(const Shape& sa, const Shape& sb, bool trans_a, bool trans
   return bo;
 }
 
+// The CUDA path of multiply: one strided-batched product (cuBLAS on a GPU). An operand whose batch axes are the
+// output's steps through them; one shared by every entry has stride 0; any other broadcast is expanded first.
+void multiply_cuda(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, int64_t M, int64_t K, int64_t N,
+                   Tensor& out) {
+  cuda::Backend& be = cuda::backend("matmul");
+  if (K == 0) {
+    out.fill_(0.0);
+    return;
+  }
+  const Shape bo = batch_of(out.shape());
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  const int64_t ra = sa[sa.size() - 2], ca = sa.back(), rb = sb[sb.size() - 2], cb = sb.back();
+  cuda::Gemm g;
+  g.ta = trans_a;
+  g.tb = trans_b;
+  g.n = N;
+  g.k = K;
+  g.lda = ca;
+  g.ldb = cb;
+  g.ldc = N;
+  if (!trans_a && batch_of(sb).numel() == 1) {  // b shared by every entry and a's rows contiguous: fold the batch
+    g.m = bo.numel() * M;
+    be.gemm(a.dtype(), g, a.raw_data(), b.raw_data(), out.raw_mutable_data());
+    return;
+  }
+  const auto operand = [&](const Tensor& t, int64_t rows, int64_t cols, int64_t& stride) {
+    const Shape bt = batch_of(t.shape());
+    if (bt.numel() == 1) {
+      stride = 0;
+      return t;
+    }
+    stride = rows * cols;
+    if (bt == bo) return t;
+    Shape full = bo;
+    full.push_back(rows);
+    full.push_back(cols);
+    return expand(t, full);
+  };
+  const Tensor ea = operand(a, ra, ca, g.sa), eb = operand(b, rb, cb, g.sb);
+  g.m = M;
+  g.sc = M * N;
+  g.batch = bo.numel();
+  be.gemm(a.dtype(), g, ea.raw_data(), eb.raw_data(), out.raw_mutable_data());
+}
+
 // out (bo..., M, N) = op(a) @ op(b) for every batch entry; K is the contracted extent.
 void multiply(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, int64_t M, int64_t K, int64_t N,
               Tensor& out) {
@@ -113,6 +159,10 @@ void multiply(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, int6
   const int k = as_blas_int(K, a, b), lda = as_blas_int(std::max<int64_t>(ca, 1), a, b);
   const int ldb = as_blas_int(std::max<int64_t>(cb, 1), a, b), n = as_blas_int(N, a, b);
   (void)as_blas_int(M, a, b);  // checked here; the folded and per-batch paths convert it below
+  if (out.is_cuda()) {
+    multiply_cuda(a, b, trans_a, trans_b, M, K, N, out);
+    return;
+  }
   dispatch_float(a.dtype(), "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pa = a.data<T>();
@@ -185,7 +235,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   Shape so = broadcast_batch(sa, sb, trans_a, trans_b);
   so.push_back(M);
   so.push_back(N);
-  Tensor out = Tensor::empty(so, a.dtype());
+  Tensor out = Tensor::empty(so, a.dtype(), cuda::op_device("matmul", {&a, &b}));
   if (out.numel() > 0) multiply(a, b, trans_a, trans_b, M, K, N, out);
 
   if (autograd::should_record({&a, &b})) {
@@ -198,6 +248,34 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   }
   return out;
 }
+
+namespace {
+
+// The CUDA path of linear: the bias copied into every row of the output, then the product added onto it
+// (accumulate, as the CPU's beta = 1).
+void linear_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t rows, Tensor& out) {
+  const int64_t n = weight.size(0), k = weight.size(1);
+  const Shape out2{rows, n};
+  if (bias.defined())
+    cuda::backend("linear").strided_copy(bias.dtype(), bias.raw_data(), 0, out.raw_mutable_data(), 0,
+                                         cuda::copy_plan(out2, Shape{0, 1}, Shape{n, 1}));
+  else if (k == 0)
+    out.fill_(0.0);
+  if (k == 0) return;
+  cuda::Gemm g;
+  g.tb = true;
+  g.accumulate = bias.defined();
+  g.m = rows;
+  g.n = n;
+  g.k = k;
+  g.lda = k;
+  g.ldb = k;
+  g.ldc = n;
+  (void)as_blas_int(rows, x, weight);
+  cuda::backend("linear").gemm(x.dtype(), g, x.raw_data(), weight.raw_data(), out.raw_mutable_data());
+}
+
+}  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   RPB_CHECK(x.is_floating() && x.dtype() == weight.dtype(), "linear", "expected float tensors of one dtype, got x ",
@@ -214,8 +292,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   for (int d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
   Shape so = x.shape();
   so[so.size() - 1] = out_features;
-  Tensor out = Tensor::empty(so, x.dtype());
-  if (out.numel() > 0) {
+  const Device dev = cuda::op_device("linear", {&x, &weight, &bias});
+  Tensor out = Tensor::empty(so, x.dtype(), dev);
+  if (dev == Device::cuda && out.numel() > 0) {
+    linear_cuda(x, weight, bias, rows, out);
+  } else if (out.numel() > 0) {
     const int m = as_blas_int(rows, x, weight), n = as_blas_int(out_features, x, weight);
     const int k = as_blas_int(in_features, x, weight);
     dispatch_float(x.dtype(), "linear", [&](auto tag) {

@@ -26,6 +26,18 @@ void layer_norm_backward(const Tensor& saved_x, const Tensor& saved_w, const Ten
   // xhat = (x - mean) * rstd, dn = g * w:
   // dx = rstd * (dn - mean(dn) - xhat * mean(dn * xhat)), dw = sum_rows g * xhat, db = sum_rows g.
   const bool gx = gi.needed(0), gw = gi.needed(1), gb = gi.needed(2);
+  if (cuda::on_cuda("layer_norm", {&g, &saved_x, &saved_w, &mean, &rstd})) {
+    Tensor dx = gx ? Tensor::empty(g.shape(), g.dtype(), Device::cuda) : Tensor();
+    Tensor dw = gw ? Tensor::empty(Shape{C}, g.dtype(), Device::cuda) : Tensor();
+    Tensor db = gb ? Tensor::empty(Shape{C}, g.dtype(), Device::cuda) : Tensor();
+    const auto ptr = [](const Tensor& t) { return t.defined() ? t.raw_mutable_data() : nullptr; };
+    cuda::backend("layer_norm").layer_norm_backward(g.dtype(), g.raw_data(), ptr(saved_x), ptr(saved_w), mean.raw_data(),
+                                                    rstd.raw_data(), ptr(dx), ptr(dw), ptr(db), R, C);
+    if (gx) gi.set(0, dx);
+    if (gw) gi.set(1, dw);
+    if (gb) gi.set(2, db);
+    return;
+  }
   Tensor dx = gx ? Tensor::empty(g.shape(), g.dtype()) : Tensor();
   Tensor dw = gw ? Tensor::zeros(Shape{C}, g.dtype()) : Tensor();
   Tensor db = gb ? Tensor::zeros(Shape{C}, g.dtype()) : Tensor();
@@ -79,10 +91,15 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   check_affine("bias", bias, x);
   const int64_t C = x.size(-1);
   const int64_t R = x.numel() / C;
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  Tensor mean = Tensor::empty(Shape{R}, x.dtype());
-  Tensor rstd = Tensor::empty(Shape{R}, x.dtype());
-  dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
+  const Device dev = cuda::op_device("layer_norm", {&x, &weight, &bias});
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
+  Tensor mean = Tensor::empty(Shape{R}, x.dtype(), dev);
+  Tensor rstd = Tensor::empty(Shape{R}, x.dtype(), dev);
+  const auto ptr = [](const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; };
+  if (dev == Device::cuda)
+    cuda::backend("layer_norm").layer_norm(x.dtype(), x.raw_data(), ptr(weight), ptr(bias), out.raw_mutable_data(),
+                                           mean.raw_mutable_data(), rstd.raw_mutable_data(), R, C, eps);
+  else dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.data<T>();
     T* py = out.mutable_data<T>();

@@ -58,6 +58,13 @@ void block_dims(const Shape& s, int first, int last, int64_t& outer, int64_t& n,
 // Sums x over the sorted `axes`, keeping them as size-1 dims.
 Tensor sum_keepdim(const Tensor& x, const std::vector<int>& axes) {
   if (axes.empty()) return x.clone();  // a 0-D input: the result must still be a new tensor
+  if (x.is_cuda()) {  // every axis at once, one block per output element
+    Tensor out = Tensor::empty(keepdim_shape(x.shape(), axes), x.dtype(), Device::cuda);
+    if (out.numel() > 0)
+      cuda::backend("sum").reduce_sum(x.dtype(), x.raw_data(), out.raw_mutable_data(),
+                                      cuda::reduce_plan(x.shape(), axes));
+    return out;
+  }
   Tensor cur = x;
   Shape shape = x.shape();
   for (auto [first, last] : axis_runs(axes)) {
@@ -144,10 +151,16 @@ Tensor max_block(const Tensor& x, int first, int last) {
   RPB_CHECK(n > 0, "max", "max over an empty axis of shape ", x.shape());
   Shape ks = x.shape();
   for (int d = first; d <= last; ++d) ks[d] = 1;
-  Tensor out = Tensor::empty(ks, x.dtype());
   const bool rec = autograd::should_record({&x});
-  Tensor arg = rec ? Tensor::empty(ks, DType::i64) : Tensor();
-  dispatch_float(x.dtype(), "max", [&](auto tag) {
+  const Device dev = x.device();
+  Tensor out = Tensor::empty(ks, x.dtype(), dev);
+  Tensor arg = rec ? Tensor::empty(ks, DType::i64, dev) : Tensor();
+  std::vector<int> axes;
+  for (int d = first; d <= last; ++d) axes.push_back(d);
+  if (dev == Device::cuda && out.numel() > 0)
+    cuda::backend("max").reduce_max(x.dtype(), x.raw_data(), out.raw_mutable_data(),
+                                    rec ? arg.device_data<int64_t>() : nullptr, cuda::reduce_plan(x.shape(), axes));
+  if (dev == Device::cpu) dispatch_float(x.dtype(), "max", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.data<T>();
     T* po = out.mutable_data<T>();
@@ -176,6 +189,13 @@ Tensor max_block(const Tensor& x, int first, int last) {
   });
   if (rec)
     autograd::record(OpKind::Max, out, {&x}, [arg, sx = x.shape(), outer, n, inner](const Tensor& g, InputGrads& gi) {
+      if (cuda::on_cuda("max", {&g, &arg})) {
+        Tensor gx = Tensor::empty(sx, g.dtype(), Device::cuda);
+        cuda::backend("max").max_backward(g.dtype(), g.raw_data(), arg.device_data<int64_t>(), gx.raw_mutable_data(),
+                                          outer, n, inner);
+        gi.set(0, gx);
+        return;
+      }
       Tensor gx = Tensor::zeros(sx, g.dtype());
       dispatch_float(g.dtype(), "max", [&](auto tag) {
         using T = typename decltype(tag)::type;

@@ -8,6 +8,16 @@ namespace rpb {
 
 // ---- masked_fill ----
 
+namespace {
+
+void record_masked_fill(const Tensor& x, const Tensor& mask, Tensor& out) {
+  if (autograd::should_record({&x}))
+    autograd::record(OpKind::MaskedFill, out, {&x},
+                     [mask = mask.detach()](const Tensor& g, InputGrads& gi) { gi.set(0, masked_fill(g, mask, 0.0)); });
+}
+
+}  // namespace
+
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   RPB_CHECK(x.is_floating(), "masked_fill", "input must be a float tensor, got ", dtype_name(x.dtype()), " ",
             x.shape());
@@ -17,6 +27,13 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
     fits = m == e || m == 1;
   }
   RPB_CHECK(fits, "masked_fill", "mask ", mask.shape(), " does not broadcast to input ", x.shape());
+  if (cuda::on_cuda("masked_fill", {&x, &mask})) {
+    Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::cuda);
+    cuda::backend("masked_fill").masked_fill(x.dtype(), x.raw_data(), mask.dtype(), mask.raw_data(), value,
+                                             out.raw_mutable_data(), cuda::broadcast_plan(x.shape(), {x.shape(), mask.shape()}));
+    record_masked_fill(x, mask, out);
+    return out;
+  }
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), "masked_fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -39,9 +56,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
                                 });
     });
   });
-  if (autograd::should_record({&x}))
-    autograd::record(OpKind::MaskedFill, out, {&x},
-                     [mask = mask.detach()](const Tensor& g, InputGrads& gi) { gi.set(0, masked_fill(g, mask, 0.0)); });
+  record_masked_fill(x, mask, out);
   return out;
 }
 
@@ -68,8 +83,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
       so.push_back(e);
     }
   }
-  Tensor out = Tensor::empty(so, a.dtype());
-  dispatch_float(a.dtype(), "where", [&](auto tag) {
+  const Device dev = cuda::op_device("where", {&cond, &a, &b});
+  Tensor out = Tensor::empty(so, a.dtype(), dev);
+  if (dev == Device::cuda)
+    cuda::backend("where").where(a.dtype(), cond.dtype(), cond.raw_data(), a.raw_data(), b.raw_data(),
+                                 out.raw_mutable_data(), cuda::broadcast_plan(so, {cond.shape(), a.shape(), b.shape()}));
+  else dispatch_float(a.dtype(), "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
     dispatch_all(cond.dtype(), "where", [&](auto ctag) {
@@ -103,7 +122,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (autograd::should_record({&a, &b}))
     autograd::record(OpKind::Where, out, {&a, &b},
                      [cond = cond.detach(), sa = a.shape(), sb = b.shape()](const Tensor& g, InputGrads& gi) {
-                       const Tensor zero = Tensor::zeros(Shape{}, g.dtype());
+                       const Tensor zero = Tensor::zeros(Shape{}, g.dtype(), g.device());
                        if (gi.needed(0)) gi.set(0, sum_to(where(cond, g, zero), sa));
                        if (gi.needed(1)) gi.set(1, sum_to(where(cond, zero, g), sb));
                      });

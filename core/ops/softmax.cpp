@@ -145,16 +145,21 @@ void log_softmax_backward(const T* pg, const T* py, T* pdx, const Layout& l) {
 Tensor softmax_impl(const char* op, OpKind kind, const Tensor& x, int axis) {
   const Layout l = layout_of(op, x, axis);
   const bool log = kind == OpKind::LogSoftmax;
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  if (x.numel() > 0)
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (x.is_cuda() && x.numel() > 0)
+    cuda::backend(op).softmax(x.dtype(), x.raw_data(), out.raw_mutable_data(), l.outer, l.n, l.inner, log);
+  else if (x.numel() > 0)
     dispatch_float(x.dtype(), op, [&](auto tag) {
       using T = typename decltype(tag)::type;
       softmax_forward<T>(x.data<T>(), out.mutable_data<T>(), l, log);
     });
   if (autograd::should_record({&x}))
     autograd::record(kind, out, {&x}, [y = out.detach(), l, log, op](const Tensor& g, InputGrads& gi) {
-      Tensor dx = Tensor::empty(y.shape(), y.dtype());
-      if (y.numel() > 0)
+      Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
+      if (cuda::on_cuda(op, {&g, &y}) && y.numel() > 0)
+        cuda::backend(op).softmax_backward(y.dtype(), g.raw_data(), y.raw_data(), dx.raw_mutable_data(), l.outer, l.n,
+                                           l.inner, log);
+      else if (y.numel() > 0)
         dispatch_float(y.dtype(), op, [&](auto tag) {
           using T = typename decltype(tag)::type;
           if (log) log_softmax_backward<T>(g.data<T>(), y.data<T>(), dx.mutable_data<T>(), l);

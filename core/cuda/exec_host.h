@@ -1,0 +1,71 @@
+// rpb/core/cuda/exec_host.h: the host launcher of rpb's CUDA kernels (the emulated backend, CudaBackendKind::
+// emulated). It calls the same kernel bodies the GPU runs, with the GPU's block size and reduction order
+// (core/cuda/block_reduce.h): a block's threads are replayed one after another, phase by phase.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/cuda/block_reduce.h"
+
+namespace rpb::cuda {
+
+/// The block context a row body sees on the host: each reduction replays the kBlock threads' strided partials
+/// and then the tree, so its result has the GPU's bits (up to the transcendental functions' rounding).
+class HostRowCtx {
+ public:
+  template <typename Op, typename T, typename G>
+  T reduce(int64_t n, const G& g) {
+    std::array<T, kBlock> part;
+    for (int t = 0; t < kBlock; ++t) {
+      T p = Op::template identity<T>();
+      for (int64_t j = t; j < n; j += kBlock) p = Op::combine(p, g(j));
+      part[t] = p;
+    }
+    for (int s = kBlock / 2; s > 0; s >>= 1)
+      for (int t = 0; t < s; ++t) part[t] = Op::combine(part[t], part[t + s]);
+    return part[0];
+  }
+  template <typename T, typename G>
+  T sum(int64_t n, const G& g) {
+    return reduce<SumOp, T>(n, g);
+  }
+  template <typename T, typename G>
+  T max(int64_t n, const G& g) {
+    return reduce<MaxOp, T>(n, g);
+  }
+  /// The first maximal g(j) (or the first NaN) and its j.
+  template <typename T, typename G>
+  ArgMax<T> argmax(int64_t n, const G& g) {
+    return reduce<ArgMaxOp, ArgMax<T>>(n, [&](int64_t j) { return ArgMax<T>{g(j), j}; });
+  }
+  /// The smallest j < n with pred(j), or n when none.
+  template <typename G>
+  int64_t first(int64_t n, const G& pred) {
+    const int64_t r = reduce<MinIndexOp, int64_t>(n, [&](int64_t j) { return pred(j) ? j : INT64_MAX; });
+    return r == INT64_MAX ? n : r;
+  }
+  /// g(j) for every j < n (the block's threads share them out on the GPU).
+  template <typename G>
+  void each(int64_t n, const G& g) {
+    for (int64_t j = 0; j < n; ++j) g(j);
+  }
+  /// Orders the block's writes before its later reads (a __syncthreads on the GPU; nothing to do here).
+  void sync() {}
+};
+
+/// Runs kernel bodies on the host: `each` calls an elementwise body once per element, `rows` a row body once per
+/// row with a HostRowCtx standing for its thread block.
+struct HostExec {
+  template <typename F>
+  void each(int64_t n, const F& f) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+  }
+  template <typename F>
+  void rows(int64_t n, const F& f) {
+    HostRowCtx ctx;
+    for (int64_t r = 0; r < n; ++r) f(r, ctx);
+  }
+};
+
+}  // namespace rpb::cuda
