@@ -25,6 +25,26 @@ TEST_CASE("shape broadcasting follows numpy and names the op on failure") {
   CHECK(error_of([] { Shape{2, 3}.axis(2); }).find("axis 2 out of range for shape [2, 3]") != std::string::npos);
 }
 
+TEST_CASE("a cuda tensor without a GPU is refused, saying why; cpu tensors are untouched by the CUDA build") {
+  const Tensor x = Tensor::from_vector<float>({2}, {1, 2});
+  CHECK(x.device() == Device::cpu);
+  CHECK(x.to(Device::cpu).shares_storage(x));
+  CHECK(parse_device("cuda", "run.device") == Device::cuda);
+  CHECK_THROWS_WITH_AS(parse_device("gpu", "run.device"), doctest::Contains("run.device: expected \"cpu\" or \"cuda\", got \"gpu\""),
+                       Error);
+  if (cuda_available()) return;  // a GPU machine, or RPB_CUDA_EMULATE=1: tests/cuda/ covers it
+  CHECK(cuda_backend_kind() == CudaBackendKind::none);
+  try {
+    (void)x.to(Device::cuda);
+    FAIL("a cuda tensor was made without a device");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("needs a CUDA device, and there is none") != std::string::npos);
+    CHECK(m.find(cuda_built() ? "" : "CUDA is not in this build") != std::string::npos);
+  }
+  CHECK(live_memory_bytes(Device::cuda) == 0);
+}
+
 TEST_CASE("tensor factories, element access and dtype checks") {
   Tensor t = Tensor::from_vector<float>({2, 3}, {0, 1, 2, 3, 4, 5});
   CHECK(t.dtype() == DType::f32);

@@ -61,6 +61,20 @@ struct GatherPlan {
 struct Gemm {
   bool ta = false, tb = false, accumulate = false;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0, sa = 0, sb = 0, sc = 0, batch = 1;
+
+  /// One product of an (m, n) output with contiguous rows: A's rows hold lda elements, B's ldb.
+  static Gemm rows(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb) {
+    Gemm g;
+    g.ta = ta;
+    g.tb = tb;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.lda = lda;
+    g.ldb = ldb;
+    g.ldc = n;
+    return g;
+  }
 };
 
 /// The hyperparameters of one Adam or AdamW update (optim/adam.cpp's arrangement, torch's).
@@ -121,7 +135,7 @@ class Backend {
   /// gx (zeroed here, shape outer x n x inner) gets g[o, i] at gx[o, arg[o, i], i].
   virtual void max_backward(DType d, const void* g, const int64_t* arg, void* gx, int64_t outer, int64_t n,
                             int64_t inner) = 0;
-  /// The sum of the squares of n elements, added in float64 to *acc (a host double) in the fixed order.
+  /// The sum of the squares of n elements in float64, in a fixed order (per-chunk block sums, then the chunks).
   virtual double sum_squares(DType d, const void* x, int64_t n) = 0;
   /// True when every element is finite.
   virtual bool all_finite(DType d, const void* x, int64_t n) = 0;

@@ -115,14 +115,7 @@ void multiply_cuda(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
   const Shape& sa = a.shape();
   const Shape& sb = b.shape();
   const int64_t ra = sa[sa.size() - 2], ca = sa.back(), rb = sb[sb.size() - 2], cb = sb.back();
-  cuda::Gemm g;
-  g.ta = trans_a;
-  g.tb = trans_b;
-  g.n = N;
-  g.k = K;
-  g.lda = ca;
-  g.ldb = cb;
-  g.ldc = N;
+  cuda::Gemm g = cuda::Gemm::rows(trans_a, trans_b, M, N, K, ca, cb);
   if (!trans_a && batch_of(sb).numel() == 1) {  // b shared by every entry and a's rows contiguous: fold the batch
     g.m = bo.numel() * M;
     be.gemm(a.dtype(), g, a.raw_data(), b.raw_data(), out.raw_mutable_data());
@@ -142,7 +135,6 @@ void multiply_cuda(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
     return expand(t, full);
   };
   const Tensor ea = operand(a, ra, ca, g.sa), eb = operand(b, rb, cb, g.sb);
-  g.m = M;
   g.sc = M * N;
   g.batch = bo.numel();
   be.gemm(a.dtype(), g, ea.raw_data(), eb.raw_data(), out.raw_mutable_data());
@@ -262,15 +254,8 @@ void linear_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, int6
   else if (k == 0)
     out.fill_(0.0);
   if (k == 0) return;
-  cuda::Gemm g;
-  g.tb = true;
+  cuda::Gemm g = cuda::Gemm::rows(false, true, rows, n, k, k, k);
   g.accumulate = bias.defined();
-  g.m = rows;
-  g.n = n;
-  g.k = k;
-  g.lda = k;
-  g.ldb = k;
-  g.ldc = n;
   (void)as_blas_int(rows, x, weight);
   cuda::backend("linear").gemm(x.dtype(), g, x.raw_data(), weight.raw_data(), out.raw_mutable_data());
 }
