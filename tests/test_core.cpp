@@ -25,7 +25,7 @@ TEST_CASE("shape broadcasting follows numpy and names the op on failure") {
   CHECK(error_of([] { Shape{2, 3}.axis(2); }).find("axis 2 out of range for shape [2, 3]") != std::string::npos);
 }
 
-TEST_CASE("a cuda tensor without a GPU is refused, saying why; cpu tensors are untouched by the CUDA build") {
+TEST_CASE("a cuda tensor without a GPU is refused, saying why, and cpu tensors are untouched by the CUDA build") {
   const Tensor x = Tensor::from_vector<float>({2}, {1, 2});
   CHECK(x.device() == Device::cpu);
   CHECK(x.to(Device::cpu).shares_storage(x));
