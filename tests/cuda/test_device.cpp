@@ -88,7 +88,7 @@ TEST_CASE("an index out of range on cuda gets the CPU's message") {
   CHECK(ce.find("target value 3 at position [1] is out of range [0, 3)") != std::string::npos);
 }
 
-TEST_CASE("device memory: freed blocks return to the cache and are reused; the limit applies before allocating") {
+TEST_CASE("device memory: freed blocks return to the cache and are reused, and the limit applies before allocating") {
   release_cached_memory(Device::cuda);
   const std::size_t live0 = live_memory_bytes(Device::cuda);
   {
@@ -169,7 +169,7 @@ TEST_CASE("Philox-4x32-10 gives Random123's known answers") {
   }
 }
 
-TEST_CASE("dropout on cuda: masks keyed by the generator, reproducible, about 1 - p kept, scaled by 1 / (1 - p)") {
+TEST_CASE("dropout on cuda: masks keyed by the generator, reproducible, about 1 - p kept and scaled to keep the mean") {
   const Tensor x = Tensor::ones({20000}, DType::f32, Device::cuda);
   Generator a(3), b(3);
   const Tensor ya = dropout(x, 0.25, a), yb = dropout(x, 0.25, b), yc = dropout(x, 0.25, a);
