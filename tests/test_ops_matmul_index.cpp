@@ -1,4 +1,5 @@
 // Forward values and errors of matmul, index_select, gather, masked_fill and where.
+#include <cblas.h>
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -6,6 +7,7 @@
 #include <string>
 
 #include "core/core.h"
+#include "core/cuda/backend.h"
 #include "test_util.h"
 
 using namespace rpb;
@@ -97,6 +99,47 @@ TEST_CASE("matmul 2-D matches naive loops for every transpose flag, float32 and 
         check_against_naive(randn(stored({}, 1, 9, ta), gen, dt), randn(stored({}, 9, 1, tb), gen, dt), ta, tb);
         check_against_naive(randn(stored({}, 17, 1, ta), gen, dt), randn(stored({}, 1, 11, tb), gen, dt), ta, tb);
       }
+}
+
+TEST_CASE("the column-major call the GPU makes of a row-major product computes it, checked through OpenBLAS") {
+  // cuBLAS is column-major; GpuBackend::gemm passes column_major(g)'s fields to cublas<t>gemmStridedBatched as they
+  // are. OpenBLAS's column-major sgemm takes the same fields, so the mapping is checked here without a GPU.
+  Generator gen(31);
+  const int64_t m = 3, n = 4, k = 5, batch = 3;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true})
+      for (const bool shared_a : {false, true})
+        for (const bool accumulate : {false, true}) {
+          const std::string what = std::string("ta ") + std::to_string(ta) + " tb " + std::to_string(tb) +
+                                   " shared a " + std::to_string(shared_a) + " accumulate " + std::to_string(accumulate);
+          INFO(what);
+          cuda::Gemm g = cuda::Gemm::rows(ta, tb, m, n, k, ta ? m : k, tb ? k : n);
+          g.batch = batch;
+          g.sa = shared_a ? 0 : m * k;
+          g.sb = k * n;
+          g.sc = m * n;
+          g.accumulate = accumulate;
+          const std::vector<double> a = rand({shared_a ? 1 : batch, m * k}, gen, DType::f64).to_vector();
+          const std::vector<double> b = rand({batch, k * n}, gen, DType::f64).to_vector();
+          std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()), c(batch * m * n, 1.0f);
+          const cuda::ColumnMajorGemm cm = cuda::column_major(g);
+          for (int64_t e = 0; e < batch; ++e)
+            cblas_sgemm(CblasColMajor, cm.trans_first ? CblasTrans : CblasNoTrans,
+                        cm.trans_second ? CblasTrans : CblasNoTrans, int(cm.m), int(cm.n), int(cm.k), 1.0f,
+                        bf.data() + e * cm.stride_first, int(cm.ld_first), af.data() + e * cm.stride_second,
+                        int(cm.ld_second), cm.accumulate ? 1.0f : 0.0f, c.data() + e * cm.stride_c, int(cm.ldc));
+          for (int64_t e = 0; e < batch; ++e)
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                double want = accumulate ? 1.0 : 0.0;
+                for (int64_t p = 0; p < k; ++p) {
+                  const double x = af[e * g.sa + (ta ? p * g.lda + i : i * g.lda + p)];
+                  const double y = bf[e * g.sb + (tb ? j * g.ldb + p : p * g.ldb + j)];
+                  want += x * y;
+                }
+                CHECK(c[e * m * n + i * n + j] == doctest::Approx(want).epsilon(1e-5));
+              }
+        }
 }
 
 TEST_CASE("matmul batched with broadcast batch axes matches naive loops") {

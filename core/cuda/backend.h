@@ -77,6 +77,20 @@ struct Gemm {
   }
 };
 
+/// A row-major Gemm as the column-major call cuBLAS takes: row-major C = op(A) op(B) is column-major
+/// C^T = op(B)^T op(A)^T, so B comes first and m and n swap. The GPU backend calls cublas<t>gemmStridedBatched with
+/// exactly these fields; tests/test_ops_matmul_index.cpp feeds them to OpenBLAS's column-major sgemm and checks the
+/// product, so the mapping is tested on machines without a GPU.
+struct ColumnMajorGemm {
+  bool trans_first, trans_second;  // op of the first (B) and second (A) operand
+  int64_t m, n, k;
+  int64_t ld_first, stride_first, ld_second, stride_second, ldc, stride_c, batch;
+  bool accumulate;
+};
+inline ColumnMajorGemm column_major(const Gemm& g) {
+  return {g.tb, g.ta, g.n, g.m, g.k, g.ldb, g.sb, g.lda, g.sa, g.ldc, g.sc, g.batch, g.accumulate};
+}
+
 /// The hyperparameters of one Adam or AdamW update (optim/adam.cpp's arrangement, torch's).
 struct AdamStep {
   double beta1, beta2, eps, step_size, sqrt_bc2, weight_decay, lr;  // step_size = lr / bc1

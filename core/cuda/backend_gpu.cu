@@ -97,24 +97,26 @@ class GpuBackend final : public BackendImpl<DeviceExec> {
   }
   void synchronize() override { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets B first, with n and m swapped.
+  // The column-major call of column_major (core/cuda/backend.h): B first, m and n swapped.
   void gemm(DType d, const Gemm& g, const void* a, const void* b, void* c) override {
     check_cublas(cublas_.set_math_mode(blas_, cuda_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                  "cublasSetMathMode");
-    const cublasOperation_t opb = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const int m = static_cast<int>(g.n), n = static_cast<int>(g.m), k = static_cast<int>(g.k);
-    const int lda = static_cast<int>(g.ldb), ldb = static_cast<int>(g.lda), ldc = static_cast<int>(g.ldc);
+    const ColumnMajorGemm cm = column_major(g);
+    const cublasOperation_t op1 = cm.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op2 = cm.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const auto i = [](int64_t v) { return static_cast<int>(v); };
     if (d == DType::f32) {
-      const float one = 1, beta = g.accumulate ? 1.0f : 0.0f;
-      check_cublas(cublas_.sgemm(blas_, opb, opa, m, n, k, &one, static_cast<const float*>(b), lda, g.sb,
-                                             static_cast<const float*>(a), ldb, g.sa, &beta, static_cast<float*>(c),
-                                             ldc, g.sc, static_cast<int>(g.batch)),
+      const float one = 1, beta = cm.accumulate ? 1.0f : 0.0f;
+      check_cublas(cublas_.sgemm(blas_, op1, op2, i(cm.m), i(cm.n), i(cm.k), &one, static_cast<const float*>(b),
+                                 i(cm.ld_first), cm.stride_first, static_cast<const float*>(a), i(cm.ld_second),
+                                 cm.stride_second, &beta, static_cast<float*>(c), i(cm.ldc), cm.stride_c, i(cm.batch)),
                    "cublasSgemmStridedBatched");
     } else if (d == DType::f64) {
-      const double one = 1, beta = g.accumulate ? 1.0 : 0.0;
-      check_cublas(cublas_.dgemm(blas_, opb, opa, m, n, k, &one, static_cast<const double*>(b), lda,
-                                             g.sb, static_cast<const double*>(a), ldb, g.sa, &beta,
-                                             static_cast<double*>(c), ldc, g.sc, static_cast<int>(g.batch)),
+      const double one = 1, beta = cm.accumulate ? 1.0 : 0.0;
+      check_cublas(cublas_.dgemm(blas_, op1, op2, i(cm.m), i(cm.n), i(cm.k), &one, static_cast<const double*>(b),
+                                 i(cm.ld_first), cm.stride_first, static_cast<const double*>(a), i(cm.ld_second),
+                                 cm.stride_second, &beta, static_cast<double*>(c), i(cm.ldc), cm.stride_c,
+                                 i(cm.batch)),
                    "cublasDgemmStridedBatched");
     } else {
       RPB_FAIL("matmul", "expected a float32 or float64 tensor, got ", dtype_name(d));

@@ -33,6 +33,36 @@ int64_t outer_of(const Shape& s, int axis) {
   for (int d = 0; d < axis; ++d) o *= s[d];
   return o;
 }
+// out = x with its axes reordered by p, on the host: walks the output in order; the innermost output axis reads x
+// at stride xs[p.back()].
+void permute_host(const Tensor& x, const Tensor& out, const std::vector<int>& p, const Shape& os, const Shape& xs) {
+  const int nd = x.dim();
+  dispatch_all(x.dtype(), "permute", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    T* po = out.mutable_data<T>();
+    if (out.numel() == 0) return;
+    if (nd == 0) {
+      po[0] = px[0];
+      return;
+    }
+    const int64_t run = os[nd - 1], rs = xs[p[nd - 1]];
+    std::array<int64_t, kMaxDims> idx{};
+    int64_t in_off = 0;
+    for (int64_t o = 0; o < out.numel(); o += run) {
+      if (rs == 1) std::copy(px + in_off, px + in_off + run, po + o);
+      else
+        for (int64_t k = 0; k < run; ++k) po[o + k] = px[in_off + k * rs];
+      for (int d = nd - 2; d >= 0; --d) {
+        in_off += xs[p[d]];
+        if (++idx[d] < os[d]) break;
+        in_off -= xs[p[d]] * os[d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
 int64_t inner_of(const Shape& s, int axis) {
   int64_t i = 1;
   for (int d = axis + 1; d < s.size(); ++d) i *= s[d];
@@ -95,33 +125,9 @@ Tensor permute(const Tensor& x, const std::vector<int>& perm) {
     for (int a : p) src.push_back(xs[a]);
     cuda::backend("permute").strided_copy(x.dtype(), x.raw_data(), 0, out.raw_mutable_data(), 0,
                                           cuda::copy_plan(os, src, contiguous_strides(os)));
+  } else if (!x.is_cuda()) {
+    permute_host(x, out, p, os, xs);
   }
-  // Walk the output in order; the innermost output axis reads x at stride xs[p.back()].
-  if (!x.is_cuda())
-  dispatch_all(x.dtype(), "permute", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* px = x.data<T>();
-    T* po = out.mutable_data<T>();
-    if (out.numel() == 0) return;
-    if (nd == 0) {
-      po[0] = px[0];
-      return;
-    }
-    const int64_t run = os[nd - 1], rs = xs[p[nd - 1]];
-    std::array<int64_t, kMaxDims> idx{};
-    int64_t in_off = 0;
-    for (int64_t o = 0; o < out.numel(); o += run) {
-      if (rs == 1) std::copy(px + in_off, px + in_off + run, po + o);
-      else
-        for (int64_t k = 0; k < run; ++k) po[o + k] = px[in_off + k * rs];
-      for (int d = nd - 2; d >= 0; --d) {
-        in_off += xs[p[d]];
-        if (++idx[d] < os[d]) break;
-        in_off -= xs[p[d]] * os[d];
-        idx[d] = 0;
-      }
-    }
-  });
   if (autograd::should_record({&x})) {
     std::vector<int> inv(nd);
     for (int i = 0; i < nd; ++i) inv[p[i]] = i;

@@ -65,12 +65,13 @@ TEST_CASE("host code cannot read a cuda tensor's elements by mistake") {
 TEST_CASE("an op with inputs on two devices names the op and both devices") {
   const Tensor a = on_cuda({1, 2, 3});
   const Tensor b = Tensor::from_vector<float>({3}, {1, 2, 3});
-  for (const auto& [what, f] : std::vector<std::pair<std::string, std::function<void()>>>{
+  for (const auto& op : std::vector<std::pair<std::string, std::function<void()>>>{
            {"add", [&] { (void)add(a, b); }},
            {"matmul", [&] { (void)matmul(reshape(a, {1, 3}), reshape(b, {3, 1})); }},
            {"index_select", [&] { (void)index_select(reshape(a, {3, 1}), Tensor::indices({1}, {0})); }},
            {"where", [&] { (void)where(b, a, a); }}}) {
-    const std::string e = error_of(f);
+    const std::string& what = op.first;
+    const std::string e = error_of(op.second);
     INFO(std::string(what + ": " + e));
     CHECK(e.find(what) != std::string::npos);
     CHECK(e.find("cuda") != std::string::npos);
