@@ -177,6 +177,15 @@ void Tensor::to_(DType target) const {
   }
 }
 
+void Tensor::to_(Device target) const {
+  if (device() == target) return;
+  const Tensor moved = to(target);
+  TensorImpl& self = impl();
+  self.storage = moved.impl().storage;
+  self.offset = 0;
+  if (self.slot) zero_grad();
+}
+
 namespace autograd {
 
 bool should_record(std::initializer_list<const Tensor*> inputs) {

@@ -180,6 +180,10 @@ class Tensor {
   /// earlier keep the old buffer. Not recorded on the tape; a no-op when the dtype already matches.
   /// Defined in core/autograd.cpp, since it resets the gradient slot.
   void to_(DType dtype) const;
+  /// Moves the contents to `device` in place, as to_(DType) converts them: every copy of the handle then reads the
+  /// moved storage (Module::to(Device) relies on this). A tensor that requires grad keeps requiring it, and its
+  /// accumulated gradient is dropped. Views made earlier keep the old storage. Not recorded on the tape.
+  void to_(Device device) const;
   /// Points this handle at `src`'s storage, offset, shape and dtype, like torch's Tensor.set_:
   /// every copy of the handle then reads src's elements and becomes a view of src (writes through
   /// either are seen by both). Not recorded on the tape, and this tensor does not join src's graph.

@@ -32,6 +32,29 @@ Tensor causal_mask(int64_t q_len, int64_t k_len, int64_t q_offset, int64_t block
   return m;
 }
 
+namespace {
+
+// The composite path's mask, built on the host: causal (and blockwise), key padding, or either forbidding as one
+// (B, 1, T, Tk) i64 mask; undefined when neither applies.
+Tensor composite_mask(bool causal, const Tensor& key_padding_mask, int64_t B, int64_t T, int64_t Tk, int64_t offset,
+                      int64_t block) {
+  Tensor mask;
+  if (causal) mask = causal_mask(T, Tk, offset, block);
+  if (!key_padding_mask.defined()) return mask;
+  const Tensor kp = reshape(key_padding_mask.to(Device::cpu), {B, 1, 1, Tk});
+  if (!mask.defined()) return kp;
+  Tensor both = Tensor::empty({B, 1, T, Tk}, DType::i64);
+  const int64_t* pc = mask.data<int64_t>();
+  int64_t* pb = both.mutable_data<int64_t>();
+  const Tensor kpi = kp.to(DType::i64);
+  const int64_t* pk = kpi.data<int64_t>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < T * Tk; ++i) pb[b * T * Tk + i] = pc[i] || pk[b * Tk + i % Tk];
+  return both;
+}
+
+}  // namespace
+
 Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len) {
   RPB_CHECK(relative.dim() == 2 && relative.size(1) == q_len + k_len - 1, "attention", "relative bias ",
             relative.shape(), " is not (H, Tq + Tk - 1) for Tq ", q_len, " and Tk ", k_len);
@@ -39,7 +62,8 @@ Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len
   for (int64_t i = 0; i < q_len; ++i)
     for (int64_t j = 0; j < k_len; ++j) idx[static_cast<std::size_t>(i * k_len + j)] = j - i + q_len - 1;
   // (R, H) rows picked per (i, j) -> (Tq, Tk, H) -> (H, Tq, Tk)
-  return permute(index_select(transpose(relative, 0, 1), Tensor::indices({q_len, k_len}, idx)), {2, 0, 1});
+  return permute(index_select(transpose(relative, 0, 1), Tensor::indices({q_len, k_len}, idx).to(relative.device())),
+                 {2, 0, 1});
 }
 
 Tensor full_bias(const RelativeBias& bias, int64_t q_len, int64_t k_len, int64_t q_offset, DType dtype) {
@@ -91,7 +115,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
   const int64_t offset = cache && cache->k.defined() ? cache->k.size(2) : 0;
   const PositionBias& bias = pos.bias;
-  RPB_CHECK(bias.relative.grid.empty() || uses_fused(), "attention",
+  RPB_CHECK(bias.relative.grid.empty() || (uses_fused() && !x.is_cuda()), "attention",
             "a relative bias over a grid needs the fused path; pass the full bias when fused attention is off or "
             "dropout is active");
   if (key_padding_mask.defined())
@@ -106,7 +130,9 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   auto project_out = [&](const Tensor& h) {  // (B, T, H, dh) -> (B, T, d), then the output projection
     return resid_drop->forward(out->forward(reshape(h, {B, T, d})));
   };
-  if (!cache && !rotary && uses_fused() && !bias.full.defined() && !stats_) {
+  // The fused kernel has no CUDA version yet (core/ops/attention.cpp): on a GPU the composite path below attends.
+  const bool fused = uses_fused() && !x.is_cuda();
+  if (!cache && !rotary && fused && !bias.full.defined() && !stats_) {
     // The kernel reads q, k and v where the projection wrote them and writes what the output projection reads.
     AttentionSpec spec{scale_, causal_, 0};
     spec.packed_qkv = true;
@@ -138,7 +164,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
     accumulate_attention_stats(in, *stats_);
   }
   auto merge_heads = [&](const Tensor& h) { return project_out(permute(h, {0, 2, 1, 3})); };  // (B, H, T, dh) in
-  if (uses_fused() && !bias.full.defined()) {
+  if (fused && !bias.full.defined()) {
     AttentionSpec spec{scale_, causal_, offset};
     spec.block = pos.block;
     return merge_heads(fused_attention(q, k, v, bias.relative, key_padding_mask, Tensor(), spec));
@@ -146,24 +172,8 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   const Tensor full = bias.full.defined() || !bias.relative.defined()
                           ? bias.full
                           : full_bias(bias.relative, T, Tk, offset, q.dtype());
-  Tensor mask;
-  if (causal_) mask = causal_mask(T, Tk, offset, pos.block);
-  if (key_padding_mask.defined()) {
-    const Tensor kp = reshape(key_padding_mask, {B, 1, 1, Tk});
-    if (mask.defined()) {
-      // Either mask forbids: combine into one (B, 1, T, Tk) i64 mask.
-      Tensor both = Tensor::empty({B, 1, T, Tk}, DType::i64);
-      const int64_t* pc = mask.data<int64_t>();
-      int64_t* pb = both.mutable_data<int64_t>();
-      const Tensor kpi = kp.to(DType::i64);
-      const int64_t* pk = kpi.data<int64_t>();
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 0; i < T * Tk; ++i) pb[b * T * Tk + i] = pc[i] || pk[b * Tk + i % Tk];
-      mask = both;
-    } else {
-      mask = kp;
-    }
-  }
+  Tensor mask = composite_mask(causal_, key_padding_mask, B, T, Tk, offset, pos.block);
+  if (mask.defined()) mask = mask.to(q.device());
   return merge_heads(scaled_dot_product_attention(q, k, v, full, mask, scale_, attn_drop.get()));
 }
 

@@ -85,6 +85,12 @@ void Module::to(DType dtype) {
   for (const auto& [name, child] : children_) child->to(dtype);
 }
 
+void Module::to(Device device) {
+  for (const auto& [name, t] : params_) t.to_(device);
+  for (const Buffer& b : buffers_) b.value.to_(device);
+  for (const auto& [name, child] : children_) child->to(device);
+}
+
 void Module::zero_grad() {
   for (const auto& [name, t] : named_parameters()) t.zero_grad();
 }

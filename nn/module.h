@@ -59,6 +59,8 @@ class Module {
   /// Converts every parameter and buffer to `dtype` in place (the handles the
   /// module's members hold stay valid); used to gradient-check modules in float64.
   void to(DType dtype);
+  /// Moves every parameter and buffer to `device` in place (the handles the module's members hold stay valid).
+  void to(Device device);
 
   /// Drops the gradients of every parameter.
   void zero_grad();

@@ -24,14 +24,14 @@ class AlibiScheme final : public PositionScheme {
     const Tensor neg_dist = cache_.get({p.q_len, p.k_len, p.q_offset, static_cast<int64_t>(slopes.dtype())}, [&] {
       return distance_table(p, slopes.dtype(), [](double d) { return -d; });
     });  // (1, q, k): -|i - j|
-    return mul(reshape(slopes, {o_.heads, 1, 1}), neg_dist);  // (H, q, k)
+    return mul(reshape(slopes, {o_.heads, 1, 1}), neg_dist.to(slopes.device()));  // (H, q, k)
   }
   RelativeBias relative_bias(const Positions& p) const override {
     check(p, "alibi");
     const Tensor neg_dist = rel_cache_.get({p.q_len, p.k_len, p.q_offset, static_cast<int64_t>(slopes.dtype())}, [&] {
       return offset_row(p, slopes.dtype(), [](int64_t r) { return -static_cast<double>(r < 0 ? -r : r); });
     });                                                                // (1, R): -|r|
-    return RelativeBias(mul(reshape(slopes, {o_.heads, 1}), neg_dist));  // (H, R)
+    return RelativeBias(mul(reshape(slopes, {o_.heads, 1}), neg_dist.to(slopes.device())));  // (H, R)
   }
 
   std::string title() const override { return "alibi bias -m_h * |i - j|"; }

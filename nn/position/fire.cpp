@@ -44,7 +44,7 @@ Tensor abs_value(const Tensor& y) {
   const std::vector<double> v = y.to_vector();
   int64_t* p = negative.mutable_data<int64_t>();
   for (std::size_t i = 0; i < v.size(); ++i) p[i] = v[i] < 0;
-  return where(negative, neg(y), y);
+  return where(negative.to(y.device()), neg(y), y);
 }
 
 // psi(x) = log(|c x| + 1) on the tape.
@@ -153,17 +153,18 @@ class FireScheme final : public PositionScheme {
     check(p, "fire");
     const DType dt = c.dtype();
     // |i - j| per (query, key): psi reads |c (i - j)|, which equals |c| |i - j| exactly in float.
-    const Tensor distance = reshape(distance_table(p, dt, [](double d) { return d; }), {p.q_len, p.k_len});
+    const Device dev = c.device();  // the constants below are made on the host and moved there
+    const Tensor distance = reshape(distance_table(p, dt, [](double d) { return d; }), {p.q_len, p.k_len}).to(dev);
     // Each query's position, as the reference's float positions.
     std::vector<double> pos(static_cast<std::size_t>(p.q_len));
     for (int64_t r = 0; r < p.q_len; ++r) pos[r] = static_cast<double>(p.q_offset + r);
-    const Tensor positions = from_doubles({p.q_len, 1}, pos, dt);  // (q, 1)
+    const Tensor positions = from_doubles({p.q_len, 1}, pos, dt).to(dev);  // (q, 1)
     const Tensor thr = threshold();                                 // (1)
     // max(i, L) per row: L where it is the larger (its gradient reaches m there), else the position.
     const Tensor below = Tensor::zeros({p.q_len, 1}, DType::i64);
     const double l = thr.to_vector()[0];
     for (int64_t r = 0; r < p.q_len; ++r) below.mutable_data<int64_t>()[r] = pos[r] < l;
-    const Tensor normaliser = add_scalar(psi(where(below, mul(Tensor::ones({p.q_len, 1}, dt), thr), positions), c),
+    const Tensor normaliser = add_scalar(psi(where(below.to(dev), mul(Tensor::ones({p.q_len, 1}, dt, dev), thr), positions), c),
                                          kFireEps);                                   // (q, 1)
     const Tensor x = div(psi(distance, c), normaliser);                               // (q, k)
     const Tensor f = mlp(reshape(x, {p.q_len * p.k_len, 1}));                         // (q k, H)
@@ -177,7 +178,7 @@ class FireScheme final : public PositionScheme {
       // Every row's normaliser is psi(L): a function of i - j = -(key - query) alone, one value per offset column.
       const int64_t columns = p.q_len + p.k_len - 1;
       const Tensor offsets = reshape(offset_row(p, c.dtype(), [](int64_t r) { return -static_cast<double>(r); }),
-                                     {columns, 1});                                  // (R, 1): i - j
+                                     {columns, 1}).to(c.device());                   // (R, 1): i - j
       const Tensor x = div(psi(offsets, c), add_scalar(psi(thr, c), kFireEps));       // (R, 1)
       return RelativeBias(transpose(mlp(x), 0, 1));                                  // (H, R)
     }

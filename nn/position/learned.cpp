@@ -18,7 +18,7 @@ class LearnedScheme final : public PositionScheme {
               " positions (max_positions); this scheme cannot extrapolate");
     std::vector<int64_t> pos(static_cast<std::size_t>(p.q_len));
     for (int64_t i = 0; i < p.q_len; ++i) pos[i] = p.q_offset + i;
-    return index_select(table, Tensor::indices({p.q_len}, pos));  // (q_len, d_model)
+    return index_select(table, Tensor::indices({p.q_len}, pos).to(table.device()));  // (q_len, d_model)
   }
 
  private:

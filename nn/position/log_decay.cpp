@@ -24,14 +24,14 @@ class LogDecayScheme final : public PositionScheme {
       return distance_table(p, lambda.dtype(), [](double d) { return -std::log1p(d); });
     });  // (1, q, k): -log(1 + |i - j|)
     // A recorded mul, so a learnable lambda receives sum over (i, j) of -log(1 + |i - j|) * dL/dB[h, i, j].
-    return mul(reshape(lambda, {o_.heads, 1, 1}), neg_log);  // (H, q, k)
+    return mul(reshape(lambda, {o_.heads, 1, 1}), neg_log.to(lambda.device()));  // (H, q, k)
   }
   RelativeBias relative_bias(const Positions& p) const override {
     check(p, "log_decay");
     const Tensor neg_log = rel_cache_.get({p.q_len, p.k_len, p.q_offset, static_cast<int64_t>(lambda.dtype())}, [&] {
       return offset_row(p, lambda.dtype(), [](int64_t r) { return -std::log1p(static_cast<double>(r < 0 ? -r : r)); });
     });                                                               // (1, R): -log(1 + |r|)
-    return RelativeBias(mul(reshape(lambda, {o_.heads, 1}), neg_log));  // (H, R)
+    return RelativeBias(mul(reshape(lambda, {o_.heads, 1}), neg_log.to(lambda.device())));  // (H, R)
   }
 
   std::string title() const override { return "log_decay bias -lambda * log(1 + |i - j|)"; }

@@ -99,7 +99,7 @@ class RopeScheme final : public PositionScheme {
         }
         v[static_cast<std::size_t>(r * d + k)] = v[static_cast<std::size_t>(r * d + k + half)] = value;
       }
-    return from_doubles({t, d}, v, inv_freq.dtype());
+    return from_doubles({t, d}, v, inv_freq.dtype()).to(inv_freq.device());
   }
 
   PositionOptions o_;

@@ -16,7 +16,7 @@ class SinusoidalScheme final : public PositionScheme {
 
   Tensor embed(const Positions& p) const override {
     check(p, "sinusoidal");
-    return sinusoidal_table(p.q_len, o_.d_model, p.q_offset, inv_freq.dtype());  // (q_len, d_model)
+    return sinusoidal_table(p.q_len, o_.d_model, p.q_offset, inv_freq.dtype()).to(inv_freq.device());  // (q_len, d_model)
   }
 
  private:

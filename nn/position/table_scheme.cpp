@@ -60,14 +60,15 @@ Tensor TableScheme::read_table() const {
     const std::vector<int64_t> v = nearest_rows(flags);
     return Tensor::indices({static_cast<int64_t>(v.size())}, v);
   });                                   // (rows) i64, rebuilt only when the trained rows change
-  return index_select(table, rows);     // (rows, heads)
+  return index_select(table, rows.to(table.device()));  // (rows, heads)
 }
 
 Tensor TableScheme::bias(const Positions& p) const {
   check(p, name().c_str());
   note_trained(p);
   const Tensor idx = cache_.get({p.q_len, p.k_len, p.q_offset, p.height, p.width}, [&] { return make_index(p); });
-  return permute(index_select(read_table(), idx), {2, 0, 1});  // (q, k, H) -> (H, q, k)
+  const Tensor t = read_table();
+  return permute(index_select(t, idx.to(t.device())), {2, 0, 1});  // (q, k, H) -> (H, q, k)
 }
 
 RelativeBias TableScheme::relative_bias(const Positions& p) const {
@@ -77,7 +78,8 @@ RelativeBias TableScheme::relative_bias(const Positions& p) const {
     const std::vector<int64_t> v = relative_rows(p);
     return Tensor::indices({static_cast<int64_t>(v.size())}, v);
   });                                                                     // (R) i64: the table row of each offset
-  const Tensor values = permute(index_select(read_table(), rows), {1, 0});  // (R, H) -> (H, R)
+  const Tensor t = read_table();
+  const Tensor values = permute(index_select(t, rows.to(t.device())), {1, 0});  // (R, H) -> (H, R)
   if (p.is_grid()) return RelativeBias(values, {p.height, p.width});
   return RelativeBias(values);
 }

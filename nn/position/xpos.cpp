@@ -84,7 +84,7 @@ class XposScheme final : public PositionScheme {
     std::vector<double> v(static_cast<std::size_t>(t * o_.head_dim));
     if (zeta.dtype() == DType::f32) fill<float>(v, t, offset, key, sine);
     else fill<double>(v, t, offset, key, sine);
-    return from_doubles({t, o_.head_dim}, v, zeta.dtype());
+    return from_doubles({t, o_.head_dim}, v, zeta.dtype()).to(zeta.device());
   }
 
   // Every step in F, as torchscale computes it in F = float32.
