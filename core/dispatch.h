@@ -1,5 +1,5 @@
 // rpb/core/dispatch.h: what an elementwise kernel outside core needs (an optimizer's update, a norm
-// over gradients): dtype dispatch, Eigen maps over a tensor's elements, and fixed-block parallel loops.
+// over gradients): dtype dispatch (core/dtype_dispatch.h), Eigen maps over a tensor's elements, and fixed-block parallel loops.
 // Public, but not in core/core.h (it brings in Eigen): include it where a kernel needs it. Core's own
 // op helpers (broadcast iteration, gradient reduction) stay in the internal core/ops/kernels.h.
 #pragma once
@@ -9,38 +9,12 @@
 #include <cstdint>
 #include <utility>
 
+#include "core/dtype_dispatch.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace rpb {
-
-/// Carries an element type into a generic lambda: `using T = typename decltype(tag)::type;`.
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-/// Calls f(TypeTag<T>{}) with T = float or double; throws naming `op` for other dtypes. The usual call:
-///   dispatch_float(g.dtype(), "op", [&](auto tag) { using T = typename decltype(tag)::type; ... });
-template <typename F>
-void dispatch_float(DType d, const char* op, F&& f) {
-  switch (d) {
-    case DType::f32: f(TypeTag<float>{}); return;
-    case DType::f64: f(TypeTag<double>{}); return;
-    default: RPB_FAIL(op, "expected a float32 or float64 tensor, got ", dtype_name(d));
-  }
-}
-
-/// Like dispatch_float, with int64_t as well.
-template <typename F>
-void dispatch_all(DType d, const char* op, F&& f) {
-  if (d == DType::i64) {
-    f(TypeTag<int64_t>{});
-    return;
-  }
-  dispatch_float(d, op, std::forward<F>(f));
-}
 
 /// A tensor's elements (or a range of them) as a writable Eigen array, for vectorized expressions.
 template <typename T>

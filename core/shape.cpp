@@ -78,4 +78,18 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+Shape broadcast_strides(const Shape& in, const Shape& out) {
+  RPB_CHECK(in.size() <= out.size(), "broadcast", "input shape ", in, " has more dims than output ", out);
+  Shape st = out;
+  int64_t acc = 1;
+  for (int d = out.size() - 1; d >= 0; --d) {
+    const int sd = d - (out.size() - in.size());
+    const int64_t e = sd >= 0 ? in[sd] : 1;
+    RPB_CHECK(e == out[d] || e == 1, "broadcast", "input shape ", in, " does not broadcast to ", out);
+    st[d] = e == 1 ? 0 : acc;
+    acc *= e;
+  }
+  return st;
+}
+
 }  // namespace rpb

@@ -68,5 +68,9 @@ Shape contiguous_strides(const Shape& s);
 
 /// The numpy broadcast of two shapes; throws naming `op` and both shapes when they do not broadcast.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+/// The strides (in elements) of a contiguous tensor of shape `in` over the index space of `out`, numpy's
+/// broadcasting aligned at the last axis: 0 along every axis `in` is broadcast over. Throws naming "broadcast" when
+/// `in` does not broadcast to `out`.
+Shape broadcast_strides(const Shape& in, const Shape& out);
 
 }  // namespace rpb

@@ -32,8 +32,8 @@ class EmulatedBackend final : public BackendImpl<HostExec> {
   }
   void synchronize() override {}
   void gemm(DType d, const Gemm& g, const void* a, const void* b, void* c) override {
-    on_float(d, "matmul", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "matmul", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(g.batch * g.m * g.n, GemmBody<T>{g, static_cast<const T*>(a), static_cast<const T*>(b),
                                                   static_cast<T*>(c)});
     });

@@ -12,23 +12,10 @@
 #include "core/cuda/kernels/optim.h"
 #include "core/cuda/kernels/reduce.h"
 #include "core/cuda/kernels/rows.h"
+#include "core/dtype_dispatch.h"
 #include "core/error.h"
 
 namespace rpb::cuda {
-
-/// Calls f(T{}) with T the float type of d; throws naming `op` otherwise.
-template <typename F>
-void on_float(DType d, const char* op, F&& f) {
-  if (d == DType::f32) f(float{});
-  else if (d == DType::f64) f(double{});
-  else RPB_FAIL(op, "expected a float32 or float64 tensor, got ", dtype_name(d));
-}
-/// Like on_float, with int64 as well.
-template <typename F>
-void on_any(DType d, const char* op, F&& f) {
-  if (d == DType::i64) f(int64_t{});
-  else on_float(d, op, std::forward<F>(f));
-}
 
 /// A temporary device buffer for one call, returned to the cache when the call ends (kernels on one stream run
 /// in order, so the next user of the block runs after the kernels that read it).
@@ -53,35 +40,35 @@ template <typename Exec>
 class BackendImpl : public Backend {
  public:
   void fill(DType d, void* p, int64_t n, double value) override {
-    on_any(d, "fill", [&](auto t) {
-      using T = decltype(t);
+    dispatch_all(d, "fill", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(n, FillBody<T>{static_cast<T*>(p), static_cast<T>(value)});
     });
   }
   void cast(DType xd, const void* x, DType yd, void* y, int64_t n) override {
-    on_any(xd, "cast", [&](auto xt) {
-      on_any(yd, "cast", [&](auto yt) {
-        using X = decltype(xt);
-        using Y = decltype(yt);
+    dispatch_all(xd, "cast", [&](auto xt) {
+      dispatch_all(yd, "cast", [&](auto yt) {
+        using X = typename decltype(xt)::type;
+        using Y = typename decltype(yt)::type;
         exec_.each(n, CastBody<X, Y>{static_cast<const X*>(x), static_cast<Y*>(y)});
       });
     });
   }
   void unary(UnaryFn f, double s, DType d, const void* x, void* y, int64_t n) override {
-    on_float(d, "unary", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "unary", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(n, UnaryBody<T>{f, static_cast<T>(s), static_cast<const T*>(x), static_cast<T*>(y)});
     });
   }
   void unary_grad(UnaryFn f, DType d, const void* g, const void* saved, void* out, int64_t n) override {
-    on_float(d, "unary_grad", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "unary_grad", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(n, UnaryGradBody<T>{f, static_cast<const T*>(g), static_cast<const T*>(saved), static_cast<T*>(out)});
     });
   }
   void binary(BinaryFn f, DType d, const void* a, const void* b, void* out, const Strides& plan) override {
-    on_float(d, "binary", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "binary", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(plan.numel(),
                  BinaryBody<T>{f, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), plan});
     });
@@ -97,10 +84,10 @@ class BackendImpl : public Backend {
   }
   void masked_fill(DType d, const void* x, DType md, const void* mask, double value, void* out,
                    const Strides& plan) override {
-    on_float(d, "masked_fill", [&](auto t) {
-      on_any(md, "masked_fill", [&](auto mt) {
-        using T = decltype(t);
-        using M = decltype(mt);
+    dispatch_float(d, "masked_fill", [&](auto t) {
+      dispatch_all(md, "masked_fill", [&](auto mt) {
+        using T = typename decltype(t)::type;
+        using M = typename decltype(mt)::type;
         exec_.each(plan.numel(), MaskedFillBody<T, M>{static_cast<const T*>(x), static_cast<const M*>(mask),
                                                       static_cast<T>(value), static_cast<T*>(out), plan});
       });
@@ -108,10 +95,10 @@ class BackendImpl : public Backend {
   }
   void where(DType d, DType cd, const void* cond, const void* a, const void* b, void* out,
              const Strides& plan) override {
-    on_float(d, "where", [&](auto t) {
-      on_any(cd, "where", [&](auto ct) {
-        using T = decltype(t);
-        using C = decltype(ct);
+    dispatch_float(d, "where", [&](auto t) {
+      dispatch_all(cd, "where", [&](auto ct) {
+        using T = typename decltype(t)::type;
+        using C = typename decltype(ct)::type;
         exec_.each(plan.numel(), WhereBody<T, C>{static_cast<const C*>(cond), static_cast<const T*>(a),
                                                  static_cast<const T*>(b), static_cast<T*>(out), plan});
       });
@@ -125,22 +112,22 @@ class BackendImpl : public Backend {
   }
 
   void reduce_sum(DType d, const void* x, void* out, const ReducePlan& plan) override {
-    on_float(d, "sum", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "sum", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.rows(plan.outputs, ReduceSumBody<T>{static_cast<const T*>(x), static_cast<T*>(out), plan});
     });
   }
   void reduce_max(DType d, const void* x, void* out, int64_t* arg, const ReducePlan& plan) override {
-    on_float(d, "max", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "max", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.rows(plan.outputs, ReduceMaxBody<T>{static_cast<const T*>(x), static_cast<T*>(out), arg, plan});
     });
   }
   void max_backward(DType d, const void* g, const int64_t* arg, void* gx, int64_t outer, int64_t n,
                     int64_t inner) override {
     fill(d, gx, outer * n * inner, 0.0);
-    on_float(d, "max", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "max", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(outer * inner, MaxBackwardBody<T>{static_cast<const T*>(g), arg, static_cast<T*>(gx), n, inner});
     });
   }
@@ -150,8 +137,8 @@ class BackendImpl : public Backend {
     const int64_t chunks = (n + kChunk - 1) / kChunk;
     Scratch part(*this, sizeof(double) * (chunks + 1));
     double* pp = part.as<double>();
-    on_float(d, "sum_squares", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "sum_squares", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.rows(chunks, SquaresChunkBody<T>{static_cast<const T*>(x), n, kChunk, pp});
     });
     exec_.rows(1, SumAllBody<double>{pp, chunks, pp + chunks});
@@ -162,31 +149,31 @@ class BackendImpl : public Backend {
   bool all_finite(DType d, const void* x, int64_t n) override {
     if (n == 0) return true;
     Scratch s(*this, sizeof(int64_t));
-    on_float(d, "all_finite", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "all_finite", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.rows(1, AllFiniteBody<T>{static_cast<const T*>(x), n, s.as<int64_t>()});
     });
     return read_i64(s.as<int64_t>()) == 1;
   }
 
   void softmax(DType d, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, bool log) override {
-    on_float(d, "softmax", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "softmax", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.rows(outer * inner, SoftmaxBody<T>{static_cast<const T*>(x), static_cast<T*>(y), n, inner, log});
     });
   }
   void softmax_backward(DType d, const void* g, const void* y, void* dx, int64_t outer, int64_t n, int64_t inner,
                         bool log) override {
-    on_float(d, "softmax", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "softmax", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.rows(outer * inner, SoftmaxBackwardBody<T>{static_cast<const T*>(g), static_cast<const T*>(y),
                                                        static_cast<T*>(dx), n, inner, log});
     });
   }
   void layer_norm(DType d, const void* x, const void* w, const void* b, void* y, void* mean, void* rstd,
                   int64_t rows, int64_t cols, double eps) override {
-    on_float(d, "layer_norm", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "layer_norm", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.rows(rows, LayerNormBody<T>{static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
                                         static_cast<T*>(y), static_cast<T*>(mean), static_cast<T*>(rstd), cols,
                                         static_cast<T>(eps)});
@@ -194,8 +181,8 @@ class BackendImpl : public Backend {
   }
   void layer_norm_backward(DType d, const void* g, const void* x, const void* w, const void* mean, const void* rstd,
                            void* dx, void* dw, void* db, int64_t rows, int64_t cols) override {
-    on_float(d, "layer_norm", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "layer_norm", [&](auto t) {
+      using T = typename decltype(t)::type;
       const T *pg = static_cast<const T*>(g), *px = static_cast<const T*>(x), *pm = static_cast<const T*>(mean);
       const T* pr = static_cast<const T*>(rstd);
       if (dx) exec_.rows(rows, LayerNormDxBody<T>{pg, px, static_cast<const T*>(w), pm, pr, static_cast<T*>(dx), cols});
@@ -206,8 +193,8 @@ class BackendImpl : public Backend {
   void cross_entropy(DType d, const void* x, const int64_t* target, void* lse, void* out, int64_t* count,
                      int64_t rows, int64_t classes, int64_t ignore) override {
     Scratch loss(*this, sizeof(double) * (rows + 1)), counted(*this, sizeof(int64_t) * (rows + 1));
-    on_float(d, "cross_entropy", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "cross_entropy", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.rows(rows, CrossEntropyRowBody<T>{static_cast<const T*>(x), target, static_cast<T*>(lse),
                                               loss.as<double>(), counted.as<int64_t>(), classes, ignore});
       exec_.rows(1, CrossEntropyMeanBody<T>{loss.as<double>(), counted.as<int64_t>(), rows, static_cast<T*>(out),
@@ -217,8 +204,8 @@ class BackendImpl : public Backend {
   void cross_entropy_backward(DType d, const void* x, const int64_t* target, const void* lse, const void* g,
                               const int64_t* count, void* dx, int64_t rows, int64_t classes,
                               int64_t ignore) override {
-    on_float(d, "cross_entropy", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "cross_entropy", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(rows * classes, CrossEntropyBackwardBody<T>{static_cast<const T*>(x), static_cast<const T*>(lse),
                                                              static_cast<const T*>(g), target, count,
                                                              static_cast<T*>(dx), classes, ignore});
@@ -226,8 +213,8 @@ class BackendImpl : public Backend {
   }
 
   void index_select(DType d, const void* table, const int64_t* idx, void* out, int64_t n, int64_t row) override {
-    on_float(d, "index_select", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "index_select", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(n * row, IndexSelectBody<T>{static_cast<const T*>(table), idx, static_cast<T*>(out), row});
     });
   }
@@ -238,8 +225,8 @@ class BackendImpl : public Backend {
     exec_.each(rows, IndexCountBody{idx, n, count.as<int64_t>()});
     exec_.each(1, ExclusiveScanBody{count.as<int64_t>(), rows, start.as<int64_t>()});
     exec_.each(rows, IndexPlaceBody{idx, start.as<int64_t>(), n, pos.as<int64_t>()});
-    on_float(d, "index_select", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "index_select", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(rows * row, IndexSumBody<T>{static_cast<const T*>(g), start.as<int64_t>(), pos.as<int64_t>(),
                                              static_cast<T*>(gt), row});
     });
@@ -247,8 +234,8 @@ class BackendImpl : public Backend {
   void gather(DType d, const void* x, const int64_t* idx, void* out, const GatherPlan& plan) override {
     int64_t n = 1;
     for (int i = 0; i < plan.nd; ++i) n *= plan.ext[i];
-    on_float(d, "gather", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "gather", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(n, GatherBody<T>{static_cast<const T*>(x), idx, static_cast<T*>(out), plan});
     });
   }
@@ -256,24 +243,24 @@ class BackendImpl : public Backend {
                        const int64_t* gx_ext) override {
     int64_t n = 1;
     for (int i = 0; i < plan.nd; ++i) n *= gx_ext[i];
-    on_float(d, "gather", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "gather", [&](auto t) {
+      using T = typename decltype(t)::type;
       GatherBackwardBody<T> body{static_cast<const T*>(g), idx, static_cast<T*>(gx), plan, {}};
       for (int i = 0; i < plan.nd; ++i) body.xext[i] = gx_ext[i];
       exec_.each(n, body);
     });
   }
   void dropout(DType d, const void* x, void* out, void* mask, int64_t n, double p, uint64_t key) override {
-    on_float(d, "dropout", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "dropout", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(n, DropoutBody<T>{static_cast<const T*>(x), static_cast<T*>(out), static_cast<T*>(mask), p,
                                    static_cast<T>(1.0 / (1.0 - p)), key});
     });
   }
 
   void adam(DType d, void* p, const void* g, void* m, void* v, int64_t n, const AdamStep& s) override {
-    on_float(d, "adam", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "adam", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(n, AdamBody<T>{static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(m), static_cast<T*>(v),
                                 T(s.beta1), T(s.beta2), T(1.0 - s.beta1), T(1.0 - s.beta2), T(s.weight_decay),
                                 T(1.0 - s.lr * s.weight_decay), T(s.step_size), T(s.sqrt_bc2), T(s.eps), s.coupled,
@@ -281,8 +268,8 @@ class BackendImpl : public Backend {
     });
   }
   void sgd(DType d, void* p, const void* g, void* vel, int64_t n, const SgdStep& s) override {
-    on_float(d, "sgd", [&](auto t) {
-      using T = decltype(t);
+    dispatch_float(d, "sgd", [&](auto t) {
+      using T = typename decltype(t)::type;
       exec_.each(n, SgdBody<T>{static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(vel), T(s.lr),
                                T(s.weight_decay), T(s.momentum), s.first});
     });

@@ -79,4 +79,33 @@ struct ArgMaxOp {
   }
 };
 
+/// The reductions a row body asks of its block context, written once over the context's `reduce<Op, T>(n, g)`
+/// (the GPU's in shared memory, DeviceRowCtx; the host's replay, HostRowCtx).
+template <typename Ctx>
+struct RowReductions {
+  template <typename T, typename G>
+  RPB_HD T sum(int64_t n, const G& g) {
+    return self().template reduce<SumOp, T>(n, g);
+  }
+  /// NaN-propagating maximum.
+  template <typename T, typename G>
+  RPB_HD T max(int64_t n, const G& g) {
+    return self().template reduce<MaxOp, T>(n, g);
+  }
+  /// The first maximal g(j) (or the first NaN) and its j.
+  template <typename T, typename G>
+  RPB_HD ArgMax<T> argmax(int64_t n, const G& g) {
+    return self().template reduce<ArgMaxOp, ArgMax<T>>(n, [&](int64_t j) { return ArgMax<T>{g(j), j}; });
+  }
+  /// The smallest j < n with pred(j), or n when none.
+  template <typename G>
+  RPB_HD int64_t first(int64_t n, const G& pred) {
+    const int64_t r = self().template reduce<MinIndexOp, int64_t>(n, [&](int64_t j) { return pred(j) ? j : INT64_MAX; });
+    return r == INT64_MAX ? n : r;
+  }
+
+ private:
+  RPB_HD Ctx& self() { return static_cast<Ctx&>(*this); }
+};
+
 }  // namespace rpb::cuda

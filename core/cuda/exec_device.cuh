@@ -21,7 +21,7 @@ inline void check_cuda(cudaError_t e, const char* what) {
 
 /// The block context a row body sees on the GPU. Every thread of the block calls each reduction (uniform control
 /// flow); each returns the block's result to all of them.
-class DeviceRowCtx {
+class DeviceRowCtx : public RowReductions<DeviceRowCtx> {
  public:
   __device__ explicit DeviceRowCtx(unsigned char* scratch) : scratch_(scratch) {}
 
@@ -40,23 +40,6 @@ class DeviceRowCtx {
     const T r = part[0];
     __syncthreads();  // the scratch is free again for the next reduction
     return r;
-  }
-  template <typename T, typename G>
-  __device__ T sum(int64_t n, const G& g) {
-    return reduce<SumOp, T>(n, g);
-  }
-  template <typename T, typename G>
-  __device__ T max(int64_t n, const G& g) {
-    return reduce<MaxOp, T>(n, g);
-  }
-  template <typename T, typename G>
-  __device__ ArgMax<T> argmax(int64_t n, const G& g) {
-    return reduce<ArgMaxOp, ArgMax<T>>(n, [&](int64_t j) { return ArgMax<T>{g(j), j}; });
-  }
-  template <typename G>
-  __device__ int64_t first(int64_t n, const G& pred) {
-    const int64_t r = reduce<MinIndexOp, int64_t>(n, [&](int64_t j) { return pred(j) ? j : INT64_MAX; });
-    return r == INT64_MAX ? n : r;
   }
   template <typename G>
   __device__ void each(int64_t n, const G& g) {

@@ -12,7 +12,7 @@ namespace rpb::cuda {
 
 /// The block context a row body sees on the host: each reduction replays the kBlock threads' strided partials
 /// and then the tree, so its result has the GPU's bits (up to the transcendental functions' rounding).
-class HostRowCtx {
+class HostRowCtx : public RowReductions<HostRowCtx> {
  public:
   template <typename Op, typename T, typename G>
   T reduce(int64_t n, const G& g) {
@@ -25,25 +25,6 @@ class HostRowCtx {
     for (int s = kBlock / 2; s > 0; s >>= 1)
       for (int t = 0; t < s; ++t) part[t] = Op::combine(part[t], part[t + s]);
     return part[0];
-  }
-  template <typename T, typename G>
-  T sum(int64_t n, const G& g) {
-    return reduce<SumOp, T>(n, g);
-  }
-  template <typename T, typename G>
-  T max(int64_t n, const G& g) {
-    return reduce<MaxOp, T>(n, g);
-  }
-  /// The first maximal g(j) (or the first NaN) and its j.
-  template <typename T, typename G>
-  ArgMax<T> argmax(int64_t n, const G& g) {
-    return reduce<ArgMaxOp, ArgMax<T>>(n, [&](int64_t j) { return ArgMax<T>{g(j), j}; });
-  }
-  /// The smallest j < n with pred(j), or n when none.
-  template <typename G>
-  int64_t first(int64_t n, const G& pred) {
-    const int64_t r = reduce<MinIndexOp, int64_t>(n, [&](int64_t j) { return pred(j) ? j : INT64_MAX; });
-    return r == INT64_MAX ? n : r;
   }
   /// g(j) for every j < n (the block's threads share them out on the GPU).
   template <typename G>

@@ -38,18 +38,11 @@ Strides broadcast_plan(const Shape& out, std::initializer_list<Shape> operands) 
   Strides p;
   p.nd = out.size();
   for (int d = 0; d < p.nd; ++d) p.ext[d] = out[d];
-  int k = 0;
-  for (const Shape& s : operands) {
-    RPB_CHECK(s.size() <= out.size(), "broadcast", "input shape ", s, " has more dims than output ", out);
-    int64_t acc = 1;
-    for (int d = p.nd - 1; d >= 0; --d) {
-      const int sd = d - (p.nd - s.size());
-      const int64_t e = sd >= 0 ? s[sd] : 1;
-      RPB_CHECK(e == out[d] || e == 1, "broadcast", "input shape ", s, " does not broadcast to ", out);
-      p.st[k][d] = e == 1 ? 0 : acc;
-      acc *= e;
-    }
-    ++k;
+  RPB_CHECK(operands.size() <= 3, "broadcast", "a plan holds at most 3 operands, got ", operands.size());
+  const Shape* in = operands.begin();
+  for (std::size_t k = 0; k < operands.size() && k < 3; ++k) {
+    const Shape st = broadcast_strides(in[k], out);
+    for (int d = 0; d < p.nd; ++d) p.st[k][d] = st[d];
   }
   return p;
 }

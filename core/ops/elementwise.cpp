@@ -93,11 +93,9 @@ Tensor expand(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   if (x.is_cuda()) {
     Tensor out = Tensor::empty(shape, x.dtype(), Device::cuda);
-    const cuda::Strides b = cuda::broadcast_plan(shape, {x.shape()});
-    Shape src, dst = contiguous_strides(shape);
-    for (int d = 0; d < shape.size(); ++d) src.push_back(b.st[0][d]);
     cuda::backend("expand").strided_copy(x.dtype(), x.raw_data(), 0, out.raw_mutable_data(), 0,
-                                         cuda::copy_plan(shape, src, dst));
+                                         cuda::copy_plan(shape, broadcast_strides(x.shape(), shape),
+                                                         contiguous_strides(shape)));
     return out;
   }
   Tensor out = Tensor::empty(shape, x.dtype());

@@ -55,20 +55,8 @@ void for_each_broadcast_run(const Shape& out_shape, const std::array<Shape, N>& 
   const int nd = out_shape.size();
   if (out_shape.numel() == 0) return;
   // Per-dim strides of each input inside the output's index space (0 where broadcast).
-  std::array<std::array<int64_t, kMaxDims>, N> st{};
-  for (std::size_t k = 0; k < N; ++k) {
-    const Shape& s = in_shapes[k];
-    RPB_CHECK(s.size() <= nd, "broadcast", "input shape ", s, " has more dims than output ", out_shape);
-    int64_t acc = 1;
-    for (int d = nd - 1; d >= 0; --d) {
-      const int sd = d - (nd - s.size());
-      const int64_t ext = sd >= 0 ? s[sd] : 1;
-      RPB_CHECK(ext == out_shape[d] || ext == 1, "broadcast", "input shape ", s, " does not broadcast to ",
-                out_shape);
-      st[k][d] = ext == 1 ? 0 : acc;
-      acc *= ext;
-    }
-  }
+  std::array<Shape, N> st;
+  for (std::size_t k = 0; k < N; ++k) st[k] = broadcast_strides(in_shapes[k], out_shape);
   // Coalesce dims (drop size-1 dims, merge contiguous neighbours).
   std::array<int64_t, kMaxDims> ext{};
   std::array<std::array<int64_t, kMaxDims>, N> cst{};

@@ -41,7 +41,7 @@ Tensor cross_entropy_cuda(const Tensor& logits, const Tensor& target, int64_t ig
                        Tensor dx = Tensor::empty(x.shape(), x.dtype(), Device::cuda);
                        cuda::backend("cross_entropy")
                            .cross_entropy_backward(x.dtype(), x.raw_data(), target.device_data<int64_t>(),
-                                                   lse.raw_data(), g.to(Device::cuda).raw_data(),
+                                                   lse.raw_data(), g.raw_data(),
                                                    count.device_data<int64_t>(), dx.raw_mutable_data(), R, C,
                                                    ignore_index);
                        gi.set(0, dx);

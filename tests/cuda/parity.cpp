@@ -14,7 +14,6 @@ CaseRun run_case(const GradCase& c, DType dtype, Device device, uint64_t upstrea
     Tensor t = x.detach();
     if (t.is_floating()) t = t.to(dtype);
     t = t.to(device);
-    if (t.shares_storage(x)) t = t.clone();
     if (x.requires_grad()) t.requires_grad_();
     inputs.push_back(t);
   }

@@ -21,14 +21,16 @@ const std::map<OpKind, std::string>& ops_without_cuda_kernel() {
   return m;
 }
 
-// dropout draws its masks from Philox on cuda, not from the CPU's generator: its run is checked for what it must
-// be (every output element 0 or x / (1 - p) and the gradient the upstream gradient through the same mask), not
-// against the CPU's values.
-void check_dropout_run(const GradCase& c, const CaseRun& run, DType dtype) {
-  (void)dtype;
-  REQUIRE(run.out.defined());
+// dropout draws its masks from Philox on cuda, not from the CPU's generator, so its values are not the CPU's: its
+// run must give a finite output and a finite gradient to every input that requires grad (test_device.cpp checks
+// the masks themselves).
+void check_dropout_run(const GradCase& c, const CaseRun& run) {
   for (double v : run.out.to_vector()) CHECK(std::isfinite(v));
-  CHECK(run.grads.size() == c.inputs.size());
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    if (!c.inputs[i].requires_grad()) continue;
+    REQUIRE(run.grads[i].defined());
+    for (double v : run.grads[i].to_vector()) CHECK(std::isfinite(v));
+  }
 }
 
 void check_against_cpu(const GradCase& c, DType dtype, std::map<OpKind, int>& passed) {
@@ -51,7 +53,7 @@ void check_against_cpu(const GradCase& c, DType dtype, std::map<OpKind, int>& pa
     return;
   }
   if (c.op == OpKind::Dropout) {
-    check_dropout_run(c, gpu, dtype);
+    check_dropout_run(c, gpu);
     ++passed[c.op];
     return;
   }

@@ -9,6 +9,9 @@
 
 namespace rpb::cuda {
 
+/// The first element of group `row` of an (outer, n, inner) tensor whose groups run along n at stride inner.
+RPB_HD inline int64_t group_base(int64_t row, int64_t n, int64_t inner) { return (row / inner) * n * inner + row % inner; }
+
 /// softmax over n elements at stride `inner`, for each of outer x inner groups. A group of only -inf gives zeros.
 template <typename T>
 struct SoftmaxBody {
@@ -18,7 +21,7 @@ struct SoftmaxBody {
   bool log;
   template <typename Ctx>
   RPB_HD void operator()(int64_t row, Ctx& ctx) const {
-    const int64_t base = (row / inner) * n * inner + row % inner, st = inner;
+    const int64_t base = group_base(row, n, inner), st = inner;
     const T* xr = x + base;
     T* yr = y + base;
     const T m = ctx.template max<T>(n, [=](int64_t j) { return xr[j * st]; });
@@ -48,7 +51,7 @@ struct SoftmaxBackwardBody {
   bool log;
   template <typename Ctx>
   RPB_HD void operator()(int64_t row, Ctx& ctx) const {
-    const int64_t base = (row / inner) * n * inner + row % inner, st = inner;
+    const int64_t base = group_base(row, n, inner), st = inner;
     const T* gr = g + base;
     const T* yr = y + base;
     T* dr = dx + base;
