@@ -173,8 +173,10 @@ struct RelativeBias {
 };
 
 /// An additive bias over a line that fused_attention computes tile by tile instead of reading a table (see
-/// RelativeBias). A constant to the kernel, as score_bias: it takes no gradient, so a scheme whose bias learns uses
-/// it only where no gradient is recorded (evaluation) and a differentiable form elsewhere.
+/// RelativeBias). A bias that learns names its parameters(): fused_attention then passes it the loss's gradient
+/// with respect to each tile of scores (accumulate), one task per (batch, head) into its own sums, adds the tasks'
+/// sums over the batch in order and asks gradients() for the parameters' gradients: no atomics, the same bits for
+/// any thread count. A bias without parameters is a constant, as score_bias.
 class BiasTiles {
  public:
   virtual ~BiasTiles() = default;
@@ -185,6 +187,21 @@ class BiasTiles {
   /// of fused_attention sits at q_offset + r). Called concurrently from several threads.
   virtual void add(int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* s, int64_t ld) const = 0;
   virtual void add(int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols, double* s, int64_t ld) const = 0;
+
+  /// The tensors the bias is a function of, which take gradients through fused_attention (empty: a constant).
+  virtual std::vector<Tensor> parameters() const { return {}; }
+  /// The doubles one (batch, head) task sums its share of the gradient into (0 without parameters).
+  virtual int64_t grad_slots() const { return 0; }
+  /// Adds a tile's terms to `acc` (grad_slots() doubles, zero at the task's start): ds[r * ld + c] is the loss's
+  /// gradient with respect to head h's score of the query at position i0 + r and the key at j0 + c (absolute
+  /// positions, as add's). Called concurrently for distinct `acc`.
+  virtual void accumulate(int64_t /*h*/, int64_t /*i0*/, int64_t /*rows*/, int64_t /*j0*/, int64_t /*cols*/,
+                          const float* /*ds*/, int64_t /*ld*/, double* /*acc*/) const {}
+  virtual void accumulate(int64_t /*h*/, int64_t /*i0*/, int64_t /*rows*/, int64_t /*j0*/, int64_t /*cols*/,
+                          const double* /*ds*/, int64_t /*ld*/, double* /*acc*/) const {}
+  /// The gradients of parameters(), in its order and each of its parameter's shape and dtype, from `acc`
+  /// (heads(), grad_slots()): head h's tasks' sums added over the batch in order.
+  virtual std::vector<Tensor> gradients(const std::vector<double>& /*acc*/) const { return {}; }
 };
 
 /// softmax(scale q k^T + bias + score_bias + masks) v, tiled over queries and keys with an online softmax: the

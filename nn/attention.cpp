@@ -70,6 +70,9 @@ Tensor full_bias(const RelativeBias& bias, int64_t q_len, int64_t k_len, int64_t
   RPB_CHECK(bias.grid.empty(), "attention", "a relative bias over a grid has no line form (its grid ",
             bias.grid.size(), "-D)");
   if (!bias.tiles) return expand_relative_bias(bias.table, q_len, k_len);
+  RPB_CHECK(bias.tiles->parameters().empty(), "attention",
+            "a bias computed by tiles that learns (FIRE past its threshold) takes its gradient only in the fused "
+            "kernel; its full form is the scheme's bias()");
   const int64_t heads = bias.tiles->heads();
   Tensor full = Tensor::zeros({heads, q_len, k_len}, dtype);
   dispatch_float(dtype, "attention", [&](auto tag) {
@@ -171,7 +174,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   }
   const Tensor full = bias.full.defined() || !bias.relative.defined()
                           ? bias.full
-                          : full_bias(bias.relative, T, Tk, offset, q.dtype());
+                          : full_bias(bias.relative, T, Tk, offset, q.dtype()).to(q.device());
   Tensor mask = composite_mask(causal_, key_padding_mask, B, T, Tk, offset, pos.block);
   if (mask.defined()) mask = mask.to(q.device());
   return merge_heads(scaled_dot_product_attention(q, k, v, full, mask, scale_, attn_drop.get()));

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/core.h"
+#include "core/parallel.h"
 #include "gradcheck.h"
 #include "nn/position.h"
 #include "nn/transformer.h"
@@ -130,9 +131,9 @@ TEST_CASE("fire: the table over offsets and the fused kernel's tiles equal the f
     const RelativeBias table = s->relative_bias(below);
     REQUIRE(table.table.defined());
     check_close(nn::full_bias(table, 3, 3, 0, dtype), s->bias(below), tol);
-    // Past it: with gradients recorded there is no relative form (the model reads bias()); without, tiles.
+    // Past it: tiles, which learn when gradients are recorded and are a constant when not.
     const Positions past = Positions::line(5, 40, 35);
-    CHECK_FALSE(s->relative_bias(past).defined());
+    CHECK(s->relative_bias(past).tiles->parameters().size() == 6);
     NoGradGuard no_grad;
     const RelativeBias tiles = s->relative_bias(past);
     REQUIRE(tiles.tiles != nullptr);
@@ -164,7 +165,9 @@ TEST_CASE("fire: the c and multiplier gradients are the formula's derivatives") 
   CHECK(params[1].second.grad().at({0}) == doctest::Approx(dm).epsilon(1e-6));
 }
 
-TEST_CASE("fire: a model past its threshold gives the same logits on the fused and the reference paths") {
+namespace fire_test {
+// A small language model with FIRE whose threshold is 8 tokens, and a bias large enough to matter.
+nn::TransformerOptions past_threshold_model() {
   nn::TransformerOptions o;
   o.vocab = 13;
   o.d_model = 16;
@@ -172,8 +175,14 @@ TEST_CASE("fire: a model past its threshold gives the same logits on the fused a
   o.layers = 2;
   o.d_ff = 32;
   o.position.scheme = "fire";
-  o.position.fire_length = 8;  // queries 8 .. 47 are past the threshold
-  o.position.init_std = 0.5;   // a bias large enough to matter
+  o.position.fire_length = 8;
+  o.position.init_std = 0.5;
+  return o;
+}
+}  // namespace fire_test
+
+TEST_CASE("fire: a model past its threshold gives the same logits on the fused and the reference paths") {
+  nn::TransformerOptions o = past_threshold_model();  // queries 8 .. 47 are past the threshold
   const Tensor tokens = Tensor::indices({2, 48}, [] {
     std::vector<int64_t> v(96);
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>((i * 7 + 3) % 13);
@@ -247,4 +256,97 @@ TEST_CASE("fused_attention with tiles equals the composite with the same bias, f
                    fused_attention(q, k, v, RelativeBias(std::make_shared<FormulaTiles>(2)), Tensor(), Tensor(), spec);
                  }),
                  "the bias tiles hold 2 heads, the attention has 3"));
+}
+
+TEST_CASE("fire: the fused kernel's tiles learn - every parameter's gradient equals the composite's") {
+  // 150 queries from position 0 (three query tiles, two key tiles): rows 0 .. 2 sit below the threshold 2.7, so
+  // the multiplier's gradient flows through the normaliser there, and the rest past it.
+  for (const int64_t offset : {int64_t{0}, int64_t{37}}) {
+    CAPTURE(offset);
+    Generator gen(43);
+    const int64_t B = 2, H = 2, Tq = 150 - offset, Tk = 150, dh = 4;
+    const Tensor q = testing::input(gen, {B, H, Tq, dh}), k = testing::input(gen, {B, H, Tk, dh}),
+                 v = testing::input(gen, {B, H, Tk, dh});
+    const Tensor g = testing::input(gen, {B, H, Tq, dh}).detach();
+    auto s = fixed_fire();
+    const Positions p = Positions::line(Tq, Tk, offset);
+    const AttentionSpec spec{0.5, true, offset};
+    auto run = [&](bool fused) {
+      for (const Tensor* t : {&q, &k, &v}) t->zero_grad();
+      for (auto& [name, t] : s->named_parameters()) t.zero_grad();
+      Tensor out;
+      if (fused) {
+        const RelativeBias tiles = s->relative_bias(p);
+        REQUIRE(tiles.tiles != nullptr);
+        REQUIRE(tiles.tiles->parameters().size() == 6);
+        out = fused_attention(q, k, v, tiles, Tensor(), Tensor(), spec);
+      } else {
+        out = nn::scaled_dot_product_attention(q, k, v, s->bias(p), nn::causal_mask(Tq, Tk, offset), 0.5);
+      }
+      backward(sum(mul(out, g)));
+      std::vector<Tensor> r{out.detach(), q.grad(), k.grad(), v.grad()};
+      for (auto& [name, t] : s->named_parameters()) r.push_back(t.grad());
+      return r;
+    };
+    const std::vector<Tensor> fused = run(true), composite = run(false);
+    REQUIRE(fused.size() == 10);
+    for (std::size_t i = 0; i < fused.size(); ++i) {
+      CAPTURE(i);
+      REQUIRE(composite[i].defined());
+      // Not zero, but for out.bias (9: a per-head constant, which softmax cancels) and, when every query is past
+      // the threshold, the multiplier's (5).
+      const bool zero = i == 9 || (i == 5 && offset > 0);
+      CHECK((testing::max_abs_diff(composite[i], Tensor::zeros(composite[i].shape(), DType::f64)) > 1e-6) != zero);
+      check_close(fused[i], composite[i], 1e-10);
+    }
+    // Without gradients the tiles are a constant again.
+    NoGradGuard no_grad;
+    CHECK(s->relative_bias(p).tiles->parameters().empty());
+  }
+}
+
+TEST_CASE("fire: the tiles' gradient sums are the same bits run to run and for any thread count") {
+  Generator gen(44);
+  const int64_t B = 3, H = 2, T = 200, dh = 8;
+  auto input = [&] { return testing::input(gen, {B, H, T, dh}).detach().to(DType::f32); };
+  const Tensor q = input(), k = input(), v = input();
+  auto s = fixed_fire(DType::f32);
+  auto grads = [&] {
+    for (auto& [name, t] : s->named_parameters()) t.zero_grad();
+    backward(sum(fused_attention(q, k, v, s->relative_bias(Positions::line(T, T, 0)), Tensor(), Tensor(),
+                                 AttentionSpec{0.35, true, 0})));
+    std::vector<std::vector<double>> r;
+    for (auto& [name, t] : s->named_parameters()) r.push_back(t.grad().to_vector());
+    return r;
+  };
+  const auto first = grads();
+  CHECK(grads() == first);
+  const int threads = num_threads();
+  set_num_threads(1);
+  const auto serial = grads();
+  set_num_threads(threads);
+  CHECK(serial == first);
+}
+
+TEST_CASE("fire: a model trained past its threshold gets the same gradients on the fused and the reference paths") {
+  // Queries 8 .. 39 are past the threshold: the fused path learns through the tiles.
+  nn::TransformerOptions o = past_threshold_model();
+  std::vector<int64_t> ids(80);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 5 + 1) % 13);
+  const Tensor tokens = Tensor::indices({2, 40}, ids);
+  std::vector<std::vector<double>> grads[2];
+  for (const bool fused : {true, false}) {
+    o.fused_attention = fused;
+    Generator gen(6);
+    nn::LanguageModel lm(o, gen);
+    lm.to(DType::f64);
+    backward(sum(lm.forward(tokens)));
+    for (auto& [name, p] : lm.named_parameters()) grads[fused].push_back(p.grad().to_vector());
+  }
+  REQUIRE(grads[0].size() == grads[1].size());
+  for (std::size_t i = 0; i < grads[0].size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(grads[0][i].size() == grads[1][i].size());
+    for (std::size_t j = 0; j < grads[0][i].size(); ++j) CHECK(grads[1][i][j] == doctest::Approx(grads[0][i][j]).epsilon(1e-9));
+  }
 }

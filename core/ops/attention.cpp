@@ -6,7 +6,8 @@
 //   m' = max(m, rowmax S),  P = exp(S - m'),  l = l e^(m - m') + rowsum P,  acc = acc e^(m - m') + P V,
 // and finally O = acc / l, lse = m + log l (the only per-row state kept for backward).
 // Backward recomputes P = exp(S - lse) per tile, with D = rowsum(dO * O):
-//   dV += P^T dO,  dS = P * (dO V^T - D),  dQ += scale dS K,  dK += scale dS^T Q,  dbias[offset] += dS.
+//   dV += P^T dO,  dS = P * (dO V^T - D),  dQ += scale dS K,  dK += scale dS^T Q,  dbias[offset] += dS;
+// a bias computed by tiles that learns (FIRE's) gets each dS tile (BiasTiles::accumulate) into the task's own sums.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -186,10 +187,11 @@ void forward_task(const Geometry& g, const Task<T>& t, T* out, T* lse) {
 }
 
 // Gradients of one task: dq (Tq, dh), dk and dv (Tk, dh), rows in_row apart, written whole (uninitialized on
-// entry); drel (R, double) or null. out and dout have rows out_row apart.
+// entry); drel (R, double) or null; tile_acc (the tiles' grad_slots(), zeroed) or null. out and dout have rows
+// out_row apart.
 template <typename T>
 void backward_task(const Geometry& g, const Task<T>& t, const T* out, const T* lse, const T* dout, T* dq, T* dk,
-                   T* dv, double* drel) {
+                   T* dv, double* drel, double* tile_acc) {
   const int64_t dh = g.dh, row = g.in_row;
   const Eigen::OuterStride<> in_stride(row), out_stride(g.out_row);
   const T scale = static_cast<T>(g.spec.scale);
@@ -233,6 +235,7 @@ void backward_task(const Geometry& g, const Task<T>& t, const T* out, const T* l
           }
         }
       }
+      if (tile_acc) t.tiles->accumulate(t.head, g.spec.q_offset + i0, bq, j0, bk, dS.data(), bk, tile_acc);
       dQb.noalias() += dS * Kb;
       SMat<T>(dk + j0 * row, bk, dh, in_stride).noalias() += dS.transpose() * Qb;
     }
@@ -363,6 +366,30 @@ struct Saved {
   std::vector<uint8_t> padded;
 };
 
+// Input slot of the tiles' first parameter (after q, k, v and the table).
+constexpr int kFirstTileParameter = 4;
+
+// True when one of the tiles' parameters needs its gradient.
+bool tile_grads_needed(const Saved& s, const InputGrads& gi) {
+  if (!s.tiles) return false;
+  const int n = static_cast<int>(s.tiles->parameters().size());
+  for (int i = 0; i < n; ++i)
+    if (gi.needed(kFirstTileParameter + i)) return true;
+  return false;
+}
+
+// The tiles' parameters' gradients from every task's sums (B H, slots): added over the batch in order per head.
+void set_tile_grads(const Saved& s, const std::vector<double>& tasks, InputGrads& gi) {
+  const Geometry& g = s.g;
+  const int64_t slots = s.tiles->grad_slots();
+  std::vector<double> acc(g.H * slots, 0.0);
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t i = 0; i < g.H * slots; ++i) acc[i] += tasks[b * g.H * slots + i];
+  const std::vector<Tensor> grads = s.tiles->gradients(acc);
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    if (gi.needed(kFirstTileParameter + static_cast<int>(i))) gi.set(kFirstTileParameter + static_cast<int>(i), grads[i]);
+}
+
 // The backward rule: one task per (batch, head), as forward.
 void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
   const Geometry& g = s.g;
@@ -375,6 +402,9 @@ void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
   Tensor dv = packed ? dq : Tensor::empty(s.v.shape(), s.v.dtype());
   // One accumulator per task, summed over the batch in order afterwards: deterministic.
   std::vector<double> drel_tasks(need_rel ? g.B * g.H * g.R : 0, 0.0);
+  const bool need_tiles = tile_grads_needed(s, gi);
+  const int64_t tile_slots = need_tiles ? s.tiles->grad_slots() : 0;
+  std::vector<double> tile_tasks(g.B * g.H * tile_slots, 0.0);
   dispatch_float(s.q.dtype(), "fused_attention", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* prel = s.rel.defined() ? s.rel.data<T>() : nullptr;
@@ -390,7 +420,8 @@ void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
         const int64_t b = task / g.H, h = task % g.H, oo = g.out_offset_of(b, h);
         backward_task(g, task_of(g, task, pq, pk, pv, prel, s.tiles.get(), ppad, pscore), po + oo, pl + task * g.Tq, pg + oo,
                       pdq + g.q_offset_of(b, h), pdk + g.k_offset_of(b, h), pdv + g.v_offset_of(b, h),
-                      need_rel ? drel_tasks.data() + task * g.R : nullptr);
+                      need_rel ? drel_tasks.data() + task * g.R : nullptr,
+                      need_tiles ? tile_tasks.data() + task * tile_slots : nullptr);
       }
     });
   });
@@ -404,6 +435,7 @@ void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
     Tensor d = Tensor::from_vector<double>({g.H, g.R}, drel);
     gi.set(3, d.dtype() == s.q.dtype() ? d : d.to(s.q.dtype()));
   }
+  if (need_tiles) set_tile_grads(s, tile_tasks, gi);
 }
 
 }  // namespace
@@ -437,12 +469,20 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
     });
   });
 
-  if (autograd::should_record({&q, &k, &v, &rel})) {
+  // The inputs on the tape: q, k, v, the table, then the tiles' parameters (kFirstTileParameter on).
+  std::vector<Tensor> inputs{q, k, v, rel};
+  bool record = autograd::should_record({&q, &k, &v, &rel});
+  if (bias.tiles)
+    for (const Tensor& p : bias.tiles->parameters()) {
+      inputs.push_back(p);
+      record = record || autograd::should_record({&p});
+    }
+  if (record) {
     auto detached = [](const Tensor& t) { return t.defined() ? t.detach() : Tensor(); };
     auto saved = std::make_shared<const Saved>(Saved{g, q.detach(), detached(k), detached(v), detached(rel),
                                                      detached(score_bias), out.detach(), lse, bias.tiles,
                                                      std::move(padded)});
-    autograd::record(OpKind::FusedAttention, out, {&q, &k, &v, &rel},
+    autograd::record(OpKind::FusedAttention, out, inputs,
                      [saved](const Tensor& grad, InputGrads& gi) { attention_backward(*saved, grad, gi); });
   }
   return out;

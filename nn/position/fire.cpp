@@ -13,9 +13,9 @@
 //   - computed in the scheme's dtype in the reference's order (float32 positions, |c x| + 1, log, divide);
 //   - not implemented: the reference's option (off by default) of training on randomly spaced positions.
 // Three forms: bias() (H, q, k) on the tape; relative_bias() a table over offsets on the tape when every query sits
-// at or below the threshold (then max(i, L) = L for all rows: training at the train length), else, where no
-// gradient is recorded, tiles the fused kernel computes from the function in O(q + k) memory (evaluation at any
-// length), else undefined (the model then reads bias()).
+// at or below the threshold (then max(i, L) = L for all rows: training at the train length), else tiles the fused
+// kernel computes from the function in O(q + k) memory, at any length; with gradients recorded the tiles learn: the
+// kernel hands them the scores' gradient tile by tile and they sum what c, m and the MLP's weights need (FireTiles).
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -51,56 +51,92 @@ Tensor abs_value(const Tensor& y) {
 Tensor psi(const Tensor& x, const Tensor& c) { return log(add_scalar(abs_value(mul(x, c)), 1.0)); }
 
 // f_h(x) for each head as the piecewise-linear function the ReLU MLP is: between consecutive kinks
-// x = -b1[k] / w1[k] the active units are fixed, so f_h(x) = slope_h x + intercept_h there.
+// x = -b1[k] / w1[k] the active units are fixed, so f_h(x) = slope_h x + intercept_h there. Its gradient sorts each
+// x into a bucket: segment s (0 .. K, strictly between kinks) or the kink itself (K + 1 .. 2K), where the unit
+// whose kink it is counts as inactive (relu's derivative at 0 is 0, as the tape's).
 struct PiecewiseMlp {
-  std::vector<double> kinks;       // ascending; segment s lies below kinks[s] (and at or above kinks[s - 1])
-  std::vector<double> slope;       // (segments, heads)
-  std::vector<double> intercept;   // (segments, heads)
+  std::vector<double> kinks;       // (K) ascending; segment s lies below kinks[s] (and at or above kinks[s - 1])
+  std::vector<double> slope;       // (2K + 1, heads): d f_h / dx per bucket
+  std::vector<double> intercept;   // (K + 1, heads): per segment
+  std::vector<uint8_t> active;     // (2K + 1, width): the units active in each bucket
+  std::vector<double> w1, b1, w2;  // (width), (width), (heads, width)
   int64_t heads = 0;
 
-  PiecewiseMlp(const std::vector<double>& w1, const std::vector<double>& b1, const std::vector<double>& w2,
+  PiecewiseMlp(std::vector<double> w1_, std::vector<double> b1_, std::vector<double> w2_,
                const std::vector<double>& b2, int64_t heads_)
-      : heads(heads_) {
+      : w1(std::move(w1_)), b1(std::move(b1_)), w2(std::move(w2_)), heads(heads_) {
     const std::size_t width = w1.size();
     for (std::size_t k = 0; k < width; ++k)
-      if (w1[k] != 0) kinks.push_back(-b1[k] / w1[k]);
+      if (w1[k] != 0) kinks.push_back(kink(k));
     std::sort(kinks.begin(), kinks.end());
     kinks.erase(std::unique(kinks.begin(), kinks.end()), kinks.end());
-    const std::size_t segments = kinks.size() + 1;
-    slope.assign(segments * heads, 0.0);
+    const std::size_t segments = kinks.size() + 1, nb = buckets();
+    slope.assign(nb * heads, 0.0);
     intercept.assign(segments * heads, 0.0);
-    for (std::size_t s = 0; s < segments; ++s) {
-      // A point inside segment s decides which units are active there.
-      const double x = kinks.empty() ? 0.0
+    active.assign(nb * width, 0);
+    for (std::size_t s = 0; s < nb; ++s) {
+      // A point inside segment s decides which units are active there; at a kink, the units strictly above 0.
+      const bool at_kink = s >= segments;
+      const double x = at_kink ? kinks[s - segments]
+                       : kinks.empty() ? 0.0
                        : s == 0      ? kinks[0] - 1.0
                        : s == kinks.size() ? kinks.back() + 1.0
                                            : 0.5 * (kinks[s - 1] + kinks[s]);
+      for (std::size_t k = 0; k < width; ++k)
+        active[s * width + k] = w1[k] * x + b1[k] > 0 && !(at_kink && w1[k] != 0 && kink(k) == x);
       for (int64_t h = 0; h < heads; ++h) {
         double a = 0, b = b2[h];
         for (std::size_t k = 0; k < width; ++k)
-          if (w1[k] * x + b1[k] > 0) {
+          if (active[s * width + k]) {
             a += w2[h * width + k] * w1[k];
             b += w2[h * width + k] * b1[k];
           }
         slope[s * heads + h] = a;
-        intercept[s * heads + h] = b;
+        if (!at_kink) intercept[s * heads + h] = b;
       }
     }
   }
 
+  std::size_t buckets() const { return 2 * kinks.size() + 1; }
+  std::size_t segment(double x) const {
+    return static_cast<std::size_t>(std::upper_bound(kinks.begin(), kinks.end(), x) - kinks.begin());
+  }
+  std::size_t bucket(double x) const {
+    const std::size_t s = segment(x);
+    return s > 0 && kinks[s - 1] == x ? kinks.size() + s : s;
+  }
   double operator()(int64_t h, double x) const {
-    const std::size_t s = static_cast<std::size_t>(std::upper_bound(kinks.begin(), kinks.end(), x) - kinks.begin());
+    const std::size_t s = segment(x);
     return slope[s * heads + h] * x + intercept[s * heads + h];
   }
+
+ private:
+  double kink(std::size_t k) const { return -b1[k] / w1[k]; }
+};
+
+// d|y|/dy as the tape's abs_value takes it: -1 below 0, else +1.
+double abs_slope(double y) { return y < 0 ? -1.0 : 1.0; }
+
+// What the gradient through the tiles reads besides the MLP: the parameters, and the derivatives of psi and the
+// normaliser with respect to c and the threshold L.
+struct FireGrad {
+  std::vector<Tensor> params;     // c, multiplier, hidden weight and bias, out weight and bias
+  std::vector<double> dpsi_dc;    // (far + 1): d psi(d) / dc per distance
+  std::vector<double> dnorm_dc;   // (q_len): d norm_i / dc
+  std::vector<double> dnorm_dl;   // (q_len): d norm_i / dL (0 past the threshold)
+  double dl_dm = 0;               // dL / dm, L = |m L0|
 };
 
 // The tiles of one forward: psi of every distance and the normaliser of every query row, computed once in the
-// scheme's dtype as the tape computes them, then f_h per score.
+// scheme's dtype as the tape computes them, then f_h per score. With a FireGrad, the bias learns: per task the sums
+// G0[b] = sum dS and G1[b] = sum dS x per bucket of x (the MLP's gradients follow from them), and per query row
+// A_i = sum dS f'(x) dpsi/dc and B_i = sum dS f'(x) x (c's and the threshold's).
 template <typename D>
 class FireTiles final : public BiasTiles {
  public:
-  FireTiles(PiecewiseMlp f, D c, D threshold, int64_t q_offset, int64_t q_len, int64_t k_len)
-      : f_(std::move(f)), q_offset_(q_offset) {
+  FireTiles(PiecewiseMlp f, D c, D threshold, int64_t q_offset, int64_t q_len, int64_t k_len,
+            std::shared_ptr<const FireGrad> grad)
+      : f_(std::move(f)), q_offset_(q_offset), q_len_(q_len), grad_(std::move(grad)) {
     const int64_t far = std::max(q_offset + q_len - 1, k_len - 1 - q_offset);
     psi_.resize(static_cast<std::size_t>(far + 1));
     for (int64_t d = 0; d <= far; ++d) psi_[d] = psi_of(c, static_cast<D>(d));
@@ -116,6 +152,21 @@ class FireTiles final : public BiasTiles {
   void add(int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols, double* s, int64_t ld) const override {
     add_to(h, i0, rows, j0, cols, s, ld);
   }
+
+  std::vector<Tensor> parameters() const override { return grad_ ? grad_->params : std::vector<Tensor>(); }
+  // [G0 (buckets) | G1 (buckets) | A (q_len) | B (q_len)]
+  int64_t grad_slots() const override {
+    return grad_ ? 2 * static_cast<int64_t>(f_.buckets()) + 2 * q_len_ : 0;
+  }
+  void accumulate(int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const float* ds, int64_t ld,
+                  double* acc) const override {
+    accumulate_from(h, i0, rows, j0, cols, ds, ld, acc);
+  }
+  void accumulate(int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const double* ds, int64_t ld,
+                  double* acc) const override {
+    accumulate_from(h, i0, rows, j0, cols, ds, ld, acc);
+  }
+  std::vector<Tensor> gradients(const std::vector<double>& acc) const override;
 
  private:
   static D psi_of(D c, D x) { return std::log(std::abs(c * x) + D(1)); }
@@ -134,11 +185,71 @@ class FireTiles final : public BiasTiles {
     }
   }
 
+  template <typename T>
+  void accumulate_from(int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const T* ds, int64_t ld,
+                       double* acc) const {
+    const std::size_t nb = f_.buckets();
+    double *g0 = acc, *g1 = acc + nb, *a = acc + 2 * nb, *b = a + q_len_;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t row = i0 + r - q_offset_;
+      const D norm = norm_[static_cast<std::size_t>(row)];
+      for (int64_t col = 0; col < cols; ++col) {
+        const double g = static_cast<double>(ds[r * ld + col]);
+        if (g == 0) continue;  // a masked score, or no gradient
+        const int64_t d = std::abs(i0 + r - (j0 + col));
+        const double x = static_cast<double>(psi_[static_cast<std::size_t>(d)] / norm);
+        const std::size_t k = f_.bucket(x);
+        g0[k] += g;
+        g1[k] += g * x;
+        const double e = g * f_.slope[k * f_.heads + h];
+        a[row] += e * grad_->dpsi_dc[static_cast<std::size_t>(d)];
+        b[row] += e * x;
+      }
+    }
+  }
+
   PiecewiseMlp f_;
-  int64_t q_offset_;
+  int64_t q_offset_, q_len_;
   std::vector<D> psi_;   // (far + 1): psi(d) per distance d
   std::vector<D> norm_;  // (q_len): psi(max(i, L)) + eps per query row
+  std::shared_ptr<const FireGrad> grad_;  // null: a constant
 };
+
+// From x = psi(d) / norm_i and f_h(x) = sum_k w2[h, k] relu(w1[k] x + b1[k]) + b2[h], per head and bucket:
+//   d b2[h] = G0,  d w2[h, k] = w1[k] G1 + b1[k] G0,  d w1[k] = w2[h, k] G1,  d b1[k] = w2[h, k] G0 (k active);
+//   d c = sum_i (A_i - B_i dnorm_i/dc) / norm_i,  d L = -sum_i B_i dnorm_i/dL / norm_i,  d m = dL/dm d L.
+template <typename D>
+std::vector<Tensor> FireTiles<D>::gradients(const std::vector<double>& acc) const {
+  const std::size_t nb = f_.buckets(), width = f_.w1.size(), heads = static_cast<std::size_t>(f_.heads);
+  const std::size_t slots = static_cast<std::size_t>(grad_slots());
+  std::vector<double> dw1(width, 0.0), db1(width, 0.0), dw2(heads * width, 0.0), db2(heads, 0.0);
+  double dc = 0, dl = 0;
+  for (std::size_t h = 0; h < heads; ++h) {
+    const double *g0 = acc.data() + h * slots, *g1 = g0 + nb, *a = g0 + 2 * nb, *b = a + q_len_;
+    for (std::size_t k = 0; k < nb; ++k) {
+      db2[h] += g0[k];
+      for (std::size_t u = 0; u < width; ++u) {
+        if (!f_.active[k * width + u]) continue;
+        dw2[h * width + u] += f_.w1[u] * g1[k] + f_.b1[u] * g0[k];
+        dw1[u] += f_.w2[h * width + u] * g1[k];
+        db1[u] += f_.w2[h * width + u] * g0[k];
+      }
+    }
+    for (int64_t i = 0; i < q_len_; ++i) {
+      const double norm = static_cast<double>(norm_[static_cast<std::size_t>(i)]);
+      dc += (a[i] - b[i] * grad_->dnorm_dc[i]) / norm;
+      dl -= b[i] * grad_->dnorm_dl[i] / norm;
+    }
+  }
+  const DType dt = grad_->params[0].dtype();
+  const Device dev = grad_->params[0].device();
+  auto tensor = [&](const Shape& shape, const std::vector<double>& v) {
+    return position_detail::from_doubles(shape, v, dt).to(dev);
+  };
+  const int64_t w = static_cast<int64_t>(width), nh = static_cast<int64_t>(heads);
+  return {tensor({1}, {dc}), tensor({1}, {dl * grad_->dl_dm}), tensor({w, 1}, dw1), tensor({w}, db1),
+          tensor({nh, w}, dw2), tensor({nh}, db2)};
+}
 
 class FireScheme final : public PositionScheme {
  public:
@@ -182,8 +293,7 @@ class FireScheme final : public PositionScheme {
       const Tensor x = div(psi(offsets, c), add_scalar(psi(thr, c), kFireEps));       // (R, 1)
       return RelativeBias(transpose(mlp(x), 0, 1));                                  // (H, R)
     }
-    if (grad_enabled()) return RelativeBias();  // past the threshold with gradients: bias()
-    return RelativeBias(tiles(p));
+    return RelativeBias(tiles(p));  // past the threshold: computed in the kernel's tiles, learning there too
   }
 
   Tensor function_input(const Positions& p) const override {
@@ -230,15 +340,44 @@ class FireScheme final : public PositionScheme {
   // (N, 1) -> (N, H)
   Tensor mlp(const Tensor& x) const { return out->forward(relu(hidden->forward(x))); }
 
-  // The tiles of the bias at `p`; with `input`, of the MLP's input x instead (one head, f(x) = x).
+  // The tiles of the bias at `p`; with `input`, of the MLP's input x instead (one head, f(x) = x). They learn
+  // (name the parameters) when gradients are recorded and a parameter takes one.
   std::shared_ptr<const BiasTiles> tiles(const Positions& p, bool input = false) const {
     const PiecewiseMlp f = input ? PiecewiseMlp({1.0}, {0.0}, {1.0}, {0.0}, 1)
                                  : PiecewiseMlp(hidden->weight.to_vector(), hidden->bias.to_vector(),
                                                 out->weight.to_vector(), out->bias.to_vector(), o_.heads);
     const double cv = c.to_vector()[0], l = threshold().to_vector()[0];
-    if (c.dtype() == DType::f64) return std::make_shared<FireTiles<double>>(f, cv, l, p.q_offset, p.q_len, p.k_len);
+    const std::shared_ptr<const FireGrad> grad = input ? nullptr : tile_grad(p, cv, l);
+    if (c.dtype() == DType::f64)
+      return std::make_shared<FireTiles<double>>(f, cv, l, p.q_offset, p.q_len, p.k_len, grad);
     return std::make_shared<FireTiles<float>>(f, static_cast<float>(cv), static_cast<float>(l), p.q_offset, p.q_len,
-                                              p.k_len);
+                                              p.k_len, grad);
+  }
+
+  // The derivatives the tiles' gradient reads (see FireTiles), or null when no gradient is recorded. The tape's
+  // conventions: psi(x) = log(|c x| + 1) with d|y|/dy = +1 at 0; max(i, L) is L where i < L.
+  std::shared_ptr<const FireGrad> tile_grad(const Positions& p, double cv, double l) const {
+    std::vector<Tensor> params{c, multiplier, hidden->weight, hidden->bias, out->weight, out->bias};
+    if (!grad_enabled() ||
+        std::none_of(params.begin(), params.end(), [](const Tensor& t) { return t.requires_grad(); }))
+      return nullptr;
+    auto g = std::make_shared<FireGrad>();
+    g->params = std::move(params);
+    const int64_t far = std::max(p.q_offset + p.q_len - 1, p.k_len - 1 - p.q_offset);
+    for (int64_t d = 0; d <= far; ++d) {
+      const double cd = cv * static_cast<double>(d);
+      g->dpsi_dc.push_back(abs_slope(cd) * static_cast<double>(d) / (std::abs(cd) + 1));
+    }
+    for (int64_t r = 0; r < p.q_len; ++r) {
+      const double i = static_cast<double>(p.q_offset + r);
+      const bool below = i < l;
+      const double at = below ? l : i, cm = cv * at, denom = std::abs(cm) + 1;
+      g->dnorm_dc.push_back(abs_slope(cm) * at / denom);
+      g->dnorm_dl.push_back(below ? abs_slope(cm) * cv / denom : 0.0);
+    }
+    const double l0 = length0();
+    g->dl_dm = abs_slope(multiplier.to_vector()[0] * l0) * l0;
+    return g;
   }
 
   PositionOptions o_;
