@@ -172,6 +172,18 @@ struct RelativeBias {
   std::shared_ptr<const BiasTiles> tiles;  // instead of `table`: a bias computed where it is read
 };
 
+/// A bias f_h(u[|i - j|] / w[i - q_offset]) with f_h piecewise linear in its argument: FIRE's (Li et al. 2023), as
+/// plain arrays, the form the CUDA kernel computes in its tiles (a BiasTiles' ratio_form()).
+struct PiecewiseRatioBias {
+  bool single = true;              // the ratio u / w is taken in float (else double)
+  std::vector<double> u;           // (distances): per |i - j|
+  std::vector<double> w;           // (q_len): per query row
+  std::vector<double> kinks;       // (K) ascending
+  std::vector<double> slope;       // (2K + 1, heads): d f_h / dx per bucket (segments 0 .. K, then the kinks)
+  std::vector<double> intercept;   // (K + 1, heads): per segment
+  std::vector<double> du;          // (distances): d u / d c, read by the gradient (empty without one)
+};
+
 /// An additive bias over a line that fused_attention computes tile by tile instead of reading a table (see
 /// RelativeBias). A bias that learns names its parameters(): fused_attention then passes it the loss's gradient
 /// with respect to each tile of scores (accumulate), one task per (batch, head) into its own sums, adds the tasks'
@@ -202,6 +214,10 @@ class BiasTiles {
   /// The gradients of parameters(), in its order and each of its parameter's shape and dtype, from `acc`
   /// (heads(), grad_slots()): head h's tasks' sums added over the batch in order.
   virtual std::vector<Tensor> gradients(const std::vector<double>& /*acc*/) const { return {}; }
+  /// The bias as a PiecewiseRatioBias, which the CUDA kernel computes (and whose gradient sums it makes in the
+  /// accumulate layout: per head [G0 (2K + 1) | G1 (2K + 1) | A (q_len) | B (q_len)]); null when it has no such
+  /// form (it then runs on the CPU only).
+  virtual std::shared_ptr<const PiecewiseRatioBias> ratio_form() const { return nullptr; }
 };
 
 /// softmax(scale q k^T + bias + score_bias + masks) v, tiled over queries and keys with an online softmax: the

@@ -119,8 +119,8 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   const int64_t offset = cache && cache->k.defined() ? cache->k.size(2) : 0;
   const PositionBias& bias = pos.bias;
   RPB_CHECK(bias.relative.grid.empty() || (uses_fused() && !x.is_cuda()), "attention",
-            "a relative bias over a grid needs the fused path; pass the full bias when fused attention is off or "
-            "dropout is active");
+            "a relative bias over a grid needs the fused path on the CPU; pass the full bias when fused attention is "
+            "off, dropout is active or the model is on cuda");
   if (key_padding_mask.defined())
     RPB_CHECK(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == B && key_padding_mask.size(1) == T + offset,
               "attention", "key padding mask ", key_padding_mask.shape(), " is not (B, Tk) = (", B, ", ", T + offset,
@@ -133,8 +133,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   auto project_out = [&](const Tensor& h) {  // (B, T, H, dh) -> (B, T, d), then the output projection
     return resid_drop->forward(out->forward(reshape(h, {B, T, d})));
   };
-  // The fused kernel has no CUDA version yet (core/ops/attention.cpp): on a GPU the composite path below attends.
-  const bool fused = uses_fused() && !x.is_cuda();
+  const bool fused = uses_fused();  // on the CPU or CUDA (core/ops/attention.cpp, core/cuda/kernels/attention.h)
   if (!cache && !rotary && fused && !bias.full.defined() && !stats_) {
     // The kernel reads q, k and v where the projection wrote them and writes what the output projection reads.
     AttentionSpec spec{scale_, causal_, 0};

@@ -130,8 +130,7 @@ Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_
   const int64_t offset = cache ? cache->length() : 0;
   const Positions p = Positions::line(T, offset + T, offset);
   const Tensor x0 = plan_.embed(tok->forward(tokens), p);  // (B, T, d)
-  // The relative forms the fused kernel reads, where the attention takes that path (on the CPU).
-  const bool fused = blocks->size() > 0 && blocks->at<TransformerBlock>(0).attn->uses_fused() && !tokens.is_cuda();
+  const bool fused = blocks->size() > 0 && blocks->at<TransformerBlock>(0).attn->uses_fused();
   const std::vector<AttentionPositions> pos = plan_.attention(p, fused);
   Tensor x = x0;
   for (std::size_t i = 0; i < blocks->size(); ++i)

@@ -360,7 +360,8 @@ Tensor WindowAttention::attend(const Tensor& xp, int64_t H, int64_t W, const Win
   // instead of q is the same value.
   Tensor merged;  // (attn @ v).transpose(1, 2).reshape(B_, N, C)
   if (stats_) record_stats(packed, H, W, g);
-  if (o_.fused) {
+  // The fused kernel's CUDA version attends over a line only: on a GPU, windows take the composite path.
+  if (o_.fused && !xp.is_cuda()) {
     const Tensor shift = region_mask(g, xp.dtype()), padding = window_padding(B, H, W, g);
     // Windows are the batch, window b % nW as the shift mask's G = nW rows expect; the kernel reads q, k and v
     // where the projection wrote them and writes (B * nW, N, heads, dh), the layout proj reads.
@@ -374,8 +375,10 @@ Tensor WindowAttention::attend(const Tensor& xp, int64_t H, int64_t W, const Win
     // (nW * heads, N, N) bias and key mask serve every batch entry through broadcasting.
     const Tensor qkv5 = permute(packed, {2, 0, 3, 1, 4});
     auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B, nW * h, n, dh}); };
-    const Tensor out = scaled_dot_product_attention(part(0), part(1), part(2), window_bias(g, xp.dtype()),
-                                                    key_padding_mask(H, W, g), scale_);
+    Tensor bias = window_bias(g, xp.dtype()), mask = key_padding_mask(H, W, g);
+    if (bias.defined()) bias = bias.to(xp.device());
+    if (mask.defined()) mask = mask.to(xp.device());
+    const Tensor out = scaled_dot_product_attention(part(0), part(1), part(2), bias, mask, scale_);
     merged = reshape(permute(reshape(out, {B * nW, h, n, dh}), {0, 2, 1, 3}), {B * nW, n, C});
   }
   const Tensor y = window_reverse(proj->forward(merged), g.wh, g.ww, g.Hp, g.Wp);  // (B, Hp, Wp, C)

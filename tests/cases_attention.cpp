@@ -3,6 +3,15 @@
 
 namespace rpb::testing {
 
+namespace {
+// A mask or score bias the case holds, on q's device and (a float one) in q's dtype: the parity tests run the cases
+// on cuda and in float32.
+Tensor on_device_of(const Tensor& t, const Tensor& q) {
+  if (!t.defined()) return t;
+  return t.is_floating() ? t.to(q.dtype()).to(q.device()) : t.to(q.device());
+}
+}  // namespace
+
 void add_attention_cases(CaseList& cases) {
   Generator gen(61);
   auto add = [&](const std::string& name, std::vector<Tensor> inputs, Tensor padding, Tensor score_bias,
@@ -10,7 +19,8 @@ void add_attention_cases(CaseList& cases) {
     cases.push_back({"fused_attention " + name, OpKind::FusedAttention, std::move(inputs),
                      [padding, score_bias, spec, grid](const std::vector<Tensor>& in) {
                        const Tensor rel = in.size() > 3 ? in[3] : Tensor();
-                       return fused_attention(in[0], in[1], in[2], RelativeBias(rel, grid), padding, score_bias, spec);
+                       return fused_attention(in[0], in[1], in[2], RelativeBias(rel, grid), on_device_of(padding, in[0]),
+                                              on_device_of(score_bias, in[0]), spec);
                      }});
   };
   // Inputs of unit scale, so softmax is far from one-hot and every gradient is sizeable.
@@ -63,7 +73,8 @@ void add_attention_cases(CaseList& cases) {
                      {input(gen, {2, 5, 3, 2, 3}), input(gen, {2, 9})},
                      [spec](const std::vector<Tensor>& in) {
                        return fused_attention(in[0], Tensor(), Tensor(), in[1],
-                                              Tensor::indices({2, 5}, {0, 0, 0, 1, 0, 0, 0, 0, 0, 0}), Tensor(), spec);
+                                              on_device_of(Tensor::indices({2, 5}, {0, 0, 0, 1, 0, 0, 0, 0, 0, 0}), in[0]),
+                                              Tensor(), spec);
                      }});
     cases.push_back({"fused_attention packed qkv on a 2 x 2 grid", OpKind::FusedAttention,
                      {input(gen, {1, 4, 3, 2, 2}), input(gen, {2, 9})},

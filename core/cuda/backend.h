@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/cuda/kernels/attention.h"
 #include "core/device.h"
 #include "core/shape.h"
 #include "core/tensor.h"
@@ -99,6 +100,19 @@ struct AdamStep {
 struct SgdStep {
   double lr, weight_decay, momentum;
   bool first;  // the velocity's first step: it becomes the gradient
+};
+
+/// One fused attention call (core/ops/attention.cpp's Geometry and AttentionSpec) with its bias and masks as device
+/// pointers of the call's dtype (the ratio bias's arrays in double).
+struct AttentionCall {
+  int64_t B = 0, H = 0, Tq = 0, Tk = 0, dh = 0, R = 0, G = 0, in_row = 0, out_row = 0, q_offset = 0, block = 0;
+  bool packed = false, causal = false;
+  double scale = 1.0;
+  const void* rel = nullptr;     // (H, R) or null
+  const void* padded = nullptr;  // (B, Tk), non-zero masks the key; or null
+  const void* score = nullptr;   // (G, Tq, Tk) or null
+  RatioBiasArgs ratio;           // with has_ratio
+  bool has_ratio = false;
 };
 
 class Backend {
@@ -189,6 +203,16 @@ class Backend {
 
   // ---- products (core/cuda/kernels/gemm.h; cuBLAS on the GPU) ----
   virtual void gemm(DType d, const Gemm& g, const void* a, const void* b, void* c) = 0;
+
+  // ---- fused attention (core/cuda/kernels/attention.h) ----
+  /// out (the layout of c.packed) and lse (B, H, Tq).
+  virtual void attention_forward(DType d, const AttentionCall& c, const void* q, const void* k, const void* v,
+                                 void* out, void* lse) = 0;
+  /// dq, dk, dv written whole (one buffer for all three when packed); drel (H, R) and ratio_acc (H, 2 buckets +
+  /// 2 Tq) in double, written whole, or null when not wanted.
+  virtual void attention_backward(DType d, const AttentionCall& c, const void* q, const void* k, const void* v,
+                                  const void* out, const void* lse, const void* dout, void* dq, void* dk, void* dv,
+                                  double* drel, double* ratio_acc) = 0;
 
   // ---- optimizers (core/cuda/kernels/optim.h) ----
   virtual void adam(DType d, void* p, const void* g, void* m, void* v, int64_t n, const AdamStep& s) = 0;

@@ -3,6 +3,7 @@
 // product (cuBLAS or its host reference) are the two backends' own.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -275,7 +276,66 @@ class BackendImpl : public Backend {
     });
   }
 
+  void attention_forward(DType d, const AttentionCall& c, const void* q, const void* k, const void* v, void* out,
+                         void* lse) override {
+    dispatch_float(d, "fused_attention", [&](auto t) {
+      using T = typename decltype(t)::type;
+      const AttnArgs<T> a = attn_args<T>(c);
+      exec_.tiles(c.B * c.H * a.q_tiles(), AttnSmem<T>::bytes(c.dh),
+                  AttnForwardBody<T>{a, static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                                     static_cast<T*>(out), static_cast<T*>(lse)});
+    });
+  }
+  void attention_backward(DType d, const AttentionCall& c, const void* q, const void* k, const void* v,
+                          const void* out, const void* lse, const void* dout, void* dq, void* dk, void* dv,
+                          double* drel, double* ratio_acc) override {
+    dispatch_float(d, "fused_attention", [&](auto t) {
+      using T = typename decltype(t)::type;
+      const AttnArgs<T> a = attn_args<T>(c);
+      const T *pq = static_cast<const T*>(q), *pk = static_cast<const T*>(k), *pv = static_cast<const T*>(v);
+      const T *po = static_cast<const T*>(out), *pl = static_cast<const T*>(lse), *pg = static_cast<const T*>(dout);
+      const int64_t rows = c.B * c.H * c.Tq, smem = AttnSmem<T>::bytes(c.dh);
+      Scratch dbuf(*this, sizeof(T) * static_cast<std::size_t>(rows));
+      const T* D = dbuf.as<T>();
+      exec_.each(rows, AttnRowDotBody<T>{a, po, pg, dbuf.as<T>()});
+      exec_.tiles(c.B * c.H * a.k_tiles(), smem,
+                  AttnBackwardKVBody<T>{a, pq, pk, pv, pg, pl, D, static_cast<T*>(dk), static_cast<T*>(dv)});
+      // dQ and the bias's sums, in chunks of query tiles whose partial sums fit kAttnChunkBytes.
+      const bool ratio = ratio_acc && c.has_ratio;
+      const int64_t rel_width = c.Tk + kAttnTile - 1, slots = ratio ? c.ratio.row_slots() : 0;
+      const int64_t head_slots = ratio ? 2 * c.ratio.buckets() + 2 * c.Tq : 0;
+      if (drel) fill(DType::f64, drel, c.H * c.R, 0.0);
+      if (ratio) fill(DType::f64, ratio_acc, c.H * head_slots, 0.0);
+      const int64_t per_tile = c.B * c.H * 8 * ((drel ? rel_width : 0) + kAttnTile * slots);
+      const int64_t chunk = per_tile > 0 ? std::max<int64_t>(1, kAttnChunkBytes / per_tile) : a.q_tiles();
+      for (int64_t tile0 = 0; tile0 < a.q_tiles(); tile0 += chunk) {
+        const int64_t tiles = std::min(chunk, a.q_tiles() - tile0);
+        Scratch part(*this, drel ? 8 * static_cast<std::size_t>(c.B * c.H * tiles * rel_width) : 8);
+        Scratch rowsum(*this, ratio ? 8 * static_cast<std::size_t>(c.B * c.H * tiles * kAttnTile * slots) : 8);
+        double* pp = drel ? part.as<double>() : nullptr;
+        double* pr = ratio ? rowsum.as<double>() : nullptr;
+        exec_.tiles(c.B * c.H * tiles, smem,
+                    AttnBackwardQBody<T>{a, pq, pk, pv, pg, pl, D, static_cast<T*>(dq), pp, pr, tile0, tiles});
+        if (drel) exec_.each(c.H * c.R, AttnRelSumBody<T>{a, pp, drel, tile0, tiles});
+        if (ratio) exec_.each(c.H * head_slots, AttnRatioSumBody<T>{a, pr, ratio_acc, tile0, tiles});
+      }
+    });
+  }
+
  protected:
+  template <typename T>
+  static AttnArgs<T> attn_args(const AttentionCall& c) {
+    RPB_CHECK(AttnSmem<T>::bytes(c.dh) <= kAttnMaxShared, "fused_attention", "head dim ", c.dh, " in ",
+              sizeof(T) == 4 ? "float32" : "float64", " needs ", AttnSmem<T>::bytes(c.dh),
+              " bytes of shared memory per block on CUDA, over the ", kAttnMaxShared, " a block may take");
+    AttnArgs<T> a;
+    a.B = c.B, a.H = c.H, a.Tq = c.Tq, a.Tk = c.Tk, a.dh = c.dh, a.R = c.R, a.G = c.G;
+    a.in_row = c.in_row, a.out_row = c.out_row, a.packed = c.packed, a.causal = c.causal;
+    a.q_offset = c.q_offset, a.block = c.block, a.scale = static_cast<T>(c.scale);
+    a.rel = static_cast<const T*>(c.rel), a.padded = static_cast<const T*>(c.padded);
+    a.score = static_cast<const T*>(c.score), a.ratio = c.ratio, a.has_ratio = c.has_ratio;
+    return a;
+  }
   int64_t read_i64(const int64_t* p) {
     int64_t v = 0;
     copy(&v, Device::cpu, p, Device::cuda, sizeof v);

@@ -67,6 +67,20 @@ __global__ void __launch_bounds__(kBlock) k_rows(int64_t n, F f) {
   }
 }
 
+template <typename F>
+__global__ void __launch_bounds__(kBlock) k_tiles(int64_t n, F f) {
+  __shared__ alignas(16) unsigned char scratch[kBlock * 16];
+  extern __shared__ double tile_shared[];  // the body's tiles
+  DeviceRowCtx ctx(scratch);
+  for (int64_t b = blockIdx.x; b < n; b += gridDim.x) {
+    f(b, ctx, reinterpret_cast<unsigned char*>(tile_shared));
+    __syncthreads();
+  }
+}
+
+/// The dynamic shared memory one block may take (the H100's and H200's 227 KB).
+inline constexpr int64_t kMaxTileShared = 227 * 1024;
+
 /// Launches kernel bodies on the current device's stream.
 struct DeviceExec {
   cudaStream_t stream = nullptr;
@@ -84,6 +98,18 @@ struct DeviceExec {
     const int64_t grid = std::min<int64_t>(n, 1 << 20);
     k_rows<<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(n, f);
     check_cuda(cudaGetLastError(), "a row kernel launch");
+  }
+  template <typename F>
+  void tiles(int64_t n, int64_t shared_bytes, const F& f) {
+    if (n <= 0) return;
+    RPB_CHECK(shared_bytes <= kMaxTileShared, "cuda", "a tile kernel needs ", shared_bytes,
+              " bytes of shared memory per block, over the ", kMaxTileShared, " an H100 has");
+    check_cuda(cudaFuncSetAttribute(k_tiles<F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(shared_bytes)),
+               "raising a tile kernel's shared memory");
+    const int64_t grid = std::min<int64_t>(n, 1 << 20);
+    k_tiles<<<static_cast<unsigned>(grid), kBlock, static_cast<size_t>(shared_bytes), stream>>>(n, f);
+    check_cuda(cudaGetLastError(), "a tile kernel launch");
   }
 };
 

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "core/cuda/block_reduce.h"
 
@@ -36,7 +37,7 @@ class HostRowCtx : public RowReductions<HostRowCtx> {
 };
 
 /// Runs kernel bodies on the host: `each` calls an elementwise body once per element, `rows` a row body once per
-/// row with a HostRowCtx standing for its thread block.
+/// row with a HostRowCtx standing for its thread block, `tiles` a tile body once per block with its shared memory.
 struct HostExec {
   template <typename F>
   void each(int64_t n, const F& f) {
@@ -46,6 +47,13 @@ struct HostExec {
   void rows(int64_t n, const F& f) {
     HostRowCtx ctx;
     for (int64_t r = 0; r < n; ++r) f(r, ctx);
+  }
+  /// A tile body once per block, with `shared_bytes` of memory standing for the block's shared memory.
+  template <typename F>
+  void tiles(int64_t n, int64_t shared_bytes, const F& f) {
+    std::vector<double> shared(static_cast<std::size_t>((shared_bytes + 7) / 8));
+    HostRowCtx ctx;
+    for (int64_t b = 0; b < n; ++b) f(b, ctx, reinterpret_cast<unsigned char*>(shared.data()));
   }
 };
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/ops.h"
+#include "core/ops/attention_cuda.h"
 #include "core/ops/kernels.h"
 #include "core/parallel.h"
 
@@ -438,16 +439,24 @@ void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
   if (need_tiles) set_tile_grads(s, tile_tasks, gi);
 }
 
+// The shapes and flags of a call on CUDA (core/cuda/kernels/attention.h); a line only.
+cuda::AttentionCall cuda_call(const Geometry& g) {
+  RPB_CHECK(g.line, "fused_attention", "a bias over a grid has no CUDA kernel: on a GPU, window attention attends "
+            "through the composite path (nn/window_attention.cpp)");
+  cuda::AttentionCall c;
+  c.B = g.B, c.H = g.H, c.Tq = g.Tq, c.Tk = g.Tk, c.dh = g.dh, c.R = g.R, c.G = g.G;
+  c.in_row = g.in_row, c.out_row = g.out_row, c.q_offset = g.spec.q_offset, c.block = g.spec.block;
+  c.packed = g.spec.packed_qkv, c.causal = g.spec.causal, c.scale = g.spec.scale;
+  return c;
+}
+
 }  // namespace
 
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RelativeBias& bias,
                        const Tensor& key_padding, const Tensor& score_bias, const AttentionSpec& spec) {
-  // The CUDA kernel is the third GPU issue's (FlashAttention-2's tiling with the bias computed in the tiles); until
-  // then a cuda input stops here rather than being read on the host. nn/ attends through the composite ops there.
-  for (const Tensor* t : {&q, &k, &v, &bias.table, &key_padding, &score_bias})
-    RPB_CHECK(!t->defined() || !t->is_cuda(), "fused_attention", "has no CUDA kernel in this version: an input of shape ",
-              t->shape(), " is on cuda; use the composite attention (softmax of matmuls) on a GPU");
   const Geometry g = geometry_of(q, k, v, bias, key_padding, score_bias, spec);
+  if (cuda::on_cuda("fused_attention", {&q, &k, &v, &bias.table, &key_padding, &score_bias}))
+    return fused_attention_cuda(q, k, v, bias, key_padding, score_bias, cuda_call(g));
   const Tensor& rel = bias.table;
   std::vector<uint8_t> padded = key_padding.defined() ? padding_bytes(key_padding) : std::vector<uint8_t>();
   Tensor out = Tensor::empty(spec.packed_qkv ? Shape{g.B, g.Tq, g.H, g.dh} : q.shape(), q.dtype());

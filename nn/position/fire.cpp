@@ -20,6 +20,7 @@
 #include <cmath>
 #include <iomanip>
 #include <sstream>
+#include <type_traits>
 
 #include "core/dispatch.h"
 #include "nn/layers.h"
@@ -167,6 +168,17 @@ class FireTiles final : public BiasTiles {
     accumulate_from(h, i0, rows, j0, cols, ds, ld, acc);
   }
   std::vector<Tensor> gradients(const std::vector<double>& acc) const override;
+  std::shared_ptr<const PiecewiseRatioBias> ratio_form() const override {
+    auto r = std::make_shared<PiecewiseRatioBias>();
+    r->single = std::is_same_v<D, float>;
+    r->u.assign(psi_.begin(), psi_.end());
+    r->w.assign(norm_.begin(), norm_.end());
+    r->kinks = f_.kinks;
+    r->slope = f_.slope;
+    r->intercept = f_.intercept;
+    if (grad_) r->du = grad_->dpsi_dc;
+    return r;
+  }
 
  private:
   static D psi_of(D c, D x) { return std::log(std::abs(c * x) + D(1)); }

@@ -36,7 +36,7 @@ bool same_bits(const Tensor& a, const Tensor& b);
 /// Eigen's vectorized ones differ by a few ulp, nvcc fuses a multiply and an add, and gelu's 1 + tanh(u) cancels
 /// near u = -8, where Eigen's float tanh is exactly -1 and CUDA's is not); 128 for the ops whose terms are summed in
 /// another order (block trees on the GPU, Eigen's vectorized sums on the CPU); 256 for products (cuBLAS's
-/// blocking against OpenBLAS's).
+/// blocking against OpenBLAS's, and the fused attention's per-thread sums against Eigen's blocked ones).
 double tolerance_ulps(OpKind op);
 
 }  // namespace rpb::testing

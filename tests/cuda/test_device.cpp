@@ -219,11 +219,17 @@ TEST_CASE("Adam, AdamW, SGD with momentum and gradient clipping on cuda follow t
   }
 }
 
-TEST_CASE("the fused attention says it has no CUDA kernel yet rather than reading device memory on the host") {
-  const Tensor q = Tensor::zeros({1, 1, 2, 4}, DType::f32, Device::cuda);
-  const std::string e = error_of([&] { (void)fused_attention(q, q, q, {}, {}, {}, AttentionSpec{}); });
-  CHECK(e.find("fused_attention") != std::string::npos);
-  CHECK(e.find("no CUDA kernel") != std::string::npos);
+TEST_CASE("the fused attention on cuda refuses a bias over a grid, and inputs on two devices, with what to do") {
+  const Tensor q = Tensor::zeros({1, 1, 4, 4}, DType::f32, Device::cuda);
+  const Tensor rel = Tensor::zeros({1, 9}, DType::f32, Device::cuda);
+  const std::string e = error_of([&] { (void)fused_attention(q, q, q, RelativeBias(rel, {2, 2}), {}, {}, AttentionSpec{}); });
+  CHECK(e.find("a bias over a grid has no CUDA kernel") != std::string::npos);
+  CHECK(e.find("composite path") != std::string::npos);
+  const std::string mixed = error_of([&] {
+    (void)fused_attention(q, q, q, RelativeBias(Tensor::zeros({1, 7}, DType::f32)), {}, {}, AttentionSpec{});
+  });
+  CHECK(mixed.find("fused_attention") != std::string::npos);
+  CHECK(mixed.find("cpu") != std::string::npos);
 }
 
 }  // namespace rpb
