@@ -106,6 +106,15 @@ int cmd_inspect(const std::string& checkpoint, const std::string& plot_path, con
   return 0;
 }
 
+// --device cpu|cuda: run.device (train, extrapolate: an override of the config; eval: where to evaluate).
+void add_device_option(CLI::App& cmd, std::string& value, const std::string& what) {
+  cmd.add_option("--device", value, what)->check(CLI::IsMember({"cpu", "cuda"}));
+}
+// The --set override --device stands for, appended to `overrides` (after the user's --set, so it wins).
+void apply_device_option(const std::string& device, std::vector<std::string>& overrides) {
+  if (!device.empty()) overrides.push_back("run.device=\"" + device + "\"");
+}
+
 void add_memory_option(CLI::App& cmd, std::string& value) {
   cmd.add_option("--max-memory", value,
                  "refuse a run whose estimated memory is larger: 8G, 512M, 1.5GiB (default: the available memory)")
@@ -156,9 +165,11 @@ CommandRunner add_train(CLI::App& cmd) {
     std::string max_memory;
     bool extend = false, overwrite = false;
     std::string init_from;
+    std::string device;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("config", a->config, "configs/*.toml")->required();
+  add_device_option(cmd, a->device, "where to train: cpu or cuda (run.device; cuda needs a CUDA build and a GPU)");
   cmd.add_flag("--resume", a->resume, "continue the run from its latest checkpoint");
   cmd.add_option("--init-from", a->init_from,
                  "a fine-tune: start from this checkpoint's parameters (weights only: a fresh optimizer, its own run "
@@ -175,6 +186,7 @@ CommandRunner add_train(CLI::App& cmd) {
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
+    apply_device_option(a->device, a->overrides);
     return cmd_train(a->config, a->resume, a->resume_from, a->overrides, a->extend, a->overwrite, a->init_from);
   };
 }
@@ -226,6 +238,8 @@ CommandRunner add_eval(CLI::App& cmd) {
   cmd.add_flag("--blockwise", a->eval.blockwise,
                "xpos: blockwise causal attention, each query over its block of the train length and the one before "
                "(position.blockwise = true; default: the stored config's)");
+  add_device_option(cmd, a->eval.device,
+                    "where to evaluate: cpu (the default, whatever device trained the checkpoint) or cuda");
   cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
   cmd.add_flag("--diagnostics", a->eval.diagnostics,
                "after the perplexity table, print each length's attention per layer and head: mean distance and "
@@ -247,15 +261,18 @@ CommandRunner add_extrapolate(CLI::App& cmd) {
     std::vector<std::string> overrides;
     std::string max_memory;
     bool overwrite = false;
+    std::string device;
   };
   auto a = std::make_shared<Args>();
   cmd.add_option("config", a->config, "configs/extrapolation*.toml")->required();
+  add_device_option(cmd, a->device, "where every run trains and evaluates: cpu or cuda (run.device)");
   cmd.add_option("--set", a->overrides, "override a config key (repeatable)");
   cmd.footer("Tasks (task.kind, sweep.tasks):\n" + data::task_help());
   add_overwrite_option(cmd, a->overwrite);
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
+    apply_device_option(a->device, a->overrides);
     return cmd_extrapolate(a->config, a->overrides, a->overwrite);
   };
 }

@@ -84,6 +84,8 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
       throw Error("eval --untrained " + o.untrained + ": " + e.detail());
     }
   }
+  // Evaluation runs where --device says, the CPU by default: a checkpoint is the same file from either device.
+  cfg.device = o.device == "cuda" ? Device::cuda : Device::cpu;
   if (o.stride) apply_stride(cfg, *o.stride);
   apply_rope_scaling_options(cfg, o);
   if (o.blockwise) {

@@ -28,6 +28,7 @@ struct EvalOptions {
   std::string rope_scaling;      // rope runs: position.rope_scaling ("none", "linear", ...; "": the stored config's)
   double rope_factor = 0;        // rope runs: position.rope_factor (> 0; 0: the stored config's)
   bool blockwise = false;        // xpos: blockwise causal attention (position.blockwise = true; false: the stored config's)
+  std::string device;            // "cpu" or "cuda": where to evaluate ("": the CPU, whatever device trained it)
   bool json = false;             // print the JSON record instead of the table
   bool diagnostics = false;      // measure the attention diagnostics and print their table per length
   bool no_record = false;        // do not write the record into the run folder

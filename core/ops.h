@@ -233,6 +233,10 @@ class BiasTiles {
 /// A fully masked row gives zeros and zero gradients. Returns (B, H, Tq, dh).
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RelativeBias& bias,
                        const Tensor& key_padding, const Tensor& score_bias, const AttentionSpec& spec);
+/// True when fused_attention takes heads of `head_dim` in `dtype` on `device`: always on the CPU; on cuda, when a
+/// block's tiles fit its shared memory (head_dim <= 125 in float32, <= 51 in float64). A model attends through the
+/// composite path where not.
+bool fused_attention_supported(Device device, DType dtype, int64_t head_dim);
 
 // ---- loss.cpp ----
 /// Fused log_softmax + negative log-likelihood over the last axis of `logits`

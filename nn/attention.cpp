@@ -107,8 +107,10 @@ MultiHeadAttention::MultiHeadAttention(const AttentionOptions& o, Generator& ini
 }
 
 bool MultiHeadAttention::uses_fused() const {
-  // Dropout on the attention probabilities needs them materialized.
-  return fused_ && !(attn_drop->p() > 0 && attn_drop->is_training());
+  // Dropout on the attention probabilities needs them materialized; a head too wide for a CUDA block's shared
+  // memory attends through the composite path.
+  return fused_ && !(attn_drop->p() > 0 && attn_drop->is_training()) &&
+         fused_attention_supported(qkv->weight.device(), qkv->weight.dtype(), head_dim_);
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& pos, const Tensor& key_padding_mask,

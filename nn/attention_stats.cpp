@@ -158,12 +158,14 @@ void accumulate_attention_stats(const AttentionInputs& in, AttentionStats& stats
   check_inputs(in, stats);
   const RowGeometry g = row_geometry(in, stats);
   const int64_t B = in.q.size(0), H = in.q.size(1), dh = in.q.size(3);
-  const Tensor q = in.q.to(DType::f64), k = in.k.to(DType::f64);
-  const Tensor full = in.full_bias.defined() ? in.full_bias.to(DType::f64) : Tensor();
-  const Tensor rel = !full.defined() && in.relative.table.defined() ? in.relative.table.to(DType::f64) : Tensor();
-  const Tensor sb = in.score_bias.defined() ? in.score_bias.to(DType::f64) : Tensor();
-  const Tensor kpad = in.key_padding.defined() ? in.key_padding.to(DType::i64) : Tensor();
-  const Tensor qpad = in.query_padding.defined() ? in.query_padding.to(DType::i64) : Tensor();
+  // Measured on the host, in float64, from the inputs on any device.
+  auto host = [](const Tensor& t, DType d) { return t.defined() ? t.to(Device::cpu).to(d) : Tensor(); };
+  const Tensor q = host(in.q, DType::f64), k = host(in.k, DType::f64);
+  const Tensor full = host(in.full_bias, DType::f64);
+  const Tensor rel = !full.defined() ? host(in.relative.table, DType::f64) : Tensor();
+  const Tensor sb = host(in.score_bias, DType::f64);
+  const Tensor kpad = host(in.key_padding, DType::i64);
+  const Tensor qpad = host(in.query_padding, DType::i64);
   const Tensor& counted = stats.counted_queries();  // i64
   const Tensor& cells = in.cells;
   const int64_t R = rel.defined() ? rel.size(1) : 0;

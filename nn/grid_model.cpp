@@ -115,7 +115,7 @@ Tensor GridModel::forward(const Tensor& tokens) const {
   RPB_CHECK(tokens.dim() == 3 && tokens.dtype() == DType::i64, "grid model", "tokens must be (B, H, W) int64, got ",
             dtype_name(tokens.dtype()), " ", tokens.shape());
   const Positions p = Positions::grid(tokens.size(1), tokens.size(2));
-  Tensor x = plan_.embed(tok->forward(tokens), p);  // (B, H, W, d)
+  Tensor x = plan_.embed(tok->forward(tokens.to(tok->weight.device())), p);  // (B, H, W, d)
   const bool fused = blocks->size() > 0 && blocks->at<GridBlock>(0).attn && blocks->at<GridBlock>(0).attn->uses_fused();
   const std::vector<AttentionPositions> pos = plan_.attention(p, fused);
   for (std::size_t i = 0; i < blocks->size(); ++i) x = blocks->at<GridBlock>(i).forward(x, pos[i]);
@@ -125,7 +125,8 @@ Tensor GridModel::forward(const Tensor& tokens) const {
 Tensor GridModel::loss(const Tensor& tokens, const Tensor& targets) const {
   RPB_CHECK(targets.shape() == tokens.shape(), "grid model", "targets ", targets.shape(), " differ from tokens ",
             tokens.shape());
-  return cross_entropy(forward(tokens), targets);
+  const Tensor logits = forward(tokens);
+  return cross_entropy(logits, targets.to(logits.device()));
 }
 
 void GridModel::set_window(int64_t side) {

@@ -46,8 +46,9 @@ class GridModel : public Module {
   /// The parameters of GridModel(model, windows), counted without building it (throws on overflow).
   static int64_t parameter_count(const TransformerOptions& model, const WindowOptions& windows);
   using Module::parameter_count;
+  /// tokens (B, H, W) -> logits (B, H, W, vocab), on the model's device (the token ids move there).
   Tensor forward(const Tensor& tokens) const;
-  /// Mean cross-entropy of the per-cell logits against targets (B, H, W).
+  /// Mean cross-entropy of the per-cell logits against targets (B, H, W), on the model's device.
   Tensor loss(const Tensor& tokens, const Tensor& targets) const;
   /// Window schemes: runs every block with a window of `side` (swin_v2 at any size; swin only smaller).
   void set_window(int64_t side);

@@ -91,6 +91,11 @@ void Module::to(Device device) {
   for (const auto& [name, child] : children_) child->to(device);
 }
 
+Device Module::device() const {
+  const NamedTensors params = named_parameters();
+  return params.empty() ? Device::cpu : params.front().second.device();
+}
+
 void Module::zero_grad() {
   for (const auto& [name, t] : named_parameters()) t.zero_grad();
 }

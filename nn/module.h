@@ -61,6 +61,8 @@ class Module {
   void to(DType dtype);
   /// Moves every parameter and buffer to `device` in place (the handles the module's members hold stay valid).
   void to(Device device);
+  /// The device of its parameters (of its first one, as Module::to keeps them together); cpu when it has none.
+  Device device() const;
 
   /// Drops the gradients of every parameter.
   void zero_grad();

@@ -129,12 +129,13 @@ Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_
   if (cache && cache->layers.size() != blocks->size()) cache->layers.assign(blocks->size(), LayerCache{});
   const int64_t offset = cache ? cache->length() : 0;
   const Positions p = Positions::line(T, offset + T, offset);
-  const Tensor x0 = plan_.embed(tok->forward(tokens), p);  // (B, T, d)
+  const Tensor x0 = plan_.embed(tok->forward(tokens.to(tok->weight.device())), p);  // (B, T, d)
   const bool fused = blocks->size() > 0 && blocks->at<TransformerBlock>(0).attn->uses_fused();
   const std::vector<AttentionPositions> pos = plan_.attention(p, fused);
+  const Tensor padding = key_padding_mask.defined() ? key_padding_mask.to(x0.device()) : key_padding_mask;
   Tensor x = x0;
   for (std::size_t i = 0; i < blocks->size(); ++i)
-    x = blocks->at<TransformerBlock>(i).forward(x, pos[i], key_padding_mask, cache ? &cache->layers[i] : nullptr);
+    x = blocks->at<TransformerBlock>(i).forward(x, pos[i], padding, cache ? &cache->layers[i] : nullptr);
   return ln_f->forward(x);
 }
 
@@ -167,7 +168,8 @@ Tensor LanguageModel::forward(const Tensor& tokens, KVCache* cache) const {
 Tensor LanguageModel::loss(const Tensor& tokens, const Tensor& targets) const {
   RPB_CHECK(targets.shape() == tokens.shape(), "model", "targets ", targets.shape(), " differ from tokens ",
             tokens.shape());
-  return cross_entropy(forward(tokens), targets);
+  const Tensor logits = forward(tokens);
+  return cross_entropy(logits, targets.to(logits.device()));
 }
 
 Encoder::Encoder(const TransformerOptions& o, Generator& init_gen) : TransformerStack(o, init_gen) {

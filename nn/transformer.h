@@ -129,9 +129,10 @@ class LanguageModel : public TransformerStack {
   /// must be valid (validate()).
   static int64_t parameter_count(const TransformerOptions& options);
   using Module::parameter_count;
-  /// tokens (B, T) -> logits (B, T, vocab). With a cache, only the new tokens are given.
+  /// tokens (B, T) -> logits (B, T, vocab), on the model's device (the token ids move there from any device). With
+  /// a cache, only the new tokens are given.
   Tensor forward(const Tensor& tokens, KVCache* cache = nullptr) const;
-  /// Mean cross-entropy of logits(tokens) against targets (B, T) (ignore_index -100).
+  /// Mean cross-entropy of logits(tokens) against targets (B, T) (ignore_index -100), on the model's device.
   Tensor loss(const Tensor& tokens, const Tensor& targets) const;
 
   std::shared_ptr<Linear> head;  // only when the head is untied

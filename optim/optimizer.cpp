@@ -145,7 +145,8 @@ std::vector<Optimizer::SlotEntry> Optimizer::check_state(const OptimizerState& s
               dtype_name(value.dtype()));
     const auto [prev, fresh] = seen.emplace(std::make_pair(it->second, slot), tname);
     RPB_CHECK(fresh, op.c_str(), "tensor '", tname, "' appears twice");
-    entries.push_back({slot, it->second, value});
+    // A state slot lives where its parameter does (a checkpoint's tensors are read on the host); counts stay there.
+    entries.push_back({slot, it->second, specs[slot].count ? value : value.to(p.device())});
   }
   for (const auto& [key, tname] : seen)
     for (std::size_t k = 0; k < specs.size(); ++k)

@@ -123,7 +123,8 @@ class Optimizer {
   };
   /// Validates `s` (kind, step, every tensor "<prefix>/<param>" with a known prefix, an
   /// existing parameter, the expected shape and dtype, no duplicates, and each parameter
-  /// having either all slots or none); returns the entries. Changes nothing.
+  /// having either all slots or none); returns the entries, each slot on its parameter's
+  /// device (counts on the host). Changes nothing.
   std::vector<SlotEntry> check_state(const OptimizerState& s, const std::vector<SlotSpec>& specs) const;
   /// The common part of state(): kind, step, groups, the "lr" scalar.
   OptimizerState base_state() const;

@@ -49,7 +49,9 @@ const std::set<std::string>& trainer_keys() {
       "optim.beta1", "optim.beta2", "optim.eps", "optim.weight_decay", "optim.momentum", "optim.grad_clip",
       "optim.total_steps",
       // a fine-tune's parent and training length, read by the trainer (tests/test_finetune.cpp)
-      "run.init_from", "run.init_sha256", "run.finetune_length"};
+      "run.init_from", "run.init_sha256", "run.finetune_length",
+      // where the run trains, read by the trainer (tests/test_train_device.cpp)
+      "run.device"};
   return keys;
 }
 

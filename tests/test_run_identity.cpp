@@ -93,12 +93,12 @@ TEST_CASE("effective config: every key the parser accepts, with its value, parsi
     const RunConfig c = parse_config(text, name);
     const std::set<std::string> keys = keys_of(c.text);
     // Complete: the parser's own list of the keys it read is in the text, and nothing else is, but the keys added
-    // after runs were stored, which these configs leave at their default: run.eval_stride and a fine-tune's
-    // run.init_from, init_sha256 and finetune_length (written only when set, config.cpp read_run) and the position
-    // options marked added (PositionOptionInfo::added).
+    // after runs were stored, which these configs leave at their default: run.eval_stride, run.device and a
+    // fine-tune's run.init_from, init_sha256 and finetune_length (written only when set, config.cpp read_run) and
+    // the position options marked added (PositionOptionInfo::added).
     const std::vector<std::string> accepted = accepted_keys(text, name);
     std::set<std::string> written(accepted.begin(), accepted.end());
-    for (const char* k : {"run.eval_stride", "run.init_from", "run.init_sha256", "run.finetune_length"})
+    for (const char* k : {"run.eval_stride", "run.device", "run.init_from", "run.init_sha256", "run.finetune_length"})
       CHECK(written.erase(k) == 1);
     // The keys of one's own corpus and its tokenizer: written for the text task only (config.cpp read_corpus).
     if (c.task.kind != "text")

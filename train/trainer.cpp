@@ -121,12 +121,26 @@ Run::Run(const RunConfig& config, Parallel parallel, RunPurpose purpose)
               " MPI ranks, and ", dist::size(), " does not divide it (use a multiple of ", dist::size(), ")");
   }
   dir_ = config_.run_dir();
+  check_device();
   check_memory(memory_, memory_budget(), "run " + config_.name);
   workload_ = make_workload(config_);
+  // The model trains and evaluates on run.device; the optimizer's state follows its parameters there.
+  if (config_.device != Device::cpu) workload_->model().to(config_.device);
   if (purpose == RunPurpose::train) optimizer_ = make_optimizer(config_.optim, workload_->model().named_parameters());
   // The parent's digest is part of the run's identity: without run.init_sha256 it is read now, to learn it; with it
   // (a sweep passes the digest it has just computed), train() reads it, so a reused fine-tune never does.
   if (purpose == RunPurpose::train && !config_.init_from.empty() && config_.init_sha256.empty()) read_parent();
+}
+
+void Run::check_device() const {
+  if (config_.device == Device::cpu) return;
+  const std::string where = config_.source.empty() ? "" : config_.source + ": ";
+  if (!cuda_available())
+    throw UsageError(where + "run.device = \"cuda\", and no CUDA device is available (" + cuda_device_description() +
+                     "); set run.device = \"cpu\" (--set run.device=\"cpu\", or --device cpu) to run on the CPU");
+  if (shard_.count > 1)
+    throw UsageError(where + "run.device = \"cuda\" runs in one process: data parallelism over " +
+                     std::to_string(shard_.count) + " MPI ranks is for the CPU in this version");
 }
 
 void Run::read_parent() {
@@ -154,15 +168,24 @@ void Run::init_from_parent() {
 
 Run::~Run() = default;
 
+namespace {
+// Tensors as a checkpoint stores them: on the host (a run on cuda saves the same file as on the CPU).
+nn::NamedTensors on_host(nn::NamedTensors tensors) {
+  for (auto& [name, t] : tensors) t = t.to(Device::cpu);
+  return tensors;
+}
+}  // namespace
+
 Checkpoint Run::snapshot(int64_t step) const {
   Checkpoint c;
   c.step = step;
   c.config_text = config_.text;
   c.config_digest = config_digest_;
   c.library_version = version();
-  c.params = workload_->model().named_parameters();
-  c.buffers = workload_->model().named_buffers(true);
+  c.params = on_host(workload_->model().named_parameters());
+  c.buffers = on_host(workload_->model().named_buffers(true));
   c.optim = optimizer_->state();
+  c.optim.tensors = on_host(std::move(c.optim.tensors));
   workload_->save_state(c);
   c.counters.emplace_back(kIntervalSum, std::bit_cast<int64_t>(interval_loss_));
   c.counters.emplace_back(kIntervalSteps, interval_steps_);
@@ -399,6 +422,7 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
     log->info("{}--overwrite: moved the previous run folder aside to {}", lead(context_), summary.moved_aside);
   if (!extend_note_.empty()) log->info("{}{}", lead(context_), extend_note_);
   if (!init_note_.empty()) log->info("{}{}", lead(context_), init_note_);
+  if (config_.device != Device::cpu) log->info("{}device: {}", lead(context_), cuda_device_description());
   const bool accuracy = data::task_info(config_.task.kind).retrieval;  // passkey: validation accuracy columns
   MetricsCsv csv((fs::path(dir_) / kMetricsFileName).string(), config_.valid_lengths(), metrics_,
                  workload_->batch_tokens(), accuracy ? config_.valid_lengths() : std::vector<int64_t>{});

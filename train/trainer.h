@@ -204,6 +204,8 @@ class Run {
   std::string init_note_;    // what start() took from the parent, logged once the run's log is open
   /// Reads run.init_from into parent_ and checks or records its SHA-256 (run.init_sha256).
   void read_parent();
+  /// Throws rpb::UsageError when run.device cannot be used here (no CUDA device; CUDA with MPI ranks).
+  void check_device() const;
   /// Puts parent_'s parameters and persistent buffers into the model; fills init_note_.
   void init_from_parent();
   ProgressContext context_;

@@ -113,7 +113,8 @@ class LmWorkload final : public Workload {
     for (int64_t b = 0; b < n; b += config_.eval_batch) {
       const int64_t e = std::min(n, b + config_.eval_batch);
       const Tensor in = slice(s.inputs, 0, b, e), tg = slice(s.targets, 0, b, e);
-      total += cross_entropy(model_->forward(in), tg).item() * static_cast<double>(e - b);
+      const Tensor logits = model_->forward(in);
+      total += cross_entropy(logits, tg.to(logits.device())).item() * static_cast<double>(e - b);
       if (progress) progress->advance(tg.numel());
     }
     return total / static_cast<double>(n);
@@ -133,7 +134,8 @@ class LmWorkload final : public Workload {
       data::eval_window_batch(stream, w, b, e, in, tg);
       int64_t scored = 0;
       for (int64_t k = b; k < e; ++k) scored += w.scored(k);
-      const double mean = cross_entropy(model_->forward(in), tg, data::kUnscoredTarget).item();
+      const Tensor logits = model_->forward(in);
+      const double mean = cross_entropy(logits, tg.to(logits.device()), data::kUnscoredTarget).item();
       total += mean * (static_cast<double>(scored) / per_window);
       if (progress) progress->advance(scored);
     }

@@ -113,7 +113,7 @@ class PasskeyWorkload final : public Workload {
     for (int64_t b = 0; b < n; b += config_.eval_batch) {
       const int64_t e = std::min(n, b + config_.eval_batch);
       const data::PasskeyScore s =
-          data::score_passkey(model_->forward(slice(inputs, 0, b, e)), slice(targets, 0, b, e), k);
+          data::score_passkey(model_->forward(slice(inputs, 0, b, e)).to(Device::cpu), slice(targets, 0, b, e), k);
       t.nll += s.nll;
       for (int64_t row = b; row < e; ++row)
         if (s.exact[static_cast<std::size_t>(row - b)])

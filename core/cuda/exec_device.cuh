@@ -78,8 +78,8 @@ __global__ void __launch_bounds__(kBlock) k_tiles(int64_t n, F f) {
   }
 }
 
-/// The dynamic shared memory one block may take (the H100's and H200's 227 KB).
-inline constexpr int64_t kMaxTileShared = 227 * 1024;
+/// The dynamic shared memory one block may take: the H100's and H200's 227 KB less k_tiles' static scratch.
+inline constexpr int64_t kMaxTileShared = 227 * 1024 - kBlock * 16;
 
 /// Launches kernel bodies on the current device's stream.
 struct DeviceExec {

@@ -87,6 +87,13 @@ void backward_cuda(const SavedCuda& s, const Tensor& grad, InputGrads& gi) {
 
 }  // namespace
 
+bool fused_attention_supported(Device device, DType dtype, int64_t head_dim) {
+  if (device == Device::cpu) return true;
+  if (dtype == DType::f32) return cuda::AttnSmem<float>::bytes(head_dim) <= cuda::kAttnMaxShared;
+  if (dtype == DType::f64) return cuda::AttnSmem<double>::bytes(head_dim) <= cuda::kAttnMaxShared;
+  return false;
+}
+
 Tensor fused_attention_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const RelativeBias& bias,
                             const Tensor& key_padding, const Tensor& score_bias, cuda::AttentionCall c) {
   RPB_CHECK(q.dtype() == DType::f32 || q.dtype() == DType::f64, "fused_attention",

@@ -151,3 +151,24 @@ TEST_CASE("fused attention on cuda keeps O(L) memory: four times the tokens, abo
 }
 
 }  // namespace rpb::testing
+
+namespace rpb::testing {
+
+TEST_CASE("fused attention on cuda refuses a head too wide for a block's shared memory, and says which") {
+  CHECK(fused_attention_supported(Device::cpu, DType::f64, 4096));
+  CHECK(fused_attention_supported(Device::cuda, DType::f32, 125));
+  CHECK_FALSE(fused_attention_supported(Device::cuda, DType::f32, 126));
+  CHECK(fused_attention_supported(Device::cuda, DType::f64, 51));
+  CHECK_FALSE(fused_attention_supported(Device::cuda, DType::f64, 64));
+  const Tensor q = Tensor::zeros({1, 1, 4, 64}, DType::f64, Device::cuda);
+  std::string e;
+  try {
+    (void)fused_attention(q, q, q, RelativeBias(), Tensor(), Tensor(), AttentionSpec{});
+  } catch (const Error& err) {
+    e = err.what();
+  }
+  CHECK(e.find("head dim 64 in float64") != std::string::npos);
+  CHECK(e.find("shared memory") != std::string::npos);
+}
+
+}  // namespace rpb::testing

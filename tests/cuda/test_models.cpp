@@ -72,3 +72,28 @@ TEST_CASE("a language model with every 1-D position scheme trains on cuda as on 
 }
 
 }  // namespace rpb
+
+namespace rpb {
+
+TEST_CASE("a model whose heads are too wide for the fused CUDA kernel attends through the composite path on cuda") {
+  nn::TransformerOptions o;
+  o.vocab = 11;
+  o.d_model = 128;
+  o.heads = 2;  // head dim 64: over the fused kernel's 51 in float64
+  o.layers = 1;
+  o.d_ff = 32;
+  o.position.scheme = "t5";
+  double loss[2];
+  for (const Device device : {Device::cpu, Device::cuda}) {
+    Generator gen(13);
+    nn::LanguageModel lm(o, gen);
+    lm.to(DType::f64);
+    lm.to(device);
+    Generator data(4);
+    const Tensor tokens = randint({2, 9}, o.vocab, data).to(device);
+    loss[device == Device::cuda] = lm.loss(tokens, tokens).item();
+  }
+  CHECK(loss[1] == doctest::Approx(loss[0]).epsilon(1e-12));
+}
+
+}  // namespace rpb

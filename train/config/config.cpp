@@ -130,6 +130,8 @@ void read_run(Table& run, RunConfig& c) {
   run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier, kMaxLengths);
   run.get("valid_tokens", c.valid_tokens, 1, kMaxTokens);
   get_enum(run, "on_nonfinite", c.on_nonfinite, kOnNonFiniteNames);
+  get_enum(run, "device", c.device, kDeviceNames);
+  if (c.device == Device::cpu) run.unput("device");
   read_finetune(run, c);
   run.done();
 }

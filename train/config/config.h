@@ -71,6 +71,9 @@ enum class OnNonFinite {
 /// run.on_nonfinite's names: "stop", "skip".
 inline constexpr EnumName<OnNonFinite> kOnNonFiniteNames[] = {{OnNonFinite::stop, "stop"}, {OnNonFinite::skip, "skip"}};
 
+/// run.device's names: "cpu", "cuda" (core/device.h).
+inline constexpr EnumName<Device> kDeviceNames[] = {{Device::cpu, "cpu"}, {Device::cuda, "cuda"}};
+
 struct OptimConfig {
   OptimizerKind kind = OptimizerKind::adamw;
   optim::AdamOptions adam;
@@ -208,6 +211,10 @@ struct RunConfig {
   std::vector<int64_t> valid_multipliers = {1};  // validation lengths, as multiples of run.length
   int64_t valid_tokens = 4096;       // valid-split target tokens scored at every validation length
   OnNonFinite on_nonfinite = OnNonFinite::stop;  // a non-finite loss or gradient stops the run or skips the step
+  /// Where the model trains and evaluates (docs/gpu.md): "cuda" needs a CUDA build and a GPU (or the emulated
+  /// backend, RPB_CUDA_EMULATE=1). Not part of the identity: a run may continue on the other device, and its
+  /// checkpoints are the same files. Written into the effective config only when set to cuda.
+  Device device = Device::cpu;
 
   nn::TransformerOptions model;      // [model] and [position]
   data::TaskOptions task;            // [task]

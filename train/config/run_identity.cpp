@@ -75,7 +75,7 @@ const std::vector<std::string>& non_identity_keys() {
       "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.eval_diagnostics", "run.eval_stride",
       "run.valid_multipliers",
       "run.valid_tokens",  "grid.eval_window",  "position.untrained", "task.kjv_path", "task.path", "sweep",
-      "position.blockwise", "run.init_from",
+      "position.blockwise", "run.init_from", "run.device",
       // rope scaling: evaluation settings of a rope run (its training forwards read the unscaled frequencies), but
       // part of a fine-tune's identity (run.init_from: it trains with them)
       "position.rope_scaling", "position.rope_factor", "position.yarn_beta_fast", "position.yarn_beta_slow",

@@ -22,8 +22,9 @@ namespace rpb::cuda {
 
 /// Queries and keys per tile (each thread block owns a 64 x 64 score tile: kBlock threads of 4 x 4).
 inline constexpr int64_t kAttnTile = 64;
-/// The shared memory a block may take (an H100's or H200's 227 KB): AttnSmem's bytes must fit it.
-inline constexpr int64_t kAttnMaxShared = 227 * 1024;
+/// The dynamic shared memory a block may take: an H100's or H200's 227 KB less the 4 KB of the tile launcher's
+/// reduction scratch (core/cuda/exec_device.cuh k_tiles). AttnSmem's bytes must fit it.
+inline constexpr int64_t kAttnMaxShared = 227 * 1024 - kBlock * 16;
 /// The partial sums one chunk of the dQ pass may hold (AttnBackwardQBody): the memory stays O(L).
 inline constexpr int64_t kAttnChunkBytes = int64_t{32} << 20;
 
