@@ -116,7 +116,9 @@ Tensor GridModel::forward(const Tensor& tokens) const {
             dtype_name(tokens.dtype()), " ", tokens.shape());
   const Positions p = Positions::grid(tokens.size(1), tokens.size(2));
   Tensor x = plan_.embed(tok->forward(tokens.to(tok->weight.device())), p);  // (B, H, W, d)
-  const bool fused = blocks->size() > 0 && blocks->at<GridBlock>(0).attn && blocks->at<GridBlock>(0).attn->uses_fused();
+  // A bias over the grid (a lattice) is read by the CPU's fused kernel; on a GPU the attention takes the full bias.
+  const bool fused = blocks->size() > 0 && blocks->at<GridBlock>(0).attn &&
+                     blocks->at<GridBlock>(0).attn->uses_fused() && device() == Device::cpu;
   const std::vector<AttentionPositions> pos = plan_.attention(p, fused);
   for (std::size_t i = 0; i < blocks->size(); ++i) x = blocks->at<GridBlock>(i).forward(x, pos[i]);
   return head->forward(ln_f->forward(x));  // (B, H, W, vocab)

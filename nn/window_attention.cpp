@@ -228,17 +228,18 @@ std::string WindowAttention::report(const std::string& prefix) const {
 Tensor WindowAttention::window_bias(const WindowGeometry& g, DType dtype) const {
   const int64_t n = g.wh * g.ww, nW = (g.Hp / g.wh) * (g.Wp / g.ww), h = o_.heads;
   const Tensor pos = relative_position_bias(g.wh, g.ww);  // (heads, N, N) or undefined
+  const Device dev = qkv->weight.device();                // the masks are made on the host and moved there
   Tensor shift = region_mask(g, dtype);                   // (nW, 1, N, N) or undefined
-  if (shift.defined()) shift = reshape(shift, {nW, 1, n, n});
+  if (shift.defined()) shift = reshape(shift.to(dev), {nW, 1, n, n});
   if (!pos.defined() && !shift.defined()) return Tensor();
   if (nW == 1 && !shift.defined()) return reshape(pos, {1, h, n, n});
   Tensor b;
   if (pos.defined() && shift.defined()) {
     b = add(reshape(pos, {1, h, n, n}), shift);  // attn + bias.unsqueeze(0), then + mask per window
   } else if (pos.defined()) {
-    b = add(reshape(pos, {1, h, n, n}), Tensor::zeros({nW, 1, 1, 1}, pos.dtype()));  // the same bias per window
+    b = add(reshape(pos, {1, h, n, n}), Tensor::zeros({nW, 1, 1, 1}, pos.dtype(), dev));  // the same bias per window
   } else {
-    b = add(shift, Tensor::zeros({1, h, 1, 1}, dtype));  // the same mask per head
+    b = add(shift, Tensor::zeros({1, h, 1, 1}, dtype, dev));  // the same mask per head
   }
   return reshape(b, {1, nW * h, n, n});
 }

@@ -8,6 +8,7 @@
 #include "gradcheck.h"
 #include "nn/grid_model.h"
 #include "test_util.h"
+#include "tiny_grid.h"
 #include "train/config/config.h"
 
 namespace fs = std::filesystem;
@@ -16,29 +17,8 @@ using namespace rpb::nn;
 using rpb::testing::contains;
 using rpb::testing::error_of;
 using rpb::testing::run_rpb;
-
-namespace {
-TransformerOptions tiny_grid(const std::string& scheme) {
-  TransformerOptions o;
-  o.vocab = 3;
-  o.d_model = 8;
-  o.heads = 2;
-  o.layers = 2;
-  o.d_ff = 8;
-  o.causal = false;
-  o.position.scheme = scheme;
-  o.position.max_side = 4;
-  o.position.max_relative_position = 2;
-  return o;
-}
-
-WindowOptions tiny_windows() {
-  WindowOptions w;
-  w.window = 2;
-  w.cpb_hidden = 4;
-  return w;
-}
-}  // namespace
+using rpb::testing::tiny_grid;
+using rpb::testing::tiny_windows;
 
 TEST_CASE("grid model: parameter names follow the module paths") {
   Generator gen(0);

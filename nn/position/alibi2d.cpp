@@ -27,7 +27,7 @@ class Alibi2D final : public PositionScheme {
         }
       return from_doubles({1, n, n}, v, slopes.dtype());
     });                                                         // (1, N, N)
-    return mul(reshape(slopes, {o_.heads, 1, 1}), neg_dist);  // (heads, N, N)
+    return mul(reshape(slopes, {o_.heads, 1, 1}), neg_dist.to(slopes.device()));  // (heads, N, N)
   }
   RelativeBias relative_bias(const Positions& p) const override {
     check(p, "alibi2d");
@@ -38,7 +38,8 @@ class Alibi2D final : public PositionScheme {
       });
       return from_doubles({1, static_cast<int64_t>(v.size())}, v, slopes.dtype());
     });                                                                                   // (1, R)
-    return RelativeBias(mul(reshape(slopes, {o_.heads, 1}), neg_dist), {p.height, p.width});  // (heads, R)
+    return RelativeBias(mul(reshape(slopes, {o_.heads, 1}), neg_dist.to(slopes.device())),
+                        {p.height, p.width});  // (heads, R)
   }
 
  private:

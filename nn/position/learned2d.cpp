@@ -25,7 +25,7 @@ class Learned2D final : public PositionScheme {
         for (int64_t c = 0; c < W; ++c) v[r * W + c] = r * side + c;
       return Tensor::indices({H * W}, v);
     });
-    return index_select(reshape(table, {side * side, o_.d_model}), idx);  // (H * W, d_model)
+    return index_select(reshape(table, {side * side, o_.d_model}), idx.to(table.device()));  // (H * W, d_model)
   }
 
  private:

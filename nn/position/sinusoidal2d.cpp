@@ -29,7 +29,7 @@ class Sinusoidal2D final : public PositionScheme {
           std::copy_n(cols.data() + c * half, half, q + half);
         }
       return position_detail::from_doubles({H * W, o_.d_model}, v, dtype_carrier.dtype());
-    });
+    }).to(dtype_carrier.device());  // made on the host, used where the model is
   }
 
  private:

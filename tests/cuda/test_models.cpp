@@ -1,13 +1,16 @@
-// Language models on cuda against the CPU: every 1-D position scheme, forward and backward, through the fused
-// attention (its CUDA kernel against the CPU's) and through the composite path.
+// Models on cuda against the CPU: language models with every 1-D position scheme, forward and backward, through the
+// fused attention (its CUDA kernel against the CPU's) and through the composite path; grid models with every 2-D
+// scheme (Swin's windows attend through the composite path on a GPU).
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
 
 #include "core/core.h"
+#include "nn/grid_model.h"
 #include "nn/position/scheme.h"
 #include "nn/transformer.h"
+#include "tiny_grid.h"
 
 namespace rpb {
 
@@ -94,6 +97,40 @@ TEST_CASE("a model whose heads are too wide for the fused CUDA kernel attends th
     loss[device == Device::cuda] = lm.loss(tokens, tokens).item();
   }
   CHECK(loss[1] == doctest::Approx(loss[0]).epsilon(1e-12));
+}
+
+}  // namespace rpb
+
+namespace rpb {
+
+TEST_CASE("a grid model with every 2-D position scheme trains on cuda as on the CPU, Swin's windows through the composite path") {
+  for (const std::string& scheme : nn::scheme_names(2)) {
+    INFO(std::string("scheme " + scheme));
+    const nn::TransformerOptions o = testing::tiny_grid(scheme);
+    const nn::WindowOptions w = testing::tiny_windows();
+    double loss[2];
+    std::vector<std::vector<double>> grads[2];
+    for (const Device device : {Device::cpu, Device::cuda}) {
+      Generator gen(14);
+      nn::GridModel m(o, w, gen);
+      m.to(DType::f64);
+      m.to(device);
+      Generator data(5);
+      const Tensor x = randint({2, 4, 4}, 3, data), y = randint({2, 4, 4}, 3, data);
+      const Tensor l = m.loss(x, y);
+      backward(l);
+      const int d = device == Device::cuda;
+      loss[d] = l.item();
+      for (const auto& [name, p] : m.named_parameters())
+        grads[d].push_back(p.grad().defined() ? p.grad().to_vector() : std::vector<double>());
+    }
+    CHECK(loss[1] == doctest::Approx(loss[0]).epsilon(1e-12));
+    REQUIRE(grads[0].size() == grads[1].size());
+    for (std::size_t i = 0; i < grads[0].size(); ++i) {
+      REQUIRE(grads[0][i].size() == grads[1][i].size());
+      for (std::size_t k = 0; k < grads[0][i].size(); ++k) CHECK(std::fabs(grads[0][i][k] - grads[1][i][k]) <= 1e-10);
+    }
+  }
 }
 
 }  // namespace rpb
