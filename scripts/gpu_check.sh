@@ -9,14 +9,18 @@
 #   ../shared/tools/device-pack.sh build-gpu/rpb build-gpu/rpb_cuda_tests build-gpu/bench_attention_cuda \
 #       -- checkpoints/data/kjv.txt
 # and unpacked there: RPB_BIN=/tmp/devpack/bin LD_LIBRARY_PATH=/tmp/devpack/lib scripts/gpu_check.sh
-#   scripts/gpu_check.sh [--quick]   --quick: the benchmark at 256 tokens and a 20-step smoke run
+#   scripts/gpu_check.sh [--quick]   --quick: the benchmark at 256 tokens and a 20-step smoke run of a small model
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${RPB_BIN:-build-gpu}
 OUT=${OUT:-gpu-check}
 mkdir -p "$OUT"
 quick=${1:-}
-steps=300; [ "$quick" = "--quick" ] && steps=20
+steps=300 small=()
+if [ "$quick" = "--quick" ]; then  # a 20-step smoke run of a small model (the emulated backend can run it too)
+  steps=20 small=(--set model.d_model=32 --set model.layers=1 --set model.heads=2 --set model.d_ff=64 --set run.batch=2
+                  --set optim.warmup_steps=2)
+fi
 part() {  # part NAME SECONDS COMMAND...: runs COMMAND with a limit, its output in $OUT/NAME.txt; notes the status
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
@@ -30,8 +34,8 @@ part cuda_tests 120 "$BIN/rpb_cuda_tests" --duration=true
 part bench_rpb 120 sh -c "'$BIN/bench_attention_cuda' $quick > '$OUT/rpb.jsonl'"
 part smoke 240 "$BIN/rpb" extrapolate configs/extrapolation_gpu.toml --device cuda --set run.steps=$steps \
   --set 'sweep.methods=["alibi", "fire"]' --set 'sweep.seeds=[0]' --set run.name=extrapolation_gpu_smoke \
-  --set run.out_dir="$OUT/runs"
+  --set run.out_dir="$OUT/runs" "${small[@]}"
 part bench_peers 300 sh -c "python3 bench/attention_gpu.py $quick > '$OUT/peers.jsonl'"
 python3 bench/attention_table.py "$OUT/rpb.jsonl" "$OUT/peers.jsonl" > "$OUT/table.md" 2>&1
-cat "$OUT/summary.txt" "$OUT/table.md"
+cat "$OUT/table.md"
 tail -n 5 "$OUT/cuda_tests.txt"
