@@ -2,7 +2,10 @@
 # Shows that two rpb binaries train, save and evaluate bit for bit alike: the refactoring check.
 #   scripts/same_results.sh OLD_RPB NEW_RPB [WORK_DIR]
 # Each binary runs short sweeps of every position scheme on every task (markov, lag and kjv with
-# the 1-D schemes; grid2d with the 2-D ones, swin_v2@window8 included), with a checkpoint midway.
+# the 1-D schemes; grid2d with the 2-D ones, swin_v2@window8 included), with a checkpoint midway, and short sweeps of
+# the other tasks and run kinds: one's own text with SentencePiece (the KJV as text), passkey retrieval in Markov
+# filler and in text, and the evaluation-setting rows (rope scalings, xPos blockwise, sliding windows) and a
+# fine-tune (run.init_from) of configs/extrapolation_recent.toml.
 # Then every checkpoint's datasets and attributes (but the `created` time stamp) must be identical,
 # and so must results.json and `rpb bias --json` as parsed JSON (scripts/same_json.py), results.csv cell by cell
 # (scripts/same_csv.py), the printed tables, `rpb inspect` of each final checkpoint, `rpb eval` of each midway one
@@ -42,6 +45,11 @@ prov_csv_columns=(run_folder config_digest checkpoint checkpoint_sha256 rpb_vers
 short=(--set run.steps=20 --set run.checkpoint_every=10 --set optim.warmup_steps=2 --set run.log_every=5
        --set run.eval_tokens=1024 --set 'sweep.seeds=[0]')
 
+# A fine-tune's checkpoint: its stored config names the parent's SHA-256 (run.init_sha256).
+is_finetune() { h5dump -a config "$1" 2>/dev/null | grep -q 'init_sha256 = '; }
+finetune_sed="s/init_sha256 = '[0-9a-f]*'/init_sha256 = (the parent's SHA-256)/"
+finetune_digest_sed='s/config digest [0-9a-f]*/config digest (of a fine-tune: with its parent'"'"'s SHA-256)/'
+
 # Both binaries run in the same folder (paths are part of the stored configs and of the outputs), which is
 # then renamed old/ or new/.
 run_all() {  # <binary> <label>
@@ -51,16 +59,36 @@ run_all() {  # <binary> <label>
     --set 'sweep.tasks=["markov", "lag", "kjv"]' --set 'run.eval_multipliers=[1, 2, 4]' > "$out/table_1d.txt" 2> "$out/log_1d.txt"
   "$rpb" extrapolate configs/extrapolation_2d.toml "${short[@]}" --set run.out_dir="\"$out\"" \
     > "$out/table_2d.txt" 2> "$out/log_2d.txt"
+  # The kjv sweep above wrote checkpoints/data/kjv.txt, which the text tasks read.
+  "$rpb" extrapolate configs/extrapolation_text.toml "${short[@]}" --set run.out_dir="\"$out\"" \
+    --set 'sweep.methods=["t5", "rope", "fire"]' --set 'run.eval_multipliers=[1, 2]' \
+    > "$out/table_text.txt" 2> "$out/log_text.txt"
+  "$rpb" extrapolate configs/extrapolation_passkey.toml "${short[@]}" --set run.out_dir="\"$out\"" \
+    --set 'sweep.methods=["t5", "rope"]' > "$out/table_passkey.txt" 2> "$out/log_passkey.txt"
+  "$rpb" extrapolate configs/extrapolation_passkey_text.toml "${short[@]}" --set run.out_dir="\"$out\"" \
+    --set 'sweep.methods=["t5", "alibi"]' > "$out/table_passkey_text.txt" 2> "$out/log_passkey_text.txt"
+  "$rpb" extrapolate configs/extrapolation_recent.toml "${short[@]}" --set run.out_dir="\"$out\"" \
+    --set 'sweep.tasks=["markov"]' --set 'run.eval_multipliers=[1, 2, 4]' \
+    --set 'sweep.methods=["rope", "rope@rope_scaling=yarn", "xpos", "xpos@blockwise=true", "t5@run.eval_stride=32", "rope@rope_scaling=linear@rope_factor=4@run.init_from=rope@run.finetune_length=128@run.steps=20@optim.warmup_steps=2"]' \
+    > "$out/table_recent.txt" 2> "$out/log_recent.txt"
   for f in $(cd "$out" && find . -name 'step_*.h5' | sort); do
     # Without the blocks that depend on the clock: the `created` attribute (and its CRC), the measured tokens/s and the
-    # elapsed training time; and without the provenance attributes.
-    h5dump "$out/$f" | awk '!skip && /(ATTRIBUTE "(created|'"$prov_h5_attributes"')(\.crc32)?"|DATASET "(tokens_per_sec|elapsed_s)") \{/ {
+    # elapsed training time; and without the provenance attributes. A fine-tune's stored config holds its parent
+    # checkpoint's SHA-256, which the parent's `created` time changes, and so do the config's CRC and the digest:
+    # those are left out of a fine-tune's dump (its parameters, state and the rest of its config stay compared).
+    local skip_attr='('"$prov_h5_attributes"'|created)(\.crc32)?'
+    if is_finetune "$out/$f"; then skip_attr+='|config\.crc32|config_digest(\.crc32)?'; fi
+    h5dump "$out/$f" | awk '!skip && /(ATTRIBUTE "('"$skip_attr"')"|DATASET "(tokens_per_sec|elapsed_s)") \{/ {
         skip = 1; match($0, /^ */); indent = RLENGTH; next }
       skip && /^ *}$/ { match($0, /^ */); if (RLENGTH == indent) skip = 0; next }
-      !skip' > "$out/$f.dump"
+      !skip' | sed "$finetune_sed" > "$out/$f.dump"
   done
   for f in $(cd "$out" && find . -name 'step_00000020.h5' | sort); do
-    "$rpb" inspect "$out/$f" | sed "$prov_inspect_sed" > "$out/$f.inspect"
+    if is_finetune "$out/$f"; then
+      "$rpb" inspect "$out/$f" | sed -e "$prov_inspect_sed" -e "$finetune_sed" -e "$finetune_digest_sed" > "$out/$f.inspect"
+    else
+      "$rpb" inspect "$out/$f" | sed "$prov_inspect_sed" > "$out/$f.inspect"
+    fi
   done
   for f in $(cd "$out" && find . -name 'step_00000010.h5' | sort); do
     "$rpb" eval "$out/$f" | { grep -v '^Protocol: nonoverlapping segments' || true; } > "$out/$f.eval"

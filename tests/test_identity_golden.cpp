@@ -1,5 +1,6 @@
-// Golden run identities (issue 25): the stored configs (RunConfig::text) and config digests of every task and every
-// scheme of its dims, of configs with optim groups, model.embedding = "scheme", optim.total_steps, sweep tables and
+// Golden run identities (issue 25; the text, passkey and fine-tune records added before issue 44's refactor): the
+// stored configs (RunConfig::text) and config digests of every task and every scheme of its dims, of fine-tunes and of
+// the evaluation-setting rows of a sweep, of configs with optim groups, model.embedding = "scheme", optim.total_steps, sweep tables and
 // legacy configs without model.embedding, of sweep runs (with their method labels) and of match_run's results, as
 // recorded under tests/data/identity/ by the code of before configs stayed typed. Any byte that changes in a stored
 // config or a digest would make rpb refuse (or silently reuse) existing run folders, so it fails here.
@@ -21,7 +22,11 @@ namespace fs = std::filesystem;
 using namespace rpb;
 
 const fs::path kDir = fs::path(RPB_SOURCE_DIR) / "tests" / "data" / "identity";
-const std::vector<std::string> kTasks = {"markov", "lag", "kjv", "grid2d"};
+const std::vector<std::string> kTasks = {"markov", "lag", "kjv", "grid2d", "text", "passkey", "passkey_text"};
+// What a task's config needs besides its kind: one's own text for the text tasks (a path; parsing reads no file).
+std::string task_keys(const std::string& task) {
+  return task == "text" || task == "passkey_text" ? "path = \"corpus.txt\"\n" : "";
+}
 // A grid's evaluation lengths within limits::kMaxSequence cells.
 const std::string kGridRun = "[run]\nlength = 16\neval_multipliers = [1, 2, 4]\n";
 
@@ -62,8 +67,8 @@ std::string drop_line(const std::string& text, const std::string& prefix) {
 TEST_CASE("identity golden: every task and every scheme of its dims") {
   for (const std::string& task : kTasks)
     for (const std::string& scheme : nn::scheme_names(data::task_dims(task))) {
-      const RunConfig c = parse_config((task == "grid2d" ? kGridRun : "") + "[task]\nkind = \"" + task +
-                                           "\"\n[position]\nscheme = \"" + scheme + "\"\n",
+      const RunConfig c = parse_config((task == "grid2d" ? kGridRun : "") + "[task]\nkind = \"" + task + "\"\n" +
+                                           task_keys(task) + "[position]\nscheme = \"" + scheme + "\"\n",
                                        task + ".toml");
       check_record("task-" + task + "-" + scheme, record_of(c));
     }
@@ -140,6 +145,29 @@ TEST_CASE("identity golden: sweep runs and their labels") {
     check_record("sweep-grid2d-" + std::to_string(i),
                  "# method " + m.name() + "\n# label " + m.label() + "\n" + record_of(run));
   }
+}
+
+TEST_CASE("identity golden: fine-tunes and the evaluation-setting rows of a sweep") {
+  // A fine-tune of its own (rpb train --init-from): the parent's digest, its training length and the rope scaling it
+  // trains with are its identity.
+  const std::string sha(64, 'a');
+  check_record("finetune-rope-yarn",
+               record_of(parse_config("[run]\ninit_from = \"parent.h5\"\ninit_sha256 = \"" + sha +
+                                          "\"\nfinetune_length = 256\n[position]\nscheme = \"rope\"\n"
+                                          "rope_scaling = \"yarn\"\nrope_factor = 4.0\n",
+                                      "finetune.toml")));
+  // configs/extrapolation_recent.toml's rows: rope scalings, xPos blockwise and scale base, sliding windows, and the
+  // fine-tunes that continue the rope run of the same task and seed.
+  const RunConfig sweep = parse_config(rpb::testing::file_text(fs::path(RPB_SOURCE_DIR) / "configs" /
+                                                               "extrapolation_recent.toml"),
+                                       "extrapolation_recent.toml", {"run.out_dir=\"sw\""});
+  for (const std::string task : {"markov", "kjv"})
+    for (std::size_t i = 0; i < sweep.sweep.methods.size(); ++i) {
+      const SweepMethod& m = sweep.sweep.methods[i];
+      const RunConfig run = run_config(sweep, {task, m, 1, "sw/r/" + task + "/" + m.name(), "seed1"});
+      check_record("recent-" + task + "-" + std::to_string(i),
+                   "# method " + m.name() + "\n# label " + m.label() + "\n" + record_of(run));
+    }
 }
 
 TEST_CASE("identity golden: match_run and identity_changes") {
