@@ -119,66 +119,79 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
             heads_ * head_dim_, ")");
   const int64_t B = x.size(0), T = x.size(1), d = x.size(2);
   const int64_t offset = cache && cache->k.defined() ? cache->k.size(2) : 0;
-  const PositionBias& bias = pos.bias;
-  RPB_CHECK(bias.relative.grid.empty() || (uses_fused() && !x.is_cuda()), "attention",
+  RPB_CHECK(pos.bias.relative.grid.empty() || (uses_fused() && !x.is_cuda()), "attention",
             "a relative bias over a grid needs the fused path on the CPU; pass the full bias when fused attention is "
             "off, dropout is active or the model is on cuda");
   if (key_padding_mask.defined())
     RPB_CHECK(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == B && key_padding_mask.size(1) == T + offset,
               "attention", "key padding mask ", key_padding_mask.shape(), " is not (B, Tk) = (", B, ", ", T + offset,
               ")");
-  const bool rotary = pos.rotary != nullptr;
-  // xPos's keys depend on how many there are (its centre): the cache keeps them unrotated, all rotated below.
-  const bool rotate_all_keys = rotary && pos.rotary->rotates_all_keys();
   RPB_CHECK(pos.block == 0 || causal_, "attention", "blockwise attention (block ", pos.block, ") needs causal attention");
   const Tensor packed = reshape(qkv->forward(x), {B, T, 3, heads_, head_dim_});  // a view of the (B, T, 3d) output
-  auto project_out = [&](const Tensor& h) {  // (B, T, H, dh) -> (B, T, d), then the output projection
-    return resid_drop->forward(out->forward(reshape(h, {B, T, d})));
-  };
-  const bool fused = uses_fused();  // on the CPU or CUDA (core/ops/attention.cpp, core/cuda/kernels/attention.h)
-  if (!cache && !rotary && fused && !bias.full.defined() && !stats_) {
-    // The kernel reads q, k and v where the projection wrote them and writes what the output projection reads.
-    AttentionSpec spec{scale_, causal_, 0};
-    spec.packed_qkv = true;
-    spec.block = pos.block;
-    return project_out(fused_attention(packed, Tensor(), Tensor(), bias.relative, key_padding_mask, Tensor(), spec));
+  Tensor h;  // (B, T, H, dh)
+  if (!cache && !pos.rotary && uses_fused() && !pos.bias.full.defined() && !stats_) {
+    h = attend_packed(packed, pos, key_padding_mask);
+  } else {
+    h = permute(attend_heads(split_heads(packed, pos, offset, cache), pos, key_padding_mask, offset), {0, 2, 1, 3});
   }
+  return resid_drop->forward(out->forward(reshape(h, {B, T, d})));
+}
+
+Tensor MultiHeadAttention::attend_packed(const Tensor& packed, const AttentionPositions& pos,
+                                         const Tensor& key_padding_mask) const {
+  // The kernel reads q, k and v where the projection wrote them and writes what the output projection reads.
+  AttentionSpec spec{scale_, causal_, 0};
+  spec.packed_qkv = true;
+  spec.block = pos.block;
+  return fused_attention(packed, Tensor(), Tensor(), pos.bias.relative, key_padding_mask, Tensor(), spec);
+}
+
+MultiHeadAttention::Heads MultiHeadAttention::split_heads(const Tensor& packed, const AttentionPositions& pos,
+                                                          int64_t offset, LayerCache* cache) const {
+  const int64_t B = packed.size(0), T = packed.size(1);
   // (B, T, 3, H, dh) -> three (B, H, T, dh)
   const Tensor qkv5 = permute(packed, {2, 0, 3, 1, 4});
   auto part = [&](int i) { return reshape(slice(qkv5, 0, i, i + 1), {B, heads_, T, head_dim_}); };
-  Tensor q = part(0), k = part(1), v = part(2);
-  if (rotary) {
-    q = pos.rotary->rotate(q, offset);
-    if (!rotate_all_keys) k = pos.rotary->rotate_key(k, offset);
+  Heads h{part(0), part(1), part(2)};
+  // xPos's keys depend on how many there are (its centre): the cache keeps them unrotated, all rotated below.
+  const bool rotate_all_keys = pos.rotary && pos.rotary->rotates_all_keys();
+  if (pos.rotary) {
+    h.q = pos.rotary->rotate(h.q, offset);
+    if (!rotate_all_keys) h.k = pos.rotary->rotate_key(h.k, offset);
   }
   if (cache) {
     if (cache->k.defined()) {
-      k = concat({cache->k, k}, 2);
-      v = concat({cache->v, v}, 2);
+      h.k = concat({cache->k, h.k}, 2);
+      h.v = concat({cache->v, h.v}, 2);
     }
-    cache->k = k;
-    cache->v = v;
+    cache->k = h.k;
+    cache->v = h.v;
   }
-  if (rotate_all_keys) k = pos.rotary->rotate_key(k, 0);
-  const int64_t Tk = k.size(2);
+  if (rotate_all_keys) h.k = pos.rotary->rotate_key(h.k, 0);
+  return h;
+}
+
+Tensor MultiHeadAttention::attend_heads(const Heads& h, const AttentionPositions& pos, const Tensor& key_padding_mask,
+                                        int64_t offset) const {
+  const PositionBias& bias = pos.bias;
+  const int64_t B = h.q.size(0), T = h.q.size(2), Tk = h.k.size(2);
   if (stats_) {
     AttentionInputs in;
-    in.q = q, in.k = k, in.scale = scale_, in.full_bias = bias.full, in.relative = bias.relative;
+    in.q = h.q, in.k = h.k, in.scale = scale_, in.full_bias = bias.full, in.relative = bias.relative;
     in.causal = causal_, in.q_offset = offset, in.key_padding = key_padding_mask, in.block = pos.block;
     accumulate_attention_stats(in, *stats_);
   }
-  auto merge_heads = [&](const Tensor& h) { return project_out(permute(h, {0, 2, 1, 3})); };  // (B, H, T, dh) in
-  if (fused && !bias.full.defined()) {
+  if (uses_fused() && !bias.full.defined()) {  // on the CPU or CUDA (core/ops/attention.cpp, core/cuda/kernels/)
     AttentionSpec spec{scale_, causal_, offset};
     spec.block = pos.block;
-    return merge_heads(fused_attention(q, k, v, bias.relative, key_padding_mask, Tensor(), spec));
+    return fused_attention(h.q, h.k, h.v, bias.relative, key_padding_mask, Tensor(), spec);
   }
   const Tensor full = bias.full.defined() || !bias.relative.defined()
                           ? bias.full
-                          : full_bias(bias.relative, T, Tk, offset, q.dtype()).to(q.device());
+                          : full_bias(bias.relative, T, Tk, offset, h.q.dtype()).to(h.q.device());
   Tensor mask = composite_mask(causal_, key_padding_mask, B, T, Tk, offset, pos.block);
-  if (mask.defined()) mask = mask.to(q.device());
-  return merge_heads(scaled_dot_product_attention(q, k, v, full, mask, scale_, attn_drop.get()));
+  if (mask.defined()) mask = mask.to(h.q.device());
+  return scaled_dot_product_attention(h.q, h.k, h.v, full, mask, scale_, attn_drop.get());
 }
 
 }  // namespace rpb::nn

@@ -99,6 +99,21 @@ class MultiHeadAttention : public Module, public AttentionStatsSource {
   std::shared_ptr<Dropout> resid_drop;
 
  private:
+  // forward's code paths (nn/attention.cpp): the packed fused kernel, or q, k and v split by head (rotated, cached)
+  // and attended by the fused kernel or the composite ops.
+  struct Heads {
+    Tensor q;  // (B, H, Tq, dh)
+    Tensor k;  // (B, H, Tk, dh)
+    Tensor v;  // (B, H, Tk, dh)
+  };
+  /// The packed projection (B, T, 3, H, dh) straight through the fused kernel -> (B, T, H, dh).
+  Tensor attend_packed(const Tensor& packed, const AttentionPositions& pos, const Tensor& key_padding_mask) const;
+  /// q, k and v of the packed projection, rotated and joined to the cache's keys and values.
+  Heads split_heads(const Tensor& packed, const AttentionPositions& pos, int64_t offset, LayerCache* cache) const;
+  /// Attention of the heads -> (B, H, Tq, dh): the fused kernel, or the composite ops over the full bias and mask.
+  Tensor attend_heads(const Heads& h, const AttentionPositions& pos, const Tensor& key_padding_mask,
+                      int64_t offset) const;
+
   int64_t heads_, head_dim_;
   bool causal_;
   bool fused_;
