@@ -54,7 +54,7 @@ const std::vector<Layer> kLayers = {
 const std::vector<std::string> kInternalHeaders = {
     "core/ops/kernels.h",          "nn/position/common.h",           "nn/window_common.h",
     "train/checkpoint/hdf5_util.h", "train/checkpoint/hdf5_guard.h", "train/checkpoint/hdf5_vlen.h",
-    "train/data/data_detail.h",    "train/config/toml_table.h"};
+    "train/data/data_detail.h",    "train/config/toml_table.h", "train/config/config_detail.h"};
 
 /// The layer a path from the source root belongs to: the longest layer folder it lies in ("" for none).
 std::string layer_of(const std::string& path) {

@@ -1,5 +1,6 @@
 // rpb/train/config/config.cpp: the run config's schema, one reader per TOML table ([run], [model], [task], [grid],
-// [position], [optim] with [[optim.group]], [sweep]), on top of train/config/toml_table.h.
+// [position], [sweep]; [optim] with [[optim.group]] in config_optim.cpp), on top of train/config/toml_table.h; the
+// checks across tables once all are read are config_checks.cpp's (train/config/config_detail.h).
 #include "train/config/config.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "nn/limits.h"
 #include "nn/position.h"
 #include "nn/position/options.h"
+#include "train/config/config_detail.h"
 #include "train/config/document.h"
 #include "train/config/toml_depth.h"
 #include "train/config/toml_table.h"
@@ -31,30 +33,7 @@ using toml_config::OverrideMap;
 using toml_config::Table;
 namespace L = nn::limits;
 using namespace run_limits;
-
-namespace {
-
-// The table `name` of `root`, created when absent.
-toml::table& table_in(toml::table& root, const char* name) {
-  if (!root.contains(name)) root.insert(name, toml::table{});
-  return *root.get(name)->as_table();
-}
-
-// The tables of one document, read in turn; each reader takes what it needs from the config read so far and
-// writes every key it accepts, with its final value, into `effective` (the effective config, RunConfig::text).
-struct Reader {
-  const toml::table& root;
-  const std::string& source;
-  const OverrideMap& applied;
-  toml::table& effective;
-  Table table(const char* name) const {
-    Table t(toml_config::subtable(root, name, source, applied), std::string(name) + ".", source, applied);
-    t.write_to(table_in(effective, name));
-    return t;
-  }
-};
-
-}  // namespace
+using namespace config_detail;
 
 // What makes `v` unfit for a path in the run's file system ("a control character (U+001B)", "a format character
 // (U+202E, category Cf)", "300 bytes"), or "": a `component` (run.name) is one folder name; any value is valid
@@ -81,14 +60,6 @@ void get_path(Table& t, const char* key, std::string& out, bool component) {
                                          : "expected a path (") +
                        "no control, format or separator characters, at most " + std::to_string(max_bytes) +
                        " bytes), found " + p);
-}
-
-// A value of a closed set (core/enum_names.h): read as its name, one of the table's, and kept as the enum.
-template <typename E, std::size_t N>
-void get_enum(Table& t, const char* key, E& out, const EnumName<E> (&names)[N]) {
-  std::string name = enum_name(names, out);
-  t.get(key, name, enum_names(names));
-  out = *enum_value(names, name);
 }
 
 // run.init_from, run.init_sha256 and run.finetune_length (RunConfig): each written into the effective config only
@@ -292,152 +263,6 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
                                          run.set_by(ft ? "finetune_length" : "length") + ", got " + std::to_string(limit));
   }
   pos.done();
-}
-
-// One evaluation's lengths and tokens: the test split's (run.eval_multipliers, run.eval_tokens) or the valid
-// split's (run.valid_multipliers, run.valid_tokens).
-struct EvalKeys {
-  const std::vector<int64_t>& multipliers;
-  int64_t tokens;
-  const char* multipliers_key;
-  const char* tokens_key;
-  const char* what;   // "evaluation" or "validation"
-  const char* split;  // the stream: "test" or "valid"
-};
-
-// run.length and an evaluation's multipliers, once every table is read: the longest evaluation sequence holds at
-// most limits::kMaxSequence positions (tokens, or the cells of a grid whose side is the length), and for the token
-// tasks the evaluation can score the same tokens at every length (data::make_eval_plan's rule, checked before
-// training instead of after it) from its token key and, for markov and lag, the task.eval_tokens of the stream.
-void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind, const EvalKeys& k) {
-  const data::TaskInfo& task = data::task_info(kind);
-  const bool grid = task.dims == 2;
-  const auto positions = [&](int64_t side) { return grid ? side * side : side; };  // side <= 2^26: no overflow
-  const std::string cells = grid ? " cells" : " positions";
-  const std::string length = std::to_string(c.length);
-  if (positions(c.length) > L::kMaxSequence)  // only a grid: run.length's range holds it for the tokens
-    run.fail_at("length", "a " + length + " x " + length + " grid has " + std::to_string(positions(c.length)) +
-                              " cells; expected at most " + std::to_string(L::kMaxSequence) +
-                              " (a side of at most 256)");
-  const int64_t largest = *std::max_element(k.multipliers.begin(), k.multipliers.end());
-  const int64_t longest = largest * c.length;  // <= 2^10 x 2^16
-  const std::string what = "the longest " + std::string(k.what) + " length " + std::to_string(largest) +
-                           " x run.length " + length + run.set_by("length") + " = " + std::to_string(longest);
-  if (positions(longest) > L::kMaxSequence)
-    run.fail_at(k.multipliers_key,
-                what + (grid ? " (a grid of " + std::to_string(positions(longest)) + " cells)" : "") +
-                    ": expected at most " + std::to_string(L::kMaxSequence) + cells + " per sequence");
-  if (task.held_out == data::HeldOut::grids) return;  // each grid size draws its own held-out grids
-  if (task.held_out == data::HeldOut::samples) {  // each length draws its own samples, their filler from a stream
-    const int64_t shortest = data::passkey_min_length(c.task.passkey_digits);
-    if (c.length < shortest)
-      run.fail_at("length", "a passkey sample of task.passkey_digits = " + std::to_string(c.task.passkey_digits) +
-                                " digits needs at least " + std::to_string(shortest) +
-                                " positions (twice the digits, and a place for the key in every tenth of depth), "
-                                "got run.length = " + length + run.set_by("length"));
-    if (!task.reads_text && c.task.eval_tokens < longest)  // a text's split is checked once it is read
-      run.fail_at(k.multipliers_key, what + " needs as many filler tokens; the " + kind + " filler stream has "
-                                                "task.eval_tokens = " + std::to_string(c.task.eval_tokens));
-    return;
-  }
-  for (const int64_t m : k.multipliers)
-    if (largest % m != 0)
-      run.fail_at(k.multipliers_key, "multiplier " + std::to_string(m) + " does not divide the largest, " +
-                                         std::to_string(largest) + ": every length must score the same tokens");
-  if (k.tokens < longest)
-    run.fail_at(k.multipliers_key, what + " scores at least " + std::to_string(longest) + " tokens, over run." +
-                                       k.tokens_key + " = " + std::to_string(k.tokens) + run.set_by(k.tokens_key));
-  // A split of the data's own (kjv's books) is checked once the data is read.
-  if (task.held_out == data::HeldOut::eval_tokens && c.task.eval_tokens - 1 < longest)
-    run.fail_at(k.multipliers_key, what + " needs " + std::to_string(longest + 1) + " held-out tokens; the " + kind +
-                                       " " + k.split + " stream has task.eval_tokens = " +
-                                       std::to_string(c.task.eval_tokens));
-}
-
-// run.eval_stride against the task and the evaluation lengths: sliding windows run over a token stream, and advance
-// by at most the shortest length.
-void check_eval_stride(Table& run, const RunConfig& c, const std::string& kind) {
-  if (c.eval_stride == 0) return;
-  const data::TaskInfo& task = data::task_info(kind);
-  if (task.dims == 2 || task.retrieval)
-    run.fail_at("eval_stride", "sliding-window evaluation scores a token stream; the " + kind + " task evaluates " +
-                                   (task.retrieval ? "whole samples" : "whole grids") +
-                                   ": expected 0 (nonoverlapping), found " + std::to_string(c.eval_stride));
-  const int64_t shortest = *std::min_element(c.eval_multipliers.begin(), c.eval_multipliers.end()) * c.length;
-  if (c.eval_stride > shortest)
-    run.fail_at("eval_stride", "expected at most the shortest evaluation length " + std::to_string(shortest) +
-                                   " (run.eval_multipliers x run.length), found " + std::to_string(c.eval_stride) +
-                                   ": a window advances by at most its length");
-}
-
-void check_grid(Table& grid, const RunConfig& c) {
-  if (c.grid.eval_window > 0 && nn::scheme_info(c.position()).kind != nn::PositionKind::window)
-    grid.fail_at("eval_window", "only the windowed 2-D schemes (swin, swin_v2) have a window to change");
-  grid.done();
-}
-
-std::vector<optim::GroupRule> read_groups(const toml::table* ot, const Reader& r, double weight_decay,
-                                         std::vector<std::string>* accepted) {
-  std::vector<optim::GroupRule> groups;
-  if (!ot || !ot->contains("group")) return groups;
-  toml::array effective;
-  const toml::node* gn = ot->get("group");
-  const toml::array* ga = gn->as_array();
-  if (!ga || !ga->is_array_of_tables())
-    throw Error(toml_config::node_location(*gn, r.source, r.applied) +
-                ": optim.group: expected [[optim.group]] tables");
-  for (const toml::node& e : *ga) {
-    Table g(e.as_table(), "optim.group.", r.source, r.applied);
-    toml::table out;
-    g.write_to(out);
-    optim::GroupRule rule;
-    rule.weight_decay = weight_decay;
-    g.get("pattern", rule.pattern);
-    if (rule.pattern.empty()) g.fail_at("pattern", "expected a non-empty glob over parameter names");
-    g.get("weight_decay", rule.weight_decay, 0.0, 1e3);
-    g.get("lr_scale", rule.lr_scale, 0.0, 1e6);
-    g.done();
-    if (accepted)
-      for (const std::string& k : g.seen()) accepted->push_back("optim.group." + k);
-    effective.push_back(std::move(out));
-    groups.push_back(rule);
-  }
-  table_in(r.effective, "optim").insert_or_assign("group", std::move(effective));
-  return groups;
-}
-
-Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accepted) {
-  OptimConfig& o = c.optim;
-  const toml::table* ot = toml_config::subtable(r.root, "optim", r.source, r.applied);
-  Table opt(ot, "optim.", r.source, r.applied);
-  opt.write_to(table_in(r.effective, "optim"));
-  get_enum(opt, "kind", o.kind, kOptimizerKindNames);
-  opt.get("lr", o.schedule.lr, 0.0, 1e3, true);
-  get_enum(opt, "schedule", o.schedule.kind, optim::kScheduleKindNames);
-  opt.get("warmup_steps", o.schedule.warmup_steps, 0, kMaxSteps);
-  opt.get("min_lr_ratio", o.schedule.min_lr_ratio, 0.0, 1.0);
-  opt.get("beta1", o.adam.beta1, 0.0, 1.0, false, true);
-  opt.get("beta2", o.adam.beta2, 0.0, 1.0, false, true);
-  opt.get("eps", o.adam.eps, 0.0, 1.0, true);
-  double wd = o.kind == OptimizerKind::adamw ? 0.01 : 0.0;
-  opt.get("weight_decay", wd, 0.0, 1e3);
-  opt.get("momentum", o.sgd.momentum, 0.0, 1.0, false, true);
-  opt.get("grad_clip", o.grad_clip, 0.0, 1e12);
-  o.adam.weight_decay = o.sgd.weight_decay = wd;
-  o.adam.decoupled = o.kind != OptimizerKind::adam;
-  int64_t horizon = 0;  // 0: run.steps (train --extend sets the steps the run was started with)
-  opt.get("total_steps", horizon, 0, kMaxSteps);
-  o.total_steps = horizon;
-  o.schedule.total_steps = horizon > 0 ? horizon : c.steps;
-  if (o.schedule.kind == optim::ScheduleKind::cosine && o.schedule.warmup_steps >= o.schedule.total_steps)
-    opt.fail_at("warmup_steps", "expected fewer warm-up steps than " +
-                                    (horizon > 0 ? "optim.total_steps = " : std::string("run.steps = ")) +
-                                    std::to_string(o.schedule.total_steps) +
-                                    (horizon > 0 ? opt.set_by("total_steps") : r.table("run").set_by("steps")));
-  opt.ignore("group");
-  o.adam.groups = o.sgd.groups = read_groups(ot, r, wd, accepted);
-  opt.done();
-  return opt;
 }
 
 // Reads and checks `root`; `accepted`, when given, receives every dotted key the readers asked for.
