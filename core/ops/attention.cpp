@@ -367,28 +367,12 @@ struct Saved {
   std::vector<uint8_t> padded;
 };
 
-// Input slot of the tiles' first parameter (after q, k, v and the table).
-constexpr int kFirstTileParameter = 4;
-
-// True when one of the tiles' parameters needs its gradient.
-bool tile_grads_needed(const Saved& s, const InputGrads& gi) {
-  if (!s.tiles) return false;
-  const int n = static_cast<int>(s.tiles->parameters().size());
-  for (int i = 0; i < n; ++i)
-    if (gi.needed(kFirstTileParameter + i)) return true;
-  return false;
-}
-
-// The tiles' parameters' gradients from every task's sums (B H, slots): added over the batch in order per head.
-void set_tile_grads(const Saved& s, const std::vector<double>& tasks, InputGrads& gi) {
-  const Geometry& g = s.g;
-  const int64_t slots = s.tiles->grad_slots();
-  std::vector<double> acc(g.H * slots, 0.0);
-  for (int64_t b = 0; b < g.B; ++b)
-    for (int64_t i = 0; i < g.H * slots; ++i) acc[i] += tasks[b * g.H * slots + i];
-  const std::vector<Tensor> grads = s.tiles->gradients(acc);
-  for (std::size_t i = 0; i < grads.size(); ++i)
-    if (gi.needed(kFirstTileParameter + static_cast<int>(i))) gi.set(kFirstTileParameter + static_cast<int>(i), grads[i]);
+// Every task's sums (B H, n) added over the batch in order: (H, n).
+std::vector<double> sum_over_batch(const std::vector<double>& tasks, int64_t B, int64_t H, int64_t n) {
+  std::vector<double> acc(H * n, 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < H * n; ++i) acc[i] += tasks[b * H * n + i];
+  return acc;
 }
 
 // The backward rule: one task per (batch, head), as forward.
@@ -403,7 +387,7 @@ void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
   Tensor dv = packed ? dq : Tensor::empty(s.v.shape(), s.v.dtype());
   // One accumulator per task, summed over the batch in order afterwards: deterministic.
   std::vector<double> drel_tasks(need_rel ? g.B * g.H * g.R : 0, 0.0);
-  const bool need_tiles = tile_grads_needed(s, gi);
+  const bool need_tiles = tile_grads_needed(s.tiles.get(), gi);
   const int64_t tile_slots = need_tiles ? s.tiles->grad_slots() : 0;
   std::vector<double> tile_tasks(g.B * g.H * tile_slots, 0.0);
   dispatch_float(s.q.dtype(), "fused_attention", [&](auto tag) {
@@ -430,13 +414,10 @@ void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
   if (!packed && gi.needed(1)) gi.set(1, dk);
   if (!packed && gi.needed(2)) gi.set(2, dv);
   if (need_rel) {
-    std::vector<double> drel(g.H * g.R, 0.0);
-    for (int64_t b = 0; b < g.B; ++b)
-      for (int64_t i = 0; i < g.H * g.R; ++i) drel[i] += drel_tasks[b * g.H * g.R + i];
-    Tensor d = Tensor::from_vector<double>({g.H, g.R}, drel);
+    Tensor d = Tensor::from_vector<double>({g.H, g.R}, sum_over_batch(drel_tasks, g.B, g.H, g.R));
     gi.set(3, d.dtype() == s.q.dtype() ? d : d.to(s.q.dtype()));
   }
-  if (need_tiles) set_tile_grads(s, tile_tasks, gi);
+  if (need_tiles) set_tile_grads(*s.tiles, sum_over_batch(tile_tasks, g.B, g.H, tile_slots), gi);
 }
 
 // The shapes and flags of a call on CUDA (core/cuda/kernels/attention.h); a line only.
@@ -450,13 +431,41 @@ cuda::AttentionCall cuda_call(const Geometry& g) {
   return c;
 }
 
+// q, k, v, the table, then the tiles' parameters: the inputs of the op on the tape.
+std::vector<Tensor> tape_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const RelativeBias& bias) {
+  std::vector<Tensor> inputs{q, k, v, bias.table};
+  if (bias.tiles)
+    for (const Tensor& p : bias.tiles->parameters()) inputs.push_back(p);
+  return inputs;
+}
+
 }  // namespace
+
+bool tile_grads_needed(const BiasTiles* tiles, const InputGrads& gi) {
+  const int n = tiles ? static_cast<int>(tiles->parameters().size()) : 0;
+  for (int i = 0; i < n; ++i)
+    if (gi.needed(kFirstTileParameter + i)) return true;
+  return false;
+}
+
+void set_tile_grads(const BiasTiles& tiles, const std::vector<double>& acc, InputGrads& gi) {
+  const std::vector<Tensor> grads = tiles.gradients(acc);
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    if (gi.needed(kFirstTileParameter + static_cast<int>(i))) gi.set(kFirstTileParameter + static_cast<int>(i), grads[i]);
+}
 
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const RelativeBias& bias,
                        const Tensor& key_padding, const Tensor& score_bias, const AttentionSpec& spec) {
   const Geometry g = geometry_of(q, k, v, bias, key_padding, score_bias, spec);
-  if (cuda::on_cuda("fused_attention", {&q, &k, &v, &bias.table, &key_padding, &score_bias}))
-    return fused_attention_cuda(q, k, v, bias, key_padding, score_bias, cuda_call(g));
+  const std::vector<Tensor> inputs = tape_inputs(q, k, v, bias);
+  bool record = false;
+  for (const Tensor& t : inputs) record = record || autograd::should_record({&t});
+  if (cuda::on_cuda("fused_attention", {&q, &k, &v, &bias.table, &key_padding, &score_bias})) {
+    BackwardFn backward;
+    Tensor out = fused_attention_cuda(q, k, v, bias, key_padding, score_bias, cuda_call(g), record ? &backward : nullptr);
+    if (record) autograd::record(OpKind::FusedAttention, out, inputs, std::move(backward));
+    return out;
+  }
   const Tensor& rel = bias.table;
   std::vector<uint8_t> padded = key_padding.defined() ? padding_bytes(key_padding) : std::vector<uint8_t>();
   Tensor out = Tensor::empty(spec.packed_qkv ? Shape{g.B, g.Tq, g.H, g.dh} : q.shape(), q.dtype());
@@ -478,14 +487,6 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
     });
   });
 
-  // The inputs on the tape: q, k, v, the table, then the tiles' parameters (kFirstTileParameter on).
-  std::vector<Tensor> inputs{q, k, v, rel};
-  bool record = autograd::should_record({&q, &k, &v, &rel});
-  if (bias.tiles)
-    for (const Tensor& p : bias.tiles->parameters()) {
-      inputs.push_back(p);
-      record = record || autograd::should_record({&p});
-    }
   if (record) {
     auto detached = [](const Tensor& t) { return t.defined() ? t.detach() : Tensor(); };
     auto saved = std::make_shared<const Saved>(Saved{g, q.detach(), detached(k), detached(v), detached(rel),

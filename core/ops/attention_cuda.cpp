@@ -51,38 +51,28 @@ struct SavedCuda {
   RatioArrays ratio;
 };
 
-constexpr int kFirstTileParameter = 4;  // as core/ops/attention.cpp: q, k, v, the table, then the tiles' parameters
-
 void backward_cuda(const SavedCuda& s, const Tensor& grad, InputGrads& gi) {
   const cuda::AttentionCall& c = s.call;
   const DType dt = s.q.dtype();
   Tensor dq = Tensor::empty(s.q.shape(), dt, Device::cuda);
   Tensor dk = c.packed ? dq : Tensor::empty(s.k.shape(), dt, Device::cuda);
   Tensor dv = c.packed ? dq : Tensor::empty(s.v.shape(), dt, Device::cuda);
-  const bool need_rel = gi.needed(3);
-  const int n_params = s.tiles ? static_cast<int>(s.tiles->parameters().size()) : 0;
-  bool need_tiles = false;
-  for (int i = 0; i < n_params; ++i) need_tiles = need_tiles || gi.needed(kFirstTileParameter + i);
+  const bool need_rel = gi.needed(3), need_tiles = tile_grads_needed(s.tiles.get(), gi);
   Tensor drel = need_rel ? Tensor::empty({c.H, c.R}, DType::f64, Device::cuda) : Tensor();
   const int64_t head_slots = need_tiles ? 2 * c.ratio.buckets() + 2 * c.Tq : 0;
   Tensor ratio_acc = need_tiles ? Tensor::empty({c.H, head_slots}, DType::f64, Device::cuda) : Tensor();
-  const Tensor& g = grad;
   if (s.q.numel() > 0)
     cuda::backend("fused_attention")
         .attention_backward(dt, c, s.q.raw_data(), c.packed ? s.q.raw_data() : s.k.raw_data(),
                             c.packed ? s.q.raw_data() : s.v.raw_data(), s.out.raw_data(), s.lse.raw_data(),
-                            g.raw_data(), dq.raw_mutable_data(), dk.raw_mutable_data(), dv.raw_mutable_data(),
+                            grad.raw_data(), dq.raw_mutable_data(), dk.raw_mutable_data(), dv.raw_mutable_data(),
                             need_rel ? static_cast<double*>(drel.raw_mutable_data()) : nullptr,
                             need_tiles ? static_cast<double*>(ratio_acc.raw_mutable_data()) : nullptr);
   if (gi.needed(0)) gi.set(0, dq);
   if (!c.packed && gi.needed(1)) gi.set(1, dk);
   if (!c.packed && gi.needed(2)) gi.set(2, dv);
   if (need_rel) gi.set(3, dt == DType::f64 ? drel : drel.to(dt));
-  if (need_tiles) {
-    const std::vector<Tensor> grads = s.tiles->gradients(ratio_acc.to_vector());
-    for (int i = 0; i < n_params && i < static_cast<int>(grads.size()); ++i)
-      if (gi.needed(kFirstTileParameter + i)) gi.set(kFirstTileParameter + i, grads[i]);
-  }
+  if (need_tiles) set_tile_grads(*s.tiles, ratio_acc.to_vector(), gi);
 }
 
 }  // namespace
@@ -95,36 +85,30 @@ bool fused_attention_supported(Device device, DType dtype, int64_t head_dim) {
 }
 
 Tensor fused_attention_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const RelativeBias& bias,
-                            const Tensor& key_padding, const Tensor& score_bias, cuda::AttentionCall c) {
+                            const Tensor& key_padding, const Tensor& score_bias, cuda::AttentionCall c,
+                            BackwardFn* backward) {
   RPB_CHECK(q.dtype() == DType::f32 || q.dtype() == DType::f64, "fused_attention",
             "on CUDA expects float32 or float64, got ", dtype_name(q.dtype()), " ", q.shape());
-  const Tensor &qc = q, &kc = k, &vc = v, &rel = bias.table, &score = score_bias;  // contiguous, as every tensor
+  // Every tensor is contiguous: the kernels read them where they are.
+  const Tensor &rel = bias.table, &score = score_bias;
   const Tensor padded = key_padding.defined() ? key_padding.to(q.dtype()) : Tensor();
   c.rel = rel.defined() ? rel.raw_data() : nullptr;
   c.score = score.defined() ? score.raw_data() : nullptr;
   c.padded = padded.defined() ? padded.raw_data() : nullptr;
-  std::vector<Tensor> inputs{q, k, v, bias.table};
-  bool record = autograd::should_record({&q, &k, &v, &bias.table});
-  if (bias.tiles)
-    for (const Tensor& p : bias.tiles->parameters()) {
-      inputs.push_back(p);
-      record = record || autograd::should_record({&p});
-    }
   RatioArrays ratio;
   if (bias.tiles) ratio = upload_ratio(*bias.tiles, !bias.tiles->parameters().empty(), c);
   Tensor out = Tensor::empty(c.packed ? Shape{c.B, c.Tq, c.H, c.dh} : q.shape(), q.dtype(), Device::cuda);
   Tensor lse = Tensor::empty({c.B, c.H, c.Tq}, q.dtype(), Device::cuda);
   if (q.numel() > 0 && out.numel() > 0)
     cuda::backend("fused_attention")
-        .attention_forward(q.dtype(), c, qc.raw_data(), c.packed ? qc.raw_data() : kc.raw_data(),
-                           c.packed ? qc.raw_data() : vc.raw_data(), out.raw_mutable_data(), lse.raw_mutable_data());
-  if (record) {
-    auto saved = std::make_shared<const SavedCuda>(
-        SavedCuda{c, qc.detach(), kc.defined() ? kc.detach() : Tensor(), vc.defined() ? vc.detach() : Tensor(),
-                  rel.defined() ? rel.detach() : Tensor(), score.defined() ? score.detach() : Tensor(), padded,
-                  out.detach(), lse, bias.tiles, ratio});
-    autograd::record(OpKind::FusedAttention, out, inputs,
-                     [saved](const Tensor& grad, InputGrads& gi) { backward_cuda(*saved, grad, gi); });
+        .attention_forward(q.dtype(), c, q.raw_data(), c.packed ? q.raw_data() : k.raw_data(),
+                           c.packed ? q.raw_data() : v.raw_data(), out.raw_mutable_data(), lse.raw_mutable_data());
+  if (backward) {
+    auto detached = [](const Tensor& t) { return t.defined() ? t.detach() : Tensor(); };
+    auto saved = std::make_shared<const SavedCuda>(SavedCuda{c, q.detach(), detached(k), detached(v), detached(rel),
+                                                             detached(score), padded, out.detach(), lse, bias.tiles,
+                                                             ratio});
+    *backward = [saved](const Tensor& grad, InputGrads& gi) { backward_cuda(*saved, grad, gi); };
   }
   return out;
 }
