@@ -29,8 +29,6 @@ ordered_json scheme_json(const nn::SchemeInfo& s) {
           {"dims", dims_of(s)},
           {"kind", nn::kind_name(s.kind)},
           {"label", s.label},
-          {"color", s.color},
-          {"marker", s.marker},
           {"description", s.description},
           {"per_layer", s.per_layer},
           {"row_table", s.row_table},
@@ -77,6 +75,7 @@ ordered_json option_json(const nn::PositionOptionInfo& o) {
   add_values(o, j);
   j["doc"] = o.doc;
   j["loaded"] = o.loaded;
+  j["added"] = o.added;  // written into a stored config only when set away from its default
   j["bias_flag"] = o.bias_flag ? ordered_json(nn::bias_flag_name(o)) : ordered_json(nullptr);
   j["schemes"] = nn::schemes_reading(o);
   return j;

@@ -55,17 +55,6 @@ Tensor composite_mask(bool causal, const Tensor& key_padding_mask, int64_t B, in
 
 }  // namespace
 
-Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len) {
-  RPB_CHECK(relative.dim() == 2 && relative.size(1) == q_len + k_len - 1, "attention", "relative bias ",
-            relative.shape(), " is not (H, Tq + Tk - 1) for Tq ", q_len, " and Tk ", k_len);
-  std::vector<int64_t> idx(static_cast<std::size_t>(q_len * k_len));
-  for (int64_t i = 0; i < q_len; ++i)
-    for (int64_t j = 0; j < k_len; ++j) idx[static_cast<std::size_t>(i * k_len + j)] = j - i + q_len - 1;
-  // (R, H) rows picked per (i, j) -> (Tq, Tk, H) -> (H, Tq, Tk)
-  return permute(index_select(transpose(relative, 0, 1), Tensor::indices({q_len, k_len}, idx).to(relative.device())),
-                 {2, 0, 1});
-}
-
 Tensor full_bias(const RelativeBias& bias, int64_t q_len, int64_t k_len, int64_t q_offset, DType dtype) {
   RPB_CHECK(bias.grid.empty(), "attention", "a relative bias over a grid has no line form (its grid ",
             bias.grid.size(), "-D)");

@@ -41,8 +41,6 @@ struct AttentionPositions {
   int64_t block = 0;  // > 0: blockwise causal attention in blocks of this many positions (PositionScheme::attention_block)
 };
 
-/// (H, Tq, Tk): the full bias of a relative one over a line, full[h, i, j] = relative[h, j - i + Tq - 1].
-Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len);
 
 /// (H, Tq, Tk): the full bias of a line bias in either relative form (a table over offsets, or tiles computed for
 /// queries at q_offset .. over keys at 0 ..), in `dtype` (the tiles' output; a table keeps its own).

@@ -100,4 +100,9 @@ void Module::zero_grad() {
   for (const auto& [name, t] : named_parameters()) t.zero_grad();
 }
 
+void Module::project_parameters() {
+  project();
+  for (const auto& [name, child] : named_children()) child->project_parameters();
+}
+
 }  // namespace rpb::nn

@@ -66,8 +66,14 @@ class Module {
 
   /// Drops the gradients of every parameter.
   void zero_grad();
+  /// Puts the parameters of this module and of every one below it back into their allowed sets (each module's
+  /// project()): the trainer applies it after every optimizer step. A no-op unless a module constrains its values.
+  void project_parameters();
 
  protected:
+  /// This module's own projection, not its children's (kerple_power clamps a and p as its reference does); none by
+  /// default. Writes the parameters in place, unrecorded.
+  virtual void project() {}
   /// Registers a trainable tensor (requires_grad is set) and returns it for assignment.
   Tensor register_parameter(const std::string& name, Tensor value);
   /// Registers a non-trainable tensor; persistent buffers go into checkpoints.

@@ -11,9 +11,11 @@ The model is rpb's nn::LanguageModel (nn/transformer.cpp, nn/attention.cpp, nn/l
 x + mlp(ln2(x)) with LayerNorm eps 1e-5, a fused qkv Linear(d, 3d) read as (B, T, 3, H, dh), scores
 q k^T * scale + bias (scale = model.attn_scale, or 1/sqrt(dh) when it is 0), causal mask, GELU (tanh or erf,
 model.gelu), final LayerNorm, and logits from the token embedding (model.tie_head) or a bias-free `head`.
-Dropout is off: the model is for evaluation. Every 1-D position scheme of nn/position/registry.cpp is here,
-each with the convention of its file nn/position/<scheme>.cpp; learned bias tables are one per layer
-(`blocks.<i>.pos.<scheme>.table`) when model.share_position is false, else one (`pos.<scheme>.table`).
+Dropout is off: the model is for evaluation. The model is built from rpb's scheme registry (`rpb schemes --json`,
+read by registry(): how each scheme enters the model, whether it is one module per layer, its embedding recipe, the
+options it reads); the only per-scheme code here is each 1-D scheme's forward (@scheme), with the convention of its
+file nn/position/<scheme>.cpp. Learned bias tables are one per layer (`blocks.<i>.pos.<scheme>.table`) when
+model.share_position is false, else one (`pos.<scheme>.table`).
 Parameter names are rpb's checkpoint names, so `load_state_dict(strict=True)` checks every name and shape.
 
 The config is read strictly: every key the model needs must be in the checkpoint's `config` attribute (a
@@ -22,7 +24,10 @@ row count of /params/tok.weight. Needs torch, h5py and Python 3.11 (tomllib). Th
 checkpoint stores is python/rpb_tokenizer.py's (read here as rpb_torch.tokenizer; its docstring says what it checks
 of the stored model, and what it does not).
 """
+import json
 import math
+import os
+import subprocess
 import tomllib
 
 import numpy as np
@@ -42,6 +47,87 @@ def key(config, table, name):
     except KeyError:
         raise KeyError(f"the checkpoint's config has no {table}.{name} (rpb_torch reads every key it needs "
                        f"from the stored config)") from None
+
+
+# ---- the scheme registry (`rpb schemes --json`) -----------------------------------------------------------------
+
+_REGISTRY = None
+
+
+def registry(source=None):
+    """rpb's scheme registry as `rpb schemes --json` prints it (cli/schemes.cpp): {"schemes": [...], "options":
+    [...]}. From `source` (that dict, its JSON text, or the path of a file holding it) when given, which stays the
+    registry from then on; else, once, from the file $RPB_SCHEMES_JSON names, else by running `$RPB_BIN schemes
+    --json`, else the build's rpb beside this folder (../build/rpb). Raises naming what it tried when none is there."""
+    global _REGISTRY
+    if source is not None:
+        if isinstance(source, dict):
+            _REGISTRY = source
+        elif isinstance(source, str) and source.lstrip().startswith("{"):
+            _REGISTRY = json.loads(source)
+        else:
+            with open(source) as f:
+                _REGISTRY = json.load(f)
+    if _REGISTRY is None:
+        path = os.environ.get("RPB_SCHEMES_JSON")
+        if path:
+            return registry(path)
+        here = os.path.dirname(os.path.realpath(__file__))
+        binary = os.environ.get("RPB_BIN") or os.path.join(os.path.dirname(here), "build", "rpb")
+        try:
+            out = subprocess.run([binary, "schemes", "--json"], check=True, capture_output=True, text=True).stdout
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise RuntimeError(f"rpb_torch needs rpb's scheme registry: set RPB_SCHEMES_JSON to a file of `rpb schemes "
+                               f"--json`, or RPB_BIN to the rpb binary (tried {binary}: {e})") from None
+        _REGISTRY = json.loads(out)
+    return _REGISTRY
+
+
+def scheme_row(name):
+    """The registry's row of the 1-D scheme `name` (a dict: kind, per_layer, embedding, options, ...)."""
+    for row in registry()["schemes"]:
+        if row["name"] == name and 1 in row["dims"]:
+            return row
+    raise ValueError(f"position.scheme {name!r} is not a 1-D scheme of rpb's registry "
+                     f"({', '.join(r['name'] for r in registry()['schemes'] if 1 in r['dims'])})")
+
+
+# Keys older rpb wrote no value for, read as their defaults: position.untrained (before the key existed).
+_LEGACY_ABSENT = ("untrained",)
+
+
+def scheme_options(config, row):
+    """{key: value} of the options the scheme reads (the row's `options` the forward depends on, `loaded`): from the
+    stored config's table, strictly, except the keys rpb writes only when set away from their defaults (an option's
+    `added`), which take the registry's defaults when absent."""
+    options = {o["key"]: o for o in registry()["options"]}
+    out = {}
+    for name in row["options"]:
+        o = options[name]
+        if not o["loaded"]:
+            continue  # init_std: how training starts only
+        table = config.get(o["table"], {})
+        if name in table:
+            out[name] = table[name]
+        elif o.get("added") or name in _LEGACY_ABSENT:
+            out[name] = o["default"]
+        else:
+            key(config, o["table"], name)  # raises KeyError naming it
+    return out
+
+
+# The forward of each 1-D scheme, by name (@scheme): the only per-scheme code here. How a scheme enters the model (its
+# kind), whether it is one module per layer, its embedding recipe and the options it reads are the registry's.
+FORWARDS = {}
+
+
+def scheme(name):
+    """Registers `build(o, config, d_model, heads)` as the forward module of scheme `name`: `o` holds the options the
+    registry says it reads (scheme_options), `config` the whole stored config (run.length and the like)."""
+    def register(build):
+        FORWARDS[name] = build
+        return build
+    return register
 
 
 # ---- position schemes (nn/position/<scheme>.cpp) -------------------------------------------------------------
@@ -236,14 +322,13 @@ class Rotary(nn.Module):
     block = 0
 
 
-def _rope(config, d_model, heads):
-    """rope with its scaling keys; each absent from configs stored before them, or left at its default (rpb writes
-    them only when set): none, factor 0 (the largest of run.eval_multipliers), betas 32 and 1, attention factor 0."""
-    position = config["position"]
-    scaling, factor = position.get("rope_scaling", "none"), position.get("rope_factor", 0.0)
-    betas = position.get("yarn_beta_fast", 32.0), position.get("yarn_beta_slow", 1.0)
-    attention_factor = position.get("yarn_attention_factor", 0.0)
-    base = key(config, "position", "rope_base")
+@scheme("rope")
+def _rope(o, config, d_model, heads):
+    """rope with its scaling keys (factor 0: the largest of run.eval_multipliers)."""
+    scaling, factor = o["rope_scaling"], o["rope_factor"]
+    betas = o["yarn_beta_fast"], o["yarn_beta_slow"]
+    attention_factor = o["yarn_attention_factor"]
+    base = o["rope_base"]
     if scaling == "none":
         return Rotary(d_model // heads, base)
     factor = factor or float(max(key(config, "run", "eval_multipliers")))
@@ -277,11 +362,9 @@ class Fire(nn.Module):
         return self.out(hidden.relu_() if inplace else torch.relu(hidden)).permute(2, 0, 1)
 
 
-def _fire(config, d_model, heads):
-    # fire_length and fire_hidden are written into a stored config only when set (rpb's added keys): 0 and 32 else.
-    position = config["position"]
-    length0 = position.get("fire_length", 0) or key(config, "run", "length")
-    return Fire(length0, position.get("fire_hidden", 32), heads)
+@scheme("fire")
+def _fire(o, config, d_model, heads):
+    return Fire(o["fire_length"] or key(config, "run", "length"), o["fire_hidden"], heads)  # fire_length 0: run.length
 
 
 class Xpos(nn.Module):
@@ -321,72 +404,65 @@ class NoPosition(nn.Module):
     """none: nothing (also the type of a block that holds no position module)."""
 
 
-def _untrained(config):
-    return config["position"].get("untrained", "keep")  # configs before the key: "keep"
+class KerplePower(nn.Module):
+    """kerple_power: -a_h * |i - j|^p_h (nn/position/kerple_power.cpp; KERPLE's ParallelKerplePower, whose in-place
+    clamp rpb applies after each optimizer step, so a checkpoint holds clamped values), in float32."""
+
+    def __init__(self, heads):
+        super().__init__()
+        self.p = nn.Parameter(torch.zeros(heads))
+        self.a = nn.Parameter(torch.zeros(heads))
+
+    def bias(self, length):
+        distance = relative_positions(length).abs().to(torch.float32)
+        return -self.a[:, None, None] * distance[None].pow(self.p[:, None, None])
 
 
-def _t5(config, d_model, heads):
-    num_buckets, max_distance = key(config, "position", "num_buckets"), key(config, "position", "max_distance")
-    return TableBias(num_buckets, heads, lambda r: t5_bucket(r, False, num_buckets, max_distance), _untrained(config),
+@scheme("t5")
+def _t5(o, config, d_model, heads):
+    num_buckets, max_distance = o["num_buckets"], o["max_distance"]
+    return TableBias(num_buckets, heads, lambda r: t5_bucket(r, False, num_buckets, max_distance), o["untrained"],
                      max_distance)
 
 
-def _xpos(config, d_model, heads):
-    # xpos_scale_base and blockwise are written into a stored config only when set (rpb's added keys): 512 and false.
-    position = config["position"]
-    blockwise = position.get("blockwise", False)
-    return Xpos(d_model // heads, key(config, "position", "rope_base"), position.get("xpos_scale_base", 512),
-                key(config, "run", "length") if blockwise else 0)
+@scheme("xpos")
+def _xpos(o, config, d_model, heads):
+    block = key(config, "run", "length") if o["blockwise"] else 0
+    return Xpos(d_model // heads, o["rope_base"], o["xpos_scale_base"], block)
 
 
-def _shaw(config, d_model, heads):
-    k = key(config, "position", "max_relative_position")
-    return TableBias(2 * k + 1, heads, lambda r: r.clamp(-k, k) + k, _untrained(config), k)
+@scheme("shaw")
+def _shaw(o, config, d_model, heads):
+    k = o["max_relative_position"]
+    return TableBias(2 * k + 1, heads, lambda r: r.clamp(-k, k) + k, o["untrained"], k)
 
 
-# The builder of each 1-D scheme, in nn/position/registry.cpp's order; each reads the [position] keys of its scheme
-# (the options `rpb schemes --json` lists for it, init_std aside: it only initialises). tests/python/test_rpb_torch.py
-# checks these against `rpb schemes --json`.
-POSITION_BUILDERS = {
-    "learned": lambda config, d_model, heads: LearnedEmbedding(key(config, "position", "max_positions"), d_model),
-    "sinusoidal": lambda config, d_model, heads: SinusoidalEmbedding(d_model),
-    "rope": _rope,
-    "t5": _t5,
-    "shaw": _shaw,
-    "log_decay": lambda config, d_model, heads: DistanceBias([key(config, "position", "lambda")] * heads,
-                                                             key(config, "position", "learnable_lambda"), torch.log1p),
-    "alibi": lambda config, d_model, heads: DistanceBias(alibi_slopes(heads), False, lambda d: d),
-    "xpos": _xpos,
-    "fire": _fire,
-    "none": lambda config, d_model, heads: NoPosition(),
-}
-SCHEMES = tuple(POSITION_BUILDERS)  # every 1-D scheme of the registry
+scheme("learned")(lambda o, config, d_model, heads: LearnedEmbedding(o["max_positions"], d_model))
+scheme("sinusoidal")(lambda o, config, d_model, heads: SinusoidalEmbedding(d_model))
+scheme("log_decay")(lambda o, config, d_model, heads: DistanceBias([o["lambda"]] * heads, o["learnable_lambda"],
+                                                                   torch.log1p))
+scheme("alibi")(lambda o, config, d_model, heads: DistanceBias(alibi_slopes(heads), False, lambda d: d))
+scheme("kerple_power")(lambda o, config, d_model, heads: KerplePower(heads))
+scheme("none")(lambda o, config, d_model, heads: NoPosition())
 
 
 def make_position(config, d_model, heads):
-    """The position module of [position].scheme, reading that scheme's keys strictly."""
-    scheme = key(config, "position", "scheme")
-    if scheme not in POSITION_BUILDERS:
-        raise ValueError(f"position.scheme {scheme!r}: rpb_torch builds the 1-D schemes {', '.join(SCHEMES[:-1])} "
-                         f"and {SCHEMES[-1]}")
-    return POSITION_BUILDERS[scheme](config, d_model, heads)
-
-
-# ---- the model (nn/transformer.cpp) ---------------------------------------------------------------------------
-
-# model.embedding = "scheme" takes the scheme's recipe: the `embedding` column of nn/position/registry.cpp (scaled
-# for the sinusoids, gpt2 for the others; tests/python/test_rpb_torch.py checks it against `rpb schemes --json`).
-SCALED_SCHEMES = ("sinusoidal",)
+    """The position module of [position].scheme, built from the options the registry says it reads."""
+    row = scheme_row(key(config, "position", "scheme"))
+    if row["name"] not in FORWARDS:
+        raise ValueError(f"position.scheme {row['name']!r}: rpb_torch has no forward for it (it has "
+                         f"{', '.join(FORWARDS)}; add one with @scheme)")
+    return FORWARDS[row["name"]](scheme_options(config, row), config, d_model, heads)
 
 
 def embedding_recipe(config):
-    """"gpt2" or "scaled": model.embedding resolved for the scheme. A config stored before the key existed reads
-    as "gpt2" (train/config/config.cpp's legacy_keys)."""
+    """"gpt2" or "scaled": model.embedding resolved for the scheme (model.embedding = "scheme": the registry row's
+    `embedding`). A config stored before the key existed reads as "gpt2" (train/config/config.cpp's legacy_keys)."""
     choice = config["model"].get("embedding", "gpt2")
-    if choice == "scheme":
-        return "scaled" if key(config, "position", "scheme") in SCALED_SCHEMES else "gpt2"
-    return choice
+    return scheme_row(key(config, "position", "scheme"))["embedding"] if choice == "scheme" else choice
 
+
+# ---- the model (nn/transformer.cpp) ---------------------------------------------------------------------------
 
 class Attention(nn.Module):
     def __init__(self, d_model, heads, scale):
@@ -448,10 +524,11 @@ class LanguageModel(nn.Module):
         scheme = key(config, "position", "scheme")
         args = (d_model, heads, m("d_ff"), m("gelu"), m("attn_scale"))
         probe = make_position(config, d_model, heads)
-        # nn/transformer.cpp's positions_per_layer: a learned bias (t5, shaw, a learnable log_decay, fire) may be one
-        # per layer; every other scheme is one module.
-        per_layer = (not m("share_position") and isinstance(probe, (TableBias, DistanceBias, Fire))
-                     and any(True for _ in probe.parameters()))
+        # nn/transformer.cpp's positions_per_layer: one module per layer when the registry's row says per_layer and
+        # the module learns; every other scheme is one module.
+        row = scheme_row(scheme)
+        per_layer = not m("share_position") and row["per_layer"] and any(True for _ in probe.parameters())
+        self.kind = row["kind"]
         self.tok = nn.Embedding(vocab, d_model)
         if not per_layer:
             self.pos = nn.ModuleDict({scheme: probe})
@@ -474,13 +551,13 @@ class LanguageModel(nn.Module):
         x = self.tok(tokens)
         if self.embed_scale is not None:
             x = x * self.embed_scale
-        if hasattr(modules[0], "embed"):
+        if self.kind == "absolute":
             x = x + modules[0].embed(t)
-        biases = [p.bias(t) if hasattr(p, "bias") else None for p in modules]
+        biases = [p.bias(t) if self.kind == "additive_bias" else None for p in modules]
         if not self.per_layer:
             biases = [biases[0]] * len(self.blocks)  # shared: computed once
         for block, position, bias in zip(self.blocks, modules, biases):
-            x = block(x, bias, position if isinstance(position, (Rotary, Xpos)) else None)
+            x = block(x, bias, position if self.kind == "rotary" else None)
         x = self.ln_f(x)
         return x @ self.tok.weight.t() if self.tied else self.head(x)
 

@@ -1,13 +1,16 @@
 // tests/scheme_cases.h: each registered position scheme's golden and gradient-check cases, the position
-// schemes' counterpart of the op cases in tests/gradcheck.h. tests/test_scheme_registry.cpp runs them and fails
-// for a scheme of nn::schemes() that lacks either.
+// schemes' counterpart of the op cases in tests/gradcheck.h. A scheme's case registers itself beside its tests
+// (RPB_SCHEME_CASE); tests/test_scheme_registry.cpp runs every case of nn::schemes() and fails naming a registered
+// scheme without one, or a case whose scheme is not registered. No list of schemes is kept here.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "gradcheck.h"
+#include "nn/position.h"
 
 namespace rpb::testing {
 
@@ -21,16 +24,40 @@ struct SchemeCase {
   std::function<GradCase()> gradcheck;
 };
 
-/// The 1-D schemes and none (tests/test_position.cpp).
-std::vector<SchemeCase> position_1d_scheme_cases();
-/// FIRE's (tests/test_fire.cpp), one of position_1d_scheme_cases().
-SchemeCase fire_scheme_case();
-/// xpos's golden and gradient-check cases (tests/test_xpos.cpp), which position_1d_scheme_cases lists.
-void golden_xpos();
-GradCase gradcheck_xpos();
-/// The 2-D schemes of global attention (tests/test_position_2d.cpp).
-std::vector<SchemeCase> position_2d_scheme_cases();
-/// The window schemes, swin and swin_v2 (tests/test_window_attention.cpp).
-std::vector<SchemeCase> window_scheme_cases();
+/// The registered schemes of `kind` a model of `dims` accepts, in the registry's order: the lists a test of "every
+/// scheme of a kind" loops over (never a hand copy of the registry).
+inline std::vector<std::string> schemes_of_kind(nn::PositionKind kind, int64_t dims = 1) {
+  std::vector<std::string> out;
+  for (const nn::SchemeInfo& s : nn::schemes())
+    if (s.kind == kind && s.fits(dims)) out.emplace_back(s.name);
+  return out;
+}
+
+/// The first registered scheme of each kind a model of `dims` accepts, in the registry's order: one scheme per way
+/// of entering a model, for tests too slow to run every scheme.
+inline std::vector<std::string> one_scheme_per_kind(int64_t dims = 1) {
+  std::vector<std::string> out;
+  std::vector<nn::PositionKind> seen;
+  for (const nn::SchemeInfo& s : nn::schemes())
+    if (s.fits(dims) && std::find(seen.begin(), seen.end(), s.kind) == seen.end()) {
+      seen.push_back(s.kind);
+      out.emplace_back(s.name);
+    }
+  return out;
+}
+
+/// Every registered case, in registration order.
+std::vector<SchemeCase>& scheme_cases();
+
+/// Registers a case at static initialisation (RPB_SCHEME_CASE).
+struct SchemeCaseRegistrar {
+  SchemeCaseRegistrar(SchemeCase c) { scheme_cases().push_back(std::move(c)); }
+};
 
 }  // namespace rpb::testing
+
+/// RPB_SCHEME_CASE(t5, golden_t5, gradcheck_t5): the case of scheme "t5", at namespace scope in its test file.
+#define RPB_SCHEME_CASE(scheme, golden, gradcheck)                                       \
+  static const ::rpb::testing::SchemeCaseRegistrar rpb_scheme_case_##scheme {           \
+    ::rpb::testing::SchemeCase { #scheme, golden, gradcheck }                           \
+  }

@@ -9,6 +9,7 @@
 #include "nn/attention_stats.h"
 #include "nn/grid_model.h"
 #include "nn/transformer.h"
+#include "scheme_cases.h"
 #include "test_util.h"
 #include "tensor_checks.h"
 
@@ -139,7 +140,9 @@ TEST_CASE("attention stats: uniform attention over keys 0..i has mean distance i
 }
 
 TEST_CASE("attention stats: a language model's equal explicit probabilities, fused and reference alike") {
-  for (const char* scheme : {"t5", "alibi", "rope", "sinusoidal"}) {
+  for (const std::string& name : rpb::testing::one_scheme_per_kind(1)) {  // absolute, rotary, additive, none
+    const char* scheme = name.c_str();
+    const rpb::nn::PositionKind kind = rpb::nn::find_scheme(name, 1)->kind;
     CAPTURE(scheme);
     Generator g1(5), g2(5), tg(9);
     LanguageModel fused(small_options(scheme, true, true), g1), ref(small_options(scheme, false, true), g2);
@@ -163,11 +166,11 @@ TEST_CASE("attention stats: a language model's equal explicit probabilities, fus
     const MultiHeadAttention& attn = *fused.blocks->at<TransformerBlock>(0).attn;
     const Positions p = Positions::line(12, 12, 0);
     Tensor x = fused.tok->forward(tokens);
-    if (std::string(scheme) == "sinusoidal") x = add(x, fused.position()->embed(p));
+    if (kind == rpb::nn::PositionKind::absolute) x = add(x, fused.position()->embed(p));
     auto [q, k] = project_qk(attn, fused.blocks->at<TransformerBlock>(0).ln1->forward(x));
     Tensor bias;
-    if (std::string(scheme) == "rope") q = fused.position()->rotate(q, 0), k = fused.position()->rotate(k, 0);
-    if (std::string(scheme) == "t5" || std::string(scheme) == "alibi") bias = fused.position()->bias(p);
+    if (kind == rpb::nn::PositionKind::rotary) q = fused.position()->rotate(q, 0), k = fused.position()->rotate_key(k, 0);
+    if (kind == rpb::nn::PositionKind::additive_bias) bias = fused.position()->bias(p);
     check_close(a[0], explicit_stats(explicit_probs(q, k, attn.scale(), bias, true), 0), 1e-5);
   }
 }

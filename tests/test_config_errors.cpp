@@ -86,10 +86,10 @@ TEST_CASE("a check on two keys names the --set override that set the other key")
 
 TEST_CASE("a mistyped value gets a did-you-mean over the values, not the keys") {
   CHECK(config_file_error("[position]\nscheme = \"alibii\"\n") ==
-        "F:2:10: position.scheme = \"alibii\": expected one of learned, sinusoidal, rope, t5, shaw, log_decay, alibi, xpos, "
+        "F:2:10: position.scheme = \"alibii\": expected one of learned, sinusoidal, rope, t5, shaw, log_decay, kerple_power, alibi, xpos, "
         "fire, none (did you mean \"alibi\"?)");
   CHECK(config_file_error("[sweep]\nmethods = [\"rope\", \"t55\"]\n") ==
-        "F:2:11: sweep.methods = [ 'rope', 't55' ]: \"t55\": expected one of learned sinusoidal rope t5 shaw log_decay alibi xpos fire none (1-D "
+        "F:2:11: sweep.methods = [ 'rope', 't55' ]: \"t55\": expected one of learned sinusoidal rope t5 shaw log_decay kerple_power alibi xpos fire none (1-D "
         "task) (did you mean \"t5\"?)");
   CHECK(config_file_error("[optim]\nkind = \"adamv\"\n") ==
         "F:2:8: optim.kind = \"adamv\": expected one of adamw, adam, sgd (did you mean \"adamw\"?)");

@@ -1,7 +1,7 @@
 // FIRE (nn/position/fire.cpp): its bias against the reference module for fixed weights, its three forms (the
 // tape's full bias, the table over offsets below the threshold, the fused kernel's tiles past it) against each other,
 // the gradient of every learned part, and core's tile-computed bias in fused_attention. Its golden and gradient cases
-// join the registry's list (tests/scheme_cases.h fire_scheme_case).
+// register as its scheme case (tests/scheme_cases.h RPB_SCHEME_CASE).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -115,9 +115,7 @@ testing::GradCase gradcheck() {
 
 }  // namespace fire_test
 
-namespace rpb::testing {
-SchemeCase fire_scheme_case() { return {"fire", fire_test::golden, fire_test::gradcheck}; }
-}  // namespace rpb::testing
+RPB_SCHEME_CASE(fire, fire_test::golden, fire_test::gradcheck);
 
 using namespace fire_test;
 

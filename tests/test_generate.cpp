@@ -8,6 +8,7 @@
 #include "core/core.h"
 #include "nn/generate.h"
 #include "nn/transformer.h"
+#include "scheme_cases.h"
 #include "test_util.h"
 #include "tensor_checks.h"
 
@@ -77,7 +78,8 @@ TEST_CASE("KV-cache decoding gives the full forward's logits at every position, 
 }
 
 TEST_CASE("greedy generation picks the argmax of the full forward at every step, with or without the cache") {
-  for (const char* scheme : {"t5", "alibi", "rope", "learned"}) {
+  for (const std::string& name : rpb::testing::one_scheme_per_kind(1)) {  // absolute, rotary, additive, none
+    const char* scheme = name.c_str();
     CAPTURE(scheme);
     Generator gen(3);
     LanguageModel lm(decoding_model_options(scheme, true, true), gen);

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "nn/position.h"
+#include "scheme_cases.h"
 #include "test_util.h"
 #include "train/config/run_identity.h"
 
@@ -112,7 +113,13 @@ TEST_CASE("identity golden: groups, recipes, horizons, sweep tables, overrides a
 }
 
 TEST_CASE("identity golden: legacy stored configs without model.embedding or later keys") {
-  for (const std::string scheme : {"t5", "sinusoidal", "rope", "learned"}) {
+  // One scheme per way of entering a model, and each embedding recipe (the key these configs lack).
+  std::vector<std::string> schemes;
+  for (const std::string& scheme : testing::one_scheme_per_kind(1))
+    if (nn::find_scheme(scheme, 1)->kind != nn::PositionKind::none) schemes.push_back(scheme);
+  for (const nn::SchemeInfo& s : nn::schemes())
+    if (s.fits(1) && s.embedding != nn::EmbeddingRecipe::gpt2) schemes.emplace_back(s.name);
+  for (const std::string& scheme : schemes) {
     const std::string now = parse_config("[position]\nscheme = \"" + scheme + "\"\n", "now.toml").text;
     std::string old = drop_line(now, "embedding = ");
     const RunConfig legacy = parse_stored_config(old, "old.toml");

@@ -21,6 +21,7 @@
 #include "core/autograd.h"
 #include "nn/grid_model.h"
 #include "nn/position.h"
+#include "nn/position/options.h"
 #include "nn/transformer.h"
 #include "test_util.h"
 #include "train/config/config.h"
@@ -98,17 +99,12 @@ bool reads(const std::string& key, const Combo& c) {
   // Logits read the token embedding under the gpt2 recipe (nn/transformer.h); a grid model has its own head.
   if (key == "model.tie_head") return !grid && !scaled;
   if (key == "model.share_position") return !grid && c.info->per_layer && c.info->learned(po);
-  if (key == "position.num_buckets" || key == "position.max_distance") return s == "t5";
-  if (key == "position.max_relative_position") return s == "shaw" || s == "clipped2d";
-  if (key == "position.lambda" || key == "position.learnable_lambda") return s == "log_decay";
-  if (key == "position.max_positions") return s == "learned";
-  if (key == "grid.max_side") return s == "learned2d";
-  if (key == "position.rope_base") return s == "rope" || s == "xpos";
-  if (key == "position.xpos_scale_base") return s == "xpos";
-  if (key == "position.fire_length" || key == "position.fire_hidden") return s == "fire";
-  // Learned tables; learned positions under the scaled recipe take fairseq's 1/sqrt(d_model) instead.
-  if (key == "position.init_std")
-    return s == "t5" || s == "shaw" || s == "clipped2d" || s == "learned2d" || s == "fire" || (s == "learned" && !scaled);
+  // The position options: the table says which schemes read each (nn/position/options.h); learned positions of a
+  // sequence model under the scaled recipe take fairseq's 1/sqrt(d_model) instead of init_std.
+  if (key == "position.init_std" && scaled && !grid && c.info->kind == rpb::nn::PositionKind::absolute) return false;
+  for (const rpb::nn::PositionOptionInfo& o : rpb::nn::position_option_table())
+    if (key == std::string(o.table) + "." + o.key && !o.reads_if && !o.refused_elsewhere)
+      return o.read_by(*c.info);
   if (key == "grid.window" || key == "grid.shift") return window;
   if (key == "grid.cpb_hidden") return s == "swin_v2";
   if (key == "task.vocab") return !task.reads_text;  // text and passkey_text: bytes here
@@ -249,11 +245,12 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
         CAPTURE(key);
         if (trainer_keys().count(key) || same_numbers_keys().count(key)) continue;
         if (const auto e = evaluation_keys().find(key); e != evaluation_keys().end()) {
-          const bool applies = key == "position.untrained"   ? c.info->row_table
-                               : key == "run.eval_stride"    ? task != "grid2d" && !rpb::data::task_info(task).retrieval
-                               : key == "position.blockwise" ? scheme == "xpos"
-                               : key == "grid.eval_window"   ? c.info->kind == rpb::nn::PositionKind::window
-                                                             : scheme == "rope";
+          // A position key's readers are the option table's (nn/position/options.h).
+          const auto* option = key.rfind("position.", 0) == 0 ? rpb::nn::find_position_option(key.substr(9)) : nullptr;
+          const bool applies = option                      ? option->read_by(*c.info)
+                               : key == "run.eval_stride"  ? task != "grid2d" && !rpb::data::task_info(task).retrieval
+                               : key == "grid.eval_window" ? c.info->kind == rpb::nn::PositionKind::window
+                                                           : false;
           if (applies) continue;  // read by evaluation (tests/test_untrained.cpp, the grid evaluations)
           CHECK_THROWS_AS(rpb::parse_config(base, "base", {key + "=" + e->second}), rpb::Error);
           ++refused;

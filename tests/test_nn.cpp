@@ -180,8 +180,8 @@ TEST_CASE("modules pass the float64 gradient check") {
     const Tensor x = randn({2, 3, 4}, gen, DType::f64);
     check_module_gradients(mlp, [&] { return mlp.forward(x); }, "mlp");
   }
-  for (const char* scheme : {"t5", "shaw", "alibi", "log_decay", "rope", "sinusoidal", "learned", "none"}) {
-    SUBCASE(scheme) {
+  for (const std::string& scheme : nn::scheme_names(1)) {
+    SUBCASE(scheme.c_str()) {
       TransformerOptions o = tiny(scheme);
       o.position.learnable_lambda = true;
       LanguageModel lm(o, gen);

@@ -284,7 +284,6 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
   CHECK(contains(run_rpb("plot --help").out,
                  "perplexity, mean_attention_distance, attention_entropy, bits_per_byte, accuracy"));
   CHECK(q.at("styles").at("schemes")[3].at("name") == "t5");
-  CHECK(q.at("styles").at("schemes")[3].at("color") == "#1f77b4");
   CHECK(q.at("styles").at("schemes") == rpb::schemes_json().at("schemes"));  // one encoding: dims [1], [2], [1, 2]
   // A list flag takes one comma-separated word: the PATH after it stays a PATH (and a flag may repeat).
   r = run_rpb("plot --methods t5 --methods learned " + sweep.string() + " --out " + out);

@@ -128,7 +128,7 @@ TEST_CASE("plot bias: rope adds no bias: the flag's message names the schemes th
   const auto model = rpb::make_model(cfg, 1);
   CHECK(rpb::testing::error_of([&] { rpb::bias_block(*model, cfg, "--svg", "t"); }) ==
         "inspect --svg: position scheme rope enters the model as rotary and adds no bias to draw (--svg draws the "
-        "schemes t5, shaw, log_decay, alibi, fire, alibi2d, clipped2d); no file written");
+        "schemes t5, shaw, log_decay, kerple_power, alibi, fire, alibi2d, clipped2d); no file written");
 }
 
 TEST_CASE("plot bias: rpb inspect --plot hands the checkpoint's bias to the module and writes the figure atomically") {

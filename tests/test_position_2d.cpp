@@ -167,8 +167,6 @@ TEST_CASE("position2d learned2d: one vector per cell, an error past the table") 
 }
 
 TEST_CASE("position2d names, none and errors") {
-  CHECK(scheme_names(2) ==
-        std::vector<std::string>{"swin", "swin_v2", "learned2d", "sinusoidal2d", "alibi2d", "clipped2d", "none"});
   const auto none = make2d(opts2d("none"));
   CHECK(none->kind() == PositionKind::none);
   CHECK(none->parameter_count() == 0);
@@ -187,13 +185,7 @@ TEST_CASE("position2d names, none and errors") {
   CHECK(contains(error_of([] { make2d(opts2d("swin")); }), "window attention"));
 }
 
-namespace rpb::testing {
-
-std::vector<SchemeCase> position_2d_scheme_cases() {
-  return {{"learned2d", golden_learned2d, gradcheck_learned2d},
-          {"sinusoidal2d", golden_sinusoidal2d, gradcheck_sinusoidal2d},
-          {"alibi2d", golden_alibi2d, gradcheck_alibi2d},
-          {"clipped2d", golden_clipped2d, gradcheck_clipped2d}};
-}
-
-}  // namespace rpb::testing
+RPB_SCHEME_CASE(learned2d, golden_learned2d, gradcheck_learned2d);
+RPB_SCHEME_CASE(sinusoidal2d, golden_sinusoidal2d, gradcheck_sinusoidal2d);
+RPB_SCHEME_CASE(alibi2d, golden_alibi2d, gradcheck_alibi2d);
+RPB_SCHEME_CASE(clipped2d, golden_clipped2d, gradcheck_clipped2d);

@@ -294,8 +294,8 @@ TEST_CASE("swin window attention with options.scale multiplies q k^T by it, fuse
   WindowOptions w;
   w.window = 2;
   w.cpb_hidden = 4;
-  for (const char* scheme : {"swin", "swin_v2", "alibi2d"}) {
-    INFO("scheme ", std::string(scheme));
+  for (const std::string& scheme : testing::one_scheme_per_kind(2)) {  // window, absolute, additive, none
+    INFO("scheme ", scheme);
     m.position.scheme = scheme;
     Generator gen(6);
     const GridModel g(m, w, gen);
@@ -573,10 +573,5 @@ TEST_CASE("swin window attention errors name the option") {
   CHECK(contains(error_of([&] { a.forward(Tensor::zeros({1, 4, 4, 8}, DType::f64)); }), "Module::to"));
 }
 
-namespace rpb::testing {
-
-std::vector<SchemeCase> window_scheme_cases() {
-  return {{"swin", golden_swin, gradcheck_swin}, {"swin_v2", golden_swin_v2, gradcheck_swin_v2}};
-}
-
-}  // namespace rpb::testing
+RPB_SCHEME_CASE(swin, golden_swin, gradcheck_swin);
+RPB_SCHEME_CASE(swin_v2, golden_swin_v2, gradcheck_swin_v2);

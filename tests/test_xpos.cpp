@@ -123,6 +123,8 @@ GradCase gradcheck_xpos() {
 
 }  // namespace rpb::testing
 
+RPB_SCHEME_CASE(xpos, rpb::testing::golden_xpos, rpb::testing::gradcheck_xpos);
+
 TEST_CASE("xpos: q_n . k_m depends on n - m only, and the centre (how many positions) leaves it unchanged") {
   using namespace xpos_tests;
   const auto s = make_xpos(8, 16);

@@ -340,6 +340,7 @@ Run::StepResult Run::take_step(int64_t step, double lr) {
   r.grad_norm = config_.optim.grad_clip > 0 ? optim::clip_grad_norm(optimizer_->params(), config_.optim.grad_clip)
                                             : optim::global_grad_norm(optimizer_->params());
   optimizer_->step(lr);
+  workload_->model().project_parameters();  // the parameters' constraints (nn/module.h)
   return r;
 }
 

@@ -60,11 +60,19 @@ std::vector<double> alibi_slopes_power_of_2(int64_t n) {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 std::shared_ptr<PositionScheme> make_alibi(const PositionOptions& o, Generator&) {
   return std::make_shared<AlibiScheme>(o);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar alibi_row({.name = "alibi", .dims = 1, .kind = PositionKind::additive_bias, .label = "ALiBi",
+     .description = "-m_h * |i - j| with the ALiBi paper's slopes", .per_layer = false,
+     .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
+     .validate = position_detail::no_options, .make = make_alibi, .window_bias = WindowBias::none, .rank = 70});
+
+}  // namespace
 
 // The paper's get_slopes: a power of two n gets the geometric sequence 2^(-8/n), 2^(-16/n), ..., 2^-8;
 // otherwise the c = 2^floor(log2 n) slopes of get_slopes(c) are followed by the first n - c of every

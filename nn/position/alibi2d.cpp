@@ -53,10 +53,18 @@ class Alibi2D final : public PositionScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 std::shared_ptr<PositionScheme> make_alibi2d(const PositionOptions& o, Generator&) {
   return std::make_shared<Alibi2D>(o);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar alibi2d_row({.name = "alibi2d", .dims = 2, .kind = PositionKind::additive_bias, .label = "ALiBi 2-D (global)",
+     .description = "-slope_h * the Euclidean distance between cells", .per_layer = false,
+     .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
+     .validate = position_detail::no_options, .make = make_alibi2d, .window_bias = WindowBias::none, .rank = 140});
+
+}  // namespace
 
 }  // namespace rpb::nn

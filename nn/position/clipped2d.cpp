@@ -34,12 +34,25 @@ class Clipped2D final : public TableScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_clipped2d(const PositionOptions& o) { position_detail::check_clipped_table(o, " per axis"); }
 std::shared_ptr<PositionScheme> make_clipped2d(const PositionOptions& o, Generator& gen) {
   return std::make_shared<Clipped2D>(o, gen);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar clipped2d_row({.name = "clipped2d", .dims = 2, .kind = PositionKind::additive_bias, .label = "Clipped 2-D table (global)",
+     .description = "a learned bias per 2-D offset clipped to [-K, K]", .per_layer = false,
+     .parameters = [](const PositionOptions& o) {
+       const int64_t side = 2 * o.max_relative_position + 1;
+       return position_detail::per_head(o, checked_mul(side, side, "position", "clipped2d table"));
+     },
+     .max_length = position_detail::unbounded, .length_option = nullptr, .validate = validate_clipped2d,
+     .make = make_clipped2d, .window_bias = WindowBias::none, .row_table = true, .rank = 150,
+     .reads = {"max_relative_position", "init_std"}});
+
+}  // namespace
 
 Tensor clipped_relative_index_2d(int64_t H, int64_t W, int64_t max_relative_position) {
   RPB_CHECK(H >= 1 && W >= 1, "clipped_relative_index_2d", "grid ", H, " x ", W, " must have at least one cell");

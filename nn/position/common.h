@@ -16,11 +16,19 @@
 #include <string>
 #include <vector>
 
+#include "core/checked.h"
 #include "core/ops.h"
 #include "nn/limits.h"
 #include "nn/position.h"
 
 namespace rpb::nn::position_detail {
+
+/// Registry rows' helpers (SchemeInfo): no trained values, no longest length, no options of its own, and a table
+/// of `rows` values per head.
+inline int64_t no_parameters(const PositionOptions&) { return 0; }
+inline int64_t unbounded(const PositionOptions&) { return 0; }
+inline void no_options(const PositionOptions&) {}
+inline int64_t per_head(const PositionOptions& o, int64_t rows) { return checked_mul(rows, o.heads, "position", "table"); }
 
 /// A tensor of `shape` holding `values` (computed in double), stored in `dtype`.
 inline Tensor from_doubles(const Shape& shape, const std::vector<double>& values, DType dtype) {

@@ -403,7 +403,8 @@ class FireScheme final : public PositionScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_fire(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.fire_length > 0 || o.train_length > 0, "fire", "fire_length", "fire_length 0 means run.length, "
                    "which is not known here: set fire_length (L0, the threshold's starting length)");
@@ -412,6 +413,21 @@ void validate_fire(const PositionOptions& o) {
 std::shared_ptr<PositionScheme> make_fire(const PositionOptions& o, Generator& gen) {
   return std::make_shared<FireScheme>(o, gen);
 }
-}  // namespace scheme_files
+
+// c and the multiplier, the hidden layer (weight and bias), the output layer (weight and bias).
+int64_t fire_parameters(const PositionOptions& o) {
+  const int64_t hidden = checked_mul(o.fire_hidden, 2, "position", "fire");
+  return checked_add(checked_add(2 + hidden, o.heads, "position", "fire"),
+                     checked_mul(o.fire_hidden, o.heads, "position", "fire"), "position", "fire");
+}
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar fire_row({.name = "fire", .dims = 1, .kind = PositionKind::additive_bias, .label = "FIRE",
+     .description = "FIRE's learned MLP of log distance over the query's log position", .per_layer = true,
+     .parameters = fire_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
+     .validate = validate_fire, .make = make_fire, .window_bias = WindowBias::none, .rank = 90,
+     .reads = {"fire_length", "fire_hidden", "init_std"}});
+
+}  // namespace
 
 }  // namespace rpb::nn

@@ -31,7 +31,8 @@ class LearnedScheme final : public PositionScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_learned(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.d_model >= 1, "learned", "d_model", "d_model ", o.d_model, " must be at least 1");
   RPB_CHECK_OPTION(o.max_positions >= 1, "learned", "max_positions", "max_positions ", o.max_positions,
@@ -42,6 +43,15 @@ void validate_learned(const PositionOptions& o) {
 std::shared_ptr<PositionScheme> make_learned(const PositionOptions& o, Generator& gen) {
   return std::make_shared<LearnedScheme>(o, gen);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar learned_row({.name = "learned", .dims = 1, .kind = PositionKind::absolute, .label = "Learned PE",
+     .description = "a learned table of absolute positions added to the tokens", .per_layer = false,
+     .parameters = [](const PositionOptions& o) { return checked_mul(o.max_positions, o.d_model, "position", "learned table"); },
+     .max_length = [](const PositionOptions& o) { return o.max_positions; }, .length_option = "max_positions",
+     .validate = validate_learned, .make = make_learned, .window_bias = WindowBias::none, .rank = 10,
+     .reads = {"max_positions", "init_std"}});
+
+}  // namespace
 
 }  // namespace rpb::nn

@@ -39,7 +39,8 @@ class Learned2D final : public PositionScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_learned2d(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.d_model >= 1, "learned2d", "d_model", "d_model ", o.d_model, " must be at least 1");
   RPB_CHECK_OPTION(o.max_side >= 1, "learned2d", "max_side", "max_side ", o.max_side, " must be at least 1");
@@ -49,6 +50,18 @@ void validate_learned2d(const PositionOptions& o) {
 std::shared_ptr<PositionScheme> make_learned2d(const PositionOptions& o, Generator& gen) {
   return std::make_shared<Learned2D>(o, gen);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar learned2d_row({.name = "learned2d", .dims = 2, .kind = PositionKind::absolute, .label = "Learned 2-D (global)",
+     .description = "a learned vector per grid cell added to the tokens", .per_layer = false,
+     .parameters = [](const PositionOptions& o) {
+       return checked_mul(checked_mul(o.max_side, o.max_side, "position", "learned2d table"), o.d_model, "position",
+                          "learned2d table");
+     },
+     .max_length = [](const PositionOptions& o) { return o.max_side; }, .length_option = "max_side",
+     .validate = validate_learned2d, .make = make_learned2d, .window_bias = WindowBias::none, .rank = 120,
+     .reads = {"max_side", "init_std"}});
+
+}  // namespace
 
 }  // namespace rpb::nn

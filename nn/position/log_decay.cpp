@@ -67,7 +67,8 @@ class LogDecayScheme final : public PositionScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_log_decay(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.lambda >= 0 && o.lambda <= limits::kMaxLambda, "log_decay", "lambda", "lambda ", o.lambda,
                    " must be in [0, ", limits::kMaxLambda, "]");
@@ -75,6 +76,14 @@ void validate_log_decay(const PositionOptions& o) {
 std::shared_ptr<PositionScheme> make_log_decay(const PositionOptions& o, Generator&) {
   return std::make_shared<LogDecayScheme>(o);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar log_decay_row({.name = "log_decay", .dims = 1, .kind = PositionKind::additive_bias, .label = "Log-decay",
+     .description = "-lambda * log(1 + |i - j|), lambda fixed or learned per head", .per_layer = true,
+     .parameters = [](const PositionOptions& o) { return o.learnable_lambda ? o.heads : int64_t{0}; },
+     .max_length = position_detail::unbounded, .length_option = nullptr, .validate = validate_log_decay,
+     .make = make_log_decay, .window_bias = WindowBias::none, .rank = 60, .reads = {"lambda", "learnable_lambda"}});
+
+}  // namespace
 
 }  // namespace rpb::nn

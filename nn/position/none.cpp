@@ -7,8 +7,16 @@ namespace {
 class NoneScheme final : public PositionScheme {};
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 std::shared_ptr<PositionScheme> make_none(const PositionOptions&, Generator&) { return std::make_shared<NoneScheme>(); }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar none_row({.name = "none", .dims = 0, .kind = PositionKind::none, .label = "NoPE (none)",
+     .description = "no position information", .per_layer = false, .parameters = position_detail::no_parameters,
+     .max_length = position_detail::unbounded, .length_option = nullptr, .validate = position_detail::no_options,
+     .make = make_none, .window_bias = WindowBias::none, .rank = 160});
+
+}  // namespace
 
 }  // namespace rpb::nn

@@ -1,7 +1,7 @@
 // rpb/nn/position/options.cpp: the table of position options (nn/position/options.h).
 #include "nn/position/options.h"
 
-#include <cstring>
+#include <algorithm>
 #include <type_traits>
 
 #include "nn/position/common.h"
@@ -10,67 +10,59 @@ namespace rpb::nn {
 
 namespace {
 
-bool named(const SchemeInfo& s, const char* name) { return std::strcmp(s.name, name) == 0; }
+// The rope scaling keys, set on a scheme without rotary frequencies.
+constexpr const char* kNoFrequencies = "has no rotary frequencies to scale";
 
-// The table. Its order is the order the config reads the keys: [position]'s, then [grid]'s max_side (read with
+// The table. Which schemes read an option is the schemes' to say (SchemeInfo::reads), or a row property's
+// (reads_if). Its order is the order the config reads the keys: [position]'s, then [grid]'s max_side (read with
 // [grid], before [position]).
 const std::vector<PositionOptionInfo>& option_rows() {
   namespace L = limits;
   using P = PositionOptions;
   static const std::vector<PositionOptionInfo> table = {
-      {.key = "num_buckets", .member = &P::num_buckets, .doc = "number of buckets",
-       .read_by = [](const SchemeInfo& s) { return named(s, "t5"); }, .range = L::num_buckets, .bias_flag = true},
+      {.key = "num_buckets", .member = &P::num_buckets, .doc = "number of buckets", .range = L::num_buckets,
+       .bias_flag = true},
       {.key = "max_distance", .member = &P::max_distance, .doc = "distance where the log buckets end",
-       .read_by = [](const SchemeInfo& s) { return named(s, "t5"); }, .range = L::max_distance, .bias_flag = true},
+       .range = L::max_distance, .bias_flag = true},
       {.key = "max_relative_position", .member = &P::max_relative_position, .doc = "clipping distance K",
-       .read_by = [](const SchemeInfo& s) { return named(s, "shaw") || named(s, "clipped2d"); },
        .range = L::max_relative_position, .bias_flag = true},
       {.key = "lambda", .member = &P::lambda, .doc = "the decay strength (the initial one when learnable)",
-       .read_by = [](const SchemeInfo& s) { return named(s, "log_decay"); }, .real = L::lambda, .bias_flag = true},
-      {.key = "learnable_lambda", .member = &P::learnable_lambda, .doc = "learn lambda per head (KERPLE-log)",
-       .read_by = [](const SchemeInfo& s) { return named(s, "log_decay"); }},
+       .real = L::lambda, .bias_flag = true},
+      {.key = "learnable_lambda", .member = &P::learnable_lambda, .doc = "learn lambda per head (KERPLE-log)"},
       {.key = "max_positions", .member = &P::max_positions, .doc = "the table's length: the longest sequence",
-       .read_by = [](const SchemeInfo& s) { return named(s, "learned"); }, .range = L::max_positions},
+       .range = L::max_positions},
       {.key = "rope_base", .member = &P::rope_base, .doc = "the base of the rotation frequencies",
-       .read_by = [](const SchemeInfo& s) { return named(s, "rope") || named(s, "xpos"); }, .real = L::rope_base},
+       .real = L::rope_base},
       {.key = "xpos_scale_base", .member = &P::xpos_scale_base,
-       .doc = "B of xPos's decay zeta^(n/B): the positions over which it acts",
-       .read_by = [](const SchemeInfo& s) { return named(s, "xpos"); }, .range = L::xpos_scale_base,
+       .doc = "B of xPos's decay zeta^(n/B): the positions over which it acts", .range = L::xpos_scale_base,
        .added = true},
       {.key = "blockwise", .member = &P::blockwise,
        .doc = "evaluation: blockwise causal attention, each query over its block of the train length and the one before",
-       .read_by = [](const SchemeInfo& s) { return named(s, "xpos"); }, .added = true},
+       .added = true, .refused_elsewhere = "has no blockwise evaluation"},
       {.key = "fire_length", .member = &P::fire_length,
        .doc = "L0: FIRE's threshold starts at L = L0 (a learned multiplier scales it); 0: run.length",
-       .read_by = [](const SchemeInfo& s) { return named(s, "fire"); }, .range = L::fire_length, .bias_flag = true, .added = true},
-      {.key = "fire_hidden", .member = &P::fire_hidden, .doc = "the width of FIRE's MLP",
-       .read_by = [](const SchemeInfo& s) { return named(s, "fire"); }, .range = L::fire_hidden, .added = true},
+       .range = L::fire_length, .bias_flag = true, .added = true},
+      {.key = "fire_hidden", .member = &P::fire_hidden, .doc = "the width of FIRE's MLP", .range = L::fire_hidden,
+       .added = true},
       {.key = "max_side", .member = &P::max_side, .doc = "the table's side: the largest grid side",
-       .read_by = [](const SchemeInfo& s) { return named(s, "learned2d"); }, .range = L::max_side, .table = "grid"},
+       .range = L::max_side, .table = "grid"},
       {.key = "init_std", .member = &P::init_std, .doc = "std of the learned table's initial values",
-       .read_by =
-           [](const SchemeInfo& s) {
-             for (const char* n : {"t5", "shaw", "learned", "learned2d", "clipped2d", "fire"})
-               if (named(s, n)) return true;
-             return false;
-           },
        .real = L::init_std, .loaded = false},
       {.key = "untrained", .member = &P::untrained, .doc = "what evaluation reads at a row training never read",
-       .read_by = [](const SchemeInfo& s) { return s.row_table; }},
+       .reads_if = [](const SchemeInfo& s) { return s.row_table; }},
       {.key = "rope_scaling", .member = &P::rope_scaling,
-       .doc = "the rotary frequencies past the training length: none, linear, ntk, dynamic or yarn",
-       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .added = true},
+       .doc = "the rotary frequencies past the training length: none, linear, ntk, dynamic or yarn", .added = true,
+       .refused_elsewhere = kNoFrequencies},
       {.key = "rope_factor", .member = &P::rope_factor,
-       .doc = "rope scaling's factor; 0: the largest evaluation multiplier",
-       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::rope_factor, .added = true},
+       .doc = "rope scaling's factor; 0: the largest evaluation multiplier", .real = L::rope_factor, .added = true,
+       .refused_elsewhere = kNoFrequencies},
       {.key = "yarn_beta_fast", .member = &P::yarn_beta_fast, .doc = "yarn: the rotations where the ramp starts",
-       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::yarn_beta, .added = true},
+       .real = L::yarn_beta, .added = true, .refused_elsewhere = kNoFrequencies},
       {.key = "yarn_beta_slow", .member = &P::yarn_beta_slow, .doc = "yarn: the rotations where the ramp ends",
-       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::yarn_beta, .added = true},
+       .real = L::yarn_beta, .added = true, .refused_elsewhere = kNoFrequencies},
       {.key = "yarn_attention_factor", .member = &P::yarn_attention_factor,
-       .doc = "yarn: what cos and sin are multiplied by; 0: 0.1 ln(factor) + 1",
-       .read_by = [](const SchemeInfo& s) { return named(s, "rope"); }, .real = L::yarn_attention_factor,
-       .added = true},
+       .doc = "yarn: what cos and sin are multiplied by; 0: 0.1 ln(factor) + 1", .real = L::yarn_attention_factor,
+       .added = true, .refused_elsewhere = kNoFrequencies},
   };
   return table;
 }
@@ -81,6 +73,11 @@ inline constexpr bool always_false = false;
 }  // namespace
 
 const std::vector<PositionOptionInfo>& position_option_table() { return option_rows(); }
+
+bool PositionOptionInfo::read_by(const SchemeInfo& s) const {
+  if (reads_if && reads_if(s)) return true;
+  return std::find(s.reads.begin(), s.reads.end(), key) != s.reads.end();
+}
 
 const PositionOptionInfo* find_position_option(const std::string& key) {
   for (const PositionOptionInfo& o : option_rows())

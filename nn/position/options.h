@@ -2,7 +2,8 @@
 //
 // The config reader (train/config/config.cpp read_position), `rpb bias` (its flags) and `rpb schemes` (the list
 // of schemes and their options) read this table; nothing else lists the options. A scheme with an option of its own
-// is its PositionOptions field (nn/position/scheme.h), its check in the scheme's validate, and one row here.
+// is its PositionOptions field (nn/position/scheme.h), its check in the scheme's validate, one row here, and its key
+// in the scheme's row (SchemeInfo::reads).
 #pragma once
 
 #include <string>
@@ -25,7 +26,9 @@ struct PositionOptionInfo {
   const char* key;                  // the config key in [table] ("num_buckets"), and the field OptionError names
   PositionOptionMember member;      // the PositionOptions field it sets
   const char* doc;                  // one line: what it sets ("number of buckets")
-  bool (*read_by)(const SchemeInfo& s);  // true for the schemes that read it
+  /// The schemes that read it besides those whose row lists it (SchemeInfo::reads): a row property (untrained:
+  /// every row_table scheme); null for none.
+  bool (*reads_if)(const SchemeInfo& s) = nullptr;
   limits::Range range{0, 0};        // an integer's accepted values (nn/limits.h)
   limits::RealRange real{0, 0};     // a real's accepted values (nn/limits.h)
   const char* table = "position";   // the config table: "position", or "grid" for max_side
@@ -36,6 +39,12 @@ struct PositionOptionInfo {
   /// True for a key added after runs were stored: the effective config (a run's stored config text) holds it only
   /// when set away from its default, so the stored configs of runs that leave it stay byte for byte as before.
   bool added = false;
+  /// Set for an option a scheme that does not read it refuses when set away from its default (an evaluation
+  /// setting that would change nothing there): why, after the scheme's name ("has no rotary frequencies to scale").
+  const char* refused_elsewhere = nullptr;
+
+  /// True when scheme `s` reads it: `s.reads` names it, or reads_if(s).
+  bool read_by(const SchemeInfo& s) const;
 };
 
 /// Every option, in the order the config reader reads them (which decides the first error of a config with two).

@@ -1,11 +1,8 @@
-// rpb/nn/position/registry.cpp: the one table of position schemes, and what reads it in nn.
-//
-// Adding a scheme: its file nn/position/<name>.cpp (defining scheme_files::make_<name> and, when it reads options
-// of its own, scheme_files::validate_<name>), their names in the declarations below, one row of the table, and its
-// tests (golden values and a gradient check: tests/test_scheme_registry.cpp fails for a registered scheme without
-// them; tests/test_position.cpp's `wants` for a 1-D one). An option of its own: a PositionOptions field and a row of
-// nn/position/options.h's table. A 1-D scheme also needs a builder in python/rpb_torch.py (its test names one missing).
+// rpb/nn/position/registry.cpp: the registry of position schemes, collected from the rows the scheme files
+// register (nn/position/scheme.h says how a scheme is added), and what reads it in nn.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string_view>
 
 #include "core/checked.h"
@@ -16,109 +13,52 @@
 
 namespace rpb::nn {
 
-namespace scheme_files {
-// Defined each in nn/position/<name>.cpp.
-using Validator = void(const PositionOptions& o);
-SchemeFactory make_xpos;
-Validator validate_xpos;
-SchemeFactory make_learned, make_sinusoidal, make_rope, make_t5, make_shaw, make_log_decay, make_alibi, make_fire,
-    make_learned2d, make_sinusoidal2d, make_alibi2d, make_clipped2d, make_none;
-Validator validate_learned, validate_sinusoidal, validate_rope, validate_t5, validate_shaw, validate_log_decay, validate_fire,
-    validate_learned2d, validate_sinusoidal2d, validate_clipped2d;
-}  // namespace scheme_files
-
 namespace {
 
-void no_options(const PositionOptions&) {}
-int64_t none(const PositionOptions&) { return 0; }
-// A table of `rows` values per head.
-int64_t per_head(const PositionOptions& o, int64_t rows) { return checked_mul(rows, o.heads, "position", "table"); }
-int64_t unbounded(const PositionOptions&) { return 0; }
+// The rows as registered, and whether the registry has been read (no row may join after).
+struct Registrations {
+  std::vector<SchemeInfo> rows;
+  bool read = false;
+};
 
-using K = PositionKind;
-using R = EmbeddingRecipe;
-using W = WindowBias;
-using namespace scheme_files;
+Registrations& registrations() {
+  static Registrations r;
+  return r;
+}
 
-// The registry. Its order is the order of every list of names (config choices, sweep defaults, help).
-// alibi and alibi2d read only `heads`, which validate() checks for every scheme; swin and swin_v2 read the
-// window options ([grid]), which the grid model checks.
+[[noreturn]] void refuse_registration(const SchemeInfo& row, const char* why) {
+  std::fprintf(stderr, "rpb: position scheme '%s' (dims %lld): %s\n", row.name ? row.name : "?",
+               static_cast<long long>(row.dims), why);
+  std::abort();
+}
+
+// The registry, sorted by rank once, at its first reading (after static initialisation).
 const std::vector<SchemeInfo>& scheme_rows() {
-  static const std::vector<SchemeInfo> table = {
-    // name, dims, kind, label, color (figures: the colour of the scheme's methods), marker,
-    // description, per_layer, parameters, max_length, length_option, validate, make,
-    // window_bias, embedding (default gpt2), row_table (default false)
-    {"learned", 1, K::absolute, "Learned PE", "#8c564b", "v",
-     "a learned table of absolute positions added to the tokens", false,
-     [](const PositionOptions& o) { return checked_mul(o.max_positions, o.d_model, "position", "learned table"); },
-     [](const PositionOptions& o) { return o.max_positions; }, "max_positions", validate_learned, make_learned,
-     W::none},
-    {"sinusoidal", 1, K::absolute, "Sinusoidal", "#e377c2", "P",
-     "Vaswani et al.'s fixed sinusoids added to the tokens", false, none,
-     unbounded, nullptr, validate_sinusoidal, make_sinusoidal, W::none, R::scaled},
-    {"rope", 1, K::rotary, "RoPE", "#9467bd", "D",
-     "rotary embeddings of queries and keys", false, none, unbounded, nullptr,
-     validate_rope, make_rope, W::none},
-    {"t5", 1, K::additive_bias, "T5 bias", "#1f77b4", "o",
-     "T5's learned bias per log-spaced bucket of key - query", true,
-     [](const PositionOptions& o) { return per_head(o, o.num_buckets); },
-     unbounded, nullptr, validate_t5, make_t5, W::none, R::gpt2, true},
-    {"shaw", 1, K::additive_bias, "Shaw (clipped)", "#ff7f0e", "s",
-     "a learned bias per key - query clipped to [-K, K]", true,
-     [](const PositionOptions& o) { return per_head(o, 2 * o.max_relative_position + 1); },
-     unbounded, nullptr, validate_shaw, make_shaw, W::none, R::gpt2, true},
-    {"log_decay", 1, K::additive_bias, "Log-decay", "#bcbd22", "X",
-     "-lambda * log(1 + |i - j|), lambda fixed or learned per head",
-     true, [](const PositionOptions& o) { return o.learnable_lambda ? o.heads : int64_t{0}; }, unbounded, nullptr, validate_log_decay,
-     make_log_decay, W::none},
-    {"alibi", 1, K::additive_bias, "ALiBi", "#2ca02c", "^",
-     "-m_h * |i - j| with the ALiBi paper's slopes", false, none, unbounded,
-     nullptr, no_options, make_alibi, W::none},
-    {"xpos", 1, K::rotary, "xPos", "#393b79", "*",
-     "rotary embeddings on interleaved pairs with a per-pair decay (Sun et al.)", false, none, unbounded, nullptr,
-     validate_xpos, make_xpos, W::none},
-    {"fire", 1, K::additive_bias, "FIRE", "#17becf", "H",
-     "FIRE's learned MLP of log distance over the query's log position", true,
-     [](const PositionOptions& o) {
-       // c and the multiplier, the hidden layer (weight and bias), the output layer (weight and bias)
-       const int64_t hidden = checked_mul(o.fire_hidden, 2, "position", "fire");
-       return checked_add(checked_add(2 + hidden, o.heads, "position", "fire"),
-                          checked_mul(o.fire_hidden, o.heads, "position", "fire"), "position", "fire");
-     },
-     unbounded, nullptr, validate_fire, make_fire, W::none},
-    {"swin", 2, K::window, "Swin V1 table (windows)", "#d62728", "h",
-     "Swin V1 window attention with a learned bias table", false,
-     none, unbounded, nullptr, no_options, nullptr, W::table},
-    {"swin_v2", 2, K::window, "Swin V2 continuous (windows)", "#17becf", "p",
-     "Swin V2 window attention with a continuous bias MLP",
-     false, none, unbounded, nullptr, no_options, nullptr, W::continuous},
-    {"learned2d", 2, K::absolute, "Learned 2-D (global)", "#8c564b", "v",
-     "a learned vector per grid cell added to the tokens", false,
-     [](const PositionOptions& o) {
-       return checked_mul(checked_mul(o.max_side, o.max_side, "position", "learned2d table"), o.d_model, "position",
-                          "learned2d table");
-     }, [](const PositionOptions& o) { return o.max_side; }, "max_side", validate_learned2d, make_learned2d,
-     W::none},
-    {"sinusoidal2d", 2, K::absolute, "Sinusoidal 2-D (global)", "#e377c2", "P",
-     "sinusoids of the row and the column", false, none,
-     unbounded, nullptr, validate_sinusoidal2d, make_sinusoidal2d, W::none, R::scaled},
-    {"alibi2d", 2, K::additive_bias, "ALiBi 2-D (global)", "#2ca02c", "^",
-     "-slope_h * the Euclidean distance between cells", false,
-     none, unbounded, nullptr, no_options, make_alibi2d, W::none},
-    {"clipped2d", 2, K::additive_bias, "Clipped 2-D table (global)", "#ff7f0e", "s",
-     "a learned bias per 2-D offset clipped to [-K, K]",
-     false, [](const PositionOptions& o) {
-       const int64_t side = 2 * o.max_relative_position + 1;
-       return per_head(o, checked_mul(side, side, "position", "clipped2d table"));
-     }, unbounded, nullptr, validate_clipped2d, make_clipped2d, W::none, R::gpt2, true},
-    {"none", 0, K::none, "NoPE (none)", "#7f7f7f", "x",
-     "no position information", false, none, unbounded, nullptr, no_options,
-     make_none, W::none},
-  };
-  return table;
+  static const std::vector<SchemeInfo> rows = [] {
+    Registrations& r = registrations();
+    r.read = true;
+    std::vector<SchemeInfo> sorted = r.rows;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const SchemeInfo& a, const SchemeInfo& b) { return a.rank < b.rank; });
+    return sorted;
+  }();
+  return rows;
 }
 
 }  // namespace
+
+SchemeRegistrar::SchemeRegistrar(SchemeInfo row) {
+  Registrations& r = registrations();
+  if (r.read) refuse_registration(row, "registered after the registry was read (register at namespace scope)");
+  if (!row.name || !row.label || !row.description || !row.parameters || !row.max_length || !row.validate)
+    refuse_registration(row, "a row needs its name, label, description, parameters, max_length and validate");
+  for (const SchemeInfo& s : r.rows) {
+    if (std::string_view(s.name) == row.name && (s.dims == 0 || row.dims == 0 || s.dims == row.dims))
+      refuse_registration(row, "registered twice for the same dims");
+    if (s.rank == row.rank) refuse_registration(row, "its rank is another scheme's (ranks order the lists)");
+  }
+  r.rows.push_back(std::move(row));
+}
 
 const char* kind_name(PositionKind k) {
   switch (k) {
@@ -195,18 +135,14 @@ void validate(const PositionOptions& o) {
                      "\" applies to the schemes with a table row per relative position (", join(tables, ", "), "); ",
                      s.name, why);
   }
-  if (std::string_view(s.name) != "rope") {
-    // The rope scaling options are read by rope alone: set on another scheme, they are refused at their key.
-    const PositionOptions defaults;
-    for (const PositionOptionInfo& d : position_option_table())
-      if (std::string_view(d.key).starts_with("rope_") || std::string_view(d.key).starts_with("yarn_"))
-        if (d.key != std::string_view("rope_base"))
-          RPB_CHECK_OPTION(option_value_text(d, o) == option_value_text(d, defaults), s.name, d.key, d.key, " = ",
-                           option_value_text(d, o), " applies to the rope scheme only; ", s.name,
-                           " has no rotary frequencies to scale");
-  }
-  RPB_CHECK_OPTION(!o.blockwise || std::string_view(s.name) == "xpos", s.name, "blockwise",
-                   "blockwise = true applies to xpos (the evaluation its paper pairs it with); ", s.name, " has none");
+  // An option the scheme does not read is ignored, unless its row refuses it set away from its default on the other
+  // schemes (the rope scaling keys, blockwise: evaluation settings that would change nothing there).
+  const PositionOptions defaults;
+  for (const PositionOptionInfo& d : position_option_table())
+    if (d.refused_elsewhere && !d.read_by(s))
+      RPB_CHECK_OPTION(option_value_text(d, o) == option_value_text(d, defaults), s.name, d.key, d.key, " = ",
+                       option_value_text(d, o), " applies to the ", join(schemes_reading(d), ", "),
+                       " scheme only; ", s.name, " ", d.refused_elsewhere);
   s.validate(o);
 }
 
@@ -261,5 +197,17 @@ Tensor PositionScheme::rotate(const Tensor&, int64_t) const {
 }
 
 Tensor PositionScheme::index(const Positions&) const { return Tensor(); }
+
+Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len) {
+  RPB_CHECK(relative.dim() == 2 && relative.size(1) == q_len + k_len - 1, "position", "relative bias ",
+            relative.shape(), " is not (H, Tq + Tk - 1) for Tq ", q_len, " and Tk ", k_len);
+  std::vector<int64_t> idx(static_cast<std::size_t>(q_len * k_len));
+  for (int64_t i = 0; i < q_len; ++i)
+    for (int64_t j = 0; j < k_len; ++j) idx[static_cast<std::size_t>(i * k_len + j)] = j - i + q_len - 1;
+  // (R, H) rows picked per (i, j) -> (Tq, Tk, H) -> (H, Tq, Tk)
+  return permute(index_select(transpose(relative, 0, 1), Tensor::indices({q_len, k_len}, idx).to(relative.device())),
+                 {2, 0, 1});
+}
+
 
 }  // namespace rpb::nn

@@ -114,7 +114,8 @@ class RopeScheme final : public PositionScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_rope(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.head_dim >= 2 && o.head_dim % 2 == 0, "rope", "head_dim", "head_dim ", o.head_dim,
                    " must be even and at least 2 (rotate_half pairs the two halves)");
@@ -137,6 +138,14 @@ void validate_rope(const PositionOptions& o) {
 std::shared_ptr<PositionScheme> make_rope(const PositionOptions& o, Generator&) {
   return std::make_shared<RopeScheme>(o);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar rope_row({.name = "rope", .dims = 1, .kind = PositionKind::rotary, .label = "RoPE",
+     .description = "rotary embeddings of queries and keys", .per_layer = false,
+     .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
+     .validate = validate_rope, .make = make_rope, .window_bias = WindowBias::none, .rank = 30,
+     .reads = {"rope_base", "rope_scaling", "rope_factor", "yarn_beta_fast", "yarn_beta_slow", "yarn_attention_factor"}});
+
+}  // namespace
 
 }  // namespace rpb::nn

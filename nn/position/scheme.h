@@ -1,11 +1,20 @@
 // rpb/nn/position/scheme.h: what a position scheme is, and the registry of schemes.
 //
-// Every scheme, 1-D or 2-D, is one row of the registry (nn/position/registry.cpp) and one file of its own
-// (nn/position/<name>.cpp). The row says how the scheme enters a model, whether it learns, how far it can
-// run, its label in result tables, and how to check its options and build it. Config validation, the
-// command line, `rpb bias`, `rpb inspect` and the sweep all read the row; `rpb schemes --json` prints the rows for
-// the copies in other languages (python/rpb_torch.py, whose test compares them). The options a config sets are
-// described once, in nn/position/options.h.
+// Every scheme, 1-D or 2-D, is one file of its own (nn/position/<name>.cpp) that holds its code and its registry
+// row, registered by a static SchemeRegistrar there: no central list names it (registry.cpp collects the rows and
+// orders them by SchemeInfo::rank; CMakeLists.txt links nn whole-archive, so the linker keeps every scheme file
+// although nothing refers to it). The row says how the scheme enters a model, whether it learns, how far it can
+// run, the options it reads, its label in result tables, and how to check its options and build it. Config
+// validation, the command line, `rpb bias`, `rpb inspect` and the sweep all read the row; `rpb schemes --json`
+// prints the rows for the other languages (python/rpb_torch.py builds its models from them, python/rpb_plot its
+// figures). The options a config sets are described once, in nn/position/options.h.
+//
+// Adding a scheme: its file nn/position/<name>.cpp (the class, its validate and make, and `const SchemeRegistrar
+// registered({...})`), its golden and gradient-check case (tests/scheme_cases.h RPB_SCHEME_CASE, in a test file of
+// its own or beside its relatives; tests/test_scheme_registry.cpp fails naming a registered scheme without one),
+// and, for a 1-D scheme, its forward in python/rpb_torch.py (@scheme("<name>"); its test names a missing one).
+// An option of its own: a PositionOptions field, one row of nn/position/options.cpp's table, and the key in the
+// row's `reads`. A figure colour is optional (python/rpb_plot/theme.py SCHEME_STYLES; else one from the name).
 //
 // Positions: a line of queries at q_offset .. q_offset + q_len - 1 over keys at 0 .. k_len - 1 (a KV cache
 // sets q_offset to the cached length), or the cells of an H x W grid in raster order (token t is the cell
@@ -205,11 +214,6 @@ struct SchemeInfo {
   int64_t dims;             // 1 or 2; 0: either (none)
   PositionKind kind;
   const char* label;        // in result tables ("T5 bias")
-  /// A colour "#rrggbb" and a matplotlib marker ("o"), each distinct among the schemes of one dims (`rpb schemes
-  /// --json`): python/rpb_plot/ draws the scheme's methods in the colour in every figure (a variant in a shade of it);
-  /// markers and dashes it gives each line of a figure by its order there, so lines differ in greyscale.
-  const char* color;
-  const char* marker;
   const char* description;  // one line for help texts
   /// With model.share_position = false, each layer owns one (when it has parameters: t5, shaw, learnable
   /// log_decay); otherwise one module serves every layer.
@@ -234,6 +238,12 @@ struct SchemeInfo {
   /// True for the schemes that read a learned table at one row per relative position (t5, shaw, clipped2d), so that
   /// rows can go untrained: they record the rows training read, and position.untrained applies to them.
   bool row_table = false;
+  /// Its place in every list of names (config choices, sweep defaults, help, `rpb schemes`): rows sort by rank.
+  /// The rows registered before ranks existed hold 10, 20, ..., in the order the registry listed them then.
+  int rank = 0;
+  /// The [position] (or [grid]) keys of nn/position/options.h its module reads, besides the ones a row property
+  /// implies (untrained: row_table); `rpb schemes --json` lists them in the option table's order.
+  std::vector<std::string> reads = {};
 
   /// True when a model of `model_dims` (1 or 2) accepts it.
   bool fits(int64_t model_dims) const { return dims == 0 || dims == model_dims; }
@@ -241,7 +251,18 @@ struct SchemeInfo {
   bool learned(const PositionOptions& o) const { return kind == PositionKind::window || parameters(o) > 0; }
 };
 
-/// Every row, in the registry's order.
+/// (H, Tq, Tk): the full bias of a relative one over a line, full[h, i, j] = relative[h, j - i + Tq - 1]
+/// (a recorded index_select: the gradient flows to `relative`).
+Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len);
+
+/// Registers a row: `const SchemeRegistrar registered({...});` at namespace scope in the scheme's file. Rows
+/// registered after the registry was first read, or twice under one name and dims, abort with a message naming
+/// the scheme (a registration at static-initialisation time is always before).
+struct SchemeRegistrar {
+  explicit SchemeRegistrar(SchemeInfo row);
+};
+
+/// Every row, in the registry's order (by rank).
 const std::vector<SchemeInfo>& schemes();
 /// The names of the schemes a model of `dims` (1 or 2) accepts, in the registry's order.
 std::vector<std::string> scheme_names(int64_t dims);

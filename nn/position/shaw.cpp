@@ -42,12 +42,22 @@ class ShawScheme final : public TableScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_shaw(const PositionOptions& o) { position_detail::check_clipped_table(o, ""); }
 std::shared_ptr<PositionScheme> make_shaw(const PositionOptions& o, Generator& gen) {
   return std::make_shared<ShawScheme>(o, gen);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar shaw_row({.name = "shaw", .dims = 1, .kind = PositionKind::additive_bias, .label = "Shaw (clipped)",
+     .description = "a learned bias per key - query clipped to [-K, K]", .per_layer = true,
+     .parameters = [](const PositionOptions& o) { return position_detail::per_head(o, 2 * o.max_relative_position + 1); },
+     .max_length = position_detail::unbounded, .length_option = nullptr, .validate = validate_shaw,
+     .make = make_shaw, .window_bias = WindowBias::none, .row_table = true, .rank = 50,
+     .reads = {"max_relative_position", "init_std"}});
+
+}  // namespace
 
 // tensor2tensor `_generate_relative_positions_matrix`: distance_mat[i][j] = j - i (key - query), clipped to
 // [-K, K] and shifted by K. Seed 002's prose table shows i - j, but its code (and tensor2tensor) compute

@@ -37,7 +37,8 @@ class SinusoidalScheme final : public PositionScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_sinusoidal(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.d_model >= 1 && o.d_model % 2 == 0, "sinusoidal", "d_model", "d_model ", o.d_model,
                    " must be even and at least 2 (sin and cos per frequency)");
@@ -45,7 +46,15 @@ void validate_sinusoidal(const PositionOptions& o) {
 std::shared_ptr<PositionScheme> make_sinusoidal(const PositionOptions& o, Generator&) {
   return std::make_shared<SinusoidalScheme>(o);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar sinusoidal_row({.name = "sinusoidal", .dims = 1, .kind = PositionKind::absolute, .label = "Sinusoidal",
+     .description = "Vaswani et al.'s fixed sinusoids added to the tokens", .per_layer = false,
+     .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
+     .validate = validate_sinusoidal, .make = make_sinusoidal, .window_bias = WindowBias::none,
+     .embedding = EmbeddingRecipe::scaled, .rank = 20});
+
+}  // namespace
 
 Tensor sinusoidal_table(int64_t length, int64_t d, int64_t offset, DType dtype) {
   RPB_CHECK(length >= 1, "sinusoidal_table", "length ", length, " must be at least 1");

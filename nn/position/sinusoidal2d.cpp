@@ -43,7 +43,8 @@ class Sinusoidal2D final : public PositionScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_sinusoidal2d(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.d_model >= 4 && o.d_model % 4 == 0, "sinusoidal2d", "d_model", "d_model ", o.d_model,
                    " must be a positive multiple of 4 (half the channels per axis, sin and cos per frequency)");
@@ -51,6 +52,14 @@ void validate_sinusoidal2d(const PositionOptions& o) {
 std::shared_ptr<PositionScheme> make_sinusoidal2d(const PositionOptions& o, Generator&) {
   return std::make_shared<Sinusoidal2D>(o);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar sinusoidal2d_row({.name = "sinusoidal2d", .dims = 2, .kind = PositionKind::absolute, .label = "Sinusoidal 2-D (global)",
+     .description = "sinusoids of the row and the column", .per_layer = false,
+     .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
+     .validate = validate_sinusoidal2d, .make = make_sinusoidal2d, .window_bias = WindowBias::none,
+     .embedding = EmbeddingRecipe::scaled, .rank = 130});
+
+}  // namespace
 
 }  // namespace rpb::nn

@@ -144,7 +144,8 @@ class T5Scheme final : public TableScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_t5(const PositionOptions& o) {
   check_t5("t5", !o.causal, o.num_buckets, o.max_distance);
   position_detail::check_init_std(o);
@@ -152,7 +153,16 @@ void validate_t5(const PositionOptions& o) {
 std::shared_ptr<PositionScheme> make_t5(const PositionOptions& o, Generator& gen) {
   return std::make_shared<T5Scheme>(o, gen);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar t5_row({.name = "t5", .dims = 1, .kind = PositionKind::additive_bias, .label = "T5 bias",
+     .description = "T5's learned bias per log-spaced bucket of key - query", .per_layer = true,
+     .parameters = [](const PositionOptions& o) { return position_detail::per_head(o, o.num_buckets); },
+     .max_length = position_detail::unbounded, .length_option = nullptr, .validate = validate_t5, .make = make_t5,
+     .window_bias = WindowBias::none, .row_table = true, .rank = 40,
+     .reads = {"num_buckets", "max_distance", "init_std"}});
+
+}  // namespace
 
 int64_t t5_bucket(int64_t relative_position, bool bidirectional, int64_t num_buckets, int64_t max_distance) {
   check_t5("t5_bucket", bidirectional, num_buckets, max_distance);

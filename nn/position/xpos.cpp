@@ -135,7 +135,8 @@ class XposScheme final : public PositionScheme {
 
 }  // namespace
 
-namespace scheme_files {
+namespace {
+
 void validate_xpos(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.head_dim >= 2 && o.head_dim % 2 == 0, "xpos", "head_dim", "head_dim ", o.head_dim,
                    " must be even and at least 2 (rotate_every_two pairs neighbouring dimensions)");
@@ -151,6 +152,14 @@ void validate_xpos(const PositionOptions& o) {
 std::shared_ptr<PositionScheme> make_xpos(const PositionOptions& o, Generator&) {
   return std::make_shared<XposScheme>(o);
 }
-}  // namespace scheme_files
+
+// The registry row (nn/position/scheme.h).
+const SchemeRegistrar xpos_row({.name = "xpos", .dims = 1, .kind = PositionKind::rotary, .label = "xPos",
+     .description = "rotary embeddings on interleaved pairs with a per-pair decay (Sun et al.)", .per_layer = false,
+     .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
+     .validate = validate_xpos, .make = make_xpos, .window_bias = WindowBias::none, .rank = 80,
+     .reads = {"rope_base", "xpos_scale_base", "blockwise"}});
+
+}  // namespace
 
 }  // namespace rpb::nn

@@ -25,7 +25,7 @@ The request (JSON; only the block named by "kind" is read; unknown fields are ig
     {"format": "rpb-plot-1", "kind": "sweep" | "curves" | "bias",
      "outputs": [{"path": "/abs/out.pdf", "format": "pdf" | "png" | "svg",
                   "direct": false, "name": "/abs/out.pdf"}],   # the last two optional: see below
-     "styles": {"schemes": [{"name": "t5", "dims": [1], "color": "#1f77b4", "marker": "o"}, ...]},  # rpb schemes --json
+     "styles": {"schemes": [{"name": "t5", "dims": [1], ...}, ...]},  # rpb schemes --json (a colour and marker optional)
      "sweep":  {"results": ["/abs/results.json"], "tasks": [], "methods": [], "lengths": [], "metrics": [],
                 "ylim": null | [lo, hi], "against": "length" | "<setting key>",          # [] = all
                 "known_metrics": [{"key": "perplexity", "label": "perplexity", "unit": "", "log": true,
@@ -74,7 +74,7 @@ The figures a paper can take as they are (sweep and curves alike):
 - One tick form per axis kind: counts (steps, lengths, grid sides) plain integers (count_labels); learning rates
   a×10^b (power_labels: 3×10⁻³, 2.5×10⁻³); other values plain decimals, or a×10^b for the whole axis when a tick is
   outside 10⁻³ .. 10⁵ (tick_labels: never 1e0 beside 1.001).
-- Each line a colour (its scheme's registry colour, a variant's a shade of it by its label's digest: the same in
+- Each line a colour (its scheme's, theme.SCHEME_STYLES, a variant's a shade of it by its label's digest: the same in
   every figure) and a marker and a dash of its own, the i-th line of a figure theme.LINE_MARKERS[i] and a dash of
   theme.LINE_DASHES (line_look), so lines are told apart in greyscale.
 - Flat data (spanning under theme.FLAT_FRACTION of its value: a perfect run's perplexity 1.000 .. 1.001) is drawn

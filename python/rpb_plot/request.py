@@ -124,7 +124,7 @@ def check_styles(styles):
                                   and all(c in "0123456789abcdefABCDEF" for c in color[1:])),
                 'styles.schemes "%s": color must be "#rrggbb", found %s' % (e.get("name"), json.dumps(color)))
         require(e.get("marker") is None or isinstance(e["marker"], str),
-                'styles.schemes "%s": marker must be a string, found %s' % (e.get("name"), json.dumps(e["marker"])))
+                'styles.schemes "%s": marker must be a string, found %s' % (e.get("name"), json.dumps(e.get("marker"))))
 
 
 CHECKS = {"sweep": check_sweep, "curves": check_curves, "bias": check_bias}  # the kinds, in the order named

@@ -1,4 +1,4 @@
-"""How lines look: a method's colour (its scheme's registry colour; a variant's a shade of it derived from its
+"""How lines look: a method's colour (its scheme's, theme.SCHEME_STYLES; a variant's a shade of it derived from its
 label's digest), and each line of a figure a marker and a dash pattern of its own, by its order in the figure, so
 lines are told apart in greyscale; the registry's styles read from `rpb schemes --json`."""
 import colorsys
@@ -22,11 +22,14 @@ def _digest(text):
 
 
 def base_style(scheme, styles=None):
-    """The scheme's colour and marker from the request's styles (rpb's registry), else from theme.FALLBACK_* by
-    the scheme name's digest (deterministic: the same in every figure and every run)."""
+    """The scheme's colour and marker: a request's own (its styles entry giving both), else theme.SCHEME_STYLES',
+    else from theme.FALLBACK_* by the scheme name's digest (deterministic: the same in every figure and every run),
+    so a scheme new to rpb is drawn without an entry here."""
     for entry in (styles or {}).get("schemes", []):
         if entry.get("name") == scheme and entry.get("color") and entry.get("marker"):
             return Style(entry["color"], entry["marker"])
+    if scheme in theme.SCHEME_STYLES:
+        return Style(*theme.SCHEME_STYLES[scheme])
     d = _digest(scheme)
     colors, markers = theme.FALLBACK_COLORS, theme.FALLBACK_MARKERS
     return Style(colors[d[0] % len(colors)], markers[d[1] % len(markers)])

@@ -6,7 +6,17 @@ LEGEND_ROW = 0.21  # inches per legend row under a panel (the bias figures' lege
 GRID_COLUMNS = 3  # a figure of one row or one column of panels is wrapped into rows of at most this many
 DPI = 150  # png resolution
 BAND_ALPHA = 0.18  # the mean ± std band's opacity
-# The palette and markers of a scheme the request's styles do not list (matplotlib's tab10, its filled markers).
+# Each scheme's colour and marker (rpb schemes --json lists the schemes): distinct among the schemes of one dims, a
+# 2-D scheme in its 1-D relative's colour. Presentation only: a scheme without an entry gets a fallback below.
+SCHEME_STYLES = {
+    "learned": ("#8c564b", "v"), "sinusoidal": ("#e377c2", "P"), "rope": ("#9467bd", "D"), "t5": ("#1f77b4", "o"),
+    "shaw": ("#ff7f0e", "s"), "log_decay": ("#bcbd22", "X"), "kerple_power": ("#637939", "d"),
+    "alibi": ("#2ca02c", "^"), "xpos": ("#393b79", "*"), "fire": ("#17becf", "H"),
+    "swin": ("#d62728", "h"), "swin_v2": ("#17becf", "p"), "learned2d": ("#8c564b", "v"),
+    "sinusoidal2d": ("#e377c2", "P"), "alibi2d": ("#2ca02c", "^"), "clipped2d": ("#ff7f0e", "s"),
+    "none": ("#7f7f7f", "x"),
+}
+# The palette and markers of a scheme SCHEME_STYLES does not list (matplotlib's tab10, its filled markers).
 FALLBACK_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 FALLBACK_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")

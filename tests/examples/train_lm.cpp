@@ -47,6 +47,7 @@ int main() {
     const Tensor loss = model.loss(x, y);  // mean cross-entropy over (B, T) next tokens
     backward(loss);
     adamw.step(3e-3);
+    model.project_parameters();  // constrained parameters back in range (kerple_power's); a no-op for T5
     if (step % 50 == 0) std::printf("step %3lld  loss %.4f\n", static_cast<long long>(step), loss.item());
   }
   // Evaluation: held-out sequences at the train length and at 4x, without recording a tape.

@@ -1,8 +1,8 @@
 """python/rpb_torch.py against rpb: for every 1-D position scheme, train a tiny model with build/rpb, then
 score the same held-out tokens with `rpb eval` and with the PyTorch model rpb_torch builds from the checkpoint;
-the perplexities must agree to 1e-4 (relative) at 1x and 4x the train length. The copies of the scheme registry
-(rpb_torch's builders, its scaled schemes and per-layer modules, the keys each builder reads; this test's RUNS and
-CONFIG) are checked against `rpb schemes --json`: a difference fails naming it. rpb_torch.tokenizer gives the ids
+the perplexities must agree to 1e-4 (relative) at 1x and 4x the train length. rpb_torch builds its models from
+`rpb schemes --json`; what it holds per scheme (a forward for each 1-D scheme, the keys each reads, its per-layer
+modules) and this test's RUNS and CONFIG are checked against the registry: a difference fails naming it. rpb_torch.tokenizer gives the ids
 rpb's stored tokenizer gives (eval_tokens --encode) for a bytes, a chars and a SentencePiece text run (the last
 skipped where Python's sentencepiece is missing).
 
@@ -118,6 +118,7 @@ RUNS = {
     "rope_yarn": dict(scheme="rope", rope_scaling="yarn", yarn_beta_fast="8.0", yarn_attention_factor="1.2"),
     "xpos": dict(xpos_scale_base=8),  # a small scale base: the decay matters at 16 and 64 positions
     "xpos_blockwise": dict(scheme="xpos", xpos_scale_base=8, blockwise="true"),  # 4 blocks of 16 at 64
+    "kerple_power": dict(share_position="false", heads=4),  # a and p per head and per layer
     "none": dict(),
 }
 
@@ -182,21 +183,15 @@ class RegistryCopies(unittest.TestCase):
         self.assertFalse(missing or extra, f"{what}: rpb's 1-D schemes {missing} are missing, {extra} are not "
                                            "registered 1-D schemes (rpb schemes --json)")
 
-    def test_rpb_torch_builds_every_1d_scheme(self):
-        self.assertSameNames(rpb_torch.SCHEMES, "rpb_torch.POSITION_BUILDERS")
-        self.assertEqual(list(rpb_torch.SCHEMES), self.names, "rpb_torch.POSITION_BUILDERS: not the registry's order")
+    def test_rpb_torch_has_a_forward_for_every_1d_scheme(self):
+        self.assertSameNames(rpb_torch.FORWARDS, "rpb_torch.FORWARDS (@scheme)")
 
     def test_runs_cover_every_1d_scheme(self):
         self.assertSameNames({options.get("scheme", run) for run, options in RUNS.items()}, "RUNS")
 
-    def test_scaled_schemes_are_the_registrys(self):
-        scaled = [s["name"] for s in self.schemes if s["embedding"] == "scaled"]
-        self.assertEqual(sorted(rpb_torch.SCALED_SCHEMES), sorted(scaled),
-                         "rpb_torch.SCALED_SCHEMES against the registry's `embedding` column")
-
     def test_each_builder_reads_its_schemes_options(self):
         for s in self.schemes:
-            if s["name"] not in rpb_torch.POSITION_BUILDERS:
+            if s["name"] not in rpb_torch.FORWARDS:
                 continue  # test_rpb_torch_builds_every_1d_scheme names it
             with self.subTest(scheme=s["name"]):
                 table = RecordingTable({k: o["default"] for k, o in self.options.items() if o["table"] == "position"},
@@ -218,7 +213,7 @@ class RegistryCopies(unittest.TestCase):
         # nn/transformer.cpp's positions_per_layer: model.share_position = false gives each layer its own module when
         # the registry's row says per_layer and the module has parameters.
         for s in self.schemes:
-            if s["name"] not in rpb_torch.POSITION_BUILDERS:
+            if s["name"] not in rpb_torch.FORWARDS:
                 continue
             with self.subTest(scheme=s["name"]):
                 config = run_config(s["name"], share_position="false", learnable_lambda="true")
@@ -305,7 +300,7 @@ class RpbTorch(unittest.TestCase):
         os.symlink(os.path.join(SOURCE, "python"), os.path.join(root, "python"))
         os.symlink(self.checkpoints["t5"], os.path.join(root, "checkpoints", "t5", "step_00000600.h5"))
         out = subprocess.run([sys.executable, "-c", blocks[0]], cwd=root, check=True, capture_output=True,
-                             text=True).stdout
+                             text=True, env=dict(os.environ, RPB_BIN=os.path.abspath(ARGS.rpb))).stdout
         self.assertRegex(out, r"^torch.Size\(\[1, 64, 8\]\) \d+\.\d+$")
 
     def test_perplexity_checks_its_tokens(self):
@@ -473,6 +468,7 @@ def main():
         pass
     sys.path.insert(0, os.path.join(SOURCE, "python"))
     import rpb_torch
+    rpb_torch.registry(rpb_schemes())  # the registry of the rpb under test, not of whatever $RPB_BIN names
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

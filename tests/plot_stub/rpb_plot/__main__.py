@@ -25,8 +25,9 @@ def check_styles(styles):
     schemes = styles["schemes"]
     need(isinstance(schemes, list) and schemes, "styles.schemes: expected a non-empty list")
     for s in schemes:
-        need(set(s) >= {"name", "label", "dims", "color", "marker"}, f"styles.schemes: {s} lacks a field")
-        need(len(s["color"]) == 7 and s["color"][0] == "#", f"styles.schemes: {s['name']}'s colour {s['color']}")
+        need(set(s) >= {"name", "label", "dims"}, f"styles.schemes: {s} lacks a field")
+        need("color" not in s or (len(s["color"]) == 7 and s["color"][0] == "#"),
+             f"styles.schemes: {s['name']}'s colour {s.get('color')}")
 
 
 def check_sweep(b):
