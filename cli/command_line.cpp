@@ -2,6 +2,7 @@
 #include "cli/command_line.h"
 
 #include "core/text.h"
+#include "train/dist/distributed.h"
 #include "train/io/provenance.h"
 
 namespace rpb {
@@ -21,6 +22,16 @@ std::string resume_command(const std::vector<std::string>& argv, bool train, int
   }
   if (train) c += " --resume";
   return terminal_text(c, 1000);  // control bytes escaped; a backslash stays one, as the shell reads it
+}
+
+std::string resume_hint(const std::string& verb, const std::string& config,
+                        const std::vector<std::string>& overrides) {
+  std::vector<std::string> argv = process_command();
+  if (argv.empty()) {
+    argv = {"rpb", verb, config};
+    for (const std::string& o : overrides) argv.insert(argv.end(), {"--set", o});
+  }
+  return resume_command(argv, verb == "train", dist::size());
 }
 
 }  // namespace rpb

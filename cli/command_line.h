@@ -14,4 +14,9 @@ namespace rpb {
 /// "--max-memory", "2G"} gives "./rpb train 'my run.toml' --max-memory 2G --resume".
 std::string resume_command(const std::vector<std::string>& argv, bool train, int ranks);
 
+/// The command that goes on with an interrupted `rpb <verb> <config> [--set ...]` (train, extrapolate): resume_command
+/// of the command line as it was run (process_command), or, when rpb runs as a library, of one made of the
+/// arguments; for this process's MPI ranks (train/dist/distributed.h).
+std::string resume_hint(const std::string& verb, const std::string& config, const std::vector<std::string>& overrides);
+
 }  // namespace rpb

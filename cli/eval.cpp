@@ -1,4 +1,4 @@
-// rpb/cli/eval.cpp: `rpb eval`, and the evaluation table and record `rpb train` shares.
+// rpb/cli/eval.cpp: `rpb eval` (its record and tables: cli/eval_report.cpp).
 #include "cli/eval.h"
 
 #include <spdlog/spdlog.h>
@@ -12,13 +12,16 @@
 #include <iostream>
 #include <set>
 
+#include "cli/common_options.h"
+#include "cli/eval_report.h"
 #include "core/text.h"
+#include "nn/limits.h"
 #include "nn/position.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/checkpoint/data_identity.h"
 #include "train/checkpoint/stored_model.h"
 #include "train/config/run_identity.h"
-#include "train/data/task.h"
+#include "train/data/kjv.h"
 #include "train/data/task_registry.h"
 #include "train/data/tokenizer.h"
 #include "train/io/input_file.h"
@@ -27,6 +30,7 @@
 #include "train/run/log_format.h"
 #include "train/run/output_file.h"
 #include "train/run/run_folder.h"
+#include "train/trainer.h"
 
 namespace fs = std::filesystem;
 
@@ -161,14 +165,6 @@ std::string set_eval_text(RunConfig& cfg, const data::TaskInfo& task, const Eval
   return recorded;
 }
 
-// A line of the evaluation in the run's train.log (appended with one write, like the run's own lines).
-void log_in_run(const std::string& run_dir, const std::string& line) {
-  auto sink = std::make_shared<LogFileSink>((fs::path(run_dir) / kTrainLogFileName).string());
-  spdlog::logger log("eval", sink);
-  log.set_pattern(log_pattern());
-  log.info("{}", line);
-}
-
 // What `o` asks that changes the record (train/run/eval_record.h EvalRecordOptions), which names its file.
 EvalRecordOptions record_options(const EvalOptions& o, const EvalRecord& record) {
   EvalRecordOptions r;
@@ -184,137 +180,6 @@ EvalRecordOptions record_options(const EvalOptions& o, const EvalRecord& record)
 }
 
 }  // namespace
-
-EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& results, const std::string& file,
-                            int64_t step, const std::string& sha256) {
-  const nn::PositionOptions po = run.config().position();
-  EvalRecord r;
-  r.checkpoint = fs::path(file).filename().string();
-  r.step = step;
-  r.checkpoint_sha256 = sha256;
-  r.config_digest = config_digest(run.config());
-  r.run = run.config().name;
-  r.scheme = po.scheme;
-  r.untrained = nn::scheme_info(po).row_table ? nn::untrained_name(po.untrained) : "";
-  if (po.rope_scaling != nn::RopeScaling::none) {
-    r.rope_scaling = nn::rope_scaling_name(po.rope_scaling);
-    r.rope_factor = nn::resolved_rope_factor(po.rope_factor, po.max_eval_multiplier);
-  }
-  r.task = run.describe();
-  r.train_length = run.config().length;
-  r.max_length = nn::scheme_info(po).max_length(po);
-  r.optimal_perplexity = run.optimal_perplexity();
-  r.lengths = results;
-  r.options.stride = run.config().dims() == 1 ? run.config().eval_stride : 0;
-  r.text_sha256 = run.data_identity().text_sha256;
-  // `rpb eval` sets what it verified.
-  r.text = text_match_name(r.text_sha256.empty() ? TextMatch::generated : TextMatch::same);
-  r.provenance = current_provenance();
-  return r;
-}
-
-namespace {
-
-// Passkey retrieval's accuracy per tenth of depth (rows) and length (columns): the needle-in-a-haystack picture.
-void print_depth_grid(const EvalRecord& r, std::ostream& out) {
-  out << "\nAccuracy (%) by depth of the key (rows: tenths of the context, from its start) and length:\n\n| depth |";
-  for (const LengthResult& l : r.lengths) out << " " << l.length << " |";
-  out << "\n|---|";
-  for (std::size_t i = 0; i < r.lengths.size(); ++i) out << "---|";
-  out << "\n";
-  for (int64_t b = 0; b < kDepthBins; ++b) {
-    out << "| " << std::fixed << std::setprecision(1) << static_cast<double>(b) / kDepthBins << "-"
-        << static_cast<double>(b + 1) / kDepthBins << " |";
-    for (const LengthResult& l : r.lengths) {
-      if (static_cast<std::size_t>(b) < l.depth_accuracy.size()) out << " " << 100 * l.depth_accuracy[b] << " |";
-      else out << " n/a |";
-    }
-    out << "\n";
-  }
-  out << "\n" << (r.lengths.empty() ? 0 : r.lengths.front().samples_per_depth)
-      << " samples per depth and length; greedy decoding of the answer after the query, exact match.\n";
-}
-
-}  // namespace
-
-void print_eval_table(const EvalRecord& r, std::ostream& out) {
-  // A text task's tokens stand for bytes of text: bits per byte compare runs with different tokenizers.
-  const bool bytes = std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.bytes > 0; });
-  const bool accuracy =  // passkey retrieval's
-      std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.accuracy.has_value(); });
-  out << "| length | x train | NLL (nats) | perplexity |" << (bytes ? " bits per byte |" : "")
-      << (accuracy ? " accuracy (%) |" : "") << "\n|---|---|---|---|" << (bytes ? "---|" : "")
-      << (accuracy ? "---|" : "") << "\n";
-  for (const LengthResult& l : r.lengths) {
-    out << "| " << l.length << " | " << l.multiplier << "x | ";
-    if (l.nll) {
-      out << std::fixed << std::setprecision(4) << *l.nll << " | " << *l.perplexity() << " |";
-      if (bytes) out << " " << *l.bits_per_byte() << " |";
-      if (accuracy) out << " " << std::setprecision(1) << 100 * l.accuracy.value_or(std::nan("")) << " |";
-      out << "\n";
-    } else {
-      out << "n/a | n/a (" << r.scheme << " positions end at " << r.max_length << ") |" << (bytes ? " n/a |" : "")
-          << (accuracy ? " n/a |" : "") << "\n";
-    }
-  }
-  if (accuracy) print_depth_grid(r, out);
-  // What the table shows, under it: the task's description is a long line.
-  if (accuracy)
-    out << "\nThe answer's NLL and perplexity and greedy decoding's accuracy on the held-out test samples, trained at "
-           "length " << r.train_length << ", checkpoint " << r.checkpoint << " (step " << r.step << "), "
-        << r.tokens() << " answer tokens scored at each length";
-  else
-    out << "\nPerplexity on the held-out test split, trained at length " << r.train_length << ", checkpoint "
-        << r.checkpoint << " (step " << r.step << "), " << r.tokens() << " tokens scored at each length";
-  if (r.options.blockwise) out << ", with blockwise causal attention (blocks of " << r.train_length << ")";
-  if (r.text == "other") out << ", on another text than the training text (sha256 " << r.text_sha256 << ")";
-  if (r.text == "unverified") out << " (the text could not be verified: the checkpoint records no training text)";
-  out << ".\nProtocol: " << eval_protocol_text(r.options.stride);
-  if (r.options.stride > 0)
-    out << " (windows of each length advanced by S = " << r.options.stride
-        << ", each scoring its last S targets: every token once, with at least the length - S tokens of context)";
-  else if (accuracy)
-    out << " (each sample scored whole, its key and query within one forward)";
-  else
-    out << " (each length's tokens scored in blocks of that length, each from its own start)";
-  out << ".\nTask: " << r.task << "\n";
-  if (!r.rope_scaling.empty())
-    out << "RoPE scaling: " << r.rope_scaling << ", factor " << rope_factor_text(r.rope_factor) << "\n";
-  if (r.optimal_perplexity)
-    out << "optimal perplexity (exp of the entropy rate): " << std::fixed << std::setprecision(4)
-        << *r.optimal_perplexity << "\n";
-  out.unsetf(std::ios::fixed);
-}
-
-void print_attention_tables(const EvalRecord& r, std::ostream& out) {
-  for (const LengthResult& l : r.lengths) {
-    out << "\nAttention at length " << l.length << " (" << l.multiplier << "x): ";
-    if (l.attention.empty()) {
-      out << (!l.nll ? "n/a (the model cannot run at this length)\n"
-                     : "not measured\n");
-      continue;
-    }
-    out << "mean distance (positions; on a grid, cells) and entropy (nats) per head, over the evaluation's sample\n\n"
-        << "| layer | head | mean distance | entropy |\n|---|---|---|---|\n";
-    for (std::size_t a = 0; a < l.attention.mean_distance.size(); ++a)
-      for (std::size_t h = 0; h < l.attention.mean_distance[a].size(); ++h)
-        out << "| " << a << " | " << h << " | " << std::fixed << std::setprecision(3)
-            << l.attention.mean_distance[a][h] << " | " << l.attention.entropy[a][h] << " |\n";
-  }
-  out.unsetf(std::ios::fixed);
-}
-
-std::string record_evaluation(const std::string& run_dir, const EvalRecord& record) {
-  const std::string path = write_eval_record(run_dir, record);
-  std::ostringstream line;
-  line << "evaluation of " << record.checkpoint << " (" << record.tokens() << " tokens) recorded in "
-       << fs::path(path).lexically_relative(run_dir).string() << ": perplexity";
-  for (const LengthResult& l : record.lengths)
-    line << " " << l.length << "=" << (l.perplexity() ? fmt::format("{:.4f}", *l.perplexity()) : "n/a");
-  log_in_run(run_dir, line.str());
-  spdlog::info("evaluation recorded in {}", path);
-  return path;
-}
 
 int cmd_eval(const EvalOptions& o) {
   check_lengths_option(o.lengths);
@@ -369,6 +234,91 @@ int cmd_eval(const EvalOptions& o) {
   }
   if (!ref.run_dir.empty() && !o.no_record) record_evaluation(ref.run_dir, record);
   return 0;
+}
+
+int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths, const std::string& kjv_path) {
+  EvalOptions o;
+  o.checkpoint = checkpoint;
+  o.lengths = lengths;
+  o.kjv_path = kjv_path;
+  return cmd_eval(o);
+}
+
+namespace {
+
+// What eval --tokens does per task: "markov and lag generate a test stream long enough (grid2d: the cells scored)",
+// from the task registry's held-out rules.
+std::string tokens_help() {
+  std::vector<std::string> generated, grids;
+  for (const data::TaskInfo& t : data::tasks()) {
+    if (t.held_out == data::HeldOut::eval_tokens) generated.emplace_back(t.name);
+    if (t.held_out == data::HeldOut::grids) grids.emplace_back(t.name);
+  }
+  return join(generated, " and ") + " generate a test stream long enough (" + join(grids, ", ") + ": the cells scored)";
+}
+
+}  // namespace
+
+CommandRunner add_eval_command(CLI::App& cmd) {
+  struct Args {
+    EvalOptions eval;
+    std::string max_memory;
+  };
+  auto a = std::make_shared<Args>();
+  add_checkpoint_argument(cmd, a->eval.checkpoint);
+  cmd.add_option("--lengths", a->eval.lengths,
+                 "comma-separated lengths (multiples of the train length), each once, at most 64")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, nn::limits::kMaxSequence));
+  cmd.add_option("--data,--kjv-path", a->eval.kjv_path,
+                 "the text to evaluate on (kjv runs: default checkpoints/data/kjv.txt; " +
+                     join(data::task_names_with(&data::TaskInfo::stores_tokenizer), ", ") +
+                     " runs: the corpus, a file or a folder, encoded with the checkpoint's tokenizer; default: the "
+                     "run's task.path); it must be the training text (its SHA-256 is checked) unless --other-text");
+  cmd.add_flag("--other-text", a->eval.other_text,
+               join(data::task_names_with(&data::TaskInfo::reads_text), ", ") +
+                   " runs: evaluate on a text other than the one the checkpoint was trained on (kjv: the same "
+                   "characters; the record names its SHA-256 and that it is not the training text)");
+  cmd.add_option("--tokens", a->eval.tokens,
+                 "target tokens scored at every length (rounded down to a multiple of the longest), instead of "
+                 "run.eval_tokens; " + tokens_help())
+      ->check(CLI::Range(int64_t{1}, run_limits::kMaxTokens));
+  cmd.add_option("--untrained", a->eval.untrained,
+                 "t5, shaw, clipped2d: what evaluation reads at a table row training never read: keep (the row) or "
+                 "nearest (its nearest trained row); default: the stored config's position.untrained")
+      ->check(CLI::IsMember(nn::untrained_names()));
+  cmd.add_option("--stride", a->eval.stride,
+                 "sliding-window evaluation: windows of each length advanced by this many tokens, each scoring its "
+                 "last S targets (every token once, with at least length - S tokens of context; S = the length is "
+                 "nonoverlapping); 0: nonoverlapping segments; default: the stored config's run.eval_stride")
+      ->check(CLI::Range(int64_t{0}, nn::limits::kMaxSequence));
+  cmd.add_option("--rope-scaling", a->eval.rope_scaling,
+                 "rope runs: the frequencies past the train length (position.rope_scaling): none, linear "
+                 "(position interpolation), ntk (static NTK-aware), dynamic (dynamic NTK) or yarn, as Hugging Face "
+                 "computes them; default: the stored config's")
+      ->check(CLI::IsMember(nn::rope_scaling_names()));
+  cmd.add_option("--rope-factor", a->eval.rope_factor,
+                 "rope runs: the scaling factor (position.rope_factor, at least 1); default: the stored config's, "
+                 "whose 0 means the largest evaluation length over the train length")
+      ->check(CLI::Range(1.0, nn::limits::rope_factor.hi));
+  cmd.add_flag("--blockwise", a->eval.blockwise,
+               "xpos: blockwise causal attention, each query over its block of the train length and the one before "
+               "(position.blockwise = true; default: the stored config's)");
+  add_device_option(cmd, a->eval.device,
+                    "where to evaluate: cpu (the default, whatever device trained the checkpoint) or cuda");
+  cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
+  cmd.add_flag("--diagnostics", a->eval.diagnostics,
+               "after the perplexity table, print each length's attention per layer and head: mean distance and "
+               "entropy (measured even when the stored run.eval_diagnostics is false)");
+  cmd.add_flag("--no-record", a->eval.no_record, "do not write the record into the run folder's eval/");
+  cmd.add_option("--out", a->eval.out,
+                 "also write the JSON record to this file (any checkpoint, in a run folder or not): a new or replaced "
+                 "regular file, never a link, a device, an input file or a file rpb manages in a run folder");
+  add_memory_option(cmd, a->max_memory);
+  return [a] {
+    apply_memory_option(a->max_memory);
+    return cmd_eval(a->eval);
+  };
 }
 
 }  // namespace rpb

@@ -1,5 +1,5 @@
-// rpb/cli/eval.h: `rpb eval` (perplexity of a checkpoint at several lengths) and the evaluation table and record that
-// `rpb train` shares.
+// rpb/cli/eval.h: `rpb eval`, perplexity of a checkpoint at several lengths (its record and tables:
+// cli/eval_report.h).
 #pragma once
 
 #include <cstdint>
@@ -8,8 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "train/run/eval_record.h"
-#include "train/trainer.h"
+#include "cli/command.h"
 
 namespace rpb {
 
@@ -51,21 +50,11 @@ struct EvalOptions {
 /// refused with rpb::UsageError naming --data.
 int cmd_eval(const EvalOptions& options);
 
-/// The record of `results`, evaluated by `run` from the checkpoint `file` at `step`; `sha256` is the digest of the
-/// bytes loaded from it (Checkpoint::file_sha256), not of whatever the path holds now.
-EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& results, const std::string& file,
-                            int64_t step, const std::string& sha256);
+/// Perplexity of a checkpoint at `lengths` (empty: the config's multiples of the train length). A kjv run reads
+/// the text at `kjv_path` ("": the default path), never the path stored in the checkpoint.
+int cmd_eval(const std::string& checkpoint, const std::vector<int64_t>& lengths, const std::string& kjv_path = "");
 
-/// The perplexity table of `record` (markdown), as `rpb train` and `rpb eval` print it, and under it what it shows:
-/// the checkpoint, the tokens scored, the protocol ("Protocol: nonoverlapping segments ..." or "Protocol: sliding
-/// window, stride 32 ..."), the task's description and its optimal perplexity.
-void print_eval_table(const EvalRecord& record, std::ostream& out);
-
-/// The attention diagnostics of `record`, a markdown table per length (layer, head, mean distance, entropy), as
-/// `rpb eval --diagnostics` prints them after the perplexity table; a line saying why where a length has none.
-void print_attention_tables(const EvalRecord& record, std::ostream& out);
-
-/// Writes `record` into `run_dir`/eval/ and says where on stderr; returns the file.
-std::string record_evaluation(const std::string& run_dir, const EvalRecord& record);
+/// Adds `rpb eval`'s arguments to `cmd` (the registry's row in cli/commands.cpp).
+CommandRunner add_eval_command(CLI::App& cmd);
 
 }  // namespace rpb

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "cli/common_options.h"
 #include "core/text.h"
 #include "core/unicode.h"
 #include "nn/generate.h"
@@ -15,6 +16,8 @@
 #include "train/checkpoint/stored_model.h"
 #include "train/config/memory.h"
 #include "train/data/passkey.h"
+#include "train/data/passkey_prompt.h"
+#include "train/data/kjv.h"
 #include "train/data/task.h"
 #include "train/data/task_registry.h"
 #include "train/data/tokenizer.h"
@@ -40,65 +43,6 @@ std::vector<int64_t> parse_token_prompt(const std::string& prompt, int64_t vocab
   }
   RPB_CHECK(!ids.empty(), "--prompt", "expected at least one token id in [0, ", vocab, "), found \"",
             printable(prompt, 40), "\"");
-  return ids;
-}
-
-namespace {
-
-// The end of the run of ASCII digits at `i` in `s`.
-std::size_t digits_end(const std::string& s, std::size_t i) {
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-  return i;
-}
-
-// Checks the digits after a marker at byte `at` as the task lays a sample out (data::PasskeyLayout): the key marker
-// once, followed by exactly `digits` digits; the query marker once, after the key block, followed by at most `digits`
-// (the start of the answer).
-void check_marker(int64_t marker, std::size_t at, int64_t found, int64_t digits, bool key_seen) {
-  const std::string name = data::passkey_marker_text(marker);
-  const std::string where = name + " at byte " + std::to_string(at);
-  if (marker == data::kPasskeyKeyMarker) {
-    RPB_CHECK(!key_seen, "--prompt", "a second ", where, "; expected one key block (", name, " and the key's ",
-              digits, " digits)");
-    RPB_CHECK(found == digits, "--prompt", where, " is followed by ", found, " digits; expected the key's ", digits,
-              " (task.passkey_digits of the checkpoint's run)");
-    return;
-  }
-  const std::string key = data::passkey_marker_text(data::kPasskeyKeyMarker);
-  RPB_CHECK(key_seen, "--prompt", where, " asks for the key, and no ", key, " block comes before it; expected ", key,
-            " and its ", digits, " digits earlier in the prompt");
-  RPB_CHECK(found <= digits, "--prompt", where, " is followed by ", found, " digits; expected at most the key's ",
-            digits, " (the start of the answer)");
-}
-
-}  // namespace
-
-std::vector<int64_t> encode_passkey_prompt(const data::Tokenizer& tokenizer, const std::string& prompt,
-                                           int64_t digits) {
-  RPB_CHECK(!prompt.empty(), "--prompt", "expected some text, found an empty prompt");
-  const int64_t base = tokenizer.vocab();
-  std::vector<int64_t> ids;
-  bool key_seen = false;
-  std::size_t i = 0;
-  while (i < prompt.size()) {
-    std::size_t next = std::string::npos;
-    int64_t marker = 0;
-    for (const int64_t m : {data::kPasskeyKeyMarker, data::kPasskeyQueryMarker})
-      if (const std::size_t at = prompt.find(data::passkey_marker_text(m), i); at < next) next = at, marker = m;
-    const std::string text = prompt.substr(i, next == std::string::npos ? std::string::npos : next - i);
-    for (const int32_t id : tokenizer.encode(text)) ids.push_back(id);
-    if (next == std::string::npos) break;
-    const std::size_t first = next + std::string(data::passkey_marker_text(marker)).size();
-    i = digits_end(prompt, first);
-    check_marker(marker, next, static_cast<int64_t>(i - first), digits, key_seen);
-    ids.push_back(base + marker);
-    for (std::size_t d = first; d < i; ++d) ids.push_back(base + (prompt[d] - '0'));
-    key_seen = key_seen || marker == data::kPasskeyKeyMarker;
-    RPB_CHECK(marker != data::kPasskeyQueryMarker || i == prompt.size(), "--prompt", "\"",
-              printable(prompt.substr(i), 40), "\" follows ", data::passkey_marker_text(marker), " at byte ", next,
-              "; expected the prompt to end with the query and at most the answer's first digits (the model "
-              "generates the rest)");
-  }
   return ids;
 }
 
@@ -202,7 +146,7 @@ int cmd_generate(const GenerateRequest& r) {
   std::vector<int64_t> prompt;
   try {
     prompt = kjv                          ? encode_kjv_prompt(*kjv, r.prompt)
-             : tokenizer && row.retrieval ? encode_passkey_prompt(*tokenizer, r.prompt, cfg.task.passkey_digits)
+             : tokenizer && row.retrieval ? data::encode_passkey_prompt(*tokenizer, r.prompt, cfg.task.passkey_digits)
              : tokenizer                  ? encode_text_prompt(*tokenizer, r.prompt)
                                           : parse_token_prompt(r.prompt, model.options().vocab);
   } catch (const Error& e) {
@@ -255,9 +199,7 @@ CommandRunner add_generate_command(CLI::App& cmd) {
   };
   auto a = std::make_shared<Args>();
   GenerateRequest& r = a->request;
-  cmd.add_option("checkpoint", r.checkpoint,
-                 "a checkpoint .h5 file, a run folder (its latest checkpoint) or a run folder's `latest` file")
-      ->required();
+  add_checkpoint_argument(cmd, r.checkpoint);
   cmd.add_option("--prompt", r.prompt, prompt_help())->required();
   cmd.add_option("--tokens", r.tokens, "new tokens (may pass the train length; not the scheme's longest length)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));

@@ -1,7 +1,11 @@
 // rpb/cli/generate.h: `rpb generate`, tokens from a trained checkpoint (KV-cache decoding, nn/generate.h).
 #pragma once
 
-#include "cli/commands.h"
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
 
 namespace rpb {
 
@@ -29,19 +33,5 @@ CommandRunner add_generate_command(CLI::App& cmd);
 /// The token ids of a markov or lag prompt: decimal ids separated by spaces and/or commas, each in [0, vocab).
 /// Throws rpb::Error naming --prompt, the offending word and the vocabulary.
 std::vector<int64_t> parse_token_prompt(const std::string& prompt, int64_t vocab);
-
-namespace data {
-class Tokenizer;
-}
-
-/// The ids of a passkey_text prompt: its text encoded by `tokenizer`, each "<key>" and "<query>"
-/// (data::passkey_marker_text) the task's marker id, and the digits right after a marker the task's digit ids (the
-/// key, or the start of an answer); the task's ids follow the tokenizer's (data::PasskeyTask). The markers must be
-/// laid out as the task's samples lay them out for a key of `digits` digits (data::PasskeyLayout): at most one
-/// "<key>", followed by exactly `digits` digits; at most one "<query>", after the key block, followed by at most
-/// `digits` digits and nothing else. Throws rpb::Error naming --prompt, the marker and its byte for any other
-/// prompt, and for an empty one.
-std::vector<int64_t> encode_passkey_prompt(const data::Tokenizer& tokenizer, const std::string& prompt,
-                                           int64_t digits);
 
 }  // namespace rpb

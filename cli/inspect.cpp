@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "cli/common_options.h"
 #include "cli/plot_bias.h"
 #include "cli/python_runner.h"
 #include "core/text.h"
@@ -20,6 +21,7 @@
 #include "train/config/memory.h"
 #include "train/data/task_registry.h"
 #include "train/data/tokenizer.h"
+#include "train/run/checkpoint_path.h"
 
 namespace rpb {
 
@@ -204,6 +206,32 @@ void inspect_checkpoint(const std::string& file, std::ostream& out, const std::s
   for (const auto& [path, m] : model.named_modules())
     if (const auto* pos = dynamic_cast<const nn::Positional*>(m)) out << pos->report(path + ".");
   if (!plot_path.empty()) out << "\nbias plot: " << printable(plot_path) << "\n";
+}
+
+int cmd_inspect(const std::string& checkpoint, const std::string& plot_path, const std::string& plot_flag) {
+  inspect_checkpoint(resolve_checkpoint(checkpoint).file, std::cout, plot_path, plot_flag);
+  return 0;
+}
+
+CommandRunner add_inspect_command(CLI::App& cmd) {
+  struct Args {
+    std::string checkpoint;
+    std::string max_memory;
+    std::string plot, svg;
+  };
+  auto a = std::make_shared<Args>();
+  add_checkpoint_argument(cmd, a->checkpoint);
+  CLI::Option* plot = cmd.add_option(
+      "--plot", a->plot,
+      "also draw each head's position bias (against distance d = query - key; 2-D: a heatmap per head) into this "
+      "figure, .pdf, .png or .svg, with matplotlib: a new or replaced regular file, never a link, a device, the "
+      "checkpoint or a file rpb manages in a run folder");
+  cmd.add_option("--svg", a->svg, "the same as --plot (its earlier name)")->excludes(plot);
+  add_memory_option(cmd, a->max_memory);
+  return [a] {
+    apply_memory_option(a->max_memory);
+    return a->svg.empty() ? cmd_inspect(a->checkpoint, a->plot, "--plot") : cmd_inspect(a->checkpoint, a->svg, "--svg");
+  };
 }
 
 }  // namespace rpb

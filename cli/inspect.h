@@ -4,6 +4,8 @@
 #include <ostream>
 #include <string>
 
+#include "cli/command.h"
+
 namespace rpb {
 
 /// Prints the checkpoint's step, the digest of its stored config recomputed beside the config_digest it stored
@@ -16,5 +18,13 @@ namespace rpb {
 /// alias "--svg").
 void inspect_checkpoint(const std::string& file, std::ostream& out, const std::string& plot_path = "",
                         const std::string& plot_flag = "--plot");
+
+/// `rpb inspect`: the report of the checkpoint `checkpoint` names (a file, a run folder or its `latest`) on stdout,
+/// inspect_checkpoint's, with `plot_path` and `plot_flag` as it takes them; returns 0.
+int cmd_inspect(const std::string& checkpoint, const std::string& plot_path = "",
+                const std::string& plot_flag = "--plot");
+
+/// Adds `rpb inspect`'s arguments to `cmd` (the registry's row in cli/commands.cpp).
+CommandRunner add_inspect_command(CLI::App& cmd);
 
 }  // namespace rpb

@@ -1,4 +1,4 @@
-// build/rpb: the command-line interface. The subcommands are the registry of cli/commands.h.
+// build/rpb: the command-line interface. The subcommands are the registry of cli/command.h.
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -14,7 +14,7 @@
 
 #include "cli/command_line.h"
 #include "train/io/provenance.h"
-#include "cli/commands.h"
+#include "cli/command.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "train/config/memory.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
+#include "cli/command.h"
 
 namespace rpb {
 

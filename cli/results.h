@@ -6,7 +6,7 @@
 #include <iostream>
 #include <string>
 
-#include "cli/commands.h"
+#include "cli/command.h"
 
 namespace rpb {
 

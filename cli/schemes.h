@@ -7,7 +7,7 @@
 
 #include <iostream>
 
-#include "cli/commands.h"
+#include "cli/command.h"
 
 namespace rpb {
 

@@ -593,7 +593,7 @@ def load(path):
 def perplexity(model, tokens, length, batch=16):
     """exp(mean NLL) over the non-overlapping segments of `length` of `tokens` (a 1-D sequence of N + 1
     token ids, N a multiple of `length`): segment s has inputs tokens[s*l : s*l+l] and targets shifted by
-    one, as `rpb eval` cuts its held-out stream (train/data/task.h, make_eval_segments)."""
+    one, as `rpb eval` cuts its held-out stream (train/data/eval_segments.h, make_eval_segments)."""
     tokens = torch.as_tensor(tokens, dtype=torch.long).flatten()
     n = tokens.numel() - 1
     if n < length or n % length != 0:

@@ -1,4 +1,5 @@
-// Token sources, training batches and evaluation segments (train/data/task.h).
+// Token sources, training batches and evaluation segments (train/data/task.h, markov.h, lag.h, kjv.h, sampling.h,
+// batch_sampler.h, eval_segments.h).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -16,6 +17,12 @@
 #include <vector>
 
 #include "test_util.h"
+#include "train/data/batch_sampler.h"
+#include "train/data/eval_segments.h"
+#include "train/data/kjv.h"
+#include "train/data/lag.h"
+#include "train/data/markov.h"
+#include "train/data/sampling.h"
 #include "train/data/task.h"
 
 using namespace rpb;

@@ -11,6 +11,7 @@
 #include "test_util.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/checkpoint/data_identity.h"
+#include "train/data/kjv.h"
 #include "train/data/task.h"
 #include "train/io/sha256.h"
 

@@ -18,6 +18,7 @@
 #include "nn/transformer.h"
 #include "test_util.h"
 #include "train/config/config.h"
+#include "train/data/eval_segments.h"
 #include "train/data/task.h"
 #include "train/run/eval_record.h"
 #include "train/sweep/results.h"

@@ -21,6 +21,7 @@
 #include "train/checkpoint/checkpoint.h"
 #include "train/config/config.h"
 #include "train/config/memory.h"
+#include "train/data/kjv.h"
 #include "train/data/task.h"
 #include "train/io/sha256.h"
 #include "train/trainer.h"

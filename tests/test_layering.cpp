@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,7 +55,8 @@ const std::vector<Layer> kLayers = {
 const std::vector<std::string> kInternalHeaders = {
     "core/ops/kernels.h",          "nn/position/common.h",           "nn/window_common.h",
     "train/checkpoint/hdf5_util.h", "train/checkpoint/hdf5_guard.h", "train/checkpoint/hdf5_vlen.h",
-    "train/data/data_detail.h",    "train/config/toml_table.h", "train/config/config_detail.h"};
+    "train/data/data_detail.h",    "train/config/toml_table.h", "train/config/config_detail.h",
+    "train/checkpoint/checkpoint_metrics.h"};
 
 /// The layer a path from the source root belongs to: the longest layer folder it lies in ("" for none).
 std::string layer_of(const std::string& path) {
@@ -174,6 +176,70 @@ std::vector<std::string> sub_folder_loops(const fs::path& root, const std::strin
   return out;
 }
 
+/// A file's unit: its path without the extension (cli/eval.h and cli/eval.cpp are the unit cli/eval).
+std::string unit_of(const std::string& file) { return fs::path(file).replace_extension().generic_string(); }
+
+/// The files of `folder` (not its sub-folders), each with the headers of `folder` it includes.
+std::map<std::string, std::vector<std::string>> folder_includes(const fs::path& root, const std::string& folder) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& e : fs::directory_iterator(root / folder)) {
+    if (!e.is_regular_file() || !is_source(e.path())) continue;
+    const std::string file = fs::relative(e.path(), root).generic_string();
+    std::vector<std::string>& headers = out[file];
+    for (const std::string& h : includes_of(root, file))
+      if (fs::path(h).parent_path().generic_string() == folder) headers.push_back(h);
+  }
+  return out;
+}
+
+/// Arrows back up among the units of one folder (`includes`: file -> the headers of the folder it includes): units
+/// that include each other, directly or through other units, so that neither lies below the other (cli/commands.cpp
+/// including cli/generate.h, whose cli/commands.h it includes back). One line per group of such units: the units,
+/// then each include between two of them.
+std::vector<std::string> unit_loops(const std::map<std::string, std::vector<std::string>>& includes) {
+  std::map<std::string, std::set<std::string>> next;  // unit -> the other units its files include
+  for (const auto& entry : includes) {
+    std::set<std::string>& to = next[unit_of(entry.first)];
+    for (const std::string& h : entry.second)
+      if (unit_of(h) != unit_of(entry.first)) to.insert(unit_of(h));
+  }
+  std::map<std::string, std::set<std::string>> reach;  // unit -> the units it reaches through one include or more
+  for (const auto& entry : next) {
+    std::set<std::string>& seen = reach[entry.first];
+    std::vector<std::string> stack(entry.second.begin(), entry.second.end());
+    while (!stack.empty()) {
+      const std::string u = stack.back();
+      stack.pop_back();
+      if (!seen.insert(u).second) continue;
+      if (const auto it = next.find(u); it != next.end()) stack.insert(stack.end(), it->second.begin(), it->second.end());
+    }
+  }
+  std::set<std::string> reported;
+  std::vector<std::string> out;
+  for (const auto& entry : reach) {
+    if (reported.count(entry.first) || !entry.second.count(entry.first)) continue;
+    std::set<std::string> group;  // the units that reach entry.first and that it reaches
+    for (const std::string& u : entry.second)
+      if (reach[u].count(entry.first)) group.insert(u);
+    reported.insert(group.begin(), group.end());
+    std::string units, links;
+    for (const std::string& u : group) {
+      units += units.empty() ? "" : ", ";
+      units += u;
+    }
+    for (const auto& file : includes)
+      for (const std::string& h : file.second)
+        if (group.count(unit_of(file.first)) && group.count(unit_of(h)) && unit_of(h) != unit_of(file.first)) {
+          links += links.empty() ? "" : ", ";
+          links += file.first;
+          links += " includes ";
+          links += h;
+        }
+    out.push_back(units + " include each other: " + links);
+  }
+  return out;
+}
+
 std::string joined(const std::vector<std::string>& lines) {
   std::string s;
   for (const std::string& l : lines) s += l + "\n";
@@ -241,4 +307,53 @@ TEST_CASE("layering: nn/position/ includes no nn/ header that includes it back (
   INFO(joined(v));
   REQUIRE(v.size() == 1);
   CHECK(v[0] == "nn/position/registry.cpp -> nn/transformer.h -> nn/attention.h includes nn/position.h");
+}
+
+TEST_CASE("layering: the files of cli/ include one way, no arrow back up between two of its units") {
+  const std::vector<std::string> loops = unit_loops(folder_includes(RPB_SOURCE_DIR, "cli"));
+  CHECK_MESSAGE(loops.empty(), "cli/ files that include each other:\n" << joined(loops));
+
+  // The registry as it was (issue 44): the table and the bodies in cli/commands.*, included by the commands' headers
+  // it includes back; a second loop through two more units.
+  const std::map<std::string, std::vector<std::string>> before = {
+      {"cli/commands.h", {}},
+      {"cli/commands.cpp", {"cli/commands.h", "cli/generate.h", "cli/plot.h", "cli/eval.h"}},
+      {"cli/generate.h", {"cli/commands.h"}},
+      {"cli/generate.cpp", {"cli/generate.h"}},
+      {"cli/plot.h", {"cli/commands.h"}},
+      {"cli/eval.h", {}},
+      {"cli/eval.cpp", {"cli/eval.h", "cli/runner.h"}},
+      {"cli/runner.h", {}},
+      {"cli/runner.cpp", {"cli/runner.h", "cli/table.h"}},
+      {"cli/table.h", {"cli/eval.h"}},
+      {"cli/main.cpp", {"cli/commands.h"}}};
+  const std::vector<std::string> v = unit_loops(before);
+  INFO(joined(v));
+  REQUIRE(v.size() == 2);
+  CHECK(v[0] == "cli/commands, cli/generate, cli/plot include each other: cli/commands.cpp includes cli/generate.h, "
+                "cli/commands.cpp includes cli/plot.h, cli/generate.h includes cli/commands.h, cli/plot.h includes "
+                "cli/commands.h");
+  CHECK(v[1] == "cli/eval, cli/runner, cli/table include each other: cli/eval.cpp includes cli/runner.h, "
+                "cli/runner.cpp includes cli/table.h, cli/table.h includes cli/eval.h");
+
+  // The registry now: the type below every command, the table above them.
+  const std::map<std::string, std::vector<std::string>> after = {
+      {"cli/command.h", {}},
+      {"cli/commands.cpp", {"cli/command.h", "cli/generate.h", "cli/plot.h"}},
+      {"cli/generate.h", {"cli/command.h"}},
+      {"cli/generate.cpp", {"cli/generate.h"}},
+      {"cli/plot.h", {"cli/command.h"}},
+      {"cli/main.cpp", {"cli/command.h"}}};
+  CHECK(unit_loops(after).empty());
+
+  // Read from files: a header that includes its includer's header back.
+  rpb::testing::TempDir tree("layering_units");
+  write_file(tree.path / "cli/command.h", "#pragma once\n#include \"cli/train.h\"\n");
+  write_file(tree.path / "cli/train.h", "#pragma once\n#include \"cli/command.h\"\n#include <string>\n");
+  write_file(tree.path / "cli/train.cpp", "#include \"train.h\"\n#include \"core/tensor.h\"\n");
+  const std::vector<std::string> w = unit_loops(folder_includes(tree.path, "cli"));
+  INFO(joined(w));
+  REQUIRE(w.size() == 1);
+  CHECK(w[0] == "cli/command, cli/train include each other: cli/command.h includes cli/train.h, cli/train.h includes "
+                "cli/command.h");
 }

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <map>
 
-#include "cli/commands.h"
+#include "cli/eval.h"
 #include "cli/inspect.h"
 #include "core/tensor.h"
 #include "test_util.h"

@@ -18,6 +18,7 @@
 #include "test_util.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/config/config.h"
+#include "train/data/eval_segments.h"
 #include "train/data/passkey.h"
 #include "train/run/eval_record.h"
 #include "train/sweep/results.h"

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <string>
 
-#include "cli/generate.h"
 #include "test_util.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/data/passkey.h"
+#include "train/data/passkey_prompt.h"
 #include "train/data/tokenizer.h"
 
 namespace passkey_text_test {
@@ -120,14 +120,14 @@ TEST_CASE("passkey_text: a held-out split too short for the longest sample is re
 TEST_CASE("passkey_text: a generate prompt writes the markers and the key's digits as the task's own ids") {
   const auto bytes = data::tokenizer_info("bytes").build(data::TokenizerCorpus::of({}, {}), {});
   // The bytes tokenizer's 256 ids, then the digits 0-9 (256..265), the key marker 266 and the query marker 267.
-  CHECK(encode_passkey_prompt(*bytes, "ab<key>12 c<query>", 2) ==
+  CHECK(data::encode_passkey_prompt(*bytes, "ab<key>12 c<query>", 2) ==
         std::vector<int64_t>{'a', 'b', 266, 257, 258, ' ', 'c', 267});
   // Digits count as the task's only right after a marker; elsewhere they are text. The query may start the answer.
-  CHECK(encode_passkey_prompt(*bytes, "7<key>12 8<query>3", 2) ==
+  CHECK(data::encode_passkey_prompt(*bytes, "7<key>12 8<query>3", 2) ==
         std::vector<int64_t>{'7', 266, 257, 258, ' ', '8', 267, 259});
-  CHECK(encode_passkey_prompt(*bytes, "no markers: filler 12", 2).size() == 21);
-  CHECK(encode_passkey_prompt(*bytes, "x <key>12 y", 2).size() == 7);  // a key, no question yet
-  CHECK(contains(error_of([&] { encode_passkey_prompt(*bytes, "", 2); }), "found an empty prompt"));
+  CHECK(data::encode_passkey_prompt(*bytes, "no markers: filler 12", 2).size() == 21);
+  CHECK(data::encode_passkey_prompt(*bytes, "x <key>12 y", 2).size() == 7);  // a key, no question yet
+  CHECK(contains(error_of([&] { data::encode_passkey_prompt(*bytes, "", 2); }), "found an empty prompt"));
   CHECK(std::string(data::passkey_marker_text(10)) == "<key>");
   CHECK(std::string(data::passkey_marker_text(11)) == "<query>");
   CHECK(contains(error_of([] { data::passkey_marker_text(3); }), "not a marker"));
@@ -150,7 +150,7 @@ TEST_CASE("passkey_text: a generate prompt whose markers the task's samples neve
   for (const auto& one : cases) {  // no structured binding: clang 14 cannot capture one in the lambda below
     const std::string prompt = one.first, message = one.second;
     CAPTURE(prompt);
-    const std::string e = error_of([&] { encode_passkey_prompt(*bytes, prompt, 3); });
+    const std::string e = error_of([&] { data::encode_passkey_prompt(*bytes, prompt, 3); });
     CHECK(contains(e, "--prompt: "));
     CHECK(contains(e, message));
   }

@@ -12,6 +12,7 @@
 
 #include "hostile_files.h"
 #include "test_util.h"
+#include "train/data/kjv.h"
 #include "train/data/task.h"
 #include "train/data/task_registry.h"
 #include "train/data/text.h"

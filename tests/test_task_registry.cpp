@@ -14,6 +14,7 @@
 #include "train/config/memory.h"
 #include "train/data/grid2d.h"
 #include "train/data/passkey.h"
+#include "train/data/sampling.h"
 #include "train/data/task_registry.h"
 #include "train/trainer.h"
 

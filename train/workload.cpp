@@ -2,7 +2,9 @@
 
 #include <filesystem>
 
-#include "train/data/task.h"
+#include "train/data/batch_sampler.h"
+#include "train/data/sampling.h"
+#include "train/data/task_options.h"
 #include "train/data/task_registry.h"
 
 namespace rpb {

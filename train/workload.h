@@ -12,7 +12,9 @@
 #include "train/checkpoint/checkpoint.h"
 #include "train/config/config.h"
 #include "train/config/model.h"
+#include "train/data/batch_sampler.h"
 #include "train/data/task.h"
+#include "train/data/task_options.h"
 #include "train/run/eval_result.h"
 
 namespace rpb {

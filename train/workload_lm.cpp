@@ -2,11 +2,13 @@
 #include <algorithm>
 
 #include "nn/transformer.h"
-#include "train/checkpoint/data_identity.h"
+#include "train/data/batch_sampler.h"
+#include "train/data/eval_segments.h"
 #include "train/data/task.h"
 #include "train/data/task_registry.h"
 #include "train/eval_progress.h"
 #include "train/data/tokenizer.h"
+#include "train/sequence_workload.h"
 #include "train/workload.h"
 
 namespace rpb {
@@ -15,9 +17,10 @@ namespace {
 
 constexpr uint64_t kSamplerSeedSalt = 0x5eed'ba7c'0000'0001ull;
 
-class LmWorkload final : public Workload {
+class LmWorkload final : public SequenceWorkload<data::BatchSampler> {
  public:
-  explicit LmWorkload(const RunConfig& c) : config_(c), task_(data::make_task(workload_task_options(c))) {
+  explicit LmWorkload(const RunConfig& c)
+      : SequenceWorkload(c, "training stream"), task_(data::make_task(workload_task_options(c))) {
     // The held-out stream must hold the longest evaluation length: known only once the task's data is read (kjv),
     // and checked now rather than after training.
     data::make_eval_plan(static_cast<int64_t>(task_->test_stream().size()), c.length, c.eval_multipliers,
@@ -31,27 +34,6 @@ class LmWorkload final : public Workload {
     if (training)
       sampler_ =
           std::make_unique<data::BatchSampler>(task_->train_stream(), c.batch, c.train_length(), c.seed ^ kSamplerSeedSalt);
-  }
-
-  nn::Module& model() override { return *model_; }
-  std::string describe() const override { return task_->describe(); }
-  std::optional<double> optimal_perplexity() const override { return task_->optimal_perplexity(); }
-  DataIdentity data_identity() const override { return rpb::data_identity(*task_); }
-  int64_t batch_tokens() const override { return config_.batch * config_.train_length(); }
-
-  Tensor next_loss(const Shard& shard, int64_t step) override {
-    RPB_CHECK(sampler_ != nullptr, "train", "the workload was built without its training stream");
-    Tensor inputs, targets;
-    sampler_->next(inputs, targets);
-    return lm_shard_loss(*model_, inputs, targets, config_.seed, step, shard);
-  }
-
-  void save_state(Checkpoint& c) const override {
-    save_token_state(c, model_->dropout_generator(), sampler_->state(), task_->vocab());
-  }
-
-  void load_state(const Checkpoint& c, const std::string& file) override {
-    sampler_->set_state(load_token_state(c, model_->dropout_generator(), file));
   }
 
   std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens,
@@ -97,6 +79,8 @@ class LmWorkload final : public Workload {
   }
 
  private:
+  const data::Task& task() const override { return *task_; }
+
   // The text bytes of targets stream[1..n] (what every length scores); 0 for a task without a tokenizer.
   int64_t scored_bytes(const data::TokenStream& stream, int64_t n) const {
     const data::Tokenizer* t = task_->tokenizer();
@@ -157,10 +141,7 @@ class LmWorkload final : public Workload {
     return attention_diagnostics(recorder.layers());
   }
 
-  RunConfig config_;
   std::unique_ptr<data::Task> task_;
-  std::unique_ptr<nn::LanguageModel> model_;
-  std::unique_ptr<data::BatchSampler> sampler_;
 };
 
 }  // namespace

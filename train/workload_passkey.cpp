@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "nn/transformer.h"
-#include "train/checkpoint/data_identity.h"
 #include "train/data/passkey.h"
 #include "train/eval_progress.h"
+#include "train/sequence_workload.h"
 #include "train/workload.h"
 
 namespace rpb {
@@ -23,9 +23,10 @@ struct Tally {
   std::vector<int64_t> correct;  // per depth bin
 };
 
-class PasskeyWorkload final : public Workload {
+class PasskeyWorkload final : public SequenceWorkload<data::PasskeySampler> {
  public:
-  explicit PasskeyWorkload(const RunConfig& c) : config_(c), task_(workload_task_options(c)) {
+  explicit PasskeyWorkload(const RunConfig& c)
+      : SequenceWorkload(c, "training samples"), task_(workload_task_options(c)) {
     // The held-out filler must hold the longest sample: a text's splits are known only once it is read, and are
     // checked now rather than at the first validation or after training.
     check_filler(data::Split::test, c.eval_multipliers, "the longest evaluation length");
@@ -35,27 +36,6 @@ class PasskeyWorkload final : public Workload {
     model_ = std::make_unique<nn::LanguageModel>(model_options(c, task_.vocab()), init_gen);
     if (c.task.use == data::DataUse::train)
       sampler_ = std::make_unique<data::PasskeySampler>(task_, c.batch, c.train_length(), c.seed ^ kPasskeySamplerSalt);
-  }
-
-  nn::Module& model() override { return *model_; }
-  std::string describe() const override { return task_.describe(); }
-  std::optional<double> optimal_perplexity() const override { return task_.optimal_perplexity(); }
-  DataIdentity data_identity() const override { return rpb::data_identity(task_); }
-  int64_t batch_tokens() const override { return config_.batch * config_.train_length(); }
-
-  Tensor next_loss(const Shard& shard, int64_t step) override {
-    RPB_CHECK(sampler_ != nullptr, "train", "the workload was built without its training samples");
-    Tensor inputs, targets;
-    sampler_->next(inputs, targets);
-    return lm_shard_loss(*model_, inputs, targets, config_.seed, step, shard);
-  }
-
-  void save_state(Checkpoint& c) const override {
-    save_token_state(c, model_->dropout_generator(), sampler_->state(), task_.vocab());
-  }
-
-  void load_state(const Checkpoint& c, const std::string& file) override {
-    sampler_->set_state(load_token_state(c, model_->dropout_generator(), file));
   }
 
   // One teacher-forced forward per sample gives greedy decoding's exact match and the answer's NLL
@@ -97,6 +77,8 @@ class PasskeyWorkload final : public Workload {
   }
 
  private:
+  const data::Task& task() const override { return task_; }
+
   void check_filler(data::Split split, const std::vector<int64_t>& multipliers, const std::string& what) const {
     if (multipliers.empty()) return;
     const int64_t largest = *std::max_element(multipliers.begin(), multipliers.end());
@@ -140,10 +122,7 @@ class PasskeyWorkload final : public Workload {
     return attention_diagnostics(recorder.layers());
   }
 
-  RunConfig config_;
   data::PasskeyTask task_;
-  std::unique_ptr<nn::LanguageModel> model_;
-  std::unique_ptr<data::PasskeySampler> sampler_;
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "core/text.h"
 #include "train/checkpoint/checkpoint.h"
 #include "train/config/config.h"
+#include "train/data/eval_segments.h"
 #include "train/data/task.h"
 #include "train/data/tokenizer.h"
 #include "train/io/input_file.h"

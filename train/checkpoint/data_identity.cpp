@@ -1,4 +1,5 @@
 #include "train/checkpoint/data_identity.h"
+#include "train/data/kjv.h"
 
 #include <spdlog/spdlog.h>
 

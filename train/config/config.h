@@ -23,6 +23,7 @@
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "train/data/task.h"
+#include "train/data/task_options.h"
 
 namespace rpb {
 

@@ -8,6 +8,7 @@
 #include "nn/position.h"
 #include "train/data/passkey.h"
 #include "train/data/task_registry.h"
+#include "train/data/eval_segments.h"
 
 namespace rpb::config_detail {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "train/data/task.h"
+#include "train/data/sampling.h"
 
 namespace rpb::data {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "core/text.h"
-#include "train/data/task.h"
+#include "train/data/kjv.h"
 #include "train/io/input_file.h"
 #include "train/io/sha256.h"
 

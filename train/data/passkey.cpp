@@ -5,6 +5,9 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "train/data/eval_segments.h"
+#include "train/data/markov.h"
+#include "train/data/sampling.h"
 #include "train/data/task_registry.h"
 #include "train/data/text.h"
 

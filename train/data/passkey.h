@@ -10,6 +10,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "train/data/batch_sampler.h"
 #include "train/data/task.h"
 
 namespace rpb::data {

@@ -14,6 +14,9 @@
 #include "train/data/text.h"
 #include "train/data/token_stream.h"
 #include "train/data/tokenizer_detail.h"
+#include "train/data/kjv.h"
+#include "train/data/lag.h"
+#include "train/data/markov.h"
 
 namespace rpb::data {
 

@@ -16,6 +16,7 @@
 #include "train/data/token_stream.h"
 #include "train/data/tokenizer_detail.h"
 #include "train/io/sha256.h"
+#include "train/data/kjv.h"
 
 namespace fs = std::filesystem;
 

@@ -19,7 +19,7 @@
 #include "core/text.h"
 #include "core/rng.h"
 #include "train/data/sentencepiece_model.h"
-#include "train/data/task.h"
+#include "train/data/sampling.h"
 #include "train/data/tokenizer_detail.h"
 
 namespace rpb::data {

@@ -1,0 +1,63 @@
+// rpb/train/sequence_workload.h: what the two workloads of a decoder-only language model share (the language model on
+// a token task, train/workload_lm.cpp; passkey retrieval, train/workload_passkey.cpp): the model, the task's
+// description and data identity, and the training batches drawn from a sampler whose state checkpoints keep.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/error.h"
+#include "nn/transformer.h"
+#include "train/checkpoint/data_identity.h"
+#include "train/data/task.h"
+#include "train/workload.h"
+
+namespace rpb {
+
+/// A Workload that trains a LanguageModel on token batches drawn by a `Sampler` (data::BatchSampler,
+/// data::PasskeySampler: next(inputs, targets), state() and set_state() of a data::BatchSampler::State). The subclass
+/// builds model_ and, when the run trains, sampler_, names its task (task()) and evaluates.
+template <class Sampler>
+class SequenceWorkload : public Workload {
+ public:
+  nn::Module& model() override { return *model_; }
+  std::string describe() const override { return task().describe(); }
+  std::optional<double> optimal_perplexity() const override { return task().optimal_perplexity(); }
+  DataIdentity data_identity() const override { return rpb::data_identity(task()); }
+  int64_t batch_tokens() const override { return config_.batch * config_.train_length(); }
+
+  Tensor next_loss(const Shard& shard, int64_t step) override {
+    RPB_CHECK(sampler_ != nullptr, "train", "the workload was built without its ", training_data_);
+    Tensor inputs, targets;
+    sampler_->next(inputs, targets);
+    return lm_shard_loss(*model_, inputs, targets, config_.seed, step, shard);
+  }
+
+  void save_state(Checkpoint& c) const override {
+    save_token_state(c, model_->dropout_generator(), sampler_->state(), task().vocab());
+  }
+
+  void load_state(const Checkpoint& c, const std::string& file) override {
+    sampler_->set_state(load_token_state(c, model_->dropout_generator(), file));
+  }
+
+ protected:
+  /// `training_data` names what the sampler draws from, in the error of a workload built without it ("training
+  /// stream").
+  SequenceWorkload(const RunConfig& config, const char* training_data)
+      : config_(config), training_data_(training_data) {}
+
+  /// The task the batches and the held-out data come from.
+  virtual const data::Task& task() const = 0;
+
+  RunConfig config_;
+  std::unique_ptr<nn::LanguageModel> model_;
+  std::unique_ptr<Sampler> sampler_;  // null when the run does not train (an evaluation)
+
+ private:
+  const char* training_data_;
+};
+
+}  // namespace rpb
