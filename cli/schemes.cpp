@@ -76,6 +76,7 @@ ordered_json option_json(const nn::PositionOptionInfo& o) {
   j["doc"] = o.doc;
   j["loaded"] = o.loaded;
   j["added"] = o.added;  // written into a stored config only when set away from its default
+  j["role"] = nn::option_role_name(o.role);
   j["bias_flag"] = o.bias_flag ? ordered_json(nn::bias_flag_name(o)) : ordered_json(nullptr);
   j["schemes"] = nn::schemes_reading(o);
   return j;

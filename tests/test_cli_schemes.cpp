@@ -74,6 +74,7 @@ TEST_CASE("rpb schemes --json lists every registered scheme with its row and its
     CHECK(l.at("type") == option_type(o));
     CHECK(l.at("loaded") == o.loaded);
     CHECK(l.at("added") == o.added);
+    CHECK(l.at("role") == option_role_name(o.role));
     if (const auto* m = std::get_if<int64_t PositionOptions::*>(&o.member)) {
       CHECK(l.at("default") == defaults.**m);
       CHECK(l.at("min") == o.range.lo);

@@ -1,5 +1,5 @@
 // xpos (nn/position/xpos.cpp): golden values from torchscale's XPOS (tests/python/xpos_golden.py), the float64
-// gradient check (listed in tests/test_position.cpp's position_1d_scheme_cases), scores that depend on n - m only
+// gradient check (its scheme case, RPB_SCHEME_CASE), scores that depend on n - m only
 // whatever the centre, KV-cache decoding under the centring rule, and blockwise causal attention in a model.
 #include <doctest/doctest.h>
 

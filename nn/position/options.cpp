@@ -38,7 +38,7 @@ const std::vector<PositionOptionInfo>& option_rows() {
        .added = true},
       {.key = "blockwise", .member = &P::blockwise,
        .doc = "evaluation: blockwise causal attention, each query over its block of the train length and the one before",
-       .added = true, .refused_elsewhere = "has no blockwise evaluation"},
+       .added = true, .refused_elsewhere = "has no blockwise evaluation", .role = OptionRole::evaluation},
       {.key = "fire_length", .member = &P::fire_length,
        .doc = "L0: FIRE's threshold starts at L = L0 (a learned multiplier scales it); 0: run.length",
        .range = L::fire_length, .bias_flag = true, .added = true},
@@ -49,20 +49,20 @@ const std::vector<PositionOptionInfo>& option_rows() {
       {.key = "init_std", .member = &P::init_std, .doc = "std of the learned table's initial values",
        .real = L::init_std, .loaded = false},
       {.key = "untrained", .member = &P::untrained, .doc = "what evaluation reads at a row training never read",
-       .reads_if = [](const SchemeInfo& s) { return s.row_table; }},
+       .reads_if = [](const SchemeInfo& s) { return s.row_table; }, .role = OptionRole::evaluation},
       {.key = "rope_scaling", .member = &P::rope_scaling,
        .doc = "the rotary frequencies past the training length: none, linear, ntk, dynamic or yarn", .added = true,
-       .refused_elsewhere = kNoFrequencies},
+       .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune},
       {.key = "rope_factor", .member = &P::rope_factor,
        .doc = "rope scaling's factor; 0: the largest evaluation multiplier", .real = L::rope_factor, .added = true,
-       .refused_elsewhere = kNoFrequencies},
+       .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune},
       {.key = "yarn_beta_fast", .member = &P::yarn_beta_fast, .doc = "yarn: the rotations where the ramp starts",
-       .real = L::yarn_beta, .added = true, .refused_elsewhere = kNoFrequencies},
+       .real = L::yarn_beta, .added = true, .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune},
       {.key = "yarn_beta_slow", .member = &P::yarn_beta_slow, .doc = "yarn: the rotations where the ramp ends",
-       .real = L::yarn_beta, .added = true, .refused_elsewhere = kNoFrequencies},
+       .real = L::yarn_beta, .added = true, .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune},
       {.key = "yarn_attention_factor", .member = &P::yarn_attention_factor,
        .doc = "yarn: what cos and sin are multiplied by; 0: 0.1 ln(factor) + 1", .real = L::yarn_attention_factor,
-       .added = true, .refused_elsewhere = kNoFrequencies},
+       .added = true, .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune},
   };
   return table;
 }
@@ -73,6 +73,15 @@ inline constexpr bool always_false = false;
 }  // namespace
 
 const std::vector<PositionOptionInfo>& position_option_table() { return option_rows(); }
+
+const char* option_role_name(OptionRole role) {
+  switch (role) {
+    case OptionRole::identity: return "identity";
+    case OptionRole::evaluation: return "evaluation";
+    case OptionRole::fine_tune: return "fine_tune";
+  }
+  return "?";
+}
 
 bool PositionOptionInfo::read_by(const SchemeInfo& s) const {
   if (reads_if && reads_if(s)) return true;

@@ -21,6 +21,15 @@ using PositionOptionMember = std::variant<int64_t PositionOptions::*, double Pos
                                           bool PositionOptions::*, Untrained PositionOptions::*,
                                           RopeScaling PositionOptions::*>;
 
+/// What an option is to a run (train/config/run_identity.h): `identity`, part of what a run trains (a change makes
+/// another run); `evaluation`, read by evaluation only (position.untrained, blockwise), so runs differing in it are one
+/// run evaluated two ways; `fine_tune`, an evaluation setting of a trained run but part of a fine-tune's identity,
+/// which trains with it (the rope scaling keys: PositionOptions::rope_scaling_trained).
+enum class OptionRole { identity, evaluation, fine_tune };
+
+/// "identity", "evaluation", "fine_tune".
+const char* option_role_name(OptionRole role);
+
 /// One option of the position schemes.
 struct PositionOptionInfo {
   const char* key;                  // the config key in [table] ("num_buckets"), and the field OptionError names
@@ -42,6 +51,7 @@ struct PositionOptionInfo {
   /// Set for an option a scheme that does not read it refuses when set away from its default (an evaluation
   /// setting that would change nothing there): why, after the scheme's name ("has no rotary frequencies to scale").
   const char* refused_elsewhere = nullptr;
+  OptionRole role = OptionRole::identity;
 
   /// True when scheme `s` reads it: `s.reads` names it, or reads_if(s).
   bool read_by(const SchemeInfo& s) const;

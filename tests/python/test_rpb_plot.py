@@ -200,10 +200,25 @@ class StyleTest(unittest.TestCase):
     def test_scheme_and_variants(self):
         self.assertEqual(rpb_plot.method_color("t5", "t5", STYLES), "#1f77b4")
         self.assertNotEqual(rpb_plot.method_color("t5@untrained=nearest", "t5", STYLES), "#1f77b4")
-        # Without styles: the fallback palette, picked by the scheme name's digest (the same in every process).
-        shaw = rpb_plot.method_color("shaw", "shaw", {})
-        self.assertIn(shaw, rpb_plot.theme.FALLBACK_COLORS)
-        self.assertEqual(shaw, rpb_plot.method_color("shaw", "shaw", None))
+        # Without styles: the theme's colour of the scheme; a scheme the theme does not list (one new to rpb) takes the
+        # fallback palette's, picked by its name's digest (the same in every process).
+        self.assertEqual(rpb_plot.method_color("shaw", "shaw", {}), rpb_plot.theme.SCHEME_STYLES["shaw"][0])
+        novel = rpb_plot.method_color("novel_scheme", "novel_scheme", {})
+        self.assertIn(novel, rpb_plot.theme.FALLBACK_COLORS)
+        self.assertEqual(novel, rpb_plot.method_color("novel_scheme", "novel_scheme", None))
+
+    def test_theme_styles_are_distinct(self):
+        # Within the 1-D schemes and within the 2-D ones (a 2-D scheme may share its 1-D relative's), each a colour
+        # and a marker of its own, a valid "#rrggbb" and a matplotlib marker.
+        styles = rpb_plot.theme.SCHEME_STYLES
+        two_d = {n for n in styles if n.endswith("2d") or n.startswith("swin")}
+        for group in (set(styles) - two_d, two_d | {"none"}):
+            colors = [styles[n][0] for n in group]
+            markers = [styles[n][1] for n in group]
+            self.assertEqual(len(set(colors)), len(group), sorted(group))
+            self.assertEqual(len(set(markers)), len(group), sorted(group))
+            for c in colors:
+                self.assertRegex(c, r"^#[0-9a-f]{6}$")
         # The scheme is given, never read from the label: a label naming another scheme keeps the given one's colour.
         self.assertNotEqual(rpb_plot.method_color("alibi", "t5", STYLES),
                             rpb_plot.method_color("alibi", "alibi", STYLES))

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "nn/position.h"
+#include "nn/position/options.h"
 #include "train/config/document.h"
 #include "train/config/toml_table.h"
 #include "train/io/sha256.h"
@@ -39,7 +40,7 @@ toml::table identity_table(const RunConfig& c, const std::vector<AddedKey>& adde
   RPB_CHECK(c.document != nullptr, "config identity", "the config ", c.source, " was not read by the readers");
   toml::table t = c.document->effective;
   for (const std::string& key : non_identity_keys())
-    if (c.init_from.empty() || !is_rope_scaling_key(key)) erase_key(t, key);  // a fine-tune trains with its scaling
+    if (c.init_from.empty() || !trains_in_fine_tune(key)) erase_key(t, key);  // a fine-tune trains with its scaling
   for (const AddedKey& k : added)
     if (const toml::node* n = find_key(t, k.key); n && toml_config::value_text(*n) == k.unset) erase_key(t, k.key);
   // model.embedding is the recipe the model is built with: "scheme" equals the recipe it resolves to.
@@ -70,21 +71,24 @@ std::string fmt_g(double v) {
 }  // namespace
 
 const std::vector<std::string>& non_identity_keys() {
-  static const std::vector<std::string> keys = {
-      "run.name",          "run.out_dir",       "run.log_every",   "run.checkpoint_every", "run.eval_multipliers",
-      "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.eval_diagnostics", "run.eval_stride",
-      "run.valid_multipliers",
-      "run.valid_tokens",  "grid.eval_window",  "position.untrained", "task.kjv_path", "task.path", "sweep",
-      "position.blockwise", "run.init_from", "run.device",
-      // rope scaling: evaluation settings of a rope run (its training forwards read the unscaled frequencies), but
-      // part of a fine-tune's identity (run.init_from: it trains with them)
-      "position.rope_scaling", "position.rope_factor", "position.yarn_beta_fast", "position.yarn_beta_slow",
-      "position.yarn_attention_factor"};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k = {
+        "run.name",          "run.out_dir",       "run.log_every",   "run.checkpoint_every", "run.eval_multipliers",
+        "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.eval_diagnostics", "run.eval_stride",
+        "run.valid_multipliers",
+        "run.valid_tokens",  "grid.eval_window",  "task.kjv_path", "task.path", "sweep", "run.init_from", "run.device"};
+    // The position options whose row says they make no run of their own (nn/position/options.h OptionRole).
+    for (const nn::PositionOptionInfo& o : nn::position_option_table())
+      if (o.role != nn::OptionRole::identity) k.push_back(std::string(o.table) + "." + o.key);
+    return k;
+  }();
   return keys;
 }
 
-bool is_rope_scaling_key(const std::string& key) {
-  return key == "position.rope_scaling" || key == "position.rope_factor" || key.starts_with("position.yarn_");
+bool trains_in_fine_tune(const std::string& key) {
+  for (const nn::PositionOptionInfo& o : nn::position_option_table())
+    if (o.role == nn::OptionRole::fine_tune && key == std::string(o.table) + "." + o.key) return true;
+  return false;
 }
 
 const std::vector<AddedKey>& added_identity_keys() {

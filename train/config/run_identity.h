@@ -30,11 +30,12 @@
 namespace rpb {
 
 /// The keys that are not part of a run's identity: how a run is named, stored, logged and evaluated, and the
-/// sweep ("sweep" is the whole [sweep] table). The one list: digests, comparisons and messages use it.
+/// sweep ("sweep" is the whole [sweep] table); the position options' come from their rows (OptionRole). The one
+/// list: digests, comparisons and messages use it.
 const std::vector<std::string>& non_identity_keys();
-/// The rope scaling keys of non_identity_keys() (position.rope_scaling, rope_factor, yarn_*): part of the identity of
-/// a fine-tune (run.init_from), which trains with them (PositionOptions::rope_scaling_trained).
-bool is_rope_scaling_key(const std::string& key);
+/// The keys of non_identity_keys() that are part of a fine-tune's identity (run.init_from), which trains with them:
+/// the position options of role fine_tune (nn/position/options.h; the rope scaling keys).
+bool trains_in_fine_tune(const std::string& key);
 
 /// A key added to the identity after it froze (after runs were stored without it): it counts in a run's identity
 /// only when its value differs from `unset`, the value that trains what runs did before the key existed. A stored
