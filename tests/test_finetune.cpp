@@ -157,7 +157,9 @@ TEST_CASE("fine-tune sweep rows continue the run of the method they name, with t
   const RunConfig c = parse_config(head + "[sweep]\nseeds = [0]\nmethods = [\"" + ft + "\", \"rope\"]\n", "sweep.toml");
   CHECK(c.sweep.methods[0].label() == "RoPE + PI (s = 4), fine-tuned from rope at length 16, "
                                       "run.steps 2");
+  const ConfigReads before = config_reads();
   const SweepResult r = run_sweep(c);
+  const ConfigReads trained = config_reads();
   REQUIRE(r.rows.size() == 2);
   const fs::path ft_run = tmp.path / "s" / "markov" / ft / "seed0";
   const std::string stored = rpb::testing::file_text(ft_run / "config.toml");
@@ -167,6 +169,16 @@ TEST_CASE("fine-tune sweep rows continue the run of the method they name, with t
   CHECK(r.rows[0].ppl != r.rows[1].ppl);
   // Rerun: every run reused, the same numbers.
   CHECK(run_sweep(c).rows[0].ppl == r.rows[0].ppl);
+  // Config text is parsed once per file read, and only for the checkpoints read: training parses the parent's stored
+  // config once (the fine-tune starts from its weights); the rerun, reusing both runs, reads the rope run's final
+  // checkpoint twice (its own reuse, and as the fine-tune's parent) and the fine-tune's once. The sweep file was
+  // parsed before (parse_config above). The typed configs built from documents (each run's, derived from the
+  // sweep's) are counted too; issue 44's step 3 is to bring them to one per run.
+  const ConfigReads reused = config_reads();
+  CHECK(trained.texts - before.texts == 1);
+  CHECK(reused.texts - trained.texts == 3);
+  MESSAGE("typed configs built from documents: ", trained.documents - before.documents, " training, ",
+          reused.documents - trained.documents, " reusing");
   // A parent that is not in the sweep is refused before anything trains.
   const std::string missing = error_of([&] {
     run_sweep(parse_config(head + "[sweep]\nmethods = [\"rope@run.init_from=fire2@run.steps=2\"]\n", "bad.toml"));

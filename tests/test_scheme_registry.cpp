@@ -288,7 +288,9 @@ TEST_CASE("a scheme's name is a string only in its own files: not in the rest of
       const fs::path rel = fs::relative(e.path(), root);
       if (!e.is_regular_file() || (rel.extension() != ".cpp" && rel.extension() != ".h" && rel.extension() != ".cuh"))
         continue;
-      for (const auto& [literal, line] : string_literals(read_text(e.path()))) {
+      for (const auto& found_literal : string_literals(read_text(e.path()))) {
+        const std::string& literal = found_literal.first;  // not a structured binding: clang 14 cannot capture one
+        const int line = found_literal.second;
         if (!names.count(literal) || own_file(rel, literal)) continue;
         const bool allowed = std::any_of(std::begin(kAllowed), std::end(kAllowed), [&](const Allowed& a) {
           return rel == a.file && literal == a.literal;

@@ -4,6 +4,7 @@
 #include "train/config/config.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <filesystem>
 #include <sstream>
@@ -266,8 +267,11 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
 }
 
 // Reads and checks `root`; `accepted`, when given, receives every dotted key the readers asked for.
+std::atomic<int64_t> texts_parsed{0}, documents_read{0};  // config_reads()
+
 RunConfig parse_document(toml::table& root, const std::string& source, const OverrideMap& applied,
                          std::vector<std::string>* accepted = nullptr) {
+  documents_read.fetch_add(1, std::memory_order_relaxed);
   RunConfig c;
   c.source = source;
   toml::table effective;
@@ -313,6 +317,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
 }
 
 toml::table parse_text(const std::string& text, const std::string& source) {
+  texts_parsed.fetch_add(1, std::memory_order_relaxed);
   check_toml_depth(text, source);  // the parser recurses once per level: a deep document would overflow the stack
   try {
     return toml::parse(text, std::string_view(source));
@@ -376,6 +381,10 @@ RunConfig run_config(const RunConfig& sweep, const SweepRun& run) {
   // The runs of a sweep share one token cache (a text corpus is tokenized once for all its methods and seeds).
   c.task.token_cache = (std::filesystem::path(sweep.run_dir()) / ".token_cache").string();
   return c;
+}
+
+ConfigReads config_reads() {
+  return {texts_parsed.load(std::memory_order_relaxed), documents_read.load(std::memory_order_relaxed)};
 }
 
 const std::vector<LegacyKey>& legacy_keys() {

@@ -284,6 +284,15 @@ const std::vector<LegacyKey>& legacy_keys();
 /// describes: like parse_config, with each missing legacy_keys() entry set to its old value.
 RunConfig parse_stored_config(const std::string& text, const std::string& source);
 
+/// How often this process has turned config text into a TOML document (parse_config, parse_stored_config,
+/// accepted_keys: one parse per text they are given) and a document into a typed RunConfig (those, derive_config and
+/// run_config). Tests hold the readers to one text parse per file read (tests/test_finetune.cpp).
+struct ConfigReads {
+  int64_t texts = 0;
+  int64_t documents = 0;
+};
+ConfigReads config_reads();
+
 /// The largest config file rpb reads (configs are a few KiB).
 inline constexpr std::size_t kMaxConfigBytes = std::size_t{4} << 20;
 
