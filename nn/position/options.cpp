@@ -74,14 +74,6 @@ inline constexpr bool always_false = false;
 
 const std::vector<PositionOptionInfo>& position_option_table() { return option_rows(); }
 
-const char* option_role_name(OptionRole role) {
-  switch (role) {
-    case OptionRole::identity: return "identity";
-    case OptionRole::evaluation: return "evaluation";
-    case OptionRole::fine_tune: return "fine_tune";
-  }
-  return "?";
-}
 
 bool PositionOptionInfo::read_by(const SchemeInfo& s) const {
   if (reads_if && reads_if(s)) return true;

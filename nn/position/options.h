@@ -27,8 +27,10 @@ using PositionOptionMember = std::variant<int64_t PositionOptions::*, double Pos
 /// which trains with it (the rope scaling keys: PositionOptions::rope_scaling_trained).
 enum class OptionRole { identity, evaluation, fine_tune };
 
+inline constexpr EnumName<OptionRole> kOptionRoleNames[] = {
+    {OptionRole::identity, "identity"}, {OptionRole::evaluation, "evaluation"}, {OptionRole::fine_tune, "fine_tune"}};
 /// "identity", "evaluation", "fine_tune".
-const char* option_role_name(OptionRole role);
+inline const char* option_role_name(OptionRole role) { return enum_name(kOptionRoleNames, role); }
 
 /// One option of the position schemes.
 struct PositionOptionInfo {
