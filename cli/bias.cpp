@@ -35,7 +35,7 @@ std::vector<IntFlag> int_flags(const BiasOptions& o) {
   std::vector<IntFlag> flags;
   for (const nn::PositionOptionInfo& d : nn::position_option_table())
     if (const auto* m = std::get_if<int64_t nn::PositionOptions::*>(&d.member); m && d.bias_flag)
-      flags.push_back({d.key, nn::bias_flag_name(d), o.position.**m, d.range});
+      flags.push_back({d.key, nn::option_flag_name(d), o.position.**m, d.range});
   flags.push_back({"heads", "--heads", o.position.heads, L::heads});
   flags.push_back({"query_length", "--query-length", o.query_length, {1, L::kMaxSequence}});
   flags.push_back({"key_length", "--key-length", o.key_length, {1, L::kMaxSequence}});
@@ -46,7 +46,7 @@ std::vector<IntFlag> int_flags(const BiasOptions& o) {
 // The flag that sets each PositionOptions field `rpb bias` exposes, so a usage error points at what the user typed.
 std::string flag_for(const std::string& field) {
   if (const nn::PositionOptionInfo* d = nn::find_position_option(field); d && d->bias_flag)
-    return nn::bias_flag_name(*d);
+    return nn::option_flag_name(*d);
   if (field == "heads") return "--heads";
   if (field == "scheme") return "--scheme";
   return "";
@@ -263,9 +263,9 @@ std::function<int()> add_bias_command(CLI::App& cmd) {
     const std::string help = join(nn::schemes_reading(d, 1), ", ") + ": " + d.doc;
     // Only integer and real options carry a bias flag (tests/test_position_options.cpp).
     if (const auto* i = std::get_if<int64_t nn::PositionOptions::*>(&d.member))
-      cmd.add_option(nn::bias_flag_name(d), o->position.**i, help);
+      cmd.add_option(nn::option_flag_name(d), o->position.**i, help);
     else
-      cmd.add_option(nn::bias_flag_name(d), o->position.*std::get<double nn::PositionOptions::*>(d.member), help);
+      cmd.add_option(nn::option_flag_name(d), o->position.*std::get<double nn::PositionOptions::*>(d.member), help);
   }
   cmd.add_option("--query-length", o->query_length, "number of queries (rows)");
   cmd.add_option("--key-length", o->key_length, "number of keys (columns)");

@@ -50,16 +50,17 @@ void apply_stride(RunConfig& cfg, int64_t stride) {
             "or 0 for nonoverlapping segments");
 }
 
-// --rope-scaling and --rope-factor on the stored config: refused for a scheme without rotary frequencies (naming the
-// key), and checked as the config reader checks them.
-void apply_rope_scaling_options(RunConfig& cfg, const EvalOptions& o) {
-  if (o.rope_scaling.empty() && o.rope_factor == 0) return;
+// The position options asked (--untrained, --rope-scaling, --blockwise, ...) set on the stored config and checked as
+// the config reader checks them: an option the scheme does not read is refused naming its key
+// (PositionOptionInfo::refused_elsewhere), as a value the scheme refuses.
+void apply_position_settings(RunConfig& cfg, const std::vector<nn::PositionSetting>& settings) {
+  if (settings.empty()) return;
   std::string flags;
-  if (!o.rope_scaling.empty()) flags += " --rope-scaling " + o.rope_scaling;
-  if (o.rope_factor != 0) flags += " --rope-factor " + rope_factor_text(o.rope_factor);
+  for (const nn::PositionSetting& s : settings) {
+    s.apply(cfg.model.position);
+    flags += " " + s.flag_text();
+  }
   try {
-    if (!o.rope_scaling.empty()) cfg.model.position.rope_scaling = nn::rope_scaling_from_name(o.rope_scaling);
-    if (o.rope_factor != 0) cfg.model.position.rope_factor = o.rope_factor;
     nn::validate(cfg.position());
   } catch (const OptionError& e) {
     throw Error("eval" + flags + ": position." + e.field() + ": " + e.detail());
@@ -80,26 +81,10 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
   }
   // rope scaling's default factor: the largest multiplier of this evaluation (rope_scaling.h).
   cfg.model.position.max_eval_multiplier = *std::max_element(cfg.eval_multipliers.begin(), cfg.eval_multipliers.end());
-  if (!o.untrained.empty()) {
-    try {
-      cfg.model.position.untrained = nn::untrained_from_name(o.untrained);
-      nn::validate(cfg.position());
-    } catch (const OptionError& e) {
-      throw Error("eval --untrained " + o.untrained + ": " + e.detail());
-    }
-  }
+  apply_position_settings(cfg, o.position);
   // Evaluation runs where --device says, the CPU by default: a checkpoint is the same file from either device.
   cfg.device = o.device == "cuda" ? Device::cuda : Device::cpu;
   if (o.stride) apply_stride(cfg, *o.stride);
-  apply_rope_scaling_options(cfg, o);
-  if (o.blockwise) {
-    try {
-      cfg.model.position.blockwise = true;
-      nn::validate(cfg.position());
-    } catch (const OptionError& e) {
-      throw Error("eval --blockwise: " + e.detail());
-    }
-  }
   if (o.tokens == 0) return;
   const data::HeldOut held_out = data::task_info(cfg.task.kind).held_out;
   if (held_out == data::HeldOut::grids || held_out == data::HeldOut::samples)  // no token count to choose
@@ -169,10 +154,7 @@ std::string set_eval_text(RunConfig& cfg, const data::TaskInfo& task, const Eval
 EvalRecordOptions record_options(const EvalOptions& o, const EvalRecord& record) {
   EvalRecordOptions r;
   r.lengths = o.lengths;
-  r.untrained = o.untrained;
-  r.rope_scaling = o.rope_scaling;
-  r.rope_factor = o.rope_factor;
-  r.blockwise = o.blockwise;
+  r.position = o.position;
   r.diagnostics = o.diagnostics;
   if (record.text == text_match_name(TextMatch::other)) r.other_text = record.text_sha256;
   r.stride = record.options.stride;  // the protocol scored (make_eval_record), asked or the stored config's
@@ -257,11 +239,46 @@ std::string tokens_help() {
   return join(generated, " and ") + " generate a test stream long enough (" + join(grids, ", ") + ": the cells scored)";
 }
 
+// One position option's flag (a row with an eval_name): what the command line gave.
+struct PositionFlag {
+  const nn::PositionOptionInfo* option;
+  std::string text;     // the value given (not a boolean's)
+  bool on = false;      // a boolean's bare flag
+  CLI::Option* cli = nullptr;
+};
+
+// --untrained, --rope-scaling, --rope-factor, --blockwise, ...: a flag per option row with an eval_name, its help and
+// its check from the row (the schemes that read it, what it sets, the values it accepts).
+void add_position_flags(CLI::App& cmd, std::vector<PositionFlag>& flags) {
+  const std::vector<const nn::PositionOptionInfo*> rows = nn::eval_options();
+  flags.reserve(rows.size());  // the options below keep pointers into it
+  for (const nn::PositionOptionInfo* o : rows) {
+    PositionFlag& f = flags.emplace_back(PositionFlag{o, "", false, nullptr});
+    const std::string help = join(nn::schemes_reading(*o), ", ") + ": " + o->doc + " (position." + o->key +
+                             (std::holds_alternative<bool nn::PositionOptions::*>(o->member) ? " = true" : "") +
+                             "); default: the stored config's";
+    if (std::holds_alternative<bool nn::PositionOptions::*>(o->member)) {
+      f.cli = cmd.add_flag(nn::option_flag_name(*o), f.on, help);
+      continue;
+    }
+    const CLI::Validator check(
+        [o](const std::string& text) {
+          return nn::parse_option_value(*o, text) ? std::string() : "expected " + nn::accepted_values(*o) + ", found " + text;
+        },
+        nn::accepted_values(*o));
+    const std::string type = nn::option_type(*o);
+    f.cli = cmd.add_option(nn::option_flag_name(*o), f.text, help)
+                ->check(check)
+                ->type_name(type == "integer" ? "INT" : type == "real" ? "FLOAT" : "TEXT");
+  }
+}
+
 }  // namespace
 
 CommandRunner add_eval_command(CLI::App& cmd) {
   struct Args {
     EvalOptions eval;
+    std::vector<PositionFlag> position;
     std::string max_memory;
   };
   auto a = std::make_shared<Args>();
@@ -283,27 +300,12 @@ CommandRunner add_eval_command(CLI::App& cmd) {
                  "target tokens scored at every length (rounded down to a multiple of the longest), instead of "
                  "run.eval_tokens; " + tokens_help())
       ->check(CLI::Range(int64_t{1}, run_limits::kMaxTokens));
-  cmd.add_option("--untrained", a->eval.untrained,
-                 "t5, shaw, clipped2d: what evaluation reads at a table row training never read: keep (the row) or "
-                 "nearest (its nearest trained row); default: the stored config's position.untrained")
-      ->check(CLI::IsMember(nn::untrained_names()));
   cmd.add_option("--stride", a->eval.stride,
                  "sliding-window evaluation: windows of each length advanced by this many tokens, each scoring its "
                  "last S targets (every token once, with at least length - S tokens of context; S = the length is "
                  "nonoverlapping); 0: nonoverlapping segments; default: the stored config's run.eval_stride")
       ->check(CLI::Range(int64_t{0}, nn::limits::kMaxSequence));
-  cmd.add_option("--rope-scaling", a->eval.rope_scaling,
-                 "rope runs: the frequencies past the train length (position.rope_scaling): none, linear "
-                 "(position interpolation), ntk (static NTK-aware), dynamic (dynamic NTK) or yarn, as Hugging Face "
-                 "computes them; default: the stored config's")
-      ->check(CLI::IsMember(nn::rope_scaling_names()));
-  cmd.add_option("--rope-factor", a->eval.rope_factor,
-                 "rope runs: the scaling factor (position.rope_factor, at least 1); default: the stored config's, "
-                 "whose 0 means the largest evaluation length over the train length")
-      ->check(CLI::Range(1.0, nn::limits::rope_factor.hi));
-  cmd.add_flag("--blockwise", a->eval.blockwise,
-               "xpos: blockwise causal attention, each query over its block of the train length and the one before "
-               "(position.blockwise = true; default: the stored config's)");
+  add_position_flags(cmd, a->position);
   add_device_option(cmd, a->eval.device,
                     "where to evaluate: cpu (the default, whatever device trained the checkpoint) or cuda");
   cmd.add_flag("--json", a->eval.json, "print the JSON record instead of the table");
@@ -317,6 +319,9 @@ CommandRunner add_eval_command(CLI::App& cmd) {
   add_memory_option(cmd, a->max_memory);
   return [a] {
     apply_memory_option(a->max_memory);
+    for (const PositionFlag& f : a->position)
+      if (f.cli->count() > 0)
+        a->eval.position.push_back({f.option, f.on ? nn::PositionValue(true) : *nn::parse_option_value(*f.option, f.text)});
     return cmd_eval(a->eval);
   };
 }

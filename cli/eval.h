@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "nn/position/options.h"
 
 namespace rpb {
 
@@ -22,11 +23,10 @@ struct EvalOptions {
   std::string kjv_path;
   bool other_text = false;       // a text other than the training text is intended (train/checkpoint/data_identity.h)
   int64_t tokens = 0;            // > 0: target tokens scored at every length, instead of run.eval_tokens
-  std::string untrained;         // "keep" or "nearest": position.untrained ("": the stored config's)
   std::optional<int64_t> stride;  // run.eval_stride: 0 nonoverlapping, S sliding windows (absent: the stored config's)
-  std::string rope_scaling;      // rope runs: position.rope_scaling ("none", "linear", ...; "": the stored config's)
-  double rope_factor = 0;        // rope runs: position.rope_factor (> 0; 0: the stored config's)
-  bool blockwise = false;        // xpos: blockwise causal attention (position.blockwise = true; false: the stored config's)
+  /// The position options asked (--untrained nearest, --rope-scaling yarn, --blockwise: the option rows with an
+  /// eval_name, nn/position/options.h), each once, in the option table's order; the others: the stored config's.
+  std::vector<nn::PositionSetting> position;
   std::string device;            // "cpu" or "cuda": where to evaluate ("": the CPU, whatever device trained it)
   bool json = false;             // print the JSON record instead of the table
   bool diagnostics = false;      // measure the attention diagnostics and print their table per length
@@ -39,9 +39,8 @@ struct EvalOptions {
 /// when given (first: train/run/output_file.h; an `out` it refuses, such as the checkpoint itself or a file of a run
 /// folder, is refused with rpb::UsageError before the checkpoint is read, and nothing is written); a checkpoint
 /// elsewhere (a shared file) gets nothing written unless `out` is given. Where a record went is said on stderr. The
-/// record's file name holds every option that changes the record (lengths, untrained, rope scaling, diagnostics,
-/// another text, a sliding-window stride:
-/// train/run/eval_record.h EvalRecordOptions), so evaluations asked differently never replace each other's record;
+/// record's file name holds every option that changes the record (lengths, the position options asked,
+/// diagnostics, another text, a sliding-window stride: train/run/eval_record.h EvalRecordOptions), so evaluations asked differently never replace each other's record;
 /// `json`, `no_record` and `out` change where it goes, not what it holds. The record carries the provenance
 /// (train/io/provenance.h: rpb's version and commit, the command line, the date).
 /// `lengths` holding a length twice, or more than run_limits::kMaxLengths, is refused (rpb::UsageError) first.

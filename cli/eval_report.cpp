@@ -115,7 +115,7 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
   else
     out << "\nPerplexity on the held-out test split, trained at length " << r.train_length << ", checkpoint "
         << r.checkpoint << " (step " << r.step << "), " << r.tokens() << " tokens scored at each length";
-  if (r.options.blockwise) out << ", with blockwise causal attention (blocks of " << r.train_length << ")";
+  if (r.options.asked("blockwise")) out << ", with blockwise causal attention (blocks of " << r.train_length << ")";
   if (r.text == "other") out << ", on another text than the training text (sha256 " << r.text_sha256 << ")";
   if (r.text == "unverified") out << " (the text could not be verified: the checkpoint records no training text)";
   out << ".\nProtocol: " << eval_protocol_text(r.options.stride);
@@ -128,7 +128,7 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
     out << " (each length's tokens scored in blocks of that length, each from its own start)";
   out << ".\nTask: " << r.task << "\n";
   if (!r.rope_scaling.empty())
-    out << "RoPE scaling: " << r.rope_scaling << ", factor " << rope_factor_text(r.rope_factor) << "\n";
+    out << "RoPE scaling: " << r.rope_scaling << ", factor " << nn::value_text(r.rope_factor) << "\n";
   if (r.optimal_perplexity)
     out << "optimal perplexity (exp of the entropy rate): " << std::fixed << std::setprecision(4)
         << *r.optimal_perplexity << "\n";

@@ -77,7 +77,8 @@ ordered_json option_json(const nn::PositionOptionInfo& o) {
   j["loaded"] = o.loaded;
   j["added"] = o.added;  // written into a stored config only when set away from its default
   j["role"] = nn::option_role_name(o.role);
-  j["bias_flag"] = o.bias_flag ? ordered_json(nn::bias_flag_name(o)) : ordered_json(nullptr);
+  j["bias_flag"] = o.bias_flag ? ordered_json(nn::option_flag_name(o)) : ordered_json(nullptr);
+  j["eval_flag"] = o.eval_name ? ordered_json(nn::option_flag_name(o)) : ordered_json(nullptr);
   j["schemes"] = nn::schemes_reading(o);
   return j;
 }
@@ -109,7 +110,8 @@ void print_text(std::ostream& out) {
   for (const nn::PositionOptionInfo& o : nn::position_option_table()) {
     out << "  " << o.table << "." << o.key << " = " << nn::option_value_text(o, defaults) << ", "
         << in_words(o) << ", " << join(nn::schemes_reading(o), ", ") << ": " << o.doc
-        << (o.loaded ? "" : " (read only to initialise)") << "\n";
+        << (o.loaded ? "" : " (read only to initialise)")
+        << (o.eval_name ? " (rpb eval " + nn::option_flag_name(o) + ")" : "") << "\n";
   }
 }
 

@@ -24,6 +24,7 @@ struct Range {
 struct RealRange {
   double lo, hi;
   bool lo_open = false, hi_open = false;
+  bool contains(double v) const { return (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi); }
 };
 
 /// The most positions one sequence holds, in training or in evaluation: the tokens of a line, the cells of a

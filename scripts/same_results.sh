@@ -9,7 +9,8 @@
 # Then every checkpoint's datasets and attributes (but the `created` time stamp) must be identical,
 # and so must results.json and `rpb bias --json` as parsed JSON (scripts/same_json.py), results.csv cell by cell
 # (scripts/same_csv.py), the printed tables, `rpb inspect` of each final checkpoint, `rpb eval` of each midway one
-# and `rpb bias` of every 1-D scheme. Exit 0 when everything matches;
+# (and of the rope, xpos and t5 ones with their evaluation flags: the JSON records without provenance and the names
+# of every record file) and `rpb bias` of every 1-D scheme. Exit 0 when everything matches;
 # otherwise each difference is shown (the first lines of its diff).
 #
 # Provenance (where a result came from: the commit, the command line, the date, the run folders and checkpoint
@@ -93,6 +94,22 @@ run_all() {  # <binary> <label>
   for f in $(cd "$out" && find . -name 'step_00000010.h5' | sort); do
     "$rpb" eval "$out/$f" | { grep -v '^Protocol: nonoverlapping segments' || true; } > "$out/$f.eval"
   done
+  # The evaluation settings as `rpb eval` flags (nn/position/options.h eval_name) on midway checkpoints: the records
+  # as JSON, and the names of every record the run folders hold (a flag's place in the name).
+  local flag_sets f flags
+  for f in $(cd "$out" && find . \( -path '*/rope/seed0/*' -o -path '*/xpos/seed0/*' -o -path '*/t5/seed0/*' \) \
+               -name 'step_00000010.h5' | sort); do
+    case "$f" in
+      */rope/*) flag_sets=("--rope-scaling yarn --rope-factor 4" "--rope-scaling dynamic") ;;
+      */xpos/*) flag_sets=("--blockwise") ;;
+      *) flag_sets=("--untrained nearest --diagnostics") ;;
+    esac
+    for flags in "${flag_sets[@]}"; do
+      # shellcheck disable=SC2086
+      "$rpb" eval "$out/$f" $flags --json > "$out/$f.$(echo "$flags" | tr -c 'a-z0-9\n' _).eval.json"
+    done
+  done
+  (cd "$out" && find . -path '*/eval/*.json' | sort) > "$out/eval_records.list"
   for scheme in $bias_schemes; do
     for flags in "" "--json" "--causal --heads 3 --query-length 5 --key-length 9 --query-offset 4"; do
       # shellcheck disable=SC2086
@@ -122,6 +139,8 @@ same_json() {  # <file relative to old/ and new/>
   local f=$1 flags=()
   case "$f" in
     */bias.txt) flags=(--lines) ;;
+    # A checkpoint file's SHA-256 covers its `created` time and commit (its contents are compared as *.h5.dump).
+    *.eval.json) flags=("${prov_json[@]}" --ignore checkpoint_sha256) ;;
     *.json) flags=("${prov_json[@]}"); grep -q '"format"' "$work/old/$f" || flags+=(--digits 10) ;;
   esac
   python3 scripts/same_json.py "${flags[@]}" "$work/old/$f" "$work/new/$f"
@@ -131,13 +150,14 @@ same_csv() {  # <file relative to old/ and new/>
   for c in "${prov_csv_columns[@]}"; do flags+=(--ignore-column "$c"); done
   python3 scripts/same_csv.py "${flags[@]}" "$work/old/$1" "$work/new/$1"
 }
-for pattern in 'bias.txt' 'table_*.txt' 'results.csv' 'results.json' '*.h5.dump' '*.inspect' '*.eval'; do
+for pattern in 'bias.txt' 'table_*.txt' 'results.csv' 'results.json' '*.h5.dump' '*.inspect' '*.eval' '*.eval.json' \
+               'eval_records.list'; do
   n=0
   for f in $(cd "$work/old" && find . -name "$pattern" | sort); do
     n=$((n + 1))
     if [ "$pattern" = results.csv ]; then
       same_csv "$f" > "$work/csv_diff.txt" || { echo "differs: $f"; head -n 20 "$work/csv_diff.txt"; status=1; }
-    elif [ "$pattern" = bias.txt ] || [ "$pattern" = results.json ]; then
+    elif [ "$pattern" = bias.txt ] || [ "$pattern" = results.json ] || [ "$pattern" = '*.eval.json' ]; then
       same_json "$f" > "$work/json_diff.txt" || { echo "differs: $f"; head -n 20 "$work/json_diff.txt"; status=1; }
     elif ! cmp -s "$work/old/$f" "$work/new/$f"; then
       echo "differs: $f"; { diff "$work/old/$f" "$work/new/$f" || true; } | head -n 20; status=1

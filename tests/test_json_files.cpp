@@ -91,13 +91,13 @@ EvalRecord sample_record(bool full) {
     r.text = "other";
     r.text_sha256 = std::string(64, 'c');
     r.options = {.lengths = {64, 128, 1024},
-                 .untrained = "nearest",
                  .diagnostics = true,
                  .other_text = std::string(64, 'c'),
                  .stride = 32,
-                 .rope_scaling = "yarn",
-                 .rope_factor = 8,
-                 .blockwise = true};
+                 .position = {nn::position_setting("blockwise", true),  // the option table's order
+                              nn::position_setting("untrained", nn::Untrained::nearest),
+                              nn::position_setting("rope_scaling", nn::RopeScaling::yarn),
+                              nn::position_setting("rope_factor", 8.0)}};
     r.provenance = {"0.1.0", std::string(40, 'd') + "-dirty", "rpb eval 'a b'", "2025-01-31T12:34:56Z"};
   }
   return r;

@@ -141,3 +141,51 @@ TEST_CASE("the config reads every position option from its table") {
     CHECK(std::find(keys.begin(), keys.end(), key) != keys.end());
   }
 }
+
+TEST_CASE("position option values: every option's default reads back from its text, bounds and types refused") {
+  const PositionOptions defaults;
+  for (const PositionOptionInfo& d : position_option_table()) {
+    INFO("option ", d.key);
+    const PositionValue v = option_value(d, defaults);
+    CHECK(v.index() == d.member.index());
+    const std::optional<PositionValue> back = parse_option_value(d, value_text(v));
+    // init_std's and rope_base's defaults lie inside their open ranges; every default is a value the option accepts.
+    REQUIRE(back.has_value());
+    CHECK(*back == v);
+    PositionOptions set;
+    position_setting(d.key, v).apply(set);
+    CHECK(option_value_text(d, set) == option_value_text(d, defaults));
+    CHECK(!parse_option_value(d, "").has_value());
+    CHECK(!parse_option_value(d, value_text(v) + "x").has_value());
+  }
+  const PositionOptionInfo& factor = *find_position_option("rope_factor");
+  CHECK(parse_option_value(factor, "2.5") == std::optional<PositionValue>(2.5));
+  CHECK(!parse_option_value(factor, "1e7").has_value());  // above nn/limits.h's 1e6
+  CHECK(!parse_option_value(factor, "-1").has_value());
+  CHECK(!parse_option_value(*find_position_option("num_buckets"), "1").has_value());  // [2, 65536]
+  CHECK(!parse_option_value(*find_position_option("num_buckets"), "32.5").has_value());
+  CHECK(!parse_option_value(*find_position_option("rope_base"), "1").has_value());  // (1, 1e12]
+  CHECK(!parse_option_value(*find_position_option("blockwise"), "1").has_value());
+  CHECK(parse_option_value(*find_position_option("rope_scaling"), "yarn") ==
+        std::optional<PositionValue>(RopeScaling::yarn));
+  CHECK(!parse_option_value(*find_position_option("untrained"), "closest").has_value());
+  CHECK(testing::contains(testing::error_of([] { position_setting("rope_factor", int64_t{8}); }), "rope_factor"));
+  CHECK(testing::contains(testing::error_of([] { position_setting("no_such_key", true); }), "no_such_key"));
+  CHECK(position_setting("rope_factor", 8.0).flag_text() == "--rope-factor 8");
+  CHECK(position_setting("blockwise", true).flag_text() == "--blockwise");
+}
+
+TEST_CASE("rpb eval's position flags: the evaluation settings of the option table, each named apart in records") {
+  std::set<std::string> names;
+  for (const PositionOptionInfo* d : eval_options()) {
+    INFO("option ", d->key);
+    // An identity option changes what a run trains: evaluating a checkpoint with another value is another model.
+    CHECK(d->role != OptionRole::identity);
+    CHECK(names.insert(d->eval_name).second);
+    // An evaluation setting read by some scheme; those that refuse it say why (refused_elsewhere), or read it.
+    CHECK(!schemes_reading(*d).empty());
+  }
+  std::vector<std::string> keys;
+  for (const PositionOptionInfo* d : eval_options()) keys.emplace_back(d->key);
+  CHECK(keys == std::vector<std::string>{"blockwise", "untrained", "rope_scaling", "rope_factor"});
+}

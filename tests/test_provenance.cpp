@@ -63,10 +63,10 @@ TEST_CASE("eval record names: every option has its place, no two option sets sha
   for (int bits = 0; bits < 32; ++bits, ++combinations) {
     EvalRecordOptions o;
     if (bits & 1) o.lengths = {64, 1024};
-    if (bits & 2) o.untrained = "nearest";
+    if (bits & 2) o.position.push_back(nn::position_setting("untrained", nn::Untrained::nearest));
     if (bits & 4) o.diagnostics = true;
     if (bits & 8) o.other_text = std::string(64, 'a');
-    if (bits & 16) o.blockwise = true;
+    if (bits & 16) o.position.push_back(nn::position_setting("blockwise", true));
     names.insert(eval_record_name("runs/t5/step_00000600.h5", 8192, o));
   }
   CHECK(names.size() == static_cast<std::size_t>(combinations));
@@ -74,7 +74,7 @@ TEST_CASE("eval record names: every option has its place, no two option sets sha
   CHECK(names.count("step_00000600-8192-L64_1024-nearest-diag-textaaaaaaaaaaaa.json"));
   CHECK(names.count("step_00000600-8192-L64_1024-nearest-diag-textaaaaaaaaaaaa-blockwise.json"));
   EvalRecordOptions keep;
-  keep.untrained = "keep";  // asked for explicitly: another record than the stored config's "nearest" would give
+  keep.position = {nn::position_setting("untrained", nn::Untrained::keep)};  // asked for explicitly: another record than the stored config's "nearest" would give
   CHECK(eval_record_name("step_00000600.h5", 8192, keep) == "step_00000600-8192-keep.json");
 }
 

@@ -264,8 +264,7 @@ TEST_CASE("eval records: the rope scaling options in the file name and the JSON,
   const std::string before = eval_record_json(r);
   CHECK(!contains(before, "rope_"));
   CHECK(eval_record_from_json(eval_record_object(r), "r", "x.json").rope_scaling.empty());  // none
-  r.options.rope_scaling = "yarn";
-  r.options.rope_factor = 8;
+  r.options.position = {position_setting("rope_scaling", RopeScaling::yarn), position_setting("rope_factor", 8.0)};
   r.rope_scaling = "yarn";
   r.rope_factor = 8;
   CHECK(eval_record_name(r) == "step_00000010-128-rope_yarn-factor8.json");
@@ -273,7 +272,7 @@ TEST_CASE("eval records: the rope scaling options in the file name and the JSON,
   CHECK(back.options == r.options);
   CHECK(back.rope_scaling == "yarn");
   CHECK(back.rope_factor == 8);
-  r.options.rope_factor = 2.5;
+  r.options.position[1] = position_setting("rope_factor", 2.5);
   CHECK(contains(eval_record_name(r), "-rope_yarn-factor2.5.json"));
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "train/data/kjv.h"
 #include "train/data/task_registry.h"
 #include "train/data/text.h"
 #include "train/data/tokenizer.h"

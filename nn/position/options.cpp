@@ -2,7 +2,12 @@
 #include "nn/position/options.h"
 
 #include <algorithm>
+#include <charconv>
+#include <system_error>
 #include <type_traits>
+
+#include "core/enum_names.h"
+#include "core/error.h"
 
 #include "nn/position/common.h"
 
@@ -37,8 +42,10 @@ const std::vector<PositionOptionInfo>& option_rows() {
        .doc = "B of xPos's decay zeta^(n/B): the positions over which it acts", .range = L::xpos_scale_base,
        .added = true},
       {.key = "blockwise", .member = &P::blockwise,
-       .doc = "evaluation: blockwise causal attention, each query over its block of the train length and the one before",
-       .added = true, .refused_elsewhere = "has no blockwise evaluation", .role = OptionRole::evaluation},
+       .doc = "blockwise causal attention in evaluation, each query over its block of the train length and the one "
+              "before",
+       .added = true, .refused_elsewhere = "has no blockwise evaluation", .role = OptionRole::evaluation,
+       .eval_name = "blockwise"},
       {.key = "fire_length", .member = &P::fire_length,
        .doc = "L0: FIRE's threshold starts at L = L0 (a learned multiplier scales it); 0: run.length",
        .range = L::fire_length, .bias_flag = true, .added = true},
@@ -48,14 +55,17 @@ const std::vector<PositionOptionInfo>& option_rows() {
        .range = L::max_side, .table = "grid"},
       {.key = "init_std", .member = &P::init_std, .doc = "std of the learned table's initial values",
        .real = L::init_std, .loaded = false},
-      {.key = "untrained", .member = &P::untrained, .doc = "what evaluation reads at a row training never read",
-       .reads_if = [](const SchemeInfo& s) { return s.row_table; }, .role = OptionRole::evaluation},
+      {.key = "untrained", .member = &P::untrained,
+       .doc = "what evaluation reads at a table row training never read: keep (the row) or nearest (its nearest "
+              "trained row)",
+       .reads_if = [](const SchemeInfo& s) { return s.row_table; }, .role = OptionRole::evaluation, .eval_name = ""},
       {.key = "rope_scaling", .member = &P::rope_scaling,
-       .doc = "the rotary frequencies past the training length: none, linear, ntk, dynamic or yarn", .added = true,
-       .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune},
+       .doc = "the rotary frequencies past the training length: none, linear (position interpolation), ntk (static "
+              "NTK-aware), dynamic (dynamic NTK) or yarn, as Hugging Face computes them",
+       .added = true, .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune, .eval_name = "rope_"},
       {.key = "rope_factor", .member = &P::rope_factor,
-       .doc = "rope scaling's factor; 0: the largest evaluation multiplier", .real = L::rope_factor, .added = true,
-       .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune},
+       .doc = "rope scaling's factor (at least 1); 0: the largest evaluation multiplier", .real = L::rope_factor,
+       .added = true, .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune, .eval_name = "factor"},
       {.key = "yarn_beta_fast", .member = &P::yarn_beta_fast, .doc = "yarn: the rotations where the ramp starts",
        .real = L::yarn_beta, .added = true, .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune},
       {.key = "yarn_beta_slow", .member = &P::yarn_beta_slow, .doc = "yarn: the rotations where the ramp ends",
@@ -105,7 +115,14 @@ const char* option_type(const PositionOptionInfo& o) {
   return names[o.member.index()];
 }
 
-std::string bias_flag_name(const PositionOptionInfo& o) {
+std::vector<const PositionOptionInfo*> eval_options() {
+  std::vector<const PositionOptionInfo*> out;
+  for (const PositionOptionInfo& o : option_rows())
+    if (o.eval_name) out.push_back(&o);
+  return out;
+}
+
+std::string option_flag_name(const PositionOptionInfo& o) {
   std::string flag = std::string("--") + o.key;
   for (char& c : flag)
     if (c == '_') c = '-';
@@ -147,17 +164,93 @@ std::string accepted_values(const PositionOptionInfo& o) {
 }
 
 std::string option_value_text(const PositionOptionInfo& o, const PositionOptions& p) {
+  const PositionValue v = option_value(o, p);
+  const std::string text = value_text(v);
+  const bool choice = std::holds_alternative<Untrained>(v) || std::holds_alternative<RopeScaling>(v);
+  return choice ? '"' + text + '"' : text;
+}
+
+PositionValue option_value(const PositionOptionInfo& o, const PositionOptions& p) {
+  return std::visit([&](auto member) -> PositionValue { return p.*member; }, o.member);
+}
+
+std::string value_text(const PositionValue& v) {
   return std::visit(
-      [&](auto member) -> std::string {
-        const auto& v = p.*member;
-        using T = std::remove_cv_t<std::remove_reference_t<decltype(v)>>;
-        if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
-        else if constexpr (std::is_same_v<T, double>) return position_detail::shortest(v);
-        else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-        else if constexpr (std::is_same_v<T, Untrained>) return '"' + std::string(untrained_name(v)) + '"';
-        else return '"' + std::string(rope_scaling_name(v)) + '"';
+      [](auto x) -> std::string {
+        using T = decltype(x);
+        if constexpr (std::is_same_v<T, int64_t>) return std::to_string(x);
+        else if constexpr (std::is_same_v<T, double>) return position_detail::shortest(x);
+        else if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
+        else if constexpr (std::is_same_v<T, Untrained>) return untrained_name(x);
+        else return rope_scaling_name(x);
+      },
+      v);
+}
+
+namespace {
+
+// `text` as a whole number of type T (from_chars: no sign but '-', no spaces, no locale), or nullopt.
+template <class T>
+std::optional<T> parse_number(const std::string& text) {
+  T v{};
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<PositionValue> parse_option_value(const PositionOptionInfo& o, const std::string& text) {
+  std::optional<PositionValue> v;
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_reference_t<decltype(PositionOptions{}.*member)>;
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+          if (const std::optional<T> n = parse_number<T>(text)) v = *n;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (text == "true" || text == "false") v = text == "true";
+        } else if constexpr (std::is_same_v<T, Untrained>) {
+          if (const std::optional<Untrained> u = enum_value(kUntrainedNames, text)) v = *u;
+        } else {
+          if (const std::optional<RopeScaling> r = enum_value(kRopeScalingNames, text)) v = *r;
+        }
       },
       o.member);
+  if (v && !accepts(o, *v)) v.reset();
+  return v;
+}
+
+bool accepts(const PositionOptionInfo& o, const PositionValue& v) {
+  if (v.index() != o.member.index()) return false;
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return o.range.contains(*i);
+  if (const double* d = std::get_if<double>(&v)) return o.real.contains(*d);
+  return true;
+}
+
+void PositionSetting::apply(PositionOptions& p) const {
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_reference_t<decltype(p.*member)>;
+        const T* v = std::get_if<T>(&value);
+        RPB_CHECK(v != nullptr, "position options", option->key, ": a value of another type than its ",
+                  option_type(*option), " (", value_text(value), ")");
+        p.*member = *v;
+      },
+      option->member);
+}
+
+PositionSetting position_setting(const std::string& key, const PositionValue& value) {
+  const PositionOptionInfo* o = find_position_option(key);
+  RPB_CHECK(o != nullptr, "position options", "no option ", key);
+  RPB_CHECK(accepts(*o, value), "position options", key, ": ", value_text(value), " is not ", option_type(*o), " ",
+            accepted_values(*o));
+  return {o, value};
+}
+
+std::string PositionSetting::flag_text() const {
+  const std::string flag = option_flag_name(*option);
+  return std::holds_alternative<bool>(value) ? flag : flag + " " + value_text(value);
 }
 
 std::vector<std::string> choice_names(const PositionOptionInfo& o) {

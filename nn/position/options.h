@@ -1,11 +1,13 @@
 // rpb/nn/position/options.h: the schema of the position options a run config sets, one descriptor per option.
 //
-// The config reader (train/config/config.cpp read_position), `rpb bias` (its flags) and `rpb schemes` (the list
-// of schemes and their options) read this table; nothing else lists the options. A scheme with an option of its own
-// is its PositionOptions field (nn/position/scheme.h), its check in the scheme's validate, one row here, and its key
-// in the scheme's row (SchemeInfo::reads).
+// The config reader (train/config/config.cpp read_position), `rpb bias` and `rpb eval` (their flags), the eval
+// record (train/run/eval_record.h: the settings an evaluation was asked), the run identity (an option's role) and
+// `rpb schemes` (the list of schemes and their options) read this table; nothing else lists the options. A scheme
+// with an option of its own is its PositionOptions field (nn/position/scheme.h), its check in the scheme's validate,
+// one row here, and its key in the scheme's row (SchemeInfo::reads).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -20,6 +22,9 @@ namespace rpb::nn {
 using PositionOptionMember = std::variant<int64_t PositionOptions::*, double PositionOptions::*,
                                           bool PositionOptions::*, Untrained PositionOptions::*,
                                           RopeScaling PositionOptions::*>;
+/// A value of an option, of its type: the alternatives in PositionOptionMember's order, so an option's value holds
+/// the alternative of the same index as its member.
+using PositionValue = std::variant<int64_t, double, bool, Untrained, RopeScaling>;
 
 /// What an option is to a run (train/config/run_identity.h): `identity`, part of what a run trains (a change makes
 /// another run); `evaluation`, read by evaluation only (position.untrained, blockwise), so runs differing in it are one
@@ -54,6 +59,11 @@ struct PositionOptionInfo {
   /// setting that would change nothing there): why, after the scheme's name ("has no rotary frequencies to scale").
   const char* refused_elsewhere = nullptr;
   OptionRole role = OptionRole::identity;
+  /// Set for an evaluation setting (a role other than identity) that `rpb eval` takes, as --<key with '-' for '_'>
+  /// (a boolean as a bare flag that sets it true): what the eval record's file name shows before the value asked
+  /// (train/run/eval_record.h eval_record_name: "rope_" gives "-rope_yarn", "factor" "-factor8", "" the value alone,
+  /// "-nearest"; a boolean shows it alone, "-blockwise"). Null: not an `rpb eval` flag (set in the config only).
+  const char* eval_name = nullptr;
 
   /// True when scheme `s` reads it: `s.reads` names it, or reads_if(s).
   bool read_by(const SchemeInfo& s) const;
@@ -75,8 +85,11 @@ std::vector<std::string> schemes_reading(const PositionOptionInfo& o, int64_t di
 /// "integer", "real", "boolean" or "choice".
 const char* option_type(const PositionOptionInfo& o);
 
-/// The --flag of `rpb bias` for `o` ("--num-buckets").
-std::string bias_flag_name(const PositionOptionInfo& o);
+/// The --flag of `o` that `rpb bias` (PositionOptionInfo::bias_flag) and `rpb eval` (eval_name) take ("--num-buckets").
+std::string option_flag_name(const PositionOptionInfo& o);
+
+/// The options `rpb eval` takes as flags (PositionOptionInfo::eval_name set), in the table's order.
+std::vector<const PositionOptionInfo*> eval_options();
 
 /// The values it accepts, as the config reader's messages write them: "[2, 65536]", "(1, 1e+12]", "true or false",
 /// "\"keep\" or \"nearest\"" (a choice: its names joined by " or ").
@@ -84,6 +97,36 @@ std::string accepted_values(const PositionOptionInfo& o);
 
 /// Its value in `p` as TOML writes it ("32", "0.3", "true", "\"keep\"", "\"yarn\"").
 std::string option_value_text(const PositionOptionInfo& o, const PositionOptions& p);
+
+/// Its value in `p`.
+PositionValue option_value(const PositionOptionInfo& o, const PositionOptions& p);
+
+/// A value as the command line and an eval record's file name write it: "32", "0.3" (the shortest text that reads
+/// back as it), "true", "keep", "yarn".
+std::string value_text(const PositionValue& v);
+
+/// `text` read as a value of `o`: an integer or a real in its bounds (nn/limits.h), "true" or "false", or one of a
+/// choice's names; nullopt for anything else (the caller names accepted_values(o)).
+std::optional<PositionValue> parse_option_value(const PositionOptionInfo& o, const std::string& text);
+
+/// Whether `v` is of `o`'s type and within its bounds.
+bool accepts(const PositionOptionInfo& o, const PositionValue& v);
+
+/// One option set to a value: a setting `rpb eval` was asked (--rope-factor 8), as the eval record keeps it.
+struct PositionSetting {
+  const PositionOptionInfo* option = nullptr;  // a row of position_option_table()
+  PositionValue value;                         // of the option's type (accepts(*option, value))
+
+  /// Sets it in `p`. Throws rpb::Error naming the key when the value is not of the option's type.
+  void apply(PositionOptions& p) const;
+  /// "--rope-factor 8", "--blockwise" (a boolean set true): the flag that asks it.
+  std::string flag_text() const;
+  bool operator==(const PositionSetting&) const = default;  // the same row (rows live as long as the program)
+};
+
+/// Option `key` set to `value`. Throws rpb::Error naming the key for a key the table does not hold or a value
+/// accepts() refuses.
+PositionSetting position_setting(const std::string& key, const PositionValue& value);
 
 /// A choice option's names (untrained_names(), rope_scaling_names()); empty for the other types.
 std::vector<std::string> choice_names(const PositionOptionInfo& o);

@@ -97,18 +97,67 @@ LengthResult read_length(const JsonIn& in) {
   return r;
 }
 
+// A position setting's value as JSON: a number, a boolean or a choice's name.
+Json setting_json(const nn::PositionValue& v) {
+  return std::visit(
+      [](auto x) -> Json {
+        using T = decltype(x);
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double> || std::is_same_v<T, bool>) return x;
+        else return nn::value_text(x);
+      },
+      v);
+}
+
+// The value `in` holds for option `o` (of its type, within its bounds), or nullopt for null and for a boolean's
+// false (a boolean setting is asked only as true).
+std::optional<nn::PositionValue> read_setting(const JsonIn& in, const nn::PositionOptionInfo& o) {
+  if (in.is_null()) return std::nullopt;
+  std::optional<nn::PositionValue> v;
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_reference_t<decltype(nn::PositionOptions{}.*member)>;
+        if constexpr (std::is_same_v<T, int64_t>) v = in.int64();
+        else if constexpr (std::is_same_v<T, double>) v = *in.optional_number();  // not null: checked above
+        else if constexpr (std::is_same_v<T, bool>) v = in.boolean();
+        else v = nn::parse_option_value(o, in.string());
+      },
+      o.member);
+  if (!v || !nn::accepts(o, *v))
+    in.fail("expected null or " + nn::accepted_values(o) + " (position." + o.key + ")");
+  if (const bool* b = std::get_if<bool>(&*v); b && !*b) return std::nullopt;
+  return v;
+}
+
+// Whether the added position option `o` is written: asked, or another added option the same schemes read was.
+bool written(const nn::PositionOptionInfo& o, const std::vector<nn::PositionSetting>& asked) {
+  for (const nn::PositionSetting& s : asked)
+    if (s.option == &o || (s.option->added && nn::schemes_reading(*s.option) == nn::schemes_reading(o))) return true;
+  return false;
+}
+
+// The position options of `o` that are written in `first` place (the options of the first records: after
+// "lengths") or after the evaluation's own settings (the added ones), in the table's order: each with its setting
+// or null when not asked.
+std::vector<std::pair<const nn::PositionOptionInfo*, const nn::PositionSetting*>> position_entries(
+    const EvalRecordOptions& o, bool first) {
+  std::vector<std::pair<const nn::PositionOptionInfo*, const nn::PositionSetting*>> out;
+  for (const nn::PositionOptionInfo* row : nn::eval_options())
+    if (row->added != first && (first || written(*row, o.position))) out.emplace_back(row, o.asked(row->key));
+  return out;
+}
+
 Json options_json(const EvalRecordOptions& o) {
   const auto text_or_null = [](const std::string& t) { return t.empty() ? Json(nullptr) : Json(t); };
-  Json j = {{"lengths", o.lengths.empty() ? Json(nullptr) : Json(o.lengths)},
-            {"untrained", text_or_null(o.untrained)},
-            {"diagnostics", o.diagnostics},
-            {"other_text", text_or_null(o.other_text)},
-            {"stride", o.stride > 0 ? Json(o.stride) : Json(nullptr)}};
-  if (!o.rope_scaling.empty() || o.rope_factor > 0) {  // absent unless asked: records of before stay byte for byte
-    j["rope_scaling"] = text_or_null(o.rope_scaling);
-    j["rope_factor"] = o.rope_factor > 0 ? Json(o.rope_factor) : Json(nullptr);
-  }
-  if (o.blockwise) j["blockwise"] = true;  // only when asked: the records of every other evaluation stay as they were
+  Json j = {{"lengths", o.lengths.empty() ? Json(nullptr) : Json(o.lengths)}};
+  const auto add_position = [&](bool first) {
+    for (const auto& [row, setting] : position_entries(o, first))
+      j[row->key] = setting ? setting_json(setting->value) : Json(nullptr);
+  };
+  add_position(true);
+  j["diagnostics"] = o.diagnostics;
+  j["other_text"] = text_or_null(o.other_text);
+  j["stride"] = o.stride > 0 ? Json(o.stride) : Json(nullptr);
+  add_position(false);
   return j;
 }
 
@@ -116,19 +165,11 @@ EvalRecordOptions read_options(const JsonIn& in, bool with_stride) {
   EvalRecordOptions o;
   if (!in["lengths"].is_null())
     for (std::size_t i = 0; i < in["lengths"].size(); ++i) o.lengths.push_back(in["lengths"][i].int64());
-  o.untrained = in["untrained"].string_or_empty();
-  if (!o.untrained.empty() && !enum_value(nn::kUntrainedNames, o.untrained))
-    in["untrained"].fail("\"" + o.untrained + "\" is not a position.untrained value");
-  if (in.has("rope_scaling")) {
-    o.rope_scaling = in["rope_scaling"].string_or_empty();
-    if (!o.rope_scaling.empty() && !enum_value(nn::kRopeScalingNames, o.rope_scaling))
-      in["rope_scaling"].fail("\"" + o.rope_scaling + "\" is not a position.rope_scaling value");
-    const std::optional<double> factor = in["rope_factor"].optional_number();
-    if (factor && !(*factor >= 1)) in["rope_factor"].fail("expected null or a factor of at least 1");
-    o.rope_factor = factor.value_or(0);
+  for (const nn::PositionOptionInfo* row : nn::eval_options()) {
+    if (row->added && !in.has(row->key)) continue;  // an added option is written only around an asked one
+    if (const std::optional<nn::PositionValue> v = read_setting(in[row->key], *row)) o.position.push_back({row, *v});
   }
   o.diagnostics = in["diagnostics"].boolean();
-  o.blockwise = in.has("blockwise") && in["blockwise"].boolean();
   o.other_text = in["other_text"].string_or_empty();
   if (!o.other_text.empty() && !is_sha256_hex(o.other_text))
     in["other_text"].fail("expected null or 64 lowercase hex digits (a SHA-256)");
@@ -140,6 +181,12 @@ EvalRecordOptions read_options(const JsonIn& in, bool with_stride) {
 }
 
 }  // namespace
+
+const nn::PositionSetting* EvalRecordOptions::asked(const std::string& key) const {
+  for (const nn::PositionSetting& s : position)
+    if (key == s.option->key) return &s;
+  return nullptr;
+}
 
 int64_t EvalRecord::tokens() const {
   for (const LengthResult& r : lengths)
@@ -224,7 +271,8 @@ EvalRecord eval_record_from_json(const Json& json, const std::string& source, co
     return r;
   }
   // rpb-eval-2 and -1 stored no options: the ones their file names showed.
-  if (r.untrained == nn::untrained_name(nn::Untrained::nearest)) r.options.untrained = r.untrained;
+  if (r.untrained == nn::untrained_name(nn::Untrained::nearest))
+    r.options.position.push_back(nn::position_setting("untrained", nn::Untrained::nearest));
   if (r.text == "other") r.options.other_text = r.text_sha256;
   // rpb-eval-1 did not store default_lengths either: its file name did ("-L<lengths>" when chosen on the command line)
   const bool default_lengths = v1 ? file_name == eval_record_name(r) : in["default_lengths"].boolean();
@@ -240,29 +288,28 @@ EvalRecord read_eval_record(const std::string& path) {
 }
 
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options) {
-  // Every member, by name: an option added to EvalRecordOptions stops this from compiling until it is named here.
-  const auto& [lengths, untrained, diagnostics, other_text, stride, rope_scaling, rope_factor, blockwise] = options;
+  // Every member, by name: a setting added to EvalRecordOptions stops this from compiling until it is named here.
+  const auto& [lengths, diagnostics, other_text, stride, position] = options;
   std::ostringstream name;  // a stream, not a + chain: GCC 12 warns falsely (-Wstringop-overflow) on that
   name << fs::path(checkpoint).stem().string() << "-" << tokens;
   if (!lengths.empty()) {
     name << "-L";
     for (std::size_t i = 0; i < lengths.size(); ++i) name << (i ? "_" : "") << lengths[i];
   }
-  if (!untrained.empty()) name << "-" << untrained;
+  const auto add_position = [&](bool first) {
+    for (const auto& [row, setting] : position_entries(options, first)) {
+      if (!setting) continue;
+      name << "-" << row->eval_name;
+      if (!std::holds_alternative<bool>(setting->value)) name << nn::value_text(setting->value);
+    }
+  };
+  add_position(true);
   if (diagnostics) name << "-diag";
   if (!other_text.empty()) name << "-text" << other_text.substr(0, 12);
   if (stride > 0) name << "-S" << stride;
-  if (!rope_scaling.empty()) name << "-rope_" << rope_scaling;
-  if (rope_factor > 0) name << "-factor" << rope_factor_text(rope_factor);
-  if (blockwise) name << "-blockwise";
+  add_position(false);
   name << ".json";
   return name.str();
-}
-
-std::string rope_factor_text(double factor) {
-  char buf[32];
-  const auto end = std::to_chars(buf, buf + sizeof buf, factor).ptr;
-  return std::string(buf, end);
 }
 
 std::string eval_record_name(const EvalRecord& r) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/position/options.h"
 #include "train/io/json_text.h"
 #include "train/io/provenance.h"
 #include "train/run/eval_result.h"
@@ -16,22 +17,26 @@ namespace rpb {
 
 /// Every option of an evaluation that changes its record (what `rpb eval` was asked beyond the checkpoint and its
 /// stored config), as eval_record_name puts it into the file name: two evaluations of one checkpoint share a file
-/// only when they were asked the same (and scored as many tokens, always in the name). A new option that changes
-/// the record (a stride, ...) goes here: eval_record_name takes the struct apart member by member (a structured
-/// binding of all of them), so it does not compile until the option has its place in the name.
+/// only when they were asked the same (and scored as many tokens, always in the name). The evaluation's own settings
+/// are members; a position option (`rpb eval --untrained`, `--rope-scaling`, ...) is a row of the option table with
+/// an eval_name (nn/position/options.h), which gives its flag, its place in the name and in the JSON: an option
+/// that changes the record is one row there. A new setting of the evaluation's own (a stride, ...) goes here:
+/// eval_record_name takes the struct apart member by member (a structured binding of all of them), so it does not
+/// compile until the setting has its place in the name.
 struct EvalRecordOptions {
   std::vector<int64_t> lengths;  // eval --lengths: the lengths asked for, in order; empty: the config's eval_multipliers
-  std::string untrained;         // eval --untrained: "keep" or "nearest"; "": the stored config's position.untrained
   bool diagnostics = false;      // eval --diagnostics: attention diagnostics measured whatever run.eval_diagnostics says
   std::string other_text;        // eval --other-text scoring another text: its SHA-256; "": the training text (or none)
   /// The protocol the numbers were scored with: 0 nonoverlapping segments; S >= 1 sliding windows advanced by S
   /// (run.eval_stride or eval --stride, data::EvalWindows). Set for `rpb train`'s records too.
   int64_t stride = 0;
-  std::string rope_scaling;      // eval --rope-scaling: "none", "linear", "ntk", "dynamic" or "yarn"; "": the stored
-                                 // config's position.rope_scaling
-  double rope_factor = 0;        // eval --rope-factor (>= 1); 0: the stored config's position.rope_factor
-  bool blockwise = false;        // eval --blockwise: xpos with blockwise causal attention (position.blockwise = true)
+  /// The position options asked (eval --untrained nearest, --rope-scaling yarn, --blockwise: rows with an
+  /// eval_name), each once, in the option table's order; none: the stored config's values.
+  std::vector<nn::PositionSetting> position;
   bool operator==(const EvalRecordOptions&) const = default;
+
+  /// The setting of position option `key` asked, or null.
+  const nn::PositionSetting* asked(const std::string& key) const;
 };
 
 /// One evaluation: which checkpoint, on what, and the result at every length.
@@ -87,9 +92,14 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///    "default_lengths": true | false,
 ///    "protocol": "nonoverlapping" | "sliding_window" (eval_protocol_name of options.stride),
 ///    "options": {"lengths": null | [64, 1024], "untrained": null | "keep" | "nearest", "diagnostics": true | false,
-///                "other_text": null | "<64 hex>", "stride": null | 32[, "rope_scaling": null | "none" | "linear" |
-///                ..., "rope_factor": null | 8] (the last two only when either was asked)[, "blockwise": true (only
-///                when asked; absent: false)]} (EvalRecordOptions; null: not asked, and for "stride" nonoverlapping),
+///                "other_text": null | "<64 hex>", "stride": null | 32[, "blockwise": true][, "rope_scaling": null |
+///                "none" | "linear" | ..., "rope_factor": null | 8]} (EvalRecordOptions; null: not asked, and for
+///                "stride" nonoverlapping). The position options (the rows with an eval_name, nn/position/options.h)
+///                go by their key, a value of their type: one of the first options (not PositionOptionInfo::added,
+///                "untrained") after "lengths", always written; an added one after "stride", in the table's order,
+///                written when asked, or as null when another added option read by the same schemes was
+///                ("rope_factor": null beside "rope_scaling"), so the records of every other evaluation stay byte
+///                for byte as they were; a boolean is asked only as true),
 ///    "lengths": [{"length": 64, "multiplier": 1, "nll": 1.2345, "perplexity": 3.437, "tokens": 8192,
 ///                 "optimal_perplexity": 3.21 | null, ["bytes": 6671, "bits_per_byte": 1.856 | null,] (only for a
 ///                 text run: the bytes of text the scored tokens stand for, LengthResult::bytes)
@@ -125,13 +135,11 @@ EvalRecord read_eval_record(const std::string& path);
 
 /// The file name of the record of `checkpoint` (a file name or path) scoring `tokens` tokens at each length with
 /// `options`: "<checkpoint stem>-<tokens>.json" ("step_00000600-8192.json"), and before ".json" one part per option
-/// that is set, in the struct's order: "-L<l1>_<l2>..." (lengths), "-<untrained>" ("-nearest"), "-diag"
-/// (diagnostics), "-text<first 12 hex digits>" (other_text), "-S<stride>" (a sliding-window stride), "-rope_<scaling>"
-/// ("-rope_yarn") and "-factor<factor>" ("-factor8") and "-blockwise": "step_00000600-8192-L64_1024-nearest-diag.json",
-/// "step_00000600-8192-S32.json".
+/// that is set, in the JSON's order: "-L<l1>_<l2>..." (lengths), the first position options ("-<untrained>",
+/// "-nearest"), "-diag" (diagnostics), "-text<first 12 hex digits>" (other_text), "-S<stride>" (a sliding-window
+/// stride), then the added position options, each "-<eval_name><value>" ("-blockwise", "-rope_yarn", "-factor8"):
+/// "step_00000600-8192-L64_1024-nearest-diag.json", "step_00000600-8192-S32.json".
 std::string eval_record_name(const std::string& checkpoint, int64_t tokens, const EvalRecordOptions& options);
-/// A rope scaling factor as records and tables write it: the shortest text that reads back as it ("8", "2.5").
-std::string rope_factor_text(double factor);
 
 /// The record's file name: eval_record_name of its checkpoint, tokens() and options. The same checkpoint evaluated
 /// the same way again replaces its record.
