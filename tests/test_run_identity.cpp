@@ -94,18 +94,18 @@ TEST_CASE("effective config: every key the parser accepts, with its value, parsi
     const std::set<std::string> keys = keys_of(c.text);
     // Complete: the parser's own list of the keys it read is in the text, and nothing else is, but the keys added
     // after runs were stored, which these configs leave at their default: run.eval_stride, run.device and a
-    // fine-tune's run.init_from, init_sha256 and finetune_length (written only when set, config.cpp read_run) and
-    // the position options marked added (PositionOptionInfo::added).
+    // fine-tune's run.init_from, init_sha256 and finetune_length (written only when set: their rows' `written`,
+    // train/config/config_keys.cpp) and the position options marked added (PositionOptionInfo::added).
     const std::vector<std::string> accepted = accepted_keys(text, name);
     std::set<std::string> written(accepted.begin(), accepted.end());
     for (const char* k : {"run.eval_stride", "run.device", "run.init_from", "run.init_sha256", "run.finetune_length"})
       CHECK(written.erase(k) == 1);
-    // The keys of one's own corpus and its tokenizer: written for the text task only (config.cpp read_corpus).
+    // The keys of one's own corpus and its tokenizer: written for the text task only (their rows' `written`).
     if (c.task.kind != "text")
       for (const char* k : {"task.path", "task.documents", "task.valid_fraction", "task.test_fraction", "task.tokenizer",
                             "task.sentencepiece_model", "task.sentencepiece_sentences"})
         CHECK(written.erase(k) == 1);
-    // Passkey retrieval's keys: written for the passkey task only (config.cpp read_retrieval).
+    // Passkey retrieval's keys: written for the passkey task only (their rows' `written`).
     if (c.task.kind != "passkey")
       for (const char* k : {"task.passkey_digits", "task.passkey_samples"}) CHECK(written.erase(k) == 1);
     for (const nn::PositionOptionInfo& o : nn::position_option_table())

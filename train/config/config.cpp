@@ -18,6 +18,7 @@
 #include "nn/position.h"
 #include "nn/position/options.h"
 #include "train/config/config_detail.h"
+#include "train/config/config_keys.h"
 #include "train/config/document.h"
 #include "train/config/toml_depth.h"
 #include "train/config/toml_table.h"
@@ -52,23 +53,8 @@ std::string path_problem(const std::string& v, std::size_t max_bytes, bool compo
 
 namespace {
 
-// A string key that names a folder or a file (run.name, run.out_dir, task.kjv_path), checked by path_problem.
-void get_path(Table& t, const char* key, std::string& out, bool component) {
-  t.get(key, out);
-  const std::size_t max_bytes = component ? kMaxNameBytes : kMaxPathBytes;
-  if (const std::string p = path_problem(out, max_bytes, component); !p.empty())
-    t.fail_at(key, std::string(component ? "expected a folder name (one path component: not '.' or '..', no '/', "
-                                         : "expected a path (") +
-                       "no control, format or separator characters, at most " + std::to_string(max_bytes) +
-                       " bytes), found " + p);
-}
-
-// run.init_from, run.init_sha256 and run.finetune_length (RunConfig): each written into the effective config only
-// when set, so the configs of runs that are not fine-tunes keep their stored text.
-void read_finetune(Table& run, RunConfig& c) {
-  get_path(run, "init_from", c.init_from, false);
-  run.get("init_sha256", c.init_sha256);
-  run.get("finetune_length", c.finetune_length, 0, L::kMaxSequence);
+// The fine-tune keys (run.init_from, run.init_sha256, run.finetune_length) together.
+void check_finetune(const Table& run, const RunConfig& c) {
   if (!c.init_sha256.empty() && !is_sha256_hex(c.init_sha256))
     run.fail_at("init_sha256", "expected 64 lowercase hexadecimal digits (the SHA-256 of run.init_from's bytes), found \"" +
                                    printable(c.init_sha256) + "\"");
@@ -78,71 +64,26 @@ void read_finetune(Table& run, RunConfig& c) {
       run.fail_at("finetune_length", "is the length a fine-tune trains at, and run.init_from (the checkpoint it "
                                      "starts from) is not set; a run of its own trains at run.length");
   }
-  if (c.init_from.empty()) run.unput("init_from");
-  if (c.init_sha256.empty()) run.unput("init_sha256");
-  if (c.finetune_length == 0) run.unput("finetune_length");
 }
 
 void read_run(Table& run, RunConfig& c) {
-  get_path(run, "name", c.name, true);
-  get_path(run, "out_dir", c.out_dir, false);
-  run.get("seed", c.seed);
-  run.get("steps", c.steps, 1, kMaxSteps);
-  run.get("batch", c.batch, 1, kMaxBatch);
-  run.get("length", c.length, 1, L::kMaxSequence);
-  run.get("log_every", c.log_every, 1, kMaxSteps);
-  run.get("checkpoint_every", c.checkpoint_every, 0, kMaxSteps);
-  run.get("eval_multipliers", c.eval_multipliers, 1, kMaxMultiplier, kMaxLengths);
-  run.get("eval_tokens", c.eval_tokens, 1, kMaxTokens);
-  run.get("eval_batch", c.eval_batch, 1, kMaxBatch);
-  run.get("eval_every", c.eval_every, 0, kMaxSteps);
-  run.get("eval_diagnostics", c.eval_diagnostics);
-  run.get("eval_stride", c.eval_stride, 0, L::kMaxSequence);
-  if (c.eval_stride == 0) run.unput("eval_stride");
-  run.get("valid_multipliers", c.valid_multipliers, 1, kMaxMultiplier, kMaxLengths);
-  run.get("valid_tokens", c.valid_tokens, 1, kMaxTokens);
-  get_enum(run, "on_nonfinite", c.on_nonfinite, kOnNonFiniteNames);
-  get_enum(run, "device", c.device, kDeviceNames);
-  if (c.device == Device::cpu) run.unput("device");
-  read_finetune(run, c);
+  config_keys::read_keys(run, "run", c);
+  check_finetune(run, c);
   run.done();
 }
 
-void read_model(Table& model, nn::TransformerOptions& m) {
-  model.get("d_model", m.d_model, L::d_model.lo, L::d_model.hi);
-  model.get("heads", m.heads, L::heads.lo, L::heads.hi);
-  model.get("layers", m.layers, L::layers.lo, L::layers.hi);
-  model.get("d_ff", m.d_ff, L::d_ff.lo, L::d_ff.hi);
-  model.get("dropout", m.dropout, 0.0, 1.0, false, true);
-  model.get("tie_head", m.tie_head);
-  model.get("share_position", m.share_position);
-  model.get("attn_scale", m.attn_scale, 0.0, 1e6);
-  model.get("fused_attention", m.fused_attention);
-  model.get("init_std", m.init_std, 0.0, 10.0, true);
-  get_enum(model, "gelu", m.gelu, kGeluApproxNames);
-  get_enum(model, "embedding", m.embedding, nn::kEmbeddingRecipeNames);
+void read_model(Table& model, RunConfig& c) {
+  config_keys::read_keys(model, "model", c);
+  const nn::TransformerOptions& m = c.model;
   if (m.d_model % m.heads != 0)
     model.fail_at("heads", "heads " + std::to_string(m.heads) + " must divide model.d_model " + std::to_string(m.d_model) +
                                model.set_by("d_model"));
   model.done();
 }
 
-// The keys of one's own corpus and its tokenizer (data::TaskInfo::stores_tokenizer: the text task), written into the
-// effective config only for such a task, so that the configs of the other tasks keep their stored text.
-void read_corpus(Table& task, data::TaskOptions& t) {
-  get_path(task, "path", t.path, false);
-  task.get("documents", t.documents, {"files", "blank_lines"});
-  task.get("valid_fraction", t.valid_fraction, 0.0, 1.0, true, true);
-  task.get("test_fraction", t.test_fraction, 0.0, 1.0, true, true);
-  task.get("tokenizer", t.tokenizer, data::tokenizer_names());
-  task.get("sentencepiece_model", t.sentencepiece_model, {"unigram", "bpe"});
-  task.get("sentencepiece_sentences", t.sentencepiece_sentences, 1000, int64_t{1} << 30);
-  static const char* const kKeys[] = {"path", "documents", "valid_fraction", "test_fraction", "tokenizer",
-                                      "sentencepiece_model", "sentencepiece_sentences"};
-  if (!data::task_info(t.kind).stores_tokenizer) {
-    for (const char* key : kKeys) task.unput(key);
-    return;
-  }
+// The keys of one's own corpus (data::TaskInfo::stores_tokenizer: the text task) together.
+void check_corpus(const Table& task, const data::TaskOptions& t) {
+  if (!data::task_info(t.kind).stores_tokenizer) return;
   if (t.path.empty())
     task.fail_at("path", "the " + t.kind + " task reads one's own text: set task.path to a UTF-8 file or a folder "
                          "of them");
@@ -151,29 +92,9 @@ void read_corpus(Table& task, data::TaskOptions& t) {
                                   "found " + std::to_string(t.valid_fraction + t.test_fraction));
 }
 
-// The keys of passkey retrieval (data::TaskInfo::retrieval), written into the effective config only for such a task.
-void read_retrieval(Table& task, data::TaskOptions& t) {
-  task.get("passkey_digits", t.passkey_digits, 1, 64);
-  task.get("passkey_samples", t.passkey_samples, 1, 100000);
-  if (!data::task_info(t.kind).retrieval) {
-    task.unput("passkey_digits");
-    task.unput("passkey_samples");
-  }
-}
-
-void read_task(Table& task, data::TaskOptions& t) {
-  task.get("kind", t.kind, data::task_names());
-  task.get("vocab", t.vocab, 2, kMaxVocab);
-  task.get("order", t.order, 1, 16);
-  task.get("concentration", t.concentration, 0.0, 1e6, true);
-  task.get("lag", t.lag, 1, 1 << 20);
-  task.get("noise", t.noise, 0.0, 1.0);
-  task.get("seed", t.seed);
-  task.get("train_tokens", t.train_tokens, 2, kMaxTokens);
-  task.get("eval_tokens", t.eval_tokens, 2, kMaxTokens);
-  get_path(task, "kjv_path", t.kjv_path, false);
-  read_corpus(task, t);
-  read_retrieval(task, t);
+void read_task(Table& task, RunConfig& c) {
+  config_keys::read_keys(task, "task", c);
+  check_corpus(task, c.task);
   task.done();
 }
 
@@ -205,22 +126,10 @@ void read_position_options(Table& t, const char* table, nn::PositionOptions& p) 
     if (std::string_view(o.table) == table) read_position_option(t, o, p);
 }
 
-// Drops from `effective` the position options added after runs were stored (PositionOptionInfo::added) that `p`
-// leaves at their default.
-void drop_unset_added_options(toml::table& effective, const nn::PositionOptions& p) {
-  const nn::PositionOptions defaults;
-  for (const nn::PositionOptionInfo& o : nn::position_option_table())
-    if (o.added && nn::option_value_text(o, p) == nn::option_value_text(o, defaults))
-      if (toml::table* t = effective[o.table].as_table()) t->erase(o.key);
-}
-
 // [grid]'s values; its checks that depend on the scheme come after [position] (check_grid).
-void read_grid(Table& grid, GridConfig& g, nn::PositionOptions& p) {
-  grid.get("window", g.window, L::window.lo, L::window.hi);
-  grid.get("shift", g.shift);
-  grid.get("cpb_hidden", g.cpb_hidden, L::cpb_hidden.lo, L::cpb_hidden.hi);
-  read_position_options(grid, "grid", p);  // max_side
-  grid.get("eval_window", g.eval_window, 0, L::window.hi);
+void read_grid(Table& grid, RunConfig& c) {
+  config_keys::read_keys(grid, "grid", c);
+  read_position_options(grid, "grid", c.model.position);  // max_side
 }
 
 // [position], and the scheme's own checks on the whole model's position options: an rpb::OptionError names
@@ -274,8 +183,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   documents_read.fetch_add(1, std::memory_order_relaxed);
   RunConfig c;
   c.source = source;
-  toml::table effective;
-  const Reader r{root, source, applied, effective};
+  const Reader r{root, source, applied};
   Table top(&root, "", source, applied);
   for (const char* t : {"run", "model", "position", "task", "grid", "optim", "sweep"}) top.know(t);
   top.done();
@@ -283,11 +191,10 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   Table run = r.table("run"), model = r.table("model"), task = r.table("task"), grid = r.table("grid"),
         pos = r.table("position"), sweep = r.table("sweep");
   read_run(run, c);
-  read_model(model, c.model);
-  read_task(task, c.task);
-  read_grid(grid, c.grid, c.model.position);
+  read_model(model, c);
+  read_task(task, c);
+  read_grid(grid, c);
   read_position(pos, grid, run, c);
-  drop_unset_added_options(effective, c.model.position);
   check_grid(grid, c);
   const Table opt = read_optim(r, c, accepted);
   std::vector<std::string> keys;  // the dotted keys of the tables read (accepted_keys), [[optim.group]]'s aside
@@ -306,8 +213,9 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
           {c.valid_multipliers, c.valid_tokens, "valid_multipliers", "valid_tokens", "validation", "valid"});
   }
 
-  // The sweep table stays as written: its defaults depend on the tasks, and it is not part of a run's identity.
-  effective.erase("sweep");
+  // The effective config, written from the typed value (config_keys.h); the sweep table stays as written: its
+  // defaults depend on the tasks, and it is not part of a run's identity.
+  toml::table effective = config_keys::write_effective(c);
   if (const toml::table* st = toml_config::subtable(root, "sweep", source, applied))
     effective.insert("sweep", nested_grids(*st));
   c.text = toml_config::document_text(effective);

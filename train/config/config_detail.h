@@ -20,17 +20,15 @@ inline toml::table& table_in(toml::table& root, const char* name) {
   return *root.get(name)->as_table();
 }
 
-/// The tables of one document, read in turn; each reader takes what it needs from the config read so far and
-/// writes every key it accepts, with its final value, into `effective` (the effective config, RunConfig::text).
+/// The tables of one document, read in turn; each reader takes what it needs from the config read so far (the
+/// effective config is written from the typed value afterwards: config_keys.h write_effective).
 struct Reader {
   const toml::table& root;
   const std::string& source;
   const toml_config::OverrideMap& applied;
-  toml::table& effective;
   toml_config::Table table(const char* name) const {
-    toml_config::Table t(toml_config::subtable(root, name, source, applied), std::string(name) + ".", source, applied);
-    t.write_to(table_in(effective, name));
-    return t;
+    return toml_config::Table(toml_config::subtable(root, name, source, applied), std::string(name) + ".", source,
+                              applied);
   }
 };
 

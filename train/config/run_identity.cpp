@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "nn/position.h"
 #include "nn/position/options.h"
+#include "train/config/config_keys.h"
 #include "train/config/document.h"
 #include "train/config/toml_table.h"
 #include "train/io/sha256.h"
@@ -72,12 +73,12 @@ std::string fmt_g(double v) {
 
 const std::vector<std::string>& non_identity_keys() {
   static const std::vector<std::string> keys = [] {
-    std::vector<std::string> k = {
-        "run.name",          "run.out_dir",       "run.log_every",   "run.checkpoint_every", "run.eval_multipliers",
-        "run.eval_tokens",   "run.eval_batch",    "run.eval_every",  "run.eval_diagnostics", "run.eval_stride",
-        "run.valid_multipliers",
-        "run.valid_tokens",  "grid.eval_window",  "task.kjv_path", "task.path", "sweep", "run.init_from", "run.device"};
-    // The position options whose row says they make no run of their own (nn/position/options.h OptionRole).
+    // The keys whose row says they make no run of their own (config_keys.h KeyRole, nn/position/options.h
+    // OptionRole), and the [sweep] table.
+    std::vector<std::string> k;
+    for (const config_keys::ConfigKey& key : config_keys::config_keys())
+      if (key.role == config_keys::KeyRole::outside) k.push_back(key.dotted());
+    k.emplace_back("sweep");
     for (const nn::PositionOptionInfo& o : nn::position_option_table())
       if (o.role != nn::OptionRole::identity) k.push_back(std::string(o.table) + "." + o.key);
     return k;

@@ -30,8 +30,8 @@
 namespace rpb {
 
 /// The keys that are not part of a run's identity: how a run is named, stored, logged and evaluated, and the
-/// sweep ("sweep" is the whole [sweep] table); the position options' come from their rows (OptionRole). The one
-/// list: digests, comparisons and messages use it.
+/// sweep ("sweep" is the whole [sweep] table), from the keys' rows (train/config/config_keys.h KeyRole, and the
+/// position options' OptionRole). The one list: digests, comparisons and messages use it.
 const std::vector<std::string>& non_identity_keys();
 /// The keys of non_identity_keys() that are part of a fine-tune's identity (run.init_from), which trains with them:
 /// the position options of role fine_tune (nn/position/options.h; the rope scaling keys).

@@ -17,13 +17,6 @@ namespace toml_config {
 
 namespace {
 
-template <typename T>
-toml::array array_of(const std::vector<T>& v) {
-  toml::array a;
-  for (const T& e : v) a.push_back(e);
-  return a;
-}
-
 // The shortest text that reads back as the same double (-0.1, not toml++'s -0.10000000000000001); `plain` prefers
 // plain digits (0.0003, not 3e-04) unless they run long (1e-12).
 std::string float_text(double v, bool plain) {
@@ -109,7 +102,6 @@ void Table::get(const char* key, int64_t& out, int64_t lo, int64_t hi) {
     out = *n->value<int64_t>();
     if (out < lo || out > hi) fail(key, *n, range_text(lo, hi), false);
   }
-  put(key, out);
 }
 
 void Table::get(const char* key, uint64_t& out) {
@@ -130,7 +122,6 @@ void Table::get(const char* key, double& out, double lo, double hi, bool lo_open
       fail(key, *n, os.str(), false);
     }
   }
-  put(key, out);
 }
 
 void Table::get(const char* key, bool& out) {
@@ -139,7 +130,6 @@ void Table::get(const char* key, bool& out) {
     if (!n->is_boolean()) fail(key, *n, "expected true or false");
     out = *n->value<bool>();
   }
-  put(key, out);
 }
 
 void Table::get(const char* key, std::string& out, const std::vector<std::string>& allowed) {
@@ -150,7 +140,6 @@ void Table::get(const char* key, std::string& out, const std::vector<std::string
     if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), out) == allowed.end())
       fail(key, *n, "expected one of " + join(allowed) + suggestion(out, allowed, false), false);
   }
-  put(key, out);
 }
 
 const toml::array& Table::checked_array(const char* key, const toml::node& n, const char* element,
@@ -183,7 +172,6 @@ void Table::get(const char* key, std::vector<int64_t>& out, int64_t lo, int64_t 
       out.push_back(v);
     }
   }
-  put(key, array_of(out));
 }
 
 void Table::get(const char* key, std::vector<uint64_t>& out, std::size_t max_size) {
@@ -206,7 +194,6 @@ void Table::get(const char* key, std::vector<std::string>& out, const std::vecto
       out.push_back(v);
     }
   }
-  if (!out.empty()) put(key, array_of(out));  // an empty list (sweep.tasks) is the default and has no TOML form
 }
 
 void Table::fail_at(const char* key, const std::string& what) const {

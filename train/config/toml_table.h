@@ -70,25 +70,11 @@ class Table {
   void ignore(const std::string& key) { ignored_.push_back(key); }
   /// Registers a key as known even if this reader never asks for its value.
   void know(const char* key) { seen_.insert(key); }
-  /// From now on every get() also writes the key's final value (the one read, or the default it kept) into
-  /// `effective`: after a reader's gets, `effective` holds every key it accepts (the effective config).
-  void write_to(toml::table& effective) { effective_ = &effective; }
-  /// Takes `key` back out of the effective config: for a key added after configs were stored (run.eval_stride),
-  /// written only when set away from the value that behaves as before, so a config without it keeps its text (and
-  /// a checkpoint its bytes).
-  void unput(const char* key) {
-    if (effective_) effective_->erase(key);
-  }
   /// The keys asked for so far (by get() or know()), without the prefix.
   const std::set<std::string>& seen() const { return seen_; }
 
  private:
   const toml::node* node(const char* key);
-  /// Writes `value` at `key` into the effective table, if any.
-  template <typename T>
-  void put(const char* key, T&& value) {
-    if (effective_) effective_->insert_or_assign(key, std::forward<T>(value));
-  }
   /// A wrong type names what was found; a wrong value only what was expected.
   [[noreturn]] void fail(const char* key, const toml::node& n, const std::string& what, bool wrong_type = true) const;
   /// The array at `key`: non-empty, at most `max_size` elements (`element` names them: "integers"), none equal to
@@ -104,7 +90,6 @@ class Table {
   const OverrideMap* overrides_;
   std::set<std::string> seen_;
   std::vector<std::string> ignored_;
-  toml::table* effective_ = nullptr;
 };
 
 /// The sub-table `name` of `root`, null when absent; a key of another type is an error, naming the --set that
