@@ -67,7 +67,25 @@ TEST_CASE("config typed: derive_config sets typed values and checks them as a fi
                  "the test: run.steps = 0: expected an integer in [1, "));
   CHECK(contains(error_of([&] { derive_config(base, {{"run.steps", {std::string("ten")}, "ten"}}, "the test"); }),
                  "the test: run.steps = \"ten\": expected an integer"));
-  CHECK(contains(error_of([] { derive_config(RunConfig{}, {}, "the test"); }), "was not read by the readers"));
+  // A typed config is enough: one built in code derives as the file of its values would (its weight decay is
+  // optim::AdamOptions' 0, where a config's AdamW defaults to 0.01).
+  CHECK(derive_config(RunConfig{}, {}, "the test").text == parse_config("[optim]\nweight_decay = 0.0\n", "e").text);
+  // A check across keys runs on the derived config: a cosine's warm-up of run.steps or more is refused.
+  const std::string warmup = error_of([&] {
+    derive_config(base, {{"optim.schedule", {std::string("cosine")}, "cosine"}, {"optim.warmup_steps", {int64_t{1000}}, "1000"}},
+                  "the test");
+  });
+  CHECK(contains(warmup, "the test: optim.warmup_steps = 1000: expected fewer warm-up steps than run.steps = 1000"));
+  // Derived configs read their settings alone, never the base's document again.
+  const ConfigReads before = config_reads();
+  derive_config(base, {{"model.layers", {int64_t{3}}, "3"}}, "the test");
+  CHECK(config_reads().documents == before.documents);
+  CHECK(config_reads().texts == before.texts);
+  CHECK(config_reads().derived == before.derived + 1);
+  // The settings of one run cannot set the sweep's own keys.
+  CHECK(contains(error_of([&] { derive_config(base, {{"sweep.seeds", {std::vector<SettingValue>{{int64_t{1}}}}, "[1]"}},
+                                              "the test"); }),
+                 "sweep.seeds"));
 }
 
 TEST_CASE("config typed: a key added to the identity later changes no digest of a run that does not set it") {

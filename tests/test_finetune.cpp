@@ -172,13 +172,16 @@ TEST_CASE("fine-tune sweep rows continue the run of the method they name, with t
   // Config text is parsed once per file read, and only for the checkpoints read: training parses the parent's stored
   // config once (the fine-tune starts from its weights); the rerun, reusing both runs, reads the rope run's final
   // checkpoint twice (its own reuse, and as the fine-tune's parent) and the fine-tune's once. The sweep file was
-  // parsed before (parse_config above). The typed configs built from documents (each run's, derived from the
-  // sweep's) are counted too; issue 44's step 3 is to bring them to one per run.
+  // parsed before (parse_config above). A whole document is read into a typed config once per text parsed: each
+  // run's config is derived from the sweep's typed one by its settings (run_config), and the fine-tune's parent
+  // digest is set so (derive_config), neither reading a document again.
   const ConfigReads reused = config_reads();
   CHECK(trained.texts - before.texts == 1);
   CHECK(reused.texts - trained.texts == 3);
-  MESSAGE("typed configs built from documents: ", trained.documents - before.documents, " training, ",
-          reused.documents - trained.documents, " reusing");
+  CHECK(trained.documents - before.documents == trained.texts - before.texts);
+  CHECK(reused.documents - trained.documents == reused.texts - trained.texts);
+  MESSAGE("configs derived by settings: ", trained.derived - before.derived, " training, ",
+          reused.derived - trained.derived, " reusing");
   // A parent that is not in the sweep is refused before anything trains.
   const std::string missing = error_of([&] {
     run_sweep(parse_config(head + "[sweep]\nmethods = [\"rope@run.init_from=fire2@run.steps=2\"]\n", "bad.toml"));

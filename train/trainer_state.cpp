@@ -31,7 +31,7 @@ void Run::read_parent() {
   check_params(*c, workload_->model().named_parameters(), file);
   if (config_.init_sha256.empty()) {
     const std::string& sha = c->file_sha256;
-    config_ = derive_config(config_, {{"run.init_sha256", SettingValue{sha}, sha}}, "run.init_from's SHA-256");
+    config_ = derive_config(config_, {parent_pin(sha)}, "run.init_from's SHA-256");
   }
   parent_ = std::move(c);
 }

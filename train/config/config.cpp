@@ -66,14 +66,14 @@ void check_finetune(const Table& run, const RunConfig& c) {
   }
 }
 
-void read_run(Table& run, RunConfig& c) {
-  config_keys::read_keys(run, "run", c);
+void read_run(Table& run, RunConfig& c, bool fresh) {
+  config_keys::read_keys(run, "run", c, fresh);
   check_finetune(run, c);
   run.done();
 }
 
-void read_model(Table& model, RunConfig& c) {
-  config_keys::read_keys(model, "model", c);
+void read_model(Table& model, RunConfig& c, bool fresh) {
+  config_keys::read_keys(model, "model", c, fresh);
   const nn::TransformerOptions& m = c.model;
   if (m.d_model % m.heads != 0)
     model.fail_at("heads", "heads " + std::to_string(m.heads) + " must divide model.d_model " + std::to_string(m.d_model) +
@@ -92,8 +92,8 @@ void check_corpus(const Table& task, const data::TaskOptions& t) {
                                   "found " + std::to_string(t.valid_fraction + t.test_fraction));
 }
 
-void read_task(Table& task, RunConfig& c) {
-  config_keys::read_keys(task, "task", c);
+void read_task(Table& task, RunConfig& c, bool fresh) {
+  config_keys::read_keys(task, "task", c, fresh);
   check_corpus(task, c.task);
   task.done();
 }
@@ -127,17 +127,17 @@ void read_position_options(Table& t, const char* table, nn::PositionOptions& p) 
 }
 
 // [grid]'s values; its checks that depend on the scheme come after [position] (check_grid).
-void read_grid(Table& grid, RunConfig& c) {
-  config_keys::read_keys(grid, "grid", c);
+void read_grid(Table& grid, RunConfig& c, bool fresh) {
+  config_keys::read_keys(grid, "grid", c, fresh);
   read_position_options(grid, "grid", c.model.position);  // max_side
 }
 
 // [position], and the scheme's own checks on the whole model's position options: an rpb::OptionError names
 // the option at fault, reported at its key when the config sets it (else at position.scheme).
-void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
+void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c, bool fresh) {
   nn::PositionOptions& p = c.model.position;
   const int64_t dims = c.dims();
-  if (dims == 2 && !pos.has("scheme")) p.scheme = "swin";
+  if (fresh && dims == 2 && !pos.has("scheme")) p.scheme = "swin";
   pos.get("scheme", p.scheme, nn::scheme_names(dims));
   read_position_options(pos, "position", p);
   p.train_length = c.length;
@@ -176,25 +176,29 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c) {
 }
 
 // Reads and checks `root`; `accepted`, when given, receives every dotted key the readers asked for.
-std::atomic<int64_t> texts_parsed{0}, documents_read{0};  // config_reads()
+std::atomic<int64_t> texts_parsed{0}, documents_read{0}, configs_derived{0};  // config_reads()
 
+// Reads and checks `root`: a whole document (`base` null), or settings over `base`, a config read before, whose
+// keys they do not set stay as they are (derive_config). `accepted`, when given, receives every dotted key the
+// readers asked for.
 RunConfig parse_document(toml::table& root, const std::string& source, const OverrideMap& applied,
-                         std::vector<std::string>* accepted = nullptr) {
-  documents_read.fetch_add(1, std::memory_order_relaxed);
-  RunConfig c;
+                         std::vector<std::string>* accepted = nullptr, const RunConfig* base = nullptr) {
+  const bool fresh = base == nullptr;
+  (fresh ? documents_read : configs_derived).fetch_add(1, std::memory_order_relaxed);
+  RunConfig c = fresh ? RunConfig{} : *base;
   c.source = source;
-  const Reader r{root, source, applied};
+  const Reader r{root, source, applied, fresh};
   Table top(&root, "", source, applied);
   for (const char* t : {"run", "model", "position", "task", "grid", "optim", "sweep"}) top.know(t);
   top.done();
 
   Table run = r.table("run"), model = r.table("model"), task = r.table("task"), grid = r.table("grid"),
         pos = r.table("position"), sweep = r.table("sweep");
-  read_run(run, c);
-  read_model(model, c);
-  read_task(task, c);
-  read_grid(grid, c);
-  read_position(pos, grid, run, c);
+  read_run(run, c, fresh);
+  read_model(model, c, fresh);
+  read_task(task, c, fresh);
+  read_grid(grid, c, fresh);
+  read_position(pos, grid, run, c, fresh);
   check_grid(grid, c);
   const Table opt = read_optim(r, c, accepted);
   std::vector<std::string> keys;  // the dotted keys of the tables read (accepted_keys), [[optim.group]]'s aside
@@ -202,7 +206,15 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
                                   {"task.", &task}, {"grid.", &grid}, {"position.", &pos}, {"optim.", &opt}})
     for (const std::string& k : t->seen())
       if (prefix + k != "optim.group") keys.push_back(prefix + k);
-  read_sweep(sweep, toml_config::subtable(root, "sweep", source, applied), {source, applied, 0, keys, {}}, c);
+  const toml::table* st = toml_config::subtable(root, "sweep", source, applied);
+  if (fresh) {
+    read_sweep(sweep, st, {source, applied, 0, keys, {}}, c);
+    // The sweep table stays as written: its defaults depend on the tasks, and it is not part of a run's identity.
+    if (st) c.sweep_table = std::make_shared<const SweepTable>(SweepTable{nested_grids(*st)});
+  } else if (st && !st->empty()) {
+    sweep.fail_at(std::string(st->cbegin()->first.str()).c_str(),
+                  "is a key of the sweep itself, which the settings of one run (a sweep method's) cannot set");
+  }
   for (const std::string& kind : c.sweep.tasks.empty() ? std::vector<std::string>{c.task.kind} : c.sweep.tasks) {
     check_eval_lengths(run, c, kind,
                        {c.eval_multipliers, c.eval_tokens, "eval_multipliers", "eval_tokens", "evaluation", "test"});
@@ -212,14 +224,10 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
           run, c, kind,
           {c.valid_multipliers, c.valid_tokens, "valid_multipliers", "valid_tokens", "validation", "valid"});
   }
-
-  // The effective config, written from the typed value (config_keys.h); the sweep table stays as written: its
-  // defaults depend on the tasks, and it is not part of a run's identity.
+  // The effective config, written from the typed values (config_keys.h), with the sweep table as written.
   toml::table effective = config_keys::write_effective(c);
-  if (const toml::table* st = toml_config::subtable(root, "sweep", source, applied))
-    effective.insert("sweep", nested_grids(*st));
+  if (c.sweep_table) effective.insert("sweep", c.sweep_table->table);
   c.text = toml_config::document_text(effective);
-  c.document = std::make_shared<const ConfigDocument>(ConfigDocument{std::move(effective)});
   if (accepted) accepted->insert(accepted->end(), keys.begin(), keys.end());
   return c;
 }
@@ -251,12 +259,6 @@ nn::EmbeddingRecipe RunConfig::embedding_recipe() const {
 
 namespace {
 
-// `base`'s effective document, to derive a config from (derive_config, run_config).
-toml::table document_of(const RunConfig& base) {
-  RPB_CHECK(base.document != nullptr, "config", "the config ", base.source, " was not read by the readers");
-  return base.document->effective;
-}
-
 // Sets each of `settings` in `root`, recorded in `applied` as set by `origin`.
 void apply_settings(toml::table& root, const std::vector<ConfigSetting>& settings, OverrideMap& applied,
                     const std::string& origin) {
@@ -269,14 +271,14 @@ void apply_settings(toml::table& root, const std::vector<ConfigSetting>& setting
 }  // namespace
 
 RunConfig derive_config(const RunConfig& base, const std::vector<ConfigSetting>& settings, const std::string& origin) {
-  toml::table root = document_of(base);
+  toml::table root;  // the settings alone, read over `base`
   OverrideMap applied;
   apply_settings(root, settings, applied, origin);
-  return parse_document(root, base.source, applied);
+  return parse_document(root, base.source, applied, nullptr, &base);
 }
 
 RunConfig run_config(const RunConfig& sweep, const SweepRun& run) {
-  toml::table root = document_of(sweep);
+  toml::table root;  // the run's keys and its method's settings, read over `sweep`
   toml::table& r = table_in(root, "run");
   r.insert_or_assign("out_dir", run.out_dir);
   r.insert_or_assign("name", run.name);
@@ -285,14 +287,15 @@ RunConfig run_config(const RunConfig& sweep, const SweepRun& run) {
   table_in(root, "task").insert_or_assign("kind", run.task);
   OverrideMap applied;
   apply_settings(root, run.method.settings, applied, "sweep method \"" + printable(run.method.text) + "\"");
-  RunConfig c = parse_document(root, sweep.source, applied);
+  RunConfig c = parse_document(root, sweep.source, applied, nullptr, &sweep);
   // The runs of a sweep share one token cache (a text corpus is tokenized once for all its methods and seeds).
   c.task.token_cache = (std::filesystem::path(sweep.run_dir()) / ".token_cache").string();
   return c;
 }
 
 ConfigReads config_reads() {
-  return {texts_parsed.load(std::memory_order_relaxed), documents_read.load(std::memory_order_relaxed)};
+  return {texts_parsed.load(std::memory_order_relaxed), documents_read.load(std::memory_order_relaxed),
+          configs_derived.load(std::memory_order_relaxed)};
 }
 
 const std::vector<LegacyKey>& legacy_keys() {

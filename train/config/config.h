@@ -139,7 +139,14 @@ struct SweepMethod {
   /// Its text split at every '@': the scheme, then one segment per setting, in order ("t5@max_distance=64" ->
   /// {"t5", "max_distance=64"}; "swin_v2@window8" -> {"swin_v2", "window8"}).
   std::vector<std::string> segments() const;
+  /// The setting that makes it a fine-tune (the key whose row names a fine-tune's parent checkpoint, run.init_from;
+  /// here the method whose run it continues: "rope@...@run.init_from=rope"); null for a method trained from scratch.
+  const ConfigSetting* parent() const;
+  ConfigSetting* parent();
 };
+
+/// The setting that pins a fine-tune to its parent checkpoint's SHA-256 (run.init_sha256 = `sha256`).
+ConfigSetting parent_pin(const std::string& sha256);
 
 /// What `rpb extrapolate` sweeps: each method x task x seed is one run.
 ///
@@ -175,9 +182,9 @@ struct SweepConfig {
   double learned_threshold = 0.95;
 };
 
-/// The effective configuration as a TOML document (train/config/document.h; opaque here so that this header does
-/// not include toml++).
-struct ConfigDocument;
+/// A [sweep] table as the config wrote it (train/config/document.h; opaque here so that this header does not
+/// include toml++).
+struct SweepTable;
 
 struct RunConfig {
   std::string name = "run";          // run folder: <out_dir>/<name>
@@ -226,11 +233,12 @@ struct RunConfig {
   std::string source;                // the file it came from ("<string>" when parsed from text)
   /// The effective configuration as TOML (stored in checkpoints and in the run folder's config.toml): every key the
   /// parser accepts for this run's task and scheme, with its value (defaults filled in, overrides applied), in a
-  /// fixed layout (toml_config::document_text); the [sweep] table as written. Parsing it gives the same RunConfig.
+  /// fixed layout (toml_config::document_text), written from the typed values (train/config/config_keys.h
+  /// write_effective); the [sweep] table as written. Parsing it gives the same RunConfig.
   std::string text;
-  /// The same as a document, written with `text` by the readers: configs derived from this one (derive_config,
-  /// run_config) and run identities (run_identity.h) start from it; null in a RunConfig not read by the readers.
-  std::shared_ptr<const ConfigDocument> document;
+  /// The [sweep] table as written, which `text` holds and configs derived from this one (derive_config,
+  /// run_config) carry; null when the config has none.
+  std::shared_ptr<const SweepTable> sweep_table;
 
   /// The run folder: <out_dir>/<name>.
   std::string run_dir() const;
@@ -256,14 +264,14 @@ struct SweepRun {
   std::string name;     // run.name
 };
 
-/// `base` with `settings` applied: its document with each key set to its typed value, read and validated as a whole
-/// like a file; errors about a setting name `origin` ("sweep method \"t5@max_distance=64\""). `base` must have been
-/// read by the readers (a document).
+/// `base` with `settings` applied: each key set to its typed value, read and checked as a file's key is (its type,
+/// its bounds), then the checks across keys run on the whole typed config, as for a file; nothing of `base` is read
+/// again. Errors about a setting name `origin` ("sweep method \"t5@max_distance=64\""), and about a key of `base`
+/// its source.
 RunConfig derive_config(const RunConfig& base, const std::vector<ConfigSetting>& settings, const std::string& origin);
 
-/// The config of one sweep run: `sweep`'s document with the run's keys and its method's settings set to typed
-/// values, read and validated as a whole like a file (so its text, stored in checkpoints, is the sweep's text with
-/// those keys).
+/// The config of one sweep run: `sweep` with the run's keys and its method's settings set to typed values
+/// (derive_config; so its text, stored in checkpoints, is the sweep's text with those keys).
 RunConfig run_config(const RunConfig& sweep, const SweepRun& run);
 
 /// Every dotted key the parser reads for the config `text` (its task and scheme), the [sweep] table aside: the keys
@@ -285,11 +293,13 @@ const std::vector<LegacyKey>& legacy_keys();
 RunConfig parse_stored_config(const std::string& text, const std::string& source);
 
 /// How often this process has turned config text into a TOML document (parse_config, parse_stored_config,
-/// accepted_keys: one parse per text they are given) and a document into a typed RunConfig (those, derive_config and
-/// run_config). Tests hold the readers to one text parse per file read (tests/test_finetune.cpp).
+/// accepted_keys: one parse per text they are given), a whole document into a typed RunConfig (the same calls: one
+/// per text), and derived a typed config from another with settings (derive_config, run_config: no document read).
+/// Tests hold the readers to one text parse and one document read per file read (tests/test_finetune.cpp).
 struct ConfigReads {
   int64_t texts = 0;
   int64_t documents = 0;
+  int64_t derived = 0;
 };
 ConfigReads config_reads();
 

@@ -26,6 +26,7 @@ struct Reader {
   const toml::table& root;
   const std::string& source;
   const toml_config::OverrideMap& applied;
+  bool fresh;  // a whole document; false: settings over a config read before (derive_config)
   toml_config::Table table(const char* name) const {
     return toml_config::Table(toml_config::subtable(root, name, source, applied), std::string(name) + ".", source,
                               applied);
@@ -40,7 +41,8 @@ void get_enum(toml_config::Table& t, const char* key, E& out, const EnumName<E> 
   out = *enum_value(names, name);
 }
 
-/// [optim] and its [[optim.group]] rules into c.optim; `accepted`, when given, receives the group keys read.
+/// [optim] and its [[optim.group]] rules into c.optim (settings over a config read before keep its rules when they
+/// set none); `accepted`, when given, receives the group keys read.
 toml_config::Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accepted);
 
 // ---- checks across tables, once every table is read (config_checks.cpp) ----

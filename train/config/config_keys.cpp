@@ -5,6 +5,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "core/error.h"
 #include "core/text.h"
 #include "nn/position.h"
 #include "nn/position/options.h"
@@ -56,9 +57,9 @@ std::vector<ConfigKey> run_keys() {
       {"run", "device", choice<Device>([](R& c) -> auto& { return c.device; }, kDeviceNames), kOutside,
        [](const R& c) { return c.device != Device::cpu; }},
       {"run", "init_from", PathKey{[](R& c) -> auto& { return c.init_from; }}, kOutside,
-       [](const R& c) { return !c.init_from.empty(); }},
+       [](const R& c) { return !c.init_from.empty(); }, FineTuneKey::parent},
       {"run", "init_sha256", TextKey{[](R& c) -> auto& { return c.init_sha256; }}, KeyRole::identity,
-       [](const R& c) { return !c.init_sha256.empty(); }},
+       [](const R& c) { return !c.init_sha256.empty(); }, FineTuneKey::pin},
       {"run", "finetune_length", IntKey{[](R& c) -> auto& { return c.finetune_length; }, 0, L::kMaxSequence},
        KeyRole::identity, [](const R& c) { return c.finetune_length != 0; }},
   };
@@ -167,7 +168,7 @@ void check_path(toml_config::Table& t, const char* key, const std::string& out, 
                        " bytes), found " + p);
 }
 
-void read_key(toml_config::Table& t, const ConfigKey& k, RunConfig& c) {
+void read_key(toml_config::Table& t, const ConfigKey& k, RunConfig& c, bool fresh) {
   std::visit(
       [&](const auto& type) {
         using T = std::decay_t<decltype(type)>;
@@ -177,7 +178,7 @@ void read_key(toml_config::Table& t, const ConfigKey& k, RunConfig& c) {
           t.get(k.key, type.field(c));
         } else if constexpr (std::is_same_v<T, RealKey>) {
           double& v = type.field(c);
-          if (type.default_of) v = type.default_of(c);
+          if (fresh && type.default_of) v = type.default_of(c);
           t.get(k.key, v, type.range.lo, type.range.hi, type.range.lo_open, type.range.hi_open);
         } else if constexpr (std::is_same_v<T, BoolKey>) {
           t.get(k.key, type.field(c));
@@ -236,9 +237,15 @@ void write_option(const nn::PositionOptionInfo& o, const nn::PositionOptions& p,
 
 const std::vector<ConfigKey>& config_keys() { return rows(); }
 
-void read_keys(toml_config::Table& t, const char* table, RunConfig& c) {
+std::string fine_tune_key(FineTuneKey which) {
   for (const ConfigKey& k : rows())
-    if (std::string_view(k.table) == table) read_key(t, k, c);
+    if (k.fine_tune == which) return k.dotted();
+  throw Error("config keys: no row is the fine-tune key " + std::to_string(static_cast<int>(which)));
+}
+
+void read_keys(toml_config::Table& t, const char* table, RunConfig& c, bool fresh) {
+  for (const ConfigKey& k : rows())
+    if (std::string_view(k.table) == table) read_key(t, k, c, fresh);
 }
 
 toml::table write_effective(const RunConfig& c) {

@@ -75,6 +75,10 @@ ChoiceKey choice(Field<E> field, const EnumName<E> (&names)[N]) {
 /// is named, stored, logged, evaluated or where it runs (run.name, run.eval_tokens, run.device, ...).
 enum class KeyRole { identity, outside };
 
+/// A key that makes a run a fine-tune: the checkpoint it starts from (`parent`, run.init_from; in a sweep method, the
+/// method whose run it continues), or that checkpoint's SHA-256 (`pin`, run.init_sha256).
+enum class FineTuneKey { none, parent, pin };
+
 struct ConfigKey {
   const char* table;  // "run"
   const char* key;    // "steps"
@@ -84,6 +88,7 @@ struct ConfigKey {
   /// away from the value that behaves as before (run.eval_stride, run.device, the fine-tune keys), and a task's own
   /// keys only for that task, so the stored configs of runs without them keep their text.
   bool (*written)(const RunConfig&) = nullptr;
+  FineTuneKey fine_tune = FineTuneKey::none;
 
   /// "run.steps".
   std::string dotted() const { return std::string(table) + "." + key; }
@@ -93,9 +98,13 @@ struct ConfigKey {
 /// them (which decides the first error of a config with two).
 const std::vector<ConfigKey>& config_keys();
 
-/// Reads the rows of `table` from `t` into `c`, in order: an absent key keeps its default; a present one is checked
-/// (type, bounds, choices) and set. Throws rpb::Error at the key at fault.
-void read_keys(toml_config::Table& t, const char* table, RunConfig& c);
+/// The dotted key of the row that is `which` ("run.init_from" for parent).
+std::string fine_tune_key(FineTuneKey which);
+
+/// Reads the rows of `table` from `t` into `c`, in order: an absent key keeps its value (the default; for a `fresh`
+/// read a RealKey's default_of first); a present one is checked (type, bounds, choices) and set. Throws rpb::Error
+/// at the key at fault. Not `fresh`: `t` holds settings over a config read before (derive_config).
+void read_keys(toml_config::Table& t, const char* table, RunConfig& c, bool fresh);
 
 /// The effective config of `c` as a TOML document, written from its typed values: every row's key that `written`
 /// keeps, the [position] and [grid] options of the option table (an added one only when set away from its default),

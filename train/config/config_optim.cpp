@@ -44,7 +44,7 @@ Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accept
   OptimConfig& o = c.optim;
   const toml::table* ot = toml_config::subtable(r.root, "optim", r.source, r.applied);
   Table opt(ot, "optim.", r.source, r.applied);
-  config_keys::read_keys(opt, "optim", c);
+  config_keys::read_keys(opt, "optim", c, r.fresh);
   const double wd = o.adam.weight_decay;
   o.sgd.weight_decay = wd;
   o.adam.decoupled = o.kind != OptimizerKind::adam;
@@ -56,7 +56,7 @@ Table read_optim(const Reader& r, RunConfig& c, std::vector<std::string>* accept
                                     std::to_string(o.schedule.total_steps) +
                                     (horizon > 0 ? opt.set_by("total_steps") : r.table("run").set_by("steps")));
   opt.ignore("group");
-  o.adam.groups = o.sgd.groups = read_groups(ot, r, wd, accepted);
+  if (r.fresh || (ot && ot->contains("group"))) o.adam.groups = o.sgd.groups = read_groups(ot, r, wd, accepted);
   opt.done();
   return opt;
 }

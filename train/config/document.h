@@ -1,4 +1,4 @@
-// rpb/train/config/document.h: the effective config as a TOML document, and typed settings in and out of TOML
+// rpb/train/config/document.h: a config's [sweep] table as written, and typed settings in and out of TOML
 // (internal to train/config: config.cpp reads documents, sweep_method.cpp parses a sweep's methods, run_identity.cpp
 // derives identities).
 #pragma once
@@ -13,10 +13,10 @@
 
 namespace rpb {
 
-/// RunConfig::document: every key the readers accepted, with its final value; the [sweep] table as written.
-/// RunConfig::text is toml_config::document_text(effective).
-struct ConfigDocument {
-  toml::table effective;
+/// RunConfig::sweep_table: the [sweep] table as written (with nested_grids' form of its grids), which the effective
+/// config (RunConfig::text) holds beside the keys written from the typed values.
+struct SweepTable {
+  toml::table table;
 };
 
 /// A typed setting's value as TOML, in a table at "value" (the shape toml_config::parse_value gives).

@@ -38,8 +38,7 @@ const toml::node* find_key(const toml::table& t, const std::string& key) {
 }
 
 toml::table identity_table(const RunConfig& c, const std::vector<AddedKey>& added) {
-  RPB_CHECK(c.document != nullptr, "config identity", "the config ", c.source, " was not read by the readers");
-  toml::table t = c.document->effective;
+  toml::table t = config_keys::write_effective(c);  // the typed values, as the effective config writes them
   for (const std::string& key : non_identity_keys())
     if (c.init_from.empty() || !trains_in_fine_tune(key)) erase_key(t, key);  // a fine-tune trains with its scaling
   for (const AddedKey& k : added)

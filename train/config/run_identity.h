@@ -13,8 +13,9 @@
 // of legacy_keys() (train/config/config.h) as that key's old value, so a run trained before a recipe changed is not
 // today's run.
 //
-// Identities are computed from the typed config (its effective document and its resolved values), never from text:
-// a stored config is read once, by parse_stored_config. A key added later counts only when set away from its
+// Identities are computed from the typed config (its values as the key rows write them, train/config/config_keys.h
+// write_effective, and its resolved values), never from text: a stored config is read once, by
+// parse_stored_config. A key added later counts only when set away from its
 // default (added_identity_keys), so it never changes the digest of a run that does not set it.
 //
 // The digest (config_digest) is recorded in the run folder's config.toml (first line) and in each checkpoint

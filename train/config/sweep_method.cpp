@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <type_traits>
+#include <utility>
 
 #include "core/error.h"
 #include "core/text.h"
 #include "nn/position.h"
+#include "train/config/config_keys.h"
 #include "train/config/document.h"
 
 namespace rpb {
@@ -43,6 +45,19 @@ ConfigSetting parse_setting(toml_config::Table& sweep, const std::string& text, 
 }
 
 }  // namespace
+
+const ConfigSetting* SweepMethod::parent() const {
+  const std::string key = config_keys::fine_tune_key(config_keys::FineTuneKey::parent);
+  for (const ConfigSetting& s : settings)
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+ConfigSetting* SweepMethod::parent() { return const_cast<ConfigSetting*>(std::as_const(*this).parent()); }
+
+ConfigSetting parent_pin(const std::string& sha256) {
+  return {config_keys::fine_tune_key(config_keys::FineTuneKey::pin), SettingValue{sha256}, sha256};
+}
 
 toml::table setting_table(const SettingValue& v) {
   toml::array a;

@@ -173,20 +173,13 @@ SweepRunRecord train_or_reuse(Run& run, const std::string& what, bool overwrite,
   return {run.dir(), config_digest(run.config()), fs::path(s.checkpoint).filename().string(), s.checkpoint_sha256};
 }
 
-// A fine-tune's run.init_from setting ("rope@...@run.init_from=rope": the method whose run it continues); null for a
-// method trained from scratch.
-const ConfigSetting* init_setting(const SweepMethod& m) {
-  for (const ConfigSetting& s : m.settings)
-    if (s.key == "run.init_from") return &s;
-  return nullptr;
-}
 
 // The method whose runs `m` evaluates: `m` without its evaluation settings (the keys of non_identity_keys(), which
 // change no trained weight: "t5@untrained=nearest" -> "t5", "xpos@xpos_scale_base=32@blockwise=true" ->
 // "xpos@xpos_scale_base=32"), its text the segments written for the settings it keeps. A fine-tune is its own (its
 // rope scaling trains with it, and its run.init_from names its parent).
 SweepMethod trained_method(const SweepMethod& m) {
-  if (init_setting(m)) return m;
+  if (m.parent()) return m;
   const std::vector<std::string> parts = m.segments();  // as parse_method read them: the scheme, then the settings
   RPB_CHECK(parts.size() == m.settings.size() + 1, "sweep", "method \"", printable(m.text), "\" has ",
             m.settings.size(), " settings and ", parts.size() - 1, " segments after its scheme");
@@ -207,12 +200,12 @@ std::string method_folder(const SweepMethod& m) { return trained_method(m).name(
 // The method a fine-tune continues: the sweep method its run.init_from names, or a bare scheme of the sweep's dims
 // (its runs as the sweep trains them: "rope"). Refused: a name that is neither, and a fine-tune of a fine-tune.
 SweepMethod parent_method(const RunConfig& base, const SweepMethod& m) {
-  const ConfigSetting* init = init_setting(m);
+  const ConfigSetting* init = m.parent();
   const std::string* name = init ? std::get_if<std::string>(&init->value.value) : nullptr;
   if (name == nullptr) throw Error(base.source + ": sweep method \"" + printable(m.text) + "\": run.init_from is not a string");
   for (const SweepMethod& other : base.sweep.methods)
     if (other.text == *name) {
-      if (init_setting(other))
+      if (other.parent())
         throw Error(base.source + ": sweep method \"" + printable(m.text) + "\": its run.init_from names \"" +
                     printable(*name) + "\", itself a fine-tune; a fine-tune continues a run trained from scratch");
       return other;
@@ -250,10 +243,8 @@ std::string run_label(const SweepRun& sr) {
 SweepRun with_parent(const SweepRun& sr, const SweepRunRecord& parent) {
   SweepRun out = sr;
   const std::string file = (fs::path(parent.folder) / parent.checkpoint).string();
-  for (ConfigSetting& s : out.method.settings)
-    if (s.key == "run.init_from") s = {s.key, SettingValue{file}, file};
-  if (!parent.checkpoint_sha256.empty())
-    out.method.settings.push_back({"run.init_sha256", SettingValue{parent.checkpoint_sha256}, parent.checkpoint_sha256});
+  if (ConfigSetting* init = out.method.parent()) *init = {init->key, SettingValue{file}, file};
+  if (!parent.checkpoint_sha256.empty()) out.method.settings.push_back(parent_pin(parent.checkpoint_sha256));
   return out;
 }
 
@@ -265,7 +256,7 @@ std::vector<SweepRun> runs_to_train(const RunConfig& base, const std::vector<std
   for (const std::string& task : tasks)
     for (const SweepMethod& method : base.sweep.methods)
       for (uint64_t seed : base.sweep.seeds) {
-        if (init_setting(method)) continue;
+        if (method.parent()) continue;
         SweepRun sr = training_run(sweep_run(base, task, method, seed));
         if (folders.insert((fs::path(sr.out_dir) / sr.name).string()).second) out.push_back(std::move(sr));
       }
@@ -330,7 +321,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
   // Every run's config is checked, and its memory estimated, before the first one trains.
   for (const std::string& task : tasks)
     for (const SweepMethod& method : base.sweep.methods) {
-      if (init_setting(method)) parent_method(base, method);  // names a method or scheme of the sweep
+      if (method.parent()) parent_method(base, method);  // names a method or scheme of the sweep
       const RunConfig cfg = run_config(base, {task, method, 0, root, "check"});
       check_memory(estimate_memory(cfg, vocab_bound(cfg)), memory_budget(), "sweep run " + task + " / " + method.name());
     }
@@ -352,7 +343,7 @@ SweepResult run_sweep(const RunConfig& base, bool overwrite, const std::string& 
         const std::string what = fmt::format("[{}/{}] {}", done + 1, total, run_label(sr));
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const ProgressContext context{"", static_cast<int64_t>(done), static_cast<int64_t>(total), secs, resume_command};
-        if (init_setting(method)) {  // a fine-tune: its parent's run first (trained, resumed or reused)
+        if (method.parent()) {  // a fine-tune: its parent's run first (trained, resumed or reused)
           Run parent(run_config(base, training_run(sweep_run(base, task, parent_method(base, method), seed))));
           sr = with_parent(sr, train_or_reuse(parent, what + " (its parent)", overwrite, context));
         }
