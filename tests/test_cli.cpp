@@ -4,6 +4,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/device.h"
 #include "test_util.h"
 
 using rpb::testing::run_rpb;

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "core/text.h"
 #include "test_util.h"
 #include "train/config/config.h"
 #include "train/config/toml_table.h"

@@ -10,6 +10,7 @@
 #include <set>
 #include <utility>
 
+#include "core/text.h"
 #include "test_util.h"
 #include "train/config/memory.h"
 #include "train/data/grid2d.h"

@@ -102,10 +102,6 @@ std::optional<std::string> first_non_finite_param(const std::vector<optim::Named
   return std::nullopt;
 }
 
-// The counters (/state) of the interval mean: the loss sum, as the bits of the double, and the step count.
-constexpr const char* kIntervalSum = "interval_loss_sum_bits";
-constexpr const char* kIntervalSteps = "interval_loss_steps";
-
 }  // namespace
 
 Run::Run(const RunConfig& config, Parallel parallel, RunPurpose purpose)

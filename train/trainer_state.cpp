@@ -46,6 +46,11 @@ void Run::init_from_parent() {
 Run::~Run() = default;
 
 namespace {
+
+// The counters (/state) of the interval mean: the loss sum, as the bits of the double, and the step count.
+constexpr const char* kIntervalSum = "interval_loss_sum_bits";
+constexpr const char* kIntervalSteps = "interval_loss_steps";
+
 // Tensors as a checkpoint stores them: on the host (a run on cuda saves the same file as on the CPU).
 nn::NamedTensors on_host(nn::NamedTensors tensors) {
   for (auto& [name, t] : tensors) t = t.to(Device::cpu);

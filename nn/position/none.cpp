@@ -1,4 +1,5 @@
 // none: no position information (a 1-D or a 2-D model).
+#include "nn/position/common.h"
 #include "nn/position/scheme.h"
 
 namespace rpb::nn {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "core/error.h"
 #include "core/text.h"
 #include "train/data/kjv.h"
 #include "train/io/input_file.h"
