@@ -254,10 +254,10 @@ void add_position_flags(CLI::App& cmd, std::vector<PositionFlag>& flags) {
   flags.reserve(rows.size());  // the options below keep pointers into it
   for (const nn::PositionOptionInfo* o : rows) {
     PositionFlag& f = flags.emplace_back(PositionFlag{o, "", false, nullptr});
+    const bool bare = std::holds_alternative<bool nn::PositionOptions::*>(o->member);  // a flag that sets it true
     const std::string help = join(nn::schemes_reading(*o), ", ") + ": " + o->doc + " (position." + o->key +
-                             (std::holds_alternative<bool nn::PositionOptions::*>(o->member) ? " = true" : "") +
-                             "); default: the stored config's";
-    if (std::holds_alternative<bool nn::PositionOptions::*>(o->member)) {
+                             (bare ? " = true" : "") + "); default: the stored config's";
+    if (bare) {
       f.cli = cmd.add_flag(nn::option_flag_name(*o), f.on, help);
       continue;
     }

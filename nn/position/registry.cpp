@@ -140,7 +140,7 @@ void validate(const PositionOptions& o) {
   const PositionOptions defaults;
   for (const PositionOptionInfo& d : position_option_table())
     if (d.refused_elsewhere && !d.read_by(s))
-      RPB_CHECK_OPTION(option_value_text(d, o) == option_value_text(d, defaults), s.name, d.key, d.key, " = ",
+      RPB_CHECK_OPTION(option_value(d, o) == option_value(d, defaults), s.name, d.key, d.key, " = ",
                        option_value_text(d, o), " applies to the ", join(schemes_reading(d), ", "),
                        " scheme only; ", s.name, " ", d.refused_elsewhere);
   s.validate(o);

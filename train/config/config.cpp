@@ -175,7 +175,6 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c, bool
   pos.done();
 }
 
-// Reads and checks `root`; `accepted`, when given, receives every dotted key the readers asked for.
 std::atomic<int64_t> texts_parsed{0}, documents_read{0}, configs_derived{0};  // config_reads()
 
 // Reads and checks `root`: a whole document (`base` null), or settings over `base`, a config read before, whose

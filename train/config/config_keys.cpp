@@ -158,7 +158,7 @@ const std::vector<ConfigKey>& rows() {
   return table;
 }
 
-// The path checks of get_path (a PathKey): `out` is a folder name or a path rpb can use.
+// A PathKey's check: `out` is a folder name (`component`) or a path rpb can use (path_problem).
 void check_path(toml_config::Table& t, const char* key, const std::string& out, bool component) {
   const std::size_t max_bytes = component ? kMaxNameBytes : kMaxPathBytes;
   if (const std::string p = path_problem(out, max_bytes, component); !p.empty())
@@ -257,7 +257,7 @@ toml::table write_effective(const RunConfig& c) {
   table("position").insert_or_assign("scheme", c.model.position.scheme);
   const nn::PositionOptions defaults;
   for (const nn::PositionOptionInfo& o : nn::position_option_table())
-    if (!o.added || nn::option_value_text(o, c.model.position) != nn::option_value_text(o, defaults))
+    if (!o.added || nn::option_value(o, c.model.position) != nn::option_value(o, defaults))
       write_option(o, c.model.position, table(o.table));
   if (!c.optim.adam.groups.empty()) {
     toml::array groups;

@@ -47,7 +47,7 @@ ConfigSetting parse_setting(toml_config::Table& sweep, const std::string& text, 
 }  // namespace
 
 const ConfigSetting* SweepMethod::parent() const {
-  const std::string key = config_keys::fine_tune_key(config_keys::FineTuneKey::parent);
+  static const std::string key = config_keys::fine_tune_key(config_keys::FineTuneKey::parent);
   for (const ConfigSetting& s : settings)
     if (s.key == key) return &s;
   return nullptr;
@@ -56,7 +56,8 @@ const ConfigSetting* SweepMethod::parent() const {
 ConfigSetting* SweepMethod::parent() { return const_cast<ConfigSetting*>(std::as_const(*this).parent()); }
 
 ConfigSetting parent_pin(const std::string& sha256) {
-  return {config_keys::fine_tune_key(config_keys::FineTuneKey::pin), SettingValue{sha256}, sha256};
+  static const std::string key = config_keys::fine_tune_key(config_keys::FineTuneKey::pin);
+  return {key, SettingValue{sha256}, sha256};
 }
 
 toml::table setting_table(const SettingValue& v) {

@@ -173,7 +173,6 @@ SweepRunRecord train_or_reuse(Run& run, const std::string& what, bool overwrite,
   return {run.dir(), config_digest(run.config()), fs::path(s.checkpoint).filename().string(), s.checkpoint_sha256};
 }
 
-
 // The method whose runs `m` evaluates: `m` without its evaluation settings (the keys of non_identity_keys(), which
 // change no trained weight: "t5@untrained=nearest" -> "t5", "xpos@xpos_scale_base=32@blockwise=true" ->
 // "xpos@xpos_scale_base=32"), its text the segments written for the settings it keeps. A fine-tune is its own (its
