@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "nn/position.h"
@@ -86,35 +87,75 @@ void print_depth_grid(const EvalRecord& r, std::ostream& out) {
 
 }  // namespace
 
-void print_eval_table(const EvalRecord& r, std::ostream& out) {
-  // A text task's tokens stand for bytes of text: bits per byte compare runs with different tokenizers.
-  const bool bytes = std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.bytes > 0; });
-  const bool accuracy =  // passkey retrieval's
-      std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.accuracy.has_value(); });
-  out << "| length | x train | NLL (nats) | perplexity |" << (bytes ? " bits per byte |" : "")
-      << (accuracy ? " accuracy (%) |" : "") << "\n|---|---|---|---|" << (bytes ? "---|" : "")
-      << (accuracy ? "---|" : "") << "\n";
-  for (const LengthResult& l : r.lengths) {
-    out << "| " << l.length << " | " << l.multiplier << "x | ";
-    if (l.nll) {
-      out << std::fixed << std::setprecision(4) << *l.nll << " | " << *l.perplexity() << " |";
-      if (bytes) out << " " << *l.bits_per_byte() << " |";
-      if (accuracy) out << " " << std::setprecision(1) << 100 * l.accuracy.value_or(std::nan("")) << " |";
-      out << "\n";
-    } else {
-      out << "n/a | n/a (" << r.scheme << " positions end at " << r.max_length << ") |" << (bytes ? " n/a |" : "")
-          << (accuracy ? " n/a |" : "") << "\n";
-    }
-  }
-  if (accuracy) print_depth_grid(r, out);
-  // What the table shows, under it: the task's description is a long line.
-  if (accuracy)
+namespace {
+
+// What an evaluation scores, from its lengths: a token stream's perplexity, passkey retrieval's accuracy, or an
+// algorithmic task's per-token accuracy and exact match.
+enum class Scored { tokens, retrieval, algorithmic };
+
+Scored scored_kind(const EvalRecord& r) {
+  const auto any = [&](auto has) { return std::any_of(r.lengths.begin(), r.lengths.end(), has); };
+  if (any([](const LengthResult& l) { return l.token_accuracy.has_value(); })) return Scored::algorithmic;
+  return any([](const LengthResult& l) { return l.accuracy.has_value(); }) ? Scored::retrieval : Scored::tokens;
+}
+
+// The mean of the algorithmic task's per-token accuracy over the lengths past training (multiplier > 1; Delétang et
+// al.'s score), or nullopt where no such length ran.
+std::optional<double> length_score(const EvalRecord& r) {
+  double sum = 0;
+  int64_t n = 0;
+  for (const LengthResult& l : r.lengths)
+    if (l.multiplier > 1 && l.token_accuracy) sum += *l.token_accuracy, ++n;
+  return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
+}
+
+void print_caption(const EvalRecord& r, Scored kind, std::ostream& out) {
+  if (kind == Scored::algorithmic)
+    out << "\nThe scored targets' NLL and perplexity, per-token accuracy and exact match (greedy decoding) on the "
+           "held-out test samples, trained at lengths up to " << r.train_length << ", checkpoint " << r.checkpoint
+        << " (step " << r.step << "), " << (r.lengths.empty() ? 0 : r.lengths.front().samples)
+        << " samples at each length";
+  else if (kind == Scored::retrieval)
     out << "\nThe answer's NLL and perplexity and greedy decoding's accuracy on the held-out test samples, trained at "
            "length " << r.train_length << ", checkpoint " << r.checkpoint << " (step " << r.step << "), "
         << r.tokens() << " answer tokens scored at each length";
   else
     out << "\nPerplexity on the held-out test split, trained at length " << r.train_length << ", checkpoint "
         << r.checkpoint << " (step " << r.step << "), " << r.tokens() << " tokens scored at each length";
+}
+
+}  // namespace
+
+void print_eval_table(const EvalRecord& r, std::ostream& out) {
+  // A text task's tokens stand for bytes of text: bits per byte compare runs with different tokenizers.
+  const bool bytes = std::any_of(r.lengths.begin(), r.lengths.end(), [](const LengthResult& l) { return l.bytes > 0; });
+  const Scored kind = scored_kind(r);
+  const int64_t accuracies = kind == Scored::algorithmic ? 2 : kind == Scored::retrieval ? 1 : 0;
+  out << "| length | x train | NLL (nats) | perplexity |" << (bytes ? " bits per byte |" : "")
+      << (kind == Scored::algorithmic ? " token accuracy (%) | exact match (%) |"
+                                      : kind == Scored::retrieval ? " accuracy (%) |" : "")
+      << "\n|---|---|---|---|" << (bytes ? "---|" : "") << (accuracies == 2 ? "---|---|" : accuracies ? "---|" : "")
+      << "\n";
+  for (const LengthResult& l : r.lengths) {
+    out << "| " << l.length << " | " << l.multiplier << "x | ";
+    if (l.nll) {
+      out << std::fixed << std::setprecision(4) << *l.nll << " | " << *l.perplexity() << " |";
+      if (bytes) out << " " << *l.bits_per_byte() << " |";
+      out << std::setprecision(1);
+      if (kind == Scored::algorithmic) out << " " << 100 * l.token_accuracy.value_or(std::nan("")) << " |";
+      if (accuracies) out << " " << 100 * l.accuracy.value_or(std::nan("")) << " |";
+      out << "\n";
+    } else {
+      out << "n/a | n/a (" << r.scheme << " positions end at " << r.max_length << ") |" << (bytes ? " n/a |" : "");
+      for (int64_t i = 0; i < accuracies; ++i) out << " n/a |";
+      out << "\n";
+    }
+  }
+  if (kind == Scored::retrieval) print_depth_grid(r, out);
+  if (const std::optional<double> score = length_score(r); kind == Scored::algorithmic && score)
+    out << "\nScore: " << std::fixed << std::setprecision(1) << 100 * *score
+        << "% per-token accuracy, the mean over the lengths past training (Delétang et al.'s range evaluation).\n";
+  print_caption(r, kind, out);  // what the table shows, under it: the task's description is a long line
   if (r.options.asked("blockwise")) out << ", with blockwise causal attention (blocks of " << r.train_length << ")";
   if (r.text == "other") out << ", on another text than the training text (sha256 " << r.text_sha256 << ")";
   if (r.text == "unverified") out << " (the text could not be verified: the checkpoint records no training text)";
@@ -122,8 +163,10 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
   if (r.options.stride > 0)
     out << " (windows of each length advanced by S = " << r.options.stride
         << ", each scoring its last S targets: every token once, with at least the length - S tokens of context)";
-  else if (accuracy)
+  else if (kind == Scored::retrieval)
     out << " (each sample scored whole, its key and query within one forward)";
+  else if (kind == Scored::algorithmic)
+    out << " (each sample scored whole in one forward)";
   else
     out << " (each length's tokens scored in blocks of that length, each from its own start)";
   out << ".\nTask: " << r.task << "\n";

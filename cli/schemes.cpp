@@ -35,6 +35,8 @@ ordered_json scheme_json(const nn::SchemeInfo& s) {
           {"embedding", nn::recipe_name(s.embedding)},
           {"window_bias", null_or(s.kind == nn::PositionKind::window ? nn::window_bias_name(s.window_bias) : nullptr)},
           {"length_option", null_or(s.length_option)},
+          {"bidirectional", null_or(s.bidirectional)},
+          {"causal_only", null_or(s.causal_only)},
           {"options", options}};
 }
 
@@ -104,6 +106,8 @@ void print_text(std::ostream& out) {
     out << "  " << padded(s.name, 12) << padded(s.dims == 0 ? "1, 2" : std::to_string(s.dims), 4)
         << padded(nn::kind_name(s.kind), 13) << padded(s.label, 28) << (options.empty() ? "-" : join(options, ", "))
         << "\n      " << s.description << "\n";
+    if (s.bidirectional) out << "      bidirectional (model.causal = false): " << s.bidirectional << "\n";
+    if (s.causal_only) out << "      causal only: " << s.causal_only << "\n";
   }
   out << "\nOptions (key = default, accepted values, the schemes that read it: what it sets):\n";
   const nn::PositionOptions defaults;

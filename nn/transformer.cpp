@@ -14,6 +14,9 @@ void validate(const TransformerOptions& o) {
   RPB_CHECK(o.d_ff > 0, "model", "d_ff must be positive, got ", o.d_ff);
   RPB_CHECK(o.dropout >= 0 && o.dropout < 1, "model", "dropout must lie in [0, 1), got ", o.dropout);
   RPB_CHECK(o.attn_scale >= 0, "model", "attn_scale must be >= 0 (0: 1/sqrt(head_dim)), got ", o.attn_scale);
+  if (const SchemeInfo* s = find_scheme(o.position.scheme, 1); !o.causal && s && s->causal_only)
+    throw Error("model: position.scheme " + o.position.scheme + " has no bidirectional form (causal = false): " +
+                s->causal_only);
 }
 
 namespace {
@@ -140,7 +143,6 @@ Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_
 }
 
 LanguageModel::LanguageModel(const TransformerOptions& o, Generator& init_gen) : TransformerStack(o, init_gen) {
-  RPB_CHECK(o.causal, "model", "a language model needs causal attention (causal = true)");
   if (!ties_head(o))
     head = register_module("head", std::make_shared<Linear>(o.d_model, o.vocab, false, init_gen, head_init_std(o, 1)));
 }
@@ -161,6 +163,8 @@ int64_t LanguageModel::parameter_count(const TransformerOptions& o) {
 }
 
 Tensor LanguageModel::forward(const Tensor& tokens, KVCache* cache) const {
+  RPB_CHECK(!cache || options().causal, "model", "a KV cache needs causal attention: a bidirectional model (causal = "
+            "false) reads every token at once");
   const Tensor h = hidden(tokens, Tensor(), cache);  // (B, T, d)
   return head ? head->forward(h) : linear(h, tok->weight);  // tied: the embedding is the (vocab, d) weight
 }

@@ -108,7 +108,10 @@ class TransformerStack : public Module {
   PositionPlan plan_;
 };
 
-/// A decoder-only language model.
+/// A language model: logits at every position. Causal (options.causal, the default): a decoder, each position
+/// predicting the next token. Bidirectional (causal = false): every position reads the whole sequence, as the
+/// encoder framing of the algorithmic tasks reads its answer at blank positions (train/data/algorithmic.h); a
+/// bidirectional model takes no KV cache, and refuses a scheme without a bidirectional form (SchemeInfo::causal_only).
 ///
 /// @code
 /// rpb::Generator gen(0);

@@ -9,7 +9,8 @@
 The model is rpb's nn::LanguageModel (nn/transformer.cpp, nn/attention.cpp, nn/layers.cpp): token embedding
 (times sqrt(d_model) under the `scaled` recipe of model.embedding) (plus the absolute position embedding of `learned` and `sinusoidal`), pre-LN blocks x + attn(ln1(x)),
 x + mlp(ln2(x)) with LayerNorm eps 1e-5, a fused qkv Linear(d, 3d) read as (B, T, 3, H, dh), scores
-q k^T * scale + bias (scale = model.attn_scale, or 1/sqrt(dh) when it is 0), causal mask, GELU (tanh or erf,
+q k^T * scale + bias (scale = model.attn_scale, or 1/sqrt(dh) when it is 0), causal mask (none for model.causal
+= false, a bidirectional model: the algorithmic tasks' encoder framing), GELU (tanh or erf,
 model.gelu), final LayerNorm, and logits from the token embedding (model.tie_head) or a bias-free `head`.
 Dropout is off: the model is for evaluation. The model is built from rpb's scheme registry (`rpb schemes --json`,
 read by registry(): how each scheme enters the model, whether it is one module per layer, its embedding recipe, the
@@ -38,6 +39,12 @@ from torch import nn
 from rpb_tokenizer import FORMAT_VERSION, Tokenizer, open_checkpoint, tokenizer  # noqa: F401 (rpb_torch.tokenizer)
 
 LAYER_NORM_EPS = 1e-5  # nn/layers.h: LayerNorm's default, not a config key
+
+
+def is_causal(config):
+    """model.causal: a stored config holds it only when false (a bidirectional model: the algorithmic tasks' encoder
+    framing, train/data/algorithmic.h)."""
+    return config["model"].get("causal", True)
 
 
 def key(config, table, name):
@@ -169,18 +176,20 @@ def relative_positions(length):
 class TableBias(nn.Module):
     """t5 and shaw: a learned (rows, heads) table indexed per (query, key); bias(L) is (H, L, L). The buffer
     `trained` marks the rows training read; with position.untrained = "nearest" each other row reads the trained row
-    nearest in key - query (nn/position/untrained.h; a causal model reads keys at or before the query only)."""
+    nearest in key - query on its side of the query (nn/position/untrained.h; a causal model reads keys at or before
+    the query only, a bidirectional one both sides)."""
 
-    def __init__(self, rows, heads, index_of, untrained, reach):
+    def __init__(self, rows, heads, index_of, untrained, reach, causal=True):
         super().__init__()
         self.table = nn.Parameter(torch.zeros(rows, heads))
         self.register_buffer("trained", torch.zeros(rows))
         self.index_of = index_of  # (L, L) key - query -> (L, L) table rows
         self.untrained, self.reach = untrained, reach  # reach: past it, key - query reads the last rows only
+        self.causal = causal
 
     def nearest_rows(self):
         """For each row, the row evaluation reads under untrained = "nearest"."""
-        positions = torch.arange(-self.reach, 1)  # key - query, at or before the query
+        positions = torch.arange(-self.reach, 1 if self.causal else self.reach + 1)  # key - query
         rows = self.index_of(positions)
         span = {}  # row -> (lo, hi) of the positions that read it
         for p, r in zip(positions.tolist(), rows.tolist()):
@@ -191,9 +200,12 @@ class TableBias(nn.Module):
             raise ValueError('position.untrained = "nearest" needs the rows training read, and this model records '
                              'none (a checkpoint written before rpb recorded them)')
         out = list(range(self.table.shape[0]))
+        past = lambda r: span[r][1] <= 0  # noqa: E731  (a row's side of the query)
+        near = lambda r: -span[r][1] if past(r) else span[r][0]  # noqa: E731  (its distance from the query)
         for r, (lo, hi) in span.items():
-            if self.trained[r] == 0:  # the smallest gap, then the row nearer the query
-                out[r] = max(trained, key=lambda t: (-max(0, lo - span[t][1], span[t][0] - hi), span[t][1]))
+            side = [t for t in trained if past(t) == past(r)]
+            if self.trained[r] == 0 and side:  # the smallest gap on its side, then the row nearer the query
+                out[r] = min(side, key=lambda t: (max(0, lo - span[t][1], span[t][0] - hi), near(t)))
         return torch.tensor(out)
 
     def bias(self, length):
@@ -421,8 +433,9 @@ class KerplePower(nn.Module):
 @scheme("t5")
 def _t5(o, config, d_model, heads):
     num_buckets, max_distance = o["num_buckets"], o["max_distance"]
-    return TableBias(num_buckets, heads, lambda r: t5_bucket(r, False, num_buckets, max_distance), o["untrained"],
-                     max_distance)
+    causal = is_causal(config)
+    return TableBias(num_buckets, heads, lambda r: t5_bucket(r, not causal, num_buckets, max_distance),
+                     o["untrained"], max_distance, causal)
 
 
 @scheme("xpos")
@@ -434,7 +447,7 @@ def _xpos(o, config, d_model, heads):
 @scheme("shaw")
 def _shaw(o, config, d_model, heads):
     k = o["max_relative_position"]
-    return TableBias(2 * k + 1, heads, lambda r: r.clamp(-k, k) + k, o["untrained"], k)
+    return TableBias(2 * k + 1, heads, lambda r: r.clamp(-k, k) + k, o["untrained"], k, is_causal(config))
 
 
 scheme("learned")(lambda o, config, d_model, heads: LearnedEmbedding(o["max_positions"], d_model))
@@ -465,9 +478,9 @@ def embedding_recipe(config):
 # ---- the model (nn/transformer.cpp) ---------------------------------------------------------------------------
 
 class Attention(nn.Module):
-    def __init__(self, d_model, heads, scale):
+    def __init__(self, d_model, heads, scale, causal=True):
         super().__init__()
-        self.heads, self.head_dim = heads, d_model // heads
+        self.heads, self.head_dim, self.causal = heads, d_model // heads, causal
         self.scale = scale if scale > 0 else 1.0 / math.sqrt(self.head_dim)
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
@@ -480,7 +493,7 @@ class Attention(nn.Module):
         scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale
         if bias is not None:
             scores = scores + bias
-        causal = torch.ones(t, t, dtype=torch.bool).triu_(1)
+        causal = torch.ones(t, t, dtype=torch.bool).triu_(1) if self.causal else torch.zeros(t, t, dtype=torch.bool)
         if rotary is not None and rotary.block > 0:  # blockwise: keys before the previous block's start
             p = torch.arange(t)
             causal |= p[None, :] < ((p // rotary.block - 1).clamp(min=0) * rotary.block)[:, None]
@@ -500,10 +513,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, d_model, heads, d_ff, gelu, scale, position=None):
+    def __init__(self, d_model, heads, d_ff, gelu, scale, causal, position=None):
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model, eps=LAYER_NORM_EPS)
-        self.attn = Attention(d_model, heads, scale)
+        self.attn = Attention(d_model, heads, scale, causal)
         self.ln2 = nn.LayerNorm(d_model, eps=LAYER_NORM_EPS)
         self.mlp = MLP(d_model, d_ff, gelu)
         if position is not None:  # a learned bias of this layer's own: blocks.<i>.pos.<scheme>.*
@@ -522,7 +535,7 @@ class LanguageModel(nn.Module):
         m = lambda name: key(config, "model", name)  # noqa: E731
         d_model, heads, layers = m("d_model"), m("heads"), m("layers")
         scheme = key(config, "position", "scheme")
-        args = (d_model, heads, m("d_ff"), m("gelu"), m("attn_scale"))
+        args = (d_model, heads, m("d_ff"), m("gelu"), m("attn_scale"), is_causal(config))
         probe = make_position(config, d_model, heads)
         # nn/transformer.cpp's positions_per_layer: one module per layer when the registry's row says per_layer and
         # the module learns; every other scheme is one module.

@@ -78,7 +78,9 @@ TEST_CASE("data: task options are validated and errors name the option and the v
     edit(o);
     return error_of([&] { make_task(o); });
   };
-  CHECK(contains(err([](TaskOptions& o) { o.kind = "fibonacci"; }), "task.kind must be one of markov, lag, kjv, text, passkey, passkey_text; got \"fibonacci\""));
+  CHECK(contains(err([](TaskOptions& o) { o.kind = "fibonacci"; }),
+                 "task.kind must be one of markov, lag, kjv, text, passkey, passkey_text, parity_check"));
+  CHECK(contains(err([](TaskOptions& o) { o.kind = "fibonacci"; }), "flip_flop; got \"fibonacci\""));
   CHECK(contains(err([](TaskOptions& o) { o.order = 0; }), "task.order must be >= 1, got 0"));
   CHECK(contains(err([](TaskOptions& o) { o.vocab = 1; }), "task.vocab must be in [2, 2147483647], got 1"));
   CHECK(contains(err([](TaskOptions& o) { o.concentration = 0; }), "task.concentration must be positive and finite, got 0"));

@@ -271,6 +271,25 @@ TEST_CASE("padding keys do not change the encoder's outputs at real positions") 
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-5));
 }
 
+TEST_CASE("a bidirectional language model reads later tokens, a causal one does not: every scheme with both forms") {
+  for (const SchemeInfo& s : schemes()) {
+    if (!s.fits(1) || !s.bidirectional) continue;
+    INFO("scheme: ", s.name);
+    for (const bool causal : {true, false}) {
+      Generator gen(9);
+      LanguageModel lm(tiny(s.name, causal), gen);
+      lm.eval();
+      NoGradGuard no_grad;
+      const Tensor a = Tensor::indices({1, 5}, {1, 2, 3, 4, 5}), b = Tensor::indices({1, 5}, {1, 2, 3, 4, 6});
+      // The logits at the first four positions: the last token changed.
+      const std::vector<double> la = slice(lm.forward(a), 1, 0, 4).to_vector();
+      const std::vector<double> lb = slice(lm.forward(b), 1, 0, 4).to_vector();
+      if (causal) CHECK(la == lb);
+      else CHECK(la != lb);
+    }
+  }
+}
+
 TEST_CASE("dropout is active in training and off in evaluation") {
   Generator gen(7);
   TransformerOptions o = tiny("alibi");
@@ -292,8 +311,14 @@ TEST_CASE("model options are validated with the key named") {
   o = tiny("t5");
   o.dropout = 1.0;
   CHECK(contains(error_of([&] { LanguageModel lm(o, gen); }), "dropout"));
-  o = tiny("t5", false);
-  CHECK(contains(error_of([&] { LanguageModel lm(o, gen); }), "causal"));
+  // A bidirectional language model (the encoder framing) refuses a scheme without a bidirectional form, and a cache.
+  o = tiny("fire", false);
+  CHECK(contains(error_of([&] { LanguageModel lm(o, gen); }),
+                 "model: position.scheme fire has no bidirectional form (causal = false): its normaliser"));
+  LanguageModel bidirectional(tiny("t5", false), gen);
+  KVCache cache;
+  CHECK(contains(error_of([&] { bidirectional.forward(randint({1, 4}, 7, gen), &cache); }),
+                 "a KV cache needs causal attention"));
   LanguageModel lm(tiny("learned"), gen);
   NoGradGuard no_grad;
   CHECK(contains(error_of([&] { lm.forward(randint({1, 81}, 7, gen)); }), "beyond the table"));

@@ -98,8 +98,11 @@ TEST_CASE("effective config: every key the parser accepts, with its value, parsi
     // train/config/config_keys.cpp) and the position options marked added (PositionOptionInfo::added).
     const std::vector<std::string> accepted = accepted_keys(text, name);
     std::set<std::string> written(accepted.begin(), accepted.end());
-    for (const char* k : {"run.eval_stride", "run.device", "run.init_from", "run.init_sha256", "run.finetune_length"})
+    for (const char* k : {"run.eval_stride", "run.device", "run.init_from", "run.init_sha256", "run.finetune_length",
+                          "model.causal"})  // model.causal: written when false (a bidirectional model)
       CHECK(written.erase(k) == 1);
+    // The algorithmic tasks' keys: written for those tasks only (their rows' `written`).
+    for (const char* k : {"task.alphabet", "task.min_length", "task.eval_samples"}) CHECK(written.erase(k) == 1);
     // The keys of one's own corpus and its tokenizer: written for the text task only (their rows' `written`).
     if (c.task.kind != "text")
       for (const char* k : {"task.path", "task.documents", "task.valid_fraction", "task.test_fraction", "task.tokenizer",

@@ -60,6 +60,9 @@ TEST_CASE("registry rows: unique names per dims, builders for every scheme but t
     CHECK(!s.make == (s.kind == PositionKind::window));
     CHECK((s.window_bias != WindowBias::none) == (s.kind == PositionKind::window));
     CHECK((s.length_option != nullptr) == (s.max_length(PositionOptions{}) > 0));
+    // A 1-D row says its bidirectional form or why it has none (model.causal = false); a 2-D row neither.
+    if (s.fits(1)) CHECK((s.bidirectional == nullptr) != (s.causal_only == nullptr));
+    else CHECK((s.bidirectional == nullptr && s.causal_only == nullptr));
   }
   // The lists follow the ranks, and each dims' list holds exactly the rows that fit it.
   for (std::size_t i = 1; i < schemes().size(); ++i) CHECK(schemes()[i - 1].rank < schemes()[i].rank);

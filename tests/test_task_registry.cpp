@@ -13,6 +13,8 @@
 #include "core/text.h"
 #include "test_util.h"
 #include "train/config/memory.h"
+#include "train/data/algorithmic.h"
+#include "train/data/eval_segments.h"
 #include "train/data/grid2d.h"
 #include "train/data/passkey.h"
 #include "train/data/sampling.h"
@@ -228,8 +230,77 @@ void passkey_text_golden() {
   CHECK(task.decode(std::vector<int32_t>(xs.begin(), xs.begin() + 16)) == "t<key>19heta theta<query>1");
 }
 
-std::vector<TaskCase> task_cases() {
+// An algorithmic task (train/data/algorithmic.h) in its literature's framing: its vocabulary (the alphabet and three
+// framing tokens) and its first held-out sample at length 4 (mqar: 1 pair), each checked by hand in the comment.
+void check_algorithmic(const std::string& kind, int64_t vocab, const std::vector<double>& x,
+                       const std::vector<double>& y) {
+  data::TaskOptions o;
+  o.kind = kind;
+  o.seed = 3;
+  o.eval_samples = 1;
+  if (kind == "mqar") o.alphabet = 16;
+  o.causal = data::find_task(kind)->algorithmic->literature == data::Framing::decoder;
+  const std::unique_ptr<data::Task> t = data::make_task(o);
+  CHECK(t->vocab() == vocab);
+  CHECK(t->entropy_rate() == 0.0);
+  CHECK(contains(t->describe(), kind + ":"));
+  Tensor inputs, targets;
+  std::vector<uint8_t> scored;
+  dynamic_cast<const data::AlgorithmicTask&>(*t).held_out(data::Split::test, kind == "mqar" ? 1 : 4, inputs, targets,
+                                                          scored);
+  CHECK(inputs.to_vector() == x);
+  CHECK(targets.to_vector() == y);
+}
+
+std::vector<TaskCase> algorithmic_cases() {
+  const double u = data::kUnscoredTarget;
   return {
+      // 0 0 1 0: odd
+      {"parity_check", [=] { check_algorithmic("parity_check", 5, {0, 0, 1, 0, 2}, {u, u, u, u, 1}); }},
+      // L 4 loses a position: 3 + 0 = 3 (mod 5), the blank 8
+      {"modular_arithmetic", [=] { check_algorithmic("modular_arithmetic", 11, {3, 5, 0, 8}, {u, u, u, 3}); }},
+      // +1 0 -1 -1 from place 0: place 4, id 7
+      {"cycle_navigation", [=] { check_algorithmic("cycle_navigation", 11, {2, 1, 0, 0, 8}, {u, u, u, u, 7}); }},
+      {"reverse_string",
+       [=] { check_algorithmic("reverse_string", 5, {0, 0, 1, 0, 2, 2, 2, 2}, {u, u, u, u, 0, 1, 0, 0}); }},
+      // stack 0 1 0, PUSH 1: 1 0 1 0 top first, the end token 5
+      {"stack_manipulation",
+       [=] {
+         check_algorithmic("stack_manipulation", 9, {0, 1, 0, 4, 6, 6, 6, 6, 6}, {u, u, u, u, 1, 0, 1, 0, 5});
+       }},
+      {"duplicate_string",
+       [=] {
+         check_algorithmic("duplicate_string", 5, {0, 0, 1, 0, 2, 2, 2, 2, 2, 2, 2, 2},
+                           {u, u, u, u, 0, 0, 1, 0, 0, 0, 1, 0});
+       }},
+      // "1" + "10" little-endian: 1 + 1 = 2 = "01", the end token 3, then padding
+      {"binary_addition",
+       [=] { check_algorithmic("binary_addition", 7, {1, 2, 1, 0, 4, 4, 4, 4, 4}, {u, u, u, u, 0, 1, 3, 0, 0}); }},
+      {"bucket_sort",
+       [=] { check_algorithmic("bucket_sort", 8, {3, 0, 3, 2, 5, 5, 5, 5}, {u, u, u, u, 0, 2, 3, 3}); }},
+      // the decoder: the input, the separator 101, the answer; the end token 102 the last target
+      {"copy",
+       [=] {
+         check_algorithmic("copy", 103, {88, 50, 73, 92, 101, 88, 50, 73, 92}, {u, u, u, u, 88, 50, 73, 92, 102});
+       }},
+      // 9203 + 9 = 9212, the separator 12 and the end token 13
+      {"addition",
+       [=] {
+         check_algorithmic("addition", 14, {9, 2, 0, 3, 10, 9, 12, 9, 2, 1, 2}, {u, u, u, u, u, u, 9, 2, 1, 2, 13});
+       }},
+      // the pair 3 -> 8, key 3 asked again at position 10, its target the value
+      {"mqar",
+       [=] {
+         check_algorithmic("mqar", 19, {3, 8, 14, 5, 15, 10, 1, 6, 14, 2, 3, 9, 13, 12, 15, 3},
+                           {u, u, u, u, u, u, u, u, u, u, 8, u, u, u, u, u});
+       }},
+      // w 0, r 0, i 0, r: each read answers 0 (id 3)
+      {"flip_flop", [=] { check_algorithmic("flip_flop", 8, {0, 3, 1, 3, 2, 3, 1}, {u, u, 3, u, u, u, 3}); }},
+  };
+}
+
+std::vector<TaskCase> task_cases() {
+  std::vector<TaskCase> cases = {
       {"markov",
        [] {
          check_streams(token_options("markov"),
@@ -255,6 +326,8 @@ std::vector<TaskCase> task_cases() {
                            {1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1, 2}, 5, 0.0});
        }},
   };
+  for (TaskCase& c : algorithmic_cases()) cases.push_back(std::move(c));
+  return cases;
 }
 
 // The registered tasks without a case in `cases`.
@@ -306,18 +379,24 @@ TEST_CASE("task registry: rows read consistently, and what reads them follows") 
     const data::TaskOptions o;
     const int64_t train = t.memory(o, data::DataUse::train).bytes;
     const int64_t evaluate = t.memory(o, data::DataUse::evaluate).bytes;
-    CHECK(train > 0);
+    CHECK((train > 0) == (t.algorithmic == nullptr));  // an algorithmic task holds no data: it draws its samples
     CHECK(evaluate <= train);
     CHECK(t.memory(o, data::DataUse::generate).bytes <= evaluate);
     CHECK(data::task_dims(t.name) == t.dims);
     CHECK(&data::task_info(t.name) == &t);
     CHECK(contains(data::task_help(), std::string("  ") + t.name + " "));
   }
-  CHECK(data::task_names() == std::vector<std::string>{"markov", "lag", "kjv", "text", "passkey", "passkey_text", "grid2d"});
+  // The built-in rows, then one per algorithmic spec in its order.
+  std::vector<std::string> built_in{"markov", "lag", "kjv", "text", "passkey", "passkey_text", "grid2d"};
+  for (const data::AlgorithmicSpec& s : data::algorithmic_specs()) built_in.emplace_back(s.name);
+  CHECK(data::task_names() == built_in);
+  CHECK(data::algorithmic_specs().size() == 12);
   CHECK(data::task_names(2) == std::vector<std::string>{"grid2d"});
   CHECK(data::find_task("fibonacci") == nullptr);
   CHECK(contains(error_of([] { data::task_info("makrov"); }),
-                 "task.kind must be one of markov, lag, kjv, text, passkey, passkey_text, grid2d; got \"makrov\" (did you mean \"markov\"?)"));
+                 "task.kind must be one of markov, lag, kjv, text, passkey, passkey_text, grid2d, parity_check, "
+                 "modular_arithmetic"));
+  CHECK(contains(error_of([] { data::task_info("makrov"); }), "flip_flop; got \"makrov\" (did you mean \"markov\"?)"));
   data::TaskOptions grid;
   grid.kind = "grid2d";
   CHECK(contains(error_of([&] { data::make_task(grid); }), "a 2-D task: the grid workload builds it"));
@@ -325,7 +404,7 @@ TEST_CASE("task registry: rows read consistently, and what reads them follows") 
   CHECK(contains(error_of([] { data::register_task(kCountRow), data::register_task(kCountRow); }), "already registered"));
   data::remove_task("count");
   CHECK(contains(error_of([] { data::remove_task("markov"); }), "no task 'markov' was registered"));
-  CHECK(data::task_names().size() == 7);
+  CHECK(data::task_names() == built_in);
 }
 
 TEST_CASE("task registry: a task added from the tests trains end to end (config, memory estimate, trainer, eval)") {

@@ -3,12 +3,15 @@
 // description and data identity, and the training batches drawn from a sampler whose state checkpoints keep.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "core/autograd.h"
 #include "core/error.h"
+#include "nn/attention_stats.h"
 #include "nn/transformer.h"
 #include "train/checkpoint/data_identity.h"
 #include "train/data/task.h"
@@ -44,6 +47,20 @@ class SequenceWorkload : public Workload {
   }
 
  protected:
+  /// The attention diagnostics of the queries `queries` marks ((rows, T) i64, 1 at a query counted: an answer's
+  /// positions) in recorded forwards over the first `rows` samples of `inputs` (N, T), run.eval_batch at a time.
+  AttentionDiagnostics query_diagnostics(const Tensor& inputs, const Tensor& queries) const {
+    NoGradGuard no_grad;
+    const int64_t rows = queries.size(0);
+    nn::AttentionStatsRecorder recorder(model_->attention_layers());
+    for (int64_t b = 0; b < rows; b += config_.eval_batch) {
+      const int64_t e = std::min(rows, b + config_.eval_batch);
+      recorder.count_only(slice(queries, 0, b, e));
+      model_->forward(slice(inputs, 0, b, e));
+    }
+    return attention_diagnostics(recorder.layers());
+  }
+
   /// `training_data` names what the sampler draws from, in the error of a workload built without it ("training
   /// stream").
   SequenceWorkload(const RunConfig& config, const char* training_data)

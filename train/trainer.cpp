@@ -275,7 +275,8 @@ TrainSummary Run::train(bool resume, const std::string& resume_from, const Start
   if (!extend_note_.empty()) log->info("{}{}", lead(context_), extend_note_);
   if (!init_note_.empty()) log->info("{}{}", lead(context_), init_note_);
   if (config_.device != Device::cpu) log->info("{}device: {}", lead(context_), cuda_device_description());
-  const bool accuracy = data::task_info(config_.task.kind).retrieval;  // passkey: validation accuracy columns
+  const data::TaskInfo& task = data::task_info(config_.task.kind);
+  const bool accuracy = task.retrieval || task.algorithmic;  // validation accuracy columns: exact match
   MetricsCsv csv((fs::path(dir_) / kMetricsFileName).string(), config_.valid_lengths(), metrics_,
                  workload_->batch_tokens(), accuracy ? config_.valid_lengths() : std::vector<int64_t>{});
   if (!stale.empty()) {

@@ -58,7 +58,9 @@ data::TaskOptions workload_task_options(const RunConfig& c) {
 
 std::unique_ptr<Workload> make_workload(const RunConfig& config) {
   if (config.dims() == 2) return make_grid_workload(config);
-  return data::task_info(config.task.kind).retrieval ? make_passkey_workload(config) : make_lm_workload(config);
+  const data::TaskInfo& task = data::task_info(config.task.kind);
+  if (task.algorithmic) return make_algorithmic_workload(config);
+  return task.retrieval ? make_passkey_workload(config) : make_lm_workload(config);
 }
 
 }  // namespace rpb

@@ -94,6 +94,11 @@ std::unique_ptr<Workload> make_lm_workload(const RunConfig& config);
 /// The retrieval workload over passkey samples (data::TaskInfo::retrieval: passkey): a LanguageModel trained on the
 /// answer's loss, evaluated by exact-match accuracy per length and depth (LengthResult::accuracy).
 std::unique_ptr<Workload> make_passkey_workload(const RunConfig& config);
+/// The algorithmic workload (data::TaskInfo::algorithmic: train/data/algorithmic.h): a LanguageModel, causal or
+/// bidirectional as model.causal frames the task, trained on each batch's answers at a length drawn from
+/// [task.min_length, run.length], evaluated by per-token accuracy and exact match per length
+/// (LengthResult::token_accuracy, LengthResult::accuracy).
+std::unique_ptr<Workload> make_algorithmic_workload(const RunConfig& config);
 /// The 2-D grid workload (grid2d): a GridModel trained on run.length x run.length grids.
 std::unique_ptr<Workload> make_grid_workload(const RunConfig& config);
 

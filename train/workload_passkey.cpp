@@ -108,18 +108,11 @@ class PasskeyWorkload final : public SequenceWorkload<data::PasskeySampler> {
   // The attention of the answer's queries (the K inputs [L - K, L) that predict the digits) in recorded forwards over
   // the first `rows` samples, run.eval_batch at a time: how far back the positions that must read the key attend.
   AttentionDiagnostics diagnostics(const Tensor& inputs, int64_t rows) const {
-    NoGradGuard no_grad;
     const int64_t L = inputs.size(1), k = task_.digits(), first = data::PasskeyLayout{L, k}.query();
-    nn::AttentionStatsRecorder recorder(model_->attention_layers());
-    for (int64_t b = 0; b < rows; b += config_.eval_batch) {
-      const int64_t e = std::min(rows, b + config_.eval_batch);
-      Tensor answer = Tensor::zeros({e - b, L}, DType::i64);  // (B, L): 1 at the answer's queries
-      for (int64_t row = 0; row < e - b; ++row)
-        std::fill_n(answer.mutable_data<int64_t>() + row * L + first, k, int64_t{1});
-      recorder.count_only(answer);
-      model_->forward(slice(inputs, 0, b, e));
-    }
-    return attention_diagnostics(recorder.layers());
+    Tensor answer = Tensor::zeros({rows, L}, DType::i64);  // (rows, L): 1 at the answer's queries
+    for (int64_t row = 0; row < rows; ++row)
+      std::fill_n(answer.mutable_data<int64_t>() + row * L + first, k, int64_t{1});
+    return query_diagnostics(inputs, answer);
   }
 
   data::PasskeyTask task_;

@@ -70,7 +70,8 @@ std::shared_ptr<PositionScheme> make_alibi(const PositionOptions& o, Generator&)
 const SchemeRegistrar alibi_row({.name = "alibi", .dims = 1, .kind = PositionKind::additive_bias, .label = "ALiBi",
      .description = "-m_h * |i - j| with the ALiBi paper's slopes", .per_layer = false,
      .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
-     .validate = position_detail::no_options, .make = make_alibi, .window_bias = WindowBias::none, .rank = 70});
+     .validate = position_detail::no_options, .make = make_alibi, .window_bias = WindowBias::none, .rank = 70,
+     .bidirectional = "symmetric: -m_h * |i - j| on both sides (x-transformers' bidirectional form)"});
 
 }  // namespace
 

@@ -426,7 +426,10 @@ const SchemeRegistrar fire_row({.name = "fire", .dims = 1, .kind = PositionKind:
      .description = "FIRE's learned MLP of log distance over the query's log position", .per_layer = true,
      .parameters = fire_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
      .validate = validate_fire, .make = make_fire, .window_bias = WindowBias::none, .rank = 90,
-     .reads = {"fire_length", "fire_hidden", "init_std"}});
+     .reads = {"fire_length", "fire_hidden", "init_std"},
+     .causal_only = "its normaliser psi(max(i, L)) is the query's position, the length of the context a causal query "
+                    "sees; the reference (mcleish7/arithmetic, a causal decoder) defines no form for keys after the "
+                    "query"});
 
 }  // namespace
 

@@ -106,7 +106,9 @@ const SchemeRegistrar kerple_power_row(
      .description = "KERPLE's power kernel -a_h * |i - j|^p_h, a and p learned per head", .per_layer = true,
      .parameters = [](const PositionOptions& o) { return checked_mul(o.heads, 2, "position", "kerple_power"); },
      .max_length = position_detail::unbounded, .length_option = nullptr, .validate = position_detail::no_options,
-     .make = make_kerple_power, .window_bias = WindowBias::none, .rank = 65});
+     .make = make_kerple_power, .window_bias = WindowBias::none, .rank = 65,
+     .bidirectional = "symmetric: -a_h * |i - j|^p_h on both sides, the kernel's own form (the reference's tril reads "
+                      "only keys before the query)"});
 
 }  // namespace
 

@@ -50,7 +50,8 @@ const SchemeRegistrar learned_row({.name = "learned", .dims = 1, .kind = Positio
      .parameters = [](const PositionOptions& o) { return checked_mul(o.max_positions, o.d_model, "position", "learned table"); },
      .max_length = [](const PositionOptions& o) { return o.max_positions; }, .length_option = "max_positions",
      .validate = validate_learned, .make = make_learned, .window_bias = WindowBias::none, .rank = 10,
-     .reads = {"max_positions", "init_std"}});
+     .reads = {"max_positions", "init_std"},
+     .bidirectional = "unchanged: absolute positions added to the tokens"});
 
 }  // namespace
 

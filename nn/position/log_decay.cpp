@@ -82,7 +82,8 @@ const SchemeRegistrar log_decay_row({.name = "log_decay", .dims = 1, .kind = Pos
      .description = "-lambda * log(1 + |i - j|), lambda fixed or learned per head", .per_layer = true,
      .parameters = [](const PositionOptions& o) { return o.learnable_lambda ? o.heads : int64_t{0}; },
      .max_length = position_detail::unbounded, .length_option = nullptr, .validate = validate_log_decay,
-     .make = make_log_decay, .window_bias = WindowBias::none, .rank = 60, .reads = {"lambda", "learnable_lambda"}});
+     .make = make_log_decay, .window_bias = WindowBias::none, .rank = 60, .reads = {"lambda", "learnable_lambda"},
+     .bidirectional = "symmetric: -lambda * log(1 + |i - j|) on both sides"});
 
 }  // namespace
 

@@ -16,7 +16,8 @@ std::shared_ptr<PositionScheme> make_none(const PositionOptions&, Generator&) { 
 const SchemeRegistrar none_row({.name = "none", .dims = 0, .kind = PositionKind::none, .label = "NoPE (none)",
      .description = "no position information", .per_layer = false, .parameters = position_detail::no_parameters,
      .max_length = position_detail::unbounded, .length_option = nullptr, .validate = position_detail::no_options,
-     .make = make_none, .window_bias = WindowBias::none, .rank = 160});
+     .make = make_none, .window_bias = WindowBias::none, .rank = 160,
+     .bidirectional = "unchanged: no positions (a bidirectional model without them sees its input as a set)"});
 
 }  // namespace
 

@@ -144,7 +144,8 @@ const SchemeRegistrar rope_row({.name = "rope", .dims = 1, .kind = PositionKind:
      .description = "rotary embeddings of queries and keys", .per_layer = false,
      .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
      .validate = validate_rope, .make = make_rope, .window_bias = WindowBias::none, .rank = 30,
-     .reads = {"rope_base", "rope_scaling", "rope_factor", "yarn_beta_fast", "yarn_beta_slow", "yarn_attention_factor"}});
+     .reads = {"rope_base", "rope_scaling", "rope_factor", "yarn_beta_fast", "yarn_beta_slow", "yarn_attention_factor"},
+     .bidirectional = "unchanged: the rotation makes scores depend on key - query of either sign"});
 
 }  // namespace
 

@@ -244,6 +244,12 @@ struct SchemeInfo {
   /// The [position] (or [grid]) keys of nn/position/options.h its module reads, besides the ones a row property
   /// implies (untrained: row_table); `rpb schemes --json` lists them in the option table's order.
   std::vector<std::string> reads = {};
+  /// 1-D rows: its form in a bidirectional model (model.causal = false, the encoder framing of the algorithmic tasks,
+  /// train/data/algorithmic.h), one line for `rpb schemes`; null when it has none, and then `causal_only` says why
+  /// and a bidirectional model refuses it (validate(TransformerOptions) in nn/transformer.h). A 1-D row sets exactly
+  /// one of the two (tests/test_scheme_registry.cpp); 2-D rows attend bidirectionally always and set neither.
+  const char* bidirectional = nullptr;
+  const char* causal_only = nullptr;
 
   /// True when a model of `model_dims` (1 or 2) accepts it.
   bool fits(int64_t model_dims) const { return dims == 0 || dims == model_dims; }

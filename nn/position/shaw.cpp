@@ -55,7 +55,8 @@ const SchemeRegistrar shaw_row({.name = "shaw", .dims = 1, .kind = PositionKind:
      .parameters = [](const PositionOptions& o) { return position_detail::per_head(o, 2 * o.max_relative_position + 1); },
      .max_length = position_detail::unbounded, .length_option = nullptr, .validate = validate_shaw,
      .make = make_shaw, .window_bias = WindowBias::none, .row_table = true, .rank = 50,
-     .reads = {"max_relative_position", "init_std"}});
+     .reads = {"max_relative_position", "init_std"},
+     .bidirectional = "clip(key - query, -K, K) of either sign, as tensor2tensor's encoder reads it"});
 
 }  // namespace
 

@@ -52,7 +52,8 @@ const SchemeRegistrar sinusoidal_row({.name = "sinusoidal", .dims = 1, .kind = P
      .description = "Vaswani et al.'s fixed sinusoids added to the tokens", .per_layer = false,
      .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
      .validate = validate_sinusoidal, .make = make_sinusoidal, .window_bias = WindowBias::none,
-     .embedding = EmbeddingRecipe::scaled, .rank = 20});
+     .embedding = EmbeddingRecipe::scaled, .rank = 20,
+     .bidirectional = "unchanged: absolute positions added to the tokens"});
 
 }  // namespace
 

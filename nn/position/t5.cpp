@@ -160,7 +160,9 @@ const SchemeRegistrar t5_row({.name = "t5", .dims = 1, .kind = PositionKind::add
      .parameters = [](const PositionOptions& o) { return position_detail::per_head(o, o.num_buckets); },
      .max_length = position_detail::unbounded, .length_option = nullptr, .validate = validate_t5, .make = make_t5,
      .window_bias = WindowBias::none, .row_table = true, .rank = 40,
-     .reads = {"num_buckets", "max_distance", "init_std"}});
+     .reads = {"num_buckets", "max_distance", "init_std"},
+     .bidirectional = "T5's bidirectional buckets (HF T5Attention, bidirectional=True): half the buckets per sign of "
+                      "key - query"});
 
 }  // namespace
 

@@ -158,7 +158,9 @@ const SchemeRegistrar xpos_row({.name = "xpos", .dims = 1, .kind = PositionKind:
      .description = "rotary embeddings on interleaved pairs with a per-pair decay (Sun et al.)", .per_layer = false,
      .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
      .validate = validate_xpos, .make = make_xpos, .window_bias = WindowBias::none, .rank = 80,
-     .reads = {"rope_base", "xpos_scale_base", "blockwise"}});
+     .reads = {"rope_base", "xpos_scale_base", "blockwise"},
+     .bidirectional = "unchanged, as torchscale's encoder applies it: a key after its query scores zeta^((n - m)/B), "
+                      "which grows with the distance"});
 
 }  // namespace
 

@@ -196,7 +196,7 @@ class RegistryCopies(unittest.TestCase):
             with self.subTest(scheme=s["name"]):
                 table = RecordingTable({k: o["default"] for k, o in self.options.items() if o["table"] == "position"},
                                        scheme=s["name"])
-                rpb_torch.make_position({"position": table, "run": {"length": 16}}, 16, 2)  # fire's L0
+                rpb_torch.make_position({"position": table, "run": {"length": 16}, "model": {}}, 16, 2)  # fire's L0
                 want = {k for k in s["options"] if self.options[k]["loaded"]}
                 self.assertEqual(table.read - {"scheme"}, want,
                                  f"{s['name']}: the [position] keys rpb_torch reads, against rpb schemes --json's "
@@ -446,8 +446,76 @@ class Tokenizers(unittest.TestCase):
             rpb_torch.tokenizer(os.path.join(self.tmp.name, "markov", "step_00000001.h5"))
 
 
+# The encoder framing (train/data/algorithmic.h): a bidirectional model (model.causal = false) on reverse_string, one
+# run per scheme with a bidirectional form (`rpb schemes --json`'s "bidirectional"), on the same held-out samples
+# (eval_tokens prints them with rpb's logits): rpb_torch's logits within 1e-4 of rpb's (relative to their largest),
+# and the scores `rpb eval` reports, the scored targets' NLL to 1e-4 and the per-token accuracy, from rpb_torch's.
+ENCODER_TASK = """
+[task]
+kind = "reverse_string"
+eval_samples = 32
+"""
+
+
+def encoder_config(scheme, out_dir):
+    text = CONFIG.format(**dict(DEFAULTS, scheme=scheme, name=scheme, out_dir=out_dir))
+    text = text.replace("[model]\n", "[model]\ncausal = false\n")
+    # Learned tables of std 1 (position.init_std): a bias read at the wrong offset moves the NLL well past 1e-4.
+    text = text.replace("[position]\n", "[position]\ninit_std = 1.0\n")
+    return text[:text.index("[task]")] + ENCODER_TASK + text[text.index("[optim]"):]
+
+
+def held_out_samples(checkpoint):
+    """{length: (inputs, targets, scored, logits)} of an algorithmic checkpoint's held-out samples: (N, T) tensors and
+    rpb's (N, T, V) logits (None where the model cannot run)."""
+    out = subprocess.run([ARGS.eval_tokens, checkpoint, ",".join(map(str, LENGTHS))],
+                         check=True, capture_output=True, text=True).stdout
+    samples = {}
+    for line in out.splitlines():
+        length, *lists = line.split()
+        x, y, s = (torch.tensor([int(v) for v in part.split(",")]).view(32, -1) for part in lists[:3])
+        logits = None if lists[3] == "-" else torch.tensor([float(v) for v in lists[3].split(",")]).view(32, x.shape[1], -1)
+        samples[int(length)] = (x, y, s, logits)
+    return samples
+
+
+class Bidirectional(unittest.TestCase):
+    def test_every_bidirectional_scheme_matches_rpb_eval(self):
+        schemes = [s["name"] for s in rpb_schemes()["schemes"] if 1 in s["dims"] and s["bidirectional"]]
+        refused = [s["name"] for s in rpb_schemes()["schemes"] if 1 in s["dims"] and not s["bidirectional"]]
+        self.assertEqual(refused, ["fire"])
+        with tempfile.TemporaryDirectory(prefix="rpb_torch_encoder_") as tmp:
+            for scheme in schemes:
+                with self.subTest(scheme=scheme):
+                    path = os.path.join(tmp, scheme + ".toml")
+                    with open(path, "w") as f:
+                        f.write(encoder_config(scheme, tmp))
+                    subprocess.run([ARGS.rpb, "train", path], check=True, capture_output=True)
+                    checkpoint = os.path.join(tmp, scheme, "step_00000030.h5")
+                    out = subprocess.run([ARGS.rpb, "eval", checkpoint, "--json", "--no-record"], check=True,
+                                         capture_output=True, text=True).stdout
+                    rows = {r["length"]: r for r in json.loads(out)["lengths"]}
+                    model, config = rpb_torch.load(checkpoint)
+                    self.assertFalse(rpb_torch.is_causal(config))
+                    for length, (x, y, s, ours) in held_out_samples(checkpoint).items():
+                        if rows[length]["nll"] is None:  # learned positions past their table
+                            with self.assertRaisesRegex(ValueError, "beyond the table"):
+                                model(x)
+                            continue
+                        with torch.no_grad():
+                            logits = model(x)
+                        error = ((logits - ours).abs().max() / ours.abs().max()).item()
+                        self.assertLess(error, TOLERANCE, f"{scheme} at length {length}: logits differ by {error}")
+                        mask = s.bool()
+                        nll = F.cross_entropy(logits[mask].double(), y[mask], reduction="mean").item()
+                        accuracy = (logits[mask].argmax(-1) == y[mask]).double().mean().item()
+                        self.assertLess(abs(nll - rows[length]["nll"]) / rows[length]["nll"], TOLERANCE,
+                                        f"{scheme} at length {length}: torch {nll}, rpb {rows[length]['nll']}")
+                        self.assertEqual(accuracy, rows[length]["token_accuracy"], f"{scheme} at length {length}")
+
+
 def main():
-    global ARGS, rpb_torch, torch, h5py, HAVE_SENTENCEPIECE
+    global ARGS, rpb_torch, torch, F, h5py, HAVE_SENTENCEPIECE
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rpb", default=os.path.join(SOURCE, "build", "rpb"))
     p.add_argument("--eval-tokens", default=os.path.join(SOURCE, "build", "eval_tokens"))
@@ -457,6 +525,7 @@ def main():
     try:
         import h5py
         import torch
+        import torch.nn.functional as F
     except ImportError as e:
         print(f"SKIPPED: {sys.executable} cannot import {e.name} (Debian: python3-torch, python3-h5py)")
         sys.exit(77)

@@ -9,6 +9,11 @@
 // the text of FILE (Tokenizer::encode: as `rpb generate` encodes a prompt, and the text task each document), so that
 // rpb_torch.tokenizer can be held to them. Exits 2 with a message on bad input.
 //
+// An algorithmic task's checkpoint (train/data/algorithmic.h) has no stream: for each length the tool prints one line,
+// "L inputs targets scored logits" with each a flat list of the held-out samples' (N, T) values as `rpb eval` scores
+// them, and the stored model's (N, T, V) logits on them, comma-separated within the list (N = task.eval_samples):
+// another implementation is held to rpb's logits, not only to the scores they give.
+//
 // Why a tool and not Python: the stream comes from rpb's own generator (Markov tables, Dirichlet draws),
 // which Python must not reimplement; the tool runs rpb's code, through the same calls as `rpb eval`.
 #include <iostream>
@@ -18,8 +23,12 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "core/autograd.h"
+#include "nn/transformer.h"
 #include "train/checkpoint/checkpoint.h"
+#include "train/checkpoint/stored_model.h"
 #include "train/config/config.h"
+#include "train/data/algorithmic.h"
 #include "train/data/eval_segments.h"
 #include "train/data/task.h"
 #include "train/data/tokenizer.h"
@@ -63,6 +72,37 @@ int encode(const rpb::Checkpoint& c, const std::string& file, const std::string&
   return 0;
 }
 
+// "L inputs targets scored" per length: the held-out test samples of an algorithmic task.
+int print_samples(const rpb::data::AlgorithmicTask& task, const std::vector<int64_t>& multipliers,
+                  const rpb::Checkpoint& c, const rpb::RunConfig& cfg, const std::string& file) {
+  const auto list = [](const std::vector<double>& values, bool integers) {
+    std::ostringstream s;
+    s.precision(9);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (i) s << ',';
+      if (integers) s << static_cast<int64_t>(values[i]);
+      else s << values[i];
+    }
+    return s.str();
+  };
+  const int64_t vocab = rpb::checkpoint_vocab(c, cfg, file);
+  rpb::check_stored_model(c, cfg, vocab, file);
+  const std::unique_ptr<rpb::nn::Module> model = rpb::load_stored_model(c, cfg, vocab, file);
+  const auto& lm = dynamic_cast<const rpb::nn::LanguageModel&>(*model);
+  rpb::NoGradGuard no_grad;
+  const int64_t length = cfg.length;
+  for (const int64_t m : multipliers) {
+    rpb::Tensor inputs, targets;
+    std::vector<uint8_t> scored;
+    task.held_out(rpb::data::Split::test, m * length, inputs, targets, scored);
+    const bool runs = lm.max_length() == 0 || inputs.size(1) <= lm.max_length();  // learned positions end
+    std::cout << m * length << " " << list(inputs.to_vector(), true) << " " << list(targets.to_vector(), true) << " "
+              << list(std::vector<double>(scored.begin(), scored.end()), true) << " "
+              << (runs ? list(lm.forward(inputs).to_vector(), false) : "-") << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,6 +127,8 @@ int main(int argc, char** argv) {
       multipliers.push_back(l / cfg.length);
     }
     const auto task = rpb::data::make_task(cfg.task);
+    if (const auto* algorithmic = dynamic_cast<const rpb::data::AlgorithmicTask*>(task.get()))
+      return print_samples(*algorithmic, multipliers, c, cfg, file);
     const rpb::data::TokenStream& stream = task->test_stream();
     const rpb::data::EvalPlan plan =
         rpb::data::make_eval_plan(static_cast<int64_t>(stream.size()), cfg.length, multipliers, cfg.eval_tokens);

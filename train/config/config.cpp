@@ -164,13 +164,24 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c, bool
     const std::string& key = t.has(e.field().c_str()) ? e.field() : std::string("scheme");
     (key == "scheme" ? pos : t).fail_at(key.c_str(), "invalid for scheme " + p.scheme + ": " + e.detail());
   }
-  if (const int64_t limit = info.max_length(po); limit > 0 && limit < c.train_length()) {
+  if (!c.model.causal && dims == 1 && info.causal_only)
+    pos.fail_at("scheme", p.scheme + " has no bidirectional form, which model.causal = false asks for: " +
+                              info.causal_only);
+  // The tokens a training sample holds: run.length, or an algorithmic task's longest sample of that length.
+  const int64_t trained = dims == 1 ? data::sequence_tokens(c.task.kind, c.train_length(), c.model.causal)
+                                    : c.train_length();
+  if (const int64_t limit = info.max_length(po); limit > 0 && limit < trained) {
     const bool ft = c.finetune_length > 0;
+    const std::string key = (ft ? "run.finetune_length" : "run.length");
+    const std::string unit = dims == 2 ? " cells per side" : " positions";
+    const std::string length = std::to_string(c.train_length()) + run.set_by(ft ? "finetune_length" : "length");
+    const std::string need =
+        trained == c.train_length()
+            ? key + " = " + length + unit
+            : std::to_string(trained) + unit + " for " + key + " = " + length + " (a " + c.task.kind + " sample)";
     table_of(info.length_option)
-        .fail_at(info.length_option, "the " + p.scheme + " table needs at least " +
-                                         (ft ? "run.finetune_length" : "run.length") + " = " +
-                                         std::to_string(c.train_length()) + (dims == 2 ? " cells per side" : " positions") +
-                                         run.set_by(ft ? "finetune_length" : "length") + ", got " + std::to_string(limit));
+        .fail_at(info.length_option, "the " + p.scheme + " table needs at least " + need + ", got " +
+                                         std::to_string(limit));
   }
   pos.done();
 }
@@ -196,6 +207,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
   read_run(run, c, fresh);
   read_model(model, c, fresh);
   read_task(task, c, fresh);
+  c.task.causal = c.model.causal;  // an algorithmic task's framing (train/data/algorithmic.h)
   read_grid(grid, c, fresh);
   read_position(pos, grid, run, c, fresh);
   check_grid(grid, c);
@@ -218,6 +230,7 @@ RunConfig parse_document(toml::table& root, const std::string& source, const Ove
     check_eval_lengths(run, c, kind,
                        {c.eval_multipliers, c.eval_tokens, "eval_multipliers", "eval_tokens", "evaluation", "test"});
     check_eval_stride(run, c, kind);
+    check_framing(model, task, c, kind);
     if (c.eval_every > 0)  // the valid split is scored during training only
       check_eval_lengths(
           run, c, kind,

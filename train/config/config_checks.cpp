@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
+
+#include "core/text.h"
 
 #include "nn/limits.h"
 #include "nn/position.h"
@@ -14,6 +17,18 @@ namespace rpb::config_detail {
 
 using toml_config::Table;
 namespace L = nn::limits;
+
+namespace {
+
+// The tasks with an encoder framing, in the registry's order.
+std::vector<std::string> encoder_tasks() {
+  std::vector<std::string> names;
+  for (const data::TaskInfo& t : data::tasks())
+    if (t.algorithmic && t.algorithmic->encoder) names.emplace_back(t.name);
+  return names;
+}
+
+}  // namespace
 
 // run.length and an evaluation's multipliers, once every table is read: the longest evaluation sequence holds at
 // most limits::kMaxSequence positions (tokens, or the cells of a grid whose side is the length), and for the token
@@ -38,6 +53,18 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind,
                 what + (grid ? " (a grid of " + std::to_string(positions(longest)) + " cells)" : "") +
                     ": expected at most " + std::to_string(L::kMaxSequence) + cells + " per sequence");
   if (task.held_out == data::HeldOut::grids) return;  // each grid size draws its own held-out grids
+  if (task.algorithmic) {  // each length draws its own samples; the model reads the longest sample of a length
+    const int64_t tokens = data::sequence_tokens(kind, longest, c.model.causal);
+    if (tokens > L::kMaxSequence)
+      run.fail_at(k.multipliers_key, what + " makes samples of " + std::to_string(tokens) +
+                                         " tokens; expected at most " + std::to_string(L::kMaxSequence));
+    const int64_t alphabet = data::alphabet_size(*task.algorithmic, c.task);
+    if (task.algorithmic->max_length && longest > task.algorithmic->max_length(alphabet))
+      run.fail_at(k.multipliers_key, what + ": a " + kind + " sample of that length needs more than task.alphabet = " +
+                                         std::to_string(alphabet) + " holds (at most length " +
+                                         std::to_string(task.algorithmic->max_length(alphabet)) + ")");
+    return;
+  }
   if (task.held_out == data::HeldOut::samples) {  // each length draws its own samples, their filler from a stream
     const int64_t shortest = data::passkey_min_length(c.task.passkey_digits);
     if (c.length < shortest)
@@ -69,15 +96,38 @@ void check_eval_lengths(Table& run, const RunConfig& c, const std::string& kind,
 void check_eval_stride(Table& run, const RunConfig& c, const std::string& kind) {
   if (c.eval_stride == 0) return;
   const data::TaskInfo& task = data::task_info(kind);
-  if (task.dims == 2 || task.retrieval)
+  if (task.dims == 2 || task.retrieval || task.algorithmic)
     run.fail_at("eval_stride", "sliding-window evaluation scores a token stream; the " + kind + " task evaluates " +
-                                   (task.retrieval ? "whole samples" : "whole grids") +
+                                   (task.dims == 2 ? "whole grids" : "whole samples") +
                                    ": expected 0 (nonoverlapping), found " + std::to_string(c.eval_stride));
   const int64_t shortest = *std::min_element(c.eval_multipliers.begin(), c.eval_multipliers.end()) * c.length;
   if (c.eval_stride > shortest)
     run.fail_at("eval_stride", "expected at most the shortest evaluation length " + std::to_string(shortest) +
                                    " (run.eval_multipliers x run.length), found " + std::to_string(c.eval_stride) +
                                    ": a window advances by at most its length");
+}
+
+void check_framing(Table& model, Table& task, const RunConfig& c, const std::string& kind) {
+  const data::TaskInfo& t = data::task_info(kind);
+  if (t.dims == 2) return;  // a grid model attends bidirectionally whatever model.causal says
+  const data::AlgorithmicSpec* spec = t.algorithmic;
+  if (!c.model.causal && !(spec && spec->encoder))
+    model.fail_at("causal", "false asks for a bidirectional model, and the " + kind + " task " +
+                                (spec ? "has no encoder framing (its literature trains it in the " +
+                                            std::string(data::framing_name(spec->literature)) + "'s)"
+                                      : "predicts each next token, which a bidirectional model would read") +
+                                ": expected true; the tasks with an encoder framing are " +
+                                join(encoder_tasks(), ", "));
+  if (c.model.causal && spec && !spec->decoder)
+    model.fail_at("causal", "true asks for a causal model, and the " + kind + " task has no decoder framing: expected "
+                                                                             "false");
+  if (!spec) return;
+  if (c.task.min_length != 0 && c.task.min_length < spec->min_length)
+    task.fail_at("min_length", "the " + kind + " task takes lengths of at least " + std::to_string(spec->min_length) +
+                                   " (0: its shortest), found " + std::to_string(c.task.min_length));
+  if (std::max(c.task.min_length, spec->min_length) > c.length)
+    task.fail_at("min_length", "is the shortest training length and run.length the longest: expected at most " +
+                                   std::to_string(c.length) + ", found " + std::to_string(c.task.min_length));
 }
 
 void check_grid(Table& grid, const RunConfig& c) {

@@ -62,6 +62,10 @@ struct EvalKeys {
 void check_eval_lengths(toml_config::Table& run, const RunConfig& c, const std::string& kind, const EvalKeys& k);
 /// run.eval_stride: a token task's, at most the shortest evaluation length.
 void check_eval_stride(toml_config::Table& run, const RunConfig& c, const std::string& kind);
+/// model.causal against task `kind`: a bidirectional model only for a task with an encoder framing (an algorithmic
+/// task's spec), and an algorithmic task only in a framing its spec runs in; an algorithmic task's task.min_length
+/// against run.length and the spec's floor. Fails at model.causal or the task's key.
+void check_framing(toml_config::Table& model, toml_config::Table& task, const RunConfig& c, const std::string& kind);
 /// grid.eval_window: only for the windowed 2-D schemes. Closes the [grid] table.
 void check_grid(toml_config::Table& grid, const RunConfig& c);
 

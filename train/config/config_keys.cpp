@@ -31,6 +31,11 @@ constexpr L::RealRange kDropout{0.0, 1.0, false, true}, kAttnScale{0.0, 1e6}, kI
 
 bool stores_tokenizer(const R& c) { return data::task_info(c.task.kind).stores_tokenizer; }
 bool retrieval(const R& c) { return data::task_info(c.task.kind).retrieval; }
+bool algorithmic(const R& c) { return data::task_info(c.task.kind).algorithmic != nullptr; }
+bool free_alphabet(const R& c) {
+  const data::AlgorithmicSpec* s = data::task_info(c.task.kind).algorithmic;
+  return s && s->default_alphabet > 0;
+}
 
 std::vector<ConfigKey> run_keys() {
   return {
@@ -67,6 +72,9 @@ std::vector<ConfigKey> run_keys() {
 
 std::vector<ConfigKey> model_keys() {
   return {
+      // false: a bidirectional model, the encoder framing of the algorithmic tasks (train/data/algorithmic.h)
+      {"model", "causal", BoolKey{[](R& c) -> auto& { return c.model.causal; }}, KeyRole::identity,
+       [](const R& c) { return !c.model.causal; }},
       {"model", "d_model", IntKey{[](R& c) -> auto& { return c.model.d_model; }, L::d_model.lo, L::d_model.hi}},
       {"model", "heads", IntKey{[](R& c) -> auto& { return c.model.heads; }, L::heads.lo, L::heads.hi}},
       {"model", "layers", IntKey{[](R& c) -> auto& { return c.model.layers; }, L::layers.lo, L::layers.hi}},
@@ -119,6 +127,13 @@ std::vector<ConfigKey> task_keys() {
        KeyRole::identity, retrieval},
       {"task", "passkey_samples", IntKey{[](R& c) -> auto& { return c.task.passkey_samples; }, 1, 100000},
        KeyRole::identity, retrieval},
+      // the algorithmic tasks (data::TaskInfo::algorithmic)
+      {"task", "alphabet", IntKey{[](R& c) -> auto& { return c.task.alphabet; }, 0, kMaxVocab - data::kFramingTokens},
+       KeyRole::identity, free_alphabet},
+      {"task", "min_length", IntKey{[](R& c) -> auto& { return c.task.min_length; }, 0, L::kMaxSequence},
+       KeyRole::identity, algorithmic},
+      {"task", "eval_samples", IntKey{[](R& c) -> auto& { return c.task.eval_samples; }, 1, 1 << 20}, kOutside,
+       algorithmic},
   };
 }
 

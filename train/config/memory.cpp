@@ -123,10 +123,11 @@ MemoryPart activations_part(const RunConfig& c, int64_t vocab, MemoryUse use) {
     train_keys = windows ? mul(c.grid.window, c.grid.window) : mul(c.length, c.length);
     eval_keys = windows ? mul(window, window) : cells;
   } else {
-    train_tokens = mul(c.batch, c.train_length());  // a fine-tune's training length (run.finetune_length)
-    eval_tokens = mul(c.eval_batch, longest);
-    train_keys = c.train_length();
-    eval_keys = longest;
+    // A fine-tune's training length (run.finetune_length); an algorithmic task's samples hold their answers too.
+    train_keys = data::sequence_tokens(c.task.kind, c.train_length(), c.model.causal);
+    eval_keys = data::sequence_tokens(c.task.kind, longest, c.model.causal);
+    train_tokens = mul(c.batch, train_keys);
+    eval_tokens = mul(c.eval_batch, eval_keys);
   }
   if (use == MemoryUse::generate) eval_tokens = longest;  // one sequence
   const int64_t train =
@@ -159,10 +160,17 @@ MemoryPart data_part(const RunConfig& c, MemoryUse use) {
     part.bytes = static_cast<std::size_t>(bytes);
     return part;
   }
-  // Evaluation segments (inputs and targets) at every length, and a training batch of them.
-  const int64_t eval = mul(mul(mul(c.eval_tokens, 2), kIndex), static_cast<int64_t>(c.eval_multipliers.size()));
-  if (eval > bytes) part.key = "run.eval_tokens";
-  const int64_t batch = use == MemoryUse::train ? mul(mul(c.batch, c.length), 2 * kIndex) : 0;
+  // Evaluation segments (inputs and targets) at every length, and a training batch of them; an algorithmic task's
+  // held-out samples of one length at a time (inputs, targets and a scored flag per token).
+  const data::TaskInfo& info = data::task_info(t.kind);
+  const int64_t longest = c.length * *std::max_element(c.eval_multipliers.begin(), c.eval_multipliers.end());
+  const int64_t eval =
+      info.algorithmic
+          ? mul(mul(t.eval_samples, data::sequence_tokens(t.kind, longest, c.model.causal)), 2 * kIndex + 1)
+          : mul(mul(mul(c.eval_tokens, 2), kIndex), static_cast<int64_t>(c.eval_multipliers.size()));
+  if (eval > bytes) part.key = info.algorithmic ? "task.eval_samples" : "run.eval_tokens";
+  const int64_t sample = data::sequence_tokens(t.kind, c.length, c.model.causal);
+  const int64_t batch = use == MemoryUse::train ? mul(mul(c.batch, sample), 2 * kIndex) : 0;
   part.bytes = static_cast<std::size_t>(add(add(bytes, eval), batch));
   return part;
 }

@@ -8,7 +8,7 @@ namespace rpb {
 nn::TransformerOptions model_options(const RunConfig& config, int64_t vocab) {
   nn::TransformerOptions m = config.model;
   m.vocab = vocab;
-  m.causal = config.dims() == 1;
+  m.causal = config.dims() == 1 && config.model.causal;  // a grid model attends bidirectionally
   return m;
 }
 

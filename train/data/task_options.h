@@ -30,6 +30,11 @@ struct TaskOptions {
   int64_t eval_tokens = 1 << 16;   // markov, lag: length of the valid and test streams (kjv: whole splits)
   int64_t passkey_digits = 5;       // passkey: K, the key's digits
   int64_t passkey_samples = 100;    // passkey: held-out samples per tenth of depth at every evaluation length
+  int64_t alphabet = 0;             // algorithmic tasks with a free alphabet: its symbols; 0: the task's reference size
+  int64_t min_length = 0;           // algorithmic tasks: the shortest training length L (each batch draws L uniformly
+                                    // from [min_length, run.length]); 0: the task's shortest
+  int64_t eval_samples = 512;       // algorithmic tasks: held-out samples at every evaluation length (Delétang et
+                                    // al.'s range evaluation: 8 batches of 64)
   std::string kjv_path = "";       // kjv: cached text file; empty = checkpoints/data/kjv.txt (relative to the working dir)
   /// kjv: write the text to kjv_path when it is missing. Not a config key: `rpb eval` turns it off, as reading
   /// a checkpoint must not write files.
@@ -58,6 +63,9 @@ struct TaskOptions {
   /// nothing; a stream not built is empty, and describe() still names its configured size. kjv builds every split
   /// (its text is bounded).
   DataUse use = DataUse::train;
+  /// The model's attention (model.causal), which picks an algorithmic task's framing (train/data/algorithmic.h). Not
+  /// a config key of [task]: set from [model] (workload_task_options).
+  bool causal = true;
 };
 
 }  // namespace rpb::data

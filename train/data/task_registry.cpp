@@ -94,6 +94,17 @@ std::unique_ptr<Task> make_lag(const TaskOptions& o) { return std::make_unique<L
 std::unique_ptr<Task> make_kjv(const TaskOptions& o) { return std::make_unique<KjvTask>(o); }
 std::unique_ptr<Task> make_text(const TaskOptions& o) { return std::make_unique<TextTask>(o); }
 std::unique_ptr<Task> make_passkey(const TaskOptions& o) { return std::make_unique<PasskeyTask>(o); }
+std::unique_ptr<Task> make_algorithmic(const TaskOptions& o) {
+  return std::make_unique<AlgorithmicTask>(o, framing_of(o.causal));
+}
+
+// An algorithmic task's ids: its alphabet and the framing tokens. Its held-out samples are drawn one length at a time;
+// config/memory.cpp counts them beside the activations.
+int64_t algorithmic_vocab_bound(const TaskOptions& t) {
+  const AlgorithmicSpec* spec = find_algorithmic(t.kind);
+  return spec ? alphabet_size(*spec, t) + kFramingTokens : t.vocab;
+}
+DataMemory algorithmic_memory(const TaskOptions&, DataUse) { return {}; }
 
 // The built-in rows. Their order is the order of every list of names (config choices, help, sweep folders);
 // register_task adds after them.
@@ -119,11 +130,29 @@ const TaskInfo kBuiltIn[] = {
      nullptr, grid2d_memory, HeldOut::grids, false},
 };
 
-// The registry: the built-in rows, then those register_task added.
+// The rows of the algorithmic tasks, one per spec, in algorithmic_specs()'s order.
+std::vector<TaskInfo> algorithmic_rows() {
+  std::vector<TaskInfo> out;
+  for (const AlgorithmicSpec& s : algorithmic_specs()) {
+    TaskInfo row{s.name, 1, s.summary, make_algorithmic, algorithmic_vocab_bound, algorithmic_memory,
+                 HeldOut::instances, false};
+    row.algorithmic = &s;
+    out.push_back(row);
+  }
+  return out;
+}
+
+// The registry: the built-in rows and the algorithmic tasks', then those register_task added.
 std::list<TaskInfo>& rows() {
-  static std::list<TaskInfo> table(std::begin(kBuiltIn), std::end(kBuiltIn));
+  static std::list<TaskInfo> table = [] {
+    std::list<TaskInfo> t(std::begin(kBuiltIn), std::end(kBuiltIn));
+    for (const TaskInfo& row : algorithmic_rows()) t.push_back(row);
+    return t;
+  }();
   return table;
 }
+
+std::size_t registered_rows() { return std::size(kBuiltIn) + algorithmic_specs().size(); }
 
 }  // namespace
 
@@ -180,7 +209,7 @@ const TaskInfo& register_task(const TaskInfo& row) {
 
 void remove_task(const std::string& name) {
   std::list<TaskInfo>& table = rows();
-  auto it = std::next(table.begin(), static_cast<std::ptrdiff_t>(std::size(kBuiltIn)));
+  auto it = std::next(table.begin(), static_cast<std::ptrdiff_t>(registered_rows()));
   for (; it != table.end(); ++it)
     if (name == it->name) {
       table.erase(it);
@@ -194,6 +223,11 @@ void remove_task(const std::string& name) {
 int64_t task_dims(const std::string& kind) {
   const TaskInfo* t = find_task(kind);
   return t ? t->dims : 1;
+}
+
+int64_t sequence_tokens(const std::string& kind, int64_t length, bool causal) {
+  const TaskInfo* t = find_task(kind);
+  return t && t->algorithmic ? sample_length(*t->algorithmic, length, framing_of(causal)) : length;
 }
 
 std::unique_ptr<Task> make_task(const TaskOptions& options) {

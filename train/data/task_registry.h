@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "train/data/algorithmic.h"
 #include "train/data/task.h"
 
 namespace rpb::data {
@@ -24,10 +25,12 @@ enum class HeldOut {
                 // them, and `rpb eval --tokens` lengthens them (a longer stream starts with the same tokens)
   data,         // the data's own splits (kjv: its books), checked once the data is read; the test split is fixed
   grids,        // every evaluation size draws its own held-out grids (run.eval_tokens cells): no stream to check
-  samples       // every evaluation length draws its own held-out samples (passkey: task.passkey_samples per tenth of
+  samples,      // every evaluation length draws its own held-out samples (passkey: task.passkey_samples per tenth of
                 // depth) with filler from a held-out stream, which must hold the longest: a generated stream of
                 // task.eval_tokens tokens, checked with the config, or for a task that reads text (passkey_text) the
                 // text's split, checked once the text is read
+  instances     // every evaluation length draws its own held-out samples from the task's generator alone
+                // (task.eval_samples of them: the algorithmic tasks): nothing to check
 };
 
 /// A task's data in memory, for the memory estimate.
@@ -72,7 +75,18 @@ struct TaskInfo {
   /// train/workload_passkey.cpp); it reads the keys task.passkey_digits and task.passkey_samples, which stay out of
   /// other tasks' configs.
   bool retrieval = false;
+  /// Non-null for the algorithmic tasks (train/data/algorithmic.h): the spec that builds their samples, names their
+  /// alphabet and says which framings they run in (model.causal = false: the encoder's; true: the decoder's). The
+  /// algorithmic workload (train/workload_algorithmic.cpp) trains them on their answers and scores per-token accuracy
+  /// and exact match per length; they read task.alphabet (a spec with a free alphabet), task.min_length and
+  /// task.eval_samples, which stay out of other tasks' configs. One row per spec of algorithmic_specs(), made from it.
+  const AlgorithmicSpec* algorithmic = nullptr;
 };
+
+/// The tokens a model reads for a sample of length `length` (run.length and its multiples) of task `kind`, with
+/// causal attention or not: the length itself, or for an algorithmic task its longest sample (sample_length), which
+/// holds the output positions or the answer too.
+int64_t sequence_tokens(const std::string& kind, int64_t length, bool causal);
 
 /// Every row, in the registry's order (the order of every list of names: config choices, the help text, sweeps).
 const std::list<TaskInfo>& tasks();

@@ -48,7 +48,11 @@ Json length_json(const LengthResult& r, const std::optional<double>& optimum) {
     out["bytes"] = r.bytes;
     out["bits_per_byte"] = json_number(r.bits_per_byte());
   }
-  if (r.accuracy) {  // passkey retrieval's: exact matches over every depth and per tenth of depth
+  if (r.token_accuracy) {  // an algorithmic task's: per-token accuracy and exact match over its samples
+    out["token_accuracy"] = json_number(r.token_accuracy);
+    out["accuracy"] = json_number(r.accuracy);
+    out["samples"] = r.samples;
+  } else if (r.accuracy) {  // passkey retrieval's: exact matches over every depth and per tenth of depth
     out["accuracy"] = json_number(r.accuracy);
     out["depth_accuracy"] = r.depth_accuracy;
     out["samples_per_depth"] = r.samples_per_depth;
@@ -86,7 +90,11 @@ LengthResult read_length(const JsonIn& in) {
   r.tokens = tokens.is_null() ? 0 : tokens.int64();
   r.attention = read_attention(in["attention"]);
   if (in.has("bytes")) r.bytes = in["bytes"].int64();
-  if (in.has("accuracy")) {
+  if (in.has("token_accuracy")) {
+    r.token_accuracy = in["token_accuracy"].optional_number();
+    r.accuracy = in["accuracy"].optional_number();
+    r.samples = in["samples"].int64();
+  } else if (in.has("accuracy")) {
     r.accuracy = in["accuracy"].optional_number();
     const JsonIn depth = in["depth_accuracy"];
     if (depth.size() != static_cast<std::size_t>(kDepthBins))

@@ -38,6 +38,12 @@ struct LengthResult {
   /// samples whose answer greedy decoding reproduces exactly, over every depth; nullopt for the other tasks (and
   /// where nll is nullopt). nll is then the answer tokens' mean NLL.
   std::optional<double> accuracy = std::nullopt;
+  /// Algorithmic tasks (train/data/algorithmic.h): the share of scored targets whose largest logit is the target,
+  /// pooled over the held-out samples (Delétang et al.'s accuracy); accuracy is then the share of samples whose
+  /// scored targets are all right (exact match), and nll the scored targets' mean NLL. nullopt for the other tasks.
+  std::optional<double> token_accuracy = std::nullopt;
+  /// Algorithmic tasks: the held-out samples scored (task.eval_samples); tokens counts their scored targets.
+  int64_t samples = 0;
   /// Passkey: the accuracy per depth of the key, kDepthBins bins of the context (bin 0: the key in its first tenth);
   /// empty for the other tasks.
   std::vector<double> depth_accuracy = {};
