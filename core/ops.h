@@ -156,6 +156,10 @@ class BiasTiles;
 ///   a lattice (`grid` = (n_0, ..., n_{d-1})): Tq == Tk == n_0 ... n_{d-1} tokens are its cells in raster order
 ///     (the last axis fastest); R = (2 n_0 - 1) ... (2 n_{d-1} - 1) and a pair whose offset key - query is
 ///     (o_0, ..., o_{d-1}) reads column sum_a (o_a + n_a - 1) * prod_{b > a} (2 n_b - 1).
+///   a line at explicit positions (`positions` set, randomized positions: Ruoss et al. 2023): Tq == Tk tokens, token
+///     t at positions[t] (ascending, distinct, from 0 up), q_offset 0; with S = positions.back() + 1, R = 2 S - 1
+///     and pair (i, j) reads column positions[j] - positions[i] + S - 1: the table over the offsets of a line of S
+///     positions, read at the pairs' offsets. No CUDA kernel reads it (the composite path does, nn/attention.h).
 ///
 /// A bias that is no table over offsets (FIRE's depends on the query's position past its threshold) comes as
 /// `tiles` instead: computed by the kernel tile by tile where it reads it, in O(Tq + Tk) memory, on a line only.
@@ -169,6 +173,7 @@ struct RelativeBias {
 
   Tensor table;               // (H, R)
   std::vector<int64_t> grid;  // the lattice's extents, outermost first; empty for a line
+  std::vector<int64_t> positions;  // a line's explicit positions (Tq of them); empty: 0 .. Tq - 1
   std::shared_ptr<const BiasTiles> tiles;  // instead of `table`: a bias computed where it is read
 };
 

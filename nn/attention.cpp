@@ -58,6 +58,12 @@ Tensor composite_mask(bool causal, const Tensor& key_padding_mask, int64_t B, in
 Tensor full_bias(const RelativeBias& bias, int64_t q_len, int64_t k_len, int64_t q_offset, DType dtype) {
   RPB_CHECK(bias.grid.empty(), "attention", "a relative bias over a grid has no line form (its grid ",
             bias.grid.size(), "-D)");
+  if (!bias.positions.empty()) {
+    RPB_CHECK(static_cast<int64_t>(bias.positions.size()) == q_len && q_len == k_len && q_offset == 0, "attention",
+              "a bias at ", bias.positions.size(), " explicit positions read by ", q_len, " queries and ", k_len,
+              " keys at offset ", q_offset);
+    return expand_relative_bias_at(bias.table, bias.positions);
+  }
   if (!bias.tiles) return expand_relative_bias(bias.table, q_len, k_len);
   RPB_CHECK(bias.tiles->parameters().empty(), "attention",
             "a bias computed by tiles that learns (FIRE past its threshold) takes its gradient only in the fused "
@@ -118,7 +124,10 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   RPB_CHECK(pos.block == 0 || causal_, "attention", "blockwise attention (block ", pos.block, ") needs causal attention");
   const Tensor packed = reshape(qkv->forward(x), {B, T, 3, heads_, head_dim_});  // a view of the (B, T, 3d) output
   Tensor h;  // (B, T, H, dh)
-  if (!cache && !pos.rotary && uses_fused() && !pos.bias.full.defined() && !stats_) {
+  RPB_CHECK(!pos.at || !cache, "attention", "explicit positions (randomized, a training forward's) take no KV cache");
+  // The CUDA kernel reads no bias at explicit positions: the composite path does there (full_bias).
+  const bool explicit_on_cuda = !pos.bias.relative.positions.empty() && x.is_cuda();
+  if (!cache && !pos.rotary && uses_fused() && !pos.bias.full.defined() && !stats_ && !explicit_on_cuda) {
     h = attend_packed(packed, pos, key_padding_mask);
   } else {
     h = permute(attend_heads(split_heads(packed, pos, offset, cache), pos, key_padding_mask, offset), {0, 2, 1, 3});
@@ -144,6 +153,11 @@ MultiHeadAttention::Heads MultiHeadAttention::split_heads(const Tensor& packed, 
   Heads h{part(0), part(1), part(2)};
   // xPos's keys depend on how many there are (its centre): the cache keeps them unrotated, all rotated below.
   const bool rotate_all_keys = pos.rotary && pos.rotary->rotates_all_keys();
+  if (pos.rotary && pos.at) {  // randomized positions: no cache (forward refuses one)
+    h.q = pos.rotary->rotate_at(h.q, *pos.at);
+    h.k = pos.rotary->rotate_key_at(h.k, *pos.at);
+    return h;
+  }
   if (pos.rotary) {
     h.q = pos.rotary->rotate(h.q, offset);
     if (!rotate_all_keys) h.k = pos.rotary->rotate_key(h.k, offset);
@@ -170,7 +184,8 @@ Tensor MultiHeadAttention::attend_heads(const Heads& h, const AttentionPositions
     in.causal = causal_, in.q_offset = offset, in.key_padding = key_padding_mask, in.block = pos.block;
     accumulate_attention_stats(in, *stats_);
   }
-  if (uses_fused() && !bias.full.defined()) {  // on the CPU or CUDA (core/ops/attention.cpp, core/cuda/kernels/)
+  const bool explicit_on_cuda = !bias.relative.positions.empty() && h.q.is_cuda();
+  if (uses_fused() && !bias.full.defined() && !explicit_on_cuda) {  // the CPU or CUDA (core/ops/attention.cpp, cuda/)
     AttentionSpec spec{scale_, causal_, offset};
     spec.block = pos.block;
     return fused_attention(h.q, h.k, h.v, bias.relative, key_padding_mask, Tensor(), spec);

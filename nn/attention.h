@@ -38,6 +38,9 @@ struct PositionBias {
 struct AttentionPositions {
   PositionBias bias;                       // additive schemes: added to the scores
   const PositionScheme* rotary = nullptr;  // rotary schemes: rotates queries and keys
+  /// Randomized positions (a training forward's): the rotary scheme rotates queries and keys at these positions;
+  /// an additive bias carries them in its relative form. Null: 0 .. T - 1 (from the cache's length).
+  std::shared_ptr<const std::vector<int64_t>> at;
   int64_t block = 0;  // > 0: blockwise causal attention in blocks of this many positions (PositionScheme::attention_block)
 };
 

@@ -81,6 +81,8 @@ struct RowGeometry {
 RowGeometry row_geometry(const AttentionInputs& in, const AttentionStats& stats) {
   RowGeometry g{in.q.size(2), in.k.size(2), in.q_offset, stats.grid_width(), 0, 0};
   const std::vector<int64_t>& grid = in.relative.grid;
+  RPB_CHECK(in.relative.positions.empty(), "attention stats", "a bias at explicit positions (randomized, a training "
+            "forward's) is not measured: evaluations read positions 0 .. T - 1");
   if (in.full_bias.defined() || !in.relative.defined() || grid.empty()) return g;
   RPB_CHECK(grid.size() == 2 && grid[0] * grid[1] == g.Tq && g.Tq == g.Tk, "attention stats",
             "a relative bias over a grid needs a 2-D grid covering the ", g.Tq, " queries and ", g.Tk, " keys; got ",

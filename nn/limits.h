@@ -43,6 +43,7 @@ inline constexpr Range d_ff{1, int64_t{1} << 20};
 inline constexpr Range num_buckets{2, int64_t{1} << 16};        // t5 (its own checks ask for more)
 inline constexpr Range max_distance{1, kMaxPosition};           // t5
 inline constexpr Range max_relative_position{1, int64_t{1} << 20};  // shaw, clipped2d: K
+inline constexpr Range randomized_max{1, kMaxSequence};   // every 1-D scheme: L_max of randomized positions
 inline constexpr Range max_positions{1, int64_t{1} << 24};      // learned
 inline constexpr double kMaxLambda = 1e6;                       // log_decay: lambda in [0, kMaxLambda]
 inline constexpr RealRange lambda{0.0, kMaxLambda};             // log_decay

@@ -124,14 +124,33 @@ std::vector<MultiHeadAttention*> TransformerStack::attention_layers() const {
   return out;
 }
 
-Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_mask, KVCache* cache) const {
+std::vector<int64_t> draw_positions(int64_t n, int64_t range, Generator& gen) {
+  RPB_CHECK(n >= 1 && n <= range, "positions", "cannot draw ", n, " distinct positions from [0, ", range, ")");
+  std::vector<int64_t> out;
+  out.reserve(static_cast<std::size_t>(n));
+  for (int64_t t = 0; t < range && static_cast<int64_t>(out.size()) < n; ++t)
+    if (static_cast<double>(range - t) * gen.uniform() < static_cast<double>(n - static_cast<int64_t>(out.size())))
+      out.push_back(t);
+  return out;
+}
+
+Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_mask, KVCache* cache,
+                                std::shared_ptr<const std::vector<int64_t>> at) const {
   RPB_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::i64, "transformer", "tokens must be (B, T) int64, got ",
             dtype_name(tokens.dtype()), " ", tokens.shape());
   const int64_t T = tokens.size(1);
   RPB_CHECK(T > 0, "transformer", "empty sequence ", tokens.shape());
   if (cache && cache->layers.size() != blocks->size()) cache->layers.assign(blocks->size(), LayerCache{});
   const int64_t offset = cache ? cache->length() : 0;
-  const Positions p = Positions::line(T, offset + T, offset);
+  const PositionOptions& po = options_.position;
+  if (!at && !cache && po.randomized && is_training()) {
+    RPB_CHECK(T <= po.randomized_max, "transformer", "a training sequence of ", T, " tokens needs as many positions "
+              "of the randomized_max = ", po.randomized_max, " it draws them from");
+    at = std::make_shared<const std::vector<int64_t>>(draw_positions(T, po.randomized_max, *dropout_gen_));
+  }
+  RPB_CHECK(!at || (!cache && static_cast<int64_t>(at->size()) == T), "transformer", "explicit positions (",
+            at ? at->size() : 0, ") for ", T, " tokens, and no KV cache");
+  const Positions p = at ? Positions::explicit_line(at) : Positions::line(T, offset + T, offset);
   const Tensor x0 = plan_.embed(tok->forward(tokens.to(tok->weight.device())), p);  // (B, T, d)
   const bool fused = blocks->size() > 0 && blocks->at<TransformerBlock>(0).attn->uses_fused();
   const std::vector<AttentionPositions> pos = plan_.attention(p, fused);
@@ -167,6 +186,12 @@ Tensor LanguageModel::forward(const Tensor& tokens, KVCache* cache) const {
             "false) reads every token at once");
   const Tensor h = hidden(tokens, Tensor(), cache);  // (B, T, d)
   return head ? head->forward(h) : linear(h, tok->weight);  // tied: the embedding is the (vocab, d) weight
+}
+
+Tensor LanguageModel::forward_at(const Tensor& tokens, std::shared_ptr<const std::vector<int64_t>> at) const {
+  RPB_CHECK(at != nullptr, "model", "forward_at needs the positions");
+  const Tensor h = hidden(tokens, Tensor(), nullptr, std::move(at));  // (B, T, d)
+  return head ? head->forward(h) : linear(h, tok->weight);
 }
 
 Tensor LanguageModel::loss(const Tensor& tokens, const Tensor& targets) const {

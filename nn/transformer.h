@@ -52,6 +52,10 @@ double head_init_std(const TransformerOptions& options, int64_t dims);
 /// tied to embeddings that enter times sqrt(d), the logits would start out predicting the input token itself.
 bool ties_head(const TransformerOptions& options);
 
+/// `n` distinct positions of [0, range), ascending, uniform over the subsets of that size (Knuth's selection
+/// sampling, TAOCP vol. 2, 3.4.2 Algorithm S: one uniform draw per candidate until `n` are chosen). Needs n <= range.
+std::vector<int64_t> draw_positions(int64_t n, int64_t range, Generator& gen);
+
 /// Per-layer caches for incremental decoding.
 struct KVCache {
   std::vector<LayerCache> layers;
@@ -83,8 +87,12 @@ class TransformerStack : public Module {
  public:
   TransformerStack(const TransformerOptions& options, Generator& init_gen);
 
-  /// tokens (B, T) i64 -> hidden states (B, T, d). With a cache, only the new tokens are given.
-  Tensor hidden(const Tensor& tokens, const Tensor& key_padding_mask = Tensor(), KVCache* cache = nullptr) const;
+  /// tokens (B, T) i64 -> hidden states (B, T, d). With a cache, only the new tokens are given. `at`: the tokens'
+  /// explicit positions (T, ascending, distinct; no cache); null: 0 .. T - 1, or in a training forward with
+  /// position.randomized a sorted random subset of [0, randomized_max) drawn from the dropout generator (Ruoss et al.
+  /// 2023: one draw per forward, shared by the batch's sequences and by every layer).
+  Tensor hidden(const Tensor& tokens, const Tensor& key_padding_mask = Tensor(), KVCache* cache = nullptr,
+                std::shared_ptr<const std::vector<int64_t>> at = nullptr) const;
 
   const TransformerOptions& options() const { return options_; }
   /// The generator dropout draws from (its state belongs in checkpoints).
@@ -135,6 +143,8 @@ class LanguageModel : public TransformerStack {
   /// tokens (B, T) -> logits (B, T, vocab), on the model's device (the token ids move there from any device). With
   /// a cache, only the new tokens are given.
   Tensor forward(const Tensor& tokens, KVCache* cache = nullptr) const;
+  /// tokens (B, T) at explicit positions `at` (T, ascending, distinct) -> logits (B, T, vocab).
+  Tensor forward_at(const Tensor& tokens, std::shared_ptr<const std::vector<int64_t>> at) const;
   /// Mean cross-entropy of logits(tokens) against targets (B, T) (ignore_index -100), on the model's device.
   Tensor loss(const Tensor& tokens, const Tensor& targets) const;
 

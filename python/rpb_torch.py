@@ -412,6 +412,24 @@ class Xpos(nn.Module):
         return self._rotated(x, True)
 
 
+class AtPositions:
+    """A rotary scheme at explicit positions: x's rows placed at their positions in a sequence of `span`, rotated as
+    that sequence is (each row by its own position; xPos's centre the span's), and read back."""
+
+    def __init__(self, rotary, at, span):
+        self.rotary, self.at, self.span, self.block = rotary, at, span, rotary.block
+
+    def _at(self, rotate, x):
+        full = x.new_zeros(*x.shape[:-2], self.span, x.shape[-1]).index_copy(-2, self.at, x)
+        return rotate(full).index_select(-2, self.at)
+
+    def rotate(self, x):
+        return self._at(self.rotary.rotate, x)
+
+    def rotate_key(self, x):
+        return self._at(self.rotary.rotate_key, x)
+
+
 class NoPosition(nn.Module):
     """none: nothing (also the type of a block that holds no position module)."""
 
@@ -556,21 +574,28 @@ class LanguageModel(nn.Module):
         self.scheme, self.per_layer, self.tied = scheme, per_layer, tied
         self.embed_scale = math.sqrt(d_model) if scaled else None
 
-    def forward(self, tokens):
-        """(B, T) int64 tokens -> (B, T, vocab) logits."""
+    def forward(self, tokens, positions=None):
+        """(B, T) int64 tokens -> (B, T, vocab) logits; `positions`: the tokens' explicit positions (T ascending
+        distinct ints, randomized positions: nn/transformer.h), else 0 .. T - 1. At explicit positions every scheme
+        reads its span 0 .. S - 1 (S = the last position + 1) at their rows: the embeddings' rows, the bias's rows and
+        columns, the rotation's rows (xPos's centre that of the span), as rpb does."""
         t = tokens.shape[1]
+        at = None if positions is None else torch.as_tensor(positions, dtype=torch.long)
+        span = t if at is None else int(at[-1]) + 1
+        pick = (lambda m: m) if at is None else (lambda m: m.index_select(-2, at).index_select(-1, at))  # noqa: E731
         modules = ([blk.pos[self.scheme] for blk in self.blocks] if self.per_layer
                    else [self.pos[self.scheme]] * len(self.blocks))
         x = self.tok(tokens)
         if self.embed_scale is not None:
             x = x * self.embed_scale
         if self.kind == "absolute":
-            x = x + modules[0].embed(t)
-        biases = [p.bias(t) if self.kind == "additive_bias" else None for p in modules]
+            x = x + (modules[0].embed(t) if at is None else modules[0].embed(span)[at])
+        biases = [pick(p.bias(span)) if self.kind == "additive_bias" else None for p in modules]
         if not self.per_layer:
             biases = [biases[0]] * len(self.blocks)  # shared: computed once
         for block, position, bias in zip(self.blocks, modules, biases):
-            x = block(x, bias, position if self.kind == "rotary" else None)
+            rotary = None if self.kind != "rotary" else position if at is None else AtPositions(position, at, span)
+            x = block(x, bias, rotary)
         x = self.ln_f(x)
         return x @ self.tok.weight.t() if self.tied else self.head(x)
 

@@ -12,6 +12,7 @@
 #include "nn/grid_model.h"
 #include "nn/window_attention.h"
 #include "nn/transformer.h"
+#include "path_models.h"
 #include "scheme_cases.h"
 #include "test_util.h"
 
@@ -56,22 +57,7 @@ AttentionGrads fused_run(const Tensor& q, const Tensor& k, const Tensor& v, cons
 }
 
 TransformerOptions model_options(const std::string& scheme, bool causal, bool fused) {
-  TransformerOptions o;
-  o.vocab = 11;
-  o.d_model = 32;
-  o.heads = 4;
-  o.layers = 2;
-  o.d_ff = 48;
-  o.causal = causal;
-  o.fused_attention = fused;
-  o.position.scheme = scheme;
-  o.position.num_buckets = 16;
-  o.position.max_distance = 64;
-  o.position.max_relative_position = 8;
-  o.position.learnable_lambda = true;
-  o.position.max_positions = 256;
-  o.position.fire_length = 64;  // fire: queries past 64 read their own normaliser
-  return o;
+  return testing::path_model_options(scheme, causal, fused);
 }
 
 // A forward value and the gradient of every named parameter, from one of the two paths.

@@ -100,6 +100,7 @@ bool reads(const std::string& key, const Combo& c) {
   // An algorithmic task's framing (model.causal; refused where the task or the scheme has no encoder framing, above)
   // and its keys: the alphabet where the spec leaves it free, the curriculum's shortest length, the held-out samples.
   if (key == "model.causal") return !grid;
+  if (key == "position.randomized") return true;  // a 1-D scheme's training forwards draw their positions
   if (key == "task.alphabet") return task.algorithmic && task.algorithmic->default_alphabet > 0;
   if (key == "task.min_length" || key == "task.eval_samples") return task.algorithmic != nullptr;
   // Logits read the token embedding under the gpt2 recipe (nn/transformer.h); a grid model has its own head.
@@ -149,7 +150,8 @@ std::string other_value(const std::string& key, const Combo& c, const std::strin
       {"task.valid_fraction", "0.3"}, {"task.test_fraction", "0.3"}, {"task.tokenizer", "\"chars\""},
       {"task.sentencepiece_model", "\"bpe\""}, {"task.sentencepiece_sentences", "5000"},
       {"task.passkey_digits", "3"}, {"task.passkey_samples", "3"}, {"model.causal", "false"},
-      {"task.alphabet", "90"}, {"task.min_length", "3"}, {"task.eval_samples", "3"}};
+      {"task.alphabet", "90"}, {"task.min_length", "3"}, {"task.eval_samples", "3"},
+      {"position.randomized", "true"}, {"position.randomized_max", "512"}};
   if (key == "model.embedding")
     return c.base.embedding_recipe() == rpb::nn::EmbeddingRecipe::scaled ? "\"gpt2\"" : "\"scaled\"";
   if (key == "run.length") return c.task == "grid2d" ? "3" : rpb::data::task_info(c.task).algorithmic ? "6" : "16";
@@ -257,6 +259,15 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
         CAPTURE(scheme);
         CAPTURE(key);
         if (trainer_keys().count(key) || same_numbers_keys().count(key)) continue;
+        // Randomized positions: every 1-D scheme's (a 2-D scheme and none refuse them, and a table shorter than the
+        // default L_max: learned's 512 rows); L_max only with them on.
+        const int64_t rows = c.info->max_length(c.base.position());
+        const bool randomizable = c.info->dims == 1 && (rows == 0 || rows >= rpb::nn::PositionOptions{}.randomized_max);
+        if ((key == "position.randomized" && !randomizable) || key == "position.randomized_max") {
+          CHECK_THROWS_AS(rpb::parse_config(base, "base", {key + "=" + other_value(key, c, other_text)}), rpb::Error);
+          ++refused;
+          continue;
+        }
         if (key == "model.causal" && task != "grid2d") {  // a bidirectional model: an encoder framing and scheme only
           const rpb::data::AlgorithmicSpec* spec = rpb::data::task_info(task).algorithmic;
           if (!spec || !spec->encoder || c.info->causal_only) {
@@ -279,14 +290,22 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
           continue;
         }
         const bool read = reads(key, c);
-        const std::string after = fingerprint(rpb::parse_config(base, "base", {key + "=" + other_value(key, c, other_text)}));
+        // Randomized positions move the first losses of a scheme with learned values only as far as those values
+        // reach: both sides start from tables and MLPs of std 0.5 (FIRE's bias is 1e-4 at its default 0.02).
+        const std::vector<std::string> start = key == "position.randomized" && c.info->learned(c.base.position())
+                                                   ? std::vector<std::string>{"position.init_std=0.5"}
+                                                   : std::vector<std::string>{};
+        std::vector<std::string> set = start;
+        set.push_back(key + "=" + other_value(key, c, other_text));
+        const std::string after = fingerprint(rpb::parse_config(base, "base", set));
+        const std::string reference = start.empty() ? before : fingerprint(rpb::parse_config(base, "base", start));
         if (read) {
-          const bool changed = after != before;
+          const bool changed = after != reference;
           CHECK_MESSAGE(changed, key << " is accepted for " << scheme << " on " << task
                                              << " but changes nothing the model or its data compute");
           ++honoured;
         } else {
-          const bool same = after == before;
+          const bool same = after == reference;
           CHECK_MESSAGE(same, key << " changes what " << scheme << " on " << task
                                              << " computes: list it as read in reads()");
           ++inert;
@@ -295,7 +314,7 @@ TEST_CASE("every config key is refused for a scheme and task, or honoured: it ch
     }
   }
   MESSAGE("keys honoured ", honoured, ", inert ", inert, ", refused ", refused);  // docs/reliability.md cites them
-  CHECK(honoured > 500);  // 3978, 6574 inert and 1762 refused at issue 45 (594, 522 and 53 when written)
+  CHECK(honoured > 500);  // 4140, 6574 inert and 2010 refused at issue 45 (594, 522 and 53 when written)
   CHECK(inert > 400);
   CHECK(refused > 40);
 }

@@ -288,13 +288,36 @@ std::string extents_text(const std::vector<int64_t>& grid) {
   return s + "]";
 }
 
+// The largest explicit position: 2 S - 1 columns and every code difference stay far inside int64.
+constexpr int64_t kMaxExplicitPosition = int64_t{1} << 40;
+
+// A line at explicit positions (RelativeBias::positions): token t's code positions[t], a key's shifted by S - 1, so
+// that key_code - query_code = positions[j] - positions[i] + S - 1 over R = 2 S - 1 columns.
+void set_position_codes(Geometry& g, const std::vector<int64_t>& positions) {
+  RPB_CHECK(g.Tq == g.Tk && static_cast<int64_t>(positions.size()) == g.Tq && g.spec.q_offset == 0,
+            "fused_attention", "explicit positions need Tq == Tk == their count and q_offset 0; got ",
+            positions.size(), " positions, Tq ", g.Tq, ", Tk ", g.Tk, ", q_offset ", g.spec.q_offset);
+  for (std::size_t t = 0; t < positions.size(); ++t)
+    RPB_CHECK(positions[t] >= 0 && positions[t] <= kMaxExplicitPosition && (t == 0 || positions[t] > positions[t - 1]),
+              "fused_attention", "explicit positions must ascend strictly from 0 up (at most ", kMaxExplicitPosition,
+              "); position ", t, " is ", positions[t], t > 0 ? " after " + std::to_string(positions[t - 1]) : "");
+  const int64_t span = positions.back() + 1;
+  g.line = false;
+  g.R = 2 * span - 1;
+  g.query_code = positions;
+  g.key_code = positions;
+  for (int64_t& c : g.key_code) c += span - 1;
+}
+
 // R and, on a lattice, the cell codes whose differences are the columns (see Geometry).
-void set_bias_layout(Geometry& g, const std::vector<int64_t>& grid) {
+void set_bias_layout(Geometry& g, const std::vector<int64_t>& grid, const std::vector<int64_t>& positions) {
   g.line = grid.empty();
   if (g.line) {
     g.R = g.Tq + g.Tk - 1;
+    if (!positions.empty()) set_position_codes(g, positions);
     return;
   }
+  RPB_CHECK(positions.empty(), "fused_attention", "explicit positions are a line's; a grid has its cells");
   int64_t cells = 1;
   for (int64_t n : grid) {
     RPB_CHECK(n >= 1 && n <= g.Tq / cells, "fused_attention", "bias grid ", extents_text(grid),
@@ -333,9 +356,9 @@ Geometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v, const Re
   Geometry g;
   g.spec = spec;
   set_shapes(g, q, k, v);
-  set_bias_layout(g, bias.grid);
+  set_bias_layout(g, bias.grid, bias.positions);
   if (bias.tiles) {
-    RPB_CHECK(!bias.table.defined() && g.line, "fused_attention",
+    RPB_CHECK(!bias.table.defined() && bias.grid.empty() && bias.positions.empty(), "fused_attention",
               "a bias computed by tiles holds the whole bias of a line: no table and no grid beside it");
     RPB_CHECK(bias.tiles->heads() == g.H, "fused_attention", "the bias tiles hold ", bias.tiles->heads(),
               " heads, the attention has ", g.H);
@@ -343,7 +366,9 @@ Geometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v, const Re
     RPB_CHECK(bias.table.dtype() == q.dtype() && bias.table.shape() == Shape({g.H, g.R}), "fused_attention",
               "rel_bias ", dtype_name(bias.table.dtype()), " ", bias.table.shape(), " is not ", dtype_name(q.dtype()),
               " (H, R) = (", g.H, ", ", g.R, ") for ", g.Tq, " queries and ", g.Tk, " keys",
-              g.line ? " (R = Tq + Tk - 1)" : " on a grid");
+              !bias.positions.empty() ? " at explicit positions (R = 2 S - 1)"
+              : g.line                ? " (R = Tq + Tk - 1)"
+                                      : " on a grid");
   if (key_padding.defined())
     RPB_CHECK(key_padding.shape() == Shape({g.B, g.Tk}), "fused_attention", "key_padding ", key_padding.shape(),
               " is not (B, Tk) = (", g.B, ", ", g.Tk, ")");
@@ -422,8 +447,9 @@ void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
 
 // The shapes and flags of a call on CUDA (core/cuda/kernels/attention.h); a line only.
 cuda::AttentionCall cuda_call(const Geometry& g) {
-  RPB_CHECK(g.line, "fused_attention", "a bias over a grid has no CUDA kernel: on a GPU, window attention attends "
-            "through the composite path (nn/window_attention.cpp)");
+  RPB_CHECK(g.line, "fused_attention", "a bias over a grid or at explicit positions has no CUDA kernel: on a GPU, "
+            "window attention and randomized positions attend through the composite path (nn/window_attention.cpp, "
+            "nn/attention.cpp)");
   cuda::AttentionCall c;
   c.B = g.B, c.H = g.H, c.Tq = g.Tq, c.Tk = g.Tk, c.dh = g.dh, c.R = g.R, c.G = g.G;
   c.in_row = g.in_row, c.out_row = g.out_row, c.q_offset = g.spec.q_offset, c.block = g.spec.block;

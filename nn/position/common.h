@@ -77,10 +77,19 @@ inline void check_clipped_table(const PositionOptions& o, const char* per_axis) 
   check_init_std(o);
 }
 
-/// (1, q_len, k_len) table of f(|i - j|) over a line, in `dtype`; f is evaluated once per distance.
+/// (1, q_len, k_len) table of f(|i - j|) over a line, in `dtype`; f is evaluated once per distance. At explicit
+/// positions (p.at), i and j are theirs.
 template <typename F>
 Tensor distance_table(const Positions& p, DType dtype, F&& f) {
   std::vector<double> v(static_cast<std::size_t>(p.q_len * p.k_len));
+  if (p.at) {
+    for (int64_t r = 0; r < p.q_len; ++r)
+      for (int64_t c = 0; c < p.k_len; ++c) {
+        const int64_t d = p.key_position(c) - p.query_position(r);
+        v[static_cast<std::size_t>(r * p.k_len + c)] = f(static_cast<double>(d < 0 ? -d : d));
+      }
+    return from_doubles({1, p.q_len, p.k_len}, v, dtype);
+  }
   // i - j takes the q_len + k_len - 1 values from lo = q_offset - (k_len - 1) up, whatever the offset.
   const int64_t lo = p.q_offset - (p.k_len - 1);
   std::vector<double> by_difference(static_cast<std::size_t>(p.q_len + p.k_len - 1));

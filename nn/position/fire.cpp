@@ -272,15 +272,16 @@ class FireScheme final : public PositionScheme {
     if (o.dtype != DType::f32) to(o.dtype);
   }
 
+  // At explicit positions too (randomized positions): i, j and each row's normaliser are theirs.
   Tensor bias(const Positions& p) const override {
-    check(p, "fire");
+    check(p, "fire", true);
     const DType dt = c.dtype();
     // |i - j| per (query, key): psi reads |c (i - j)|, which equals |c| |i - j| exactly in float.
     const Device dev = c.device();  // the constants below are made on the host and moved there
     const Tensor distance = reshape(distance_table(p, dt, [](double d) { return d; }), {p.q_len, p.k_len}).to(dev);
     // Each query's position, as the reference's float positions.
     std::vector<double> pos(static_cast<std::size_t>(p.q_len));
-    for (int64_t r = 0; r < p.q_len; ++r) pos[r] = static_cast<double>(p.q_offset + r);
+    for (int64_t r = 0; r < p.q_len; ++r) pos[r] = static_cast<double>(p.query_position(r));
     const Tensor positions = from_doubles({p.q_len, 1}, pos, dt).to(dev);  // (q, 1)
     const Tensor thr = threshold();                                 // (1)
     // max(i, L) per row: L where it is the larger (its gradient reaches m there), else the position.
@@ -307,6 +308,9 @@ class FireScheme final : public PositionScheme {
     }
     return RelativeBias(tiles(p));  // past the threshold: computed in the kernel's tiles, learning there too
   }
+
+  // The normaliser depends on the query's position: no table over offsets serves explicit positions; bias(p) does.
+  RelativeBias relative_bias_at(const Positions&) const override { return RelativeBias(); }
 
   Tensor function_input(const Positions& p) const override {
     check(p, "fire");

@@ -38,6 +38,9 @@ void validate_learned(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.max_positions >= 1, "learned", "max_positions", "max_positions ", o.max_positions,
                    " must be at least 1");
   position_detail::check_at_most("learned", "max_positions", o.max_positions, limits::max_positions.hi);
+  RPB_CHECK_OPTION(!o.randomized || o.max_positions >= o.randomized_max, "learned", "max_positions",
+                   "max_positions ", o.max_positions, " must hold every position randomized positions draw, "
+                   "randomized_max = ", o.randomized_max);
   position_detail::check_init_std(o);
 }
 std::shared_ptr<PositionScheme> make_learned(const PositionOptions& o, Generator& gen) {

@@ -17,6 +17,9 @@ namespace {
 
 // The rope scaling keys, set on a scheme without rotary frequencies.
 constexpr const char* kNoFrequencies = "has no rotary frequencies to scale";
+// Randomized positions, set on a scheme that reads none (none, the 2-D schemes).
+constexpr const char* kNoPositions = "reads no positions of a line to randomize";
+bool randomizable(const SchemeInfo& s) { return s.dims == 1; }
 
 // The table. Which schemes read an option is the schemes' to say (SchemeInfo::reads), or a row property's
 // (reads_if). Its order is the order the config reads the keys: [position]'s, then [grid]'s max_side (read with
@@ -51,6 +54,13 @@ const std::vector<PositionOptionInfo>& option_rows() {
        .range = L::fire_length, .bias_flag = true, .added = true},
       {.key = "fire_hidden", .member = &P::fire_hidden, .doc = "the width of FIRE's MLP", .range = L::fire_hidden,
        .added = true},
+      {.key = "randomized", .member = &P::randomized,
+       .doc = "train at random positions: each training forward reads a sorted random subset of [0, "
+              "randomized_max) (Ruoss et al. 2023)",
+       .reads_if = randomizable, .added = true, .refused_elsewhere = kNoPositions},
+      {.key = "randomized_max", .member = &P::randomized_max,
+       .doc = "L_max of randomized positions: the positions each subset is drawn from", .reads_if = randomizable,
+       .range = L::randomized_max, .added = true, .refused_elsewhere = kNoPositions},
       {.key = "max_side", .member = &P::max_side, .doc = "the table's side: the largest grid side",
        .range = L::max_side, .table = "grid"},
       {.key = "init_std", .member = &P::init_std, .doc = "std of the learned table's initial values",

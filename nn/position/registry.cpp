@@ -143,6 +143,10 @@ void validate(const PositionOptions& o) {
       RPB_CHECK_OPTION(option_value(d, o) == option_value(d, defaults), s.name, d.key, d.key, " = ",
                        option_value_text(d, o), " applies to the ", join(schemes_reading(d), ", "),
                        " scheme only; ", s.name, " ", d.refused_elsewhere);
+  // L_max means something only with randomized positions on.
+  RPB_CHECK_OPTION(o.randomized || o.randomized_max == defaults.randomized_max, s.name, "randomized_max",
+                   "randomized_max = ", o.randomized_max, " is the range randomized positions are drawn from, and "
+                   "randomized is false");
   s.validate(o);
 }
 
@@ -169,9 +173,16 @@ std::string PositionScheme::name() const { return info().name; }
 PositionKind PositionScheme::kind() const { return info().kind; }
 std::string PositionScheme::title() const { return name(); }
 
-void PositionScheme::check(const Positions& p, const char* op) const {
+void PositionScheme::check(const Positions& p, const char* op, bool explicit_positions) const {
   RPB_CHECK(p.dims() == info().dims || info().dims == 0, op, "a ", info().dims, "-D scheme given ",
             p.is_grid() ? "a grid" : "a line", " of positions");
+  RPB_CHECK(!p.at || explicit_positions, op, "explicit positions reach a scheme through relative_bias_at, rotate_at "
+            "and the embeddings of their span (nn/position_plan.cpp), not here");
+  if (p.at) {
+    RPB_CHECK(!p.at->empty() && p.q_len == p.k_len && p.q_len == static_cast<int64_t>(p.at->size()) &&
+                  p.q_offset == 0, op, "explicit positions need q_len == k_len == their count and q_offset 0");
+    position_detail::check_line(op, p.q_len, p.k_len, p.span() - 1);
+  }
   if (p.is_grid()) {
     RPB_CHECK(p.height >= 1 && p.width >= 1, op, "grid ", p.height, " x ", p.width, " must have at least one cell");
     return;
@@ -196,7 +207,32 @@ Tensor PositionScheme::rotate(const Tensor&, int64_t) const {
            ") has no rotate(): only rotary schemes rotate queries and keys");
 }
 
+Tensor PositionScheme::rotate_at(const Tensor&, const std::vector<int64_t>&) const {
+  RPB_FAIL("position", "scheme '", name(), "' (kind ", kind_name(kind()),
+           ") has no rotate_at(): only rotary schemes rotate queries and keys");
+}
+
+RelativeBias PositionScheme::relative_bias_at(const Positions& p) const {
+  RPB_CHECK(p.at && kind() == PositionKind::additive_bias, "position", "relative_bias_at of scheme '", name(),
+            "' needs explicit positions and an additive bias");
+  RelativeBias b = relative_bias(Positions::line(p.span(), p.span()));  // every offset of the positions' span
+  if (!b.table.defined()) return RelativeBias();
+  b.positions = *p.at;
+  return b;
+}
+
 Tensor PositionScheme::index(const Positions&) const { return Tensor(); }
+
+Tensor expand_relative_bias_at(const Tensor& relative, const std::vector<int64_t>& at) {
+  const auto n = static_cast<int64_t>(at.size());
+  RPB_CHECK(n >= 1 && relative.dim() == 2 && relative.size(1) == 2 * at.back() + 1, "position", "relative bias ",
+            relative.shape(), " is not (H, 2 S - 1) for positions spanning S = ", n ? at.back() + 1 : 0);
+  std::vector<int64_t> idx(static_cast<std::size_t>(n * n));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) idx[static_cast<std::size_t>(i * n + j)] = at[j] - at[i] + at.back();
+  return permute(index_select(transpose(relative, 0, 1), Tensor::indices({n, n}, idx).to(relative.device())),
+                 {2, 0, 1});
+}
 
 Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len) {
   RPB_CHECK(relative.dim() == 2 && relative.size(1) == q_len + k_len - 1, "position", "relative bias ",

@@ -45,7 +45,15 @@ class RopeScheme final : public PositionScheme {
  public:
   explicit RopeScheme(const PositionOptions& o) : o_(o), built_(built_frequencies(o)) {}
 
-  Tensor rotate(const Tensor& x, int64_t offset) const override {
+  Tensor rotate(const Tensor& x, int64_t offset) const override { return rotate_positions(x, offset, nullptr); }
+  // Randomized positions: the rows of the angles at `at` (no cache: every training forward draws its own).
+  Tensor rotate_at(const Tensor& x, const std::vector<int64_t>& at) const override {
+    RPB_CHECK(static_cast<int64_t>(at.size()) == x.size(-2), "rope", at.size(), " positions for x ", x.shape());
+    return rotate_positions(x, 0, &at);
+  }
+
+ private:
+  Tensor rotate_positions(const Tensor& x, int64_t offset, const std::vector<int64_t>* at) const {
     RPB_CHECK(x.defined(), "rope", "x is undefined");
     RPB_CHECK(x.dim() >= 2 && x.size(-1) == o_.head_dim, "rope", "x ", x.shape(),
               " must end in (T, head_dim) with head_dim ", o_.head_dim, " (expected (B, heads, T, head_dim))");
@@ -56,20 +64,21 @@ class RopeScheme final : public PositionScheme {
     RPB_CHECK(t >= 1, "rope", "x ", x.shape(), " has no positions (T = 0)");
     const bool scaled = o_.rope_scaling != RopeScaling::none && (o_.rope_scaling_trained || !is_training());
     const std::vector<int64_t> key{t, o_.head_dim, offset, static_cast<int64_t>(x.dtype()), scaled};
-    const Tensor cos_t = cos_cache_.get(key, [&] { return table(t, offset, false, scaled); });
-    const Tensor sin_t = sin_cache_.get(key, [&] { return table(t, offset, true, scaled); });
+    const Tensor cos_t = at ? table(t, offset, false, scaled, at)
+                            : cos_cache_.get(key, [&] { return table(t, offset, false, scaled, nullptr); });
+    const Tensor sin_t = at ? table(t, offset, true, scaled, at)
+                            : sin_cache_.get(key, [&] { return table(t, offset, true, scaled, nullptr); });
     const std::vector<Tensor> halves = split(x, {half, half}, -1);   // x1, x2: (..., T, d/2)
     const Tensor rotated = concat({neg(halves[1]), halves[0]}, -1);  // rotate_half(x) = (-x2, x1)
     return add(mul(x, cos_t), mul(rotated, sin_t));                  // (..., T, d)
   }
 
- private:
-  // (T, head_dim) cos or sin of (offset + t) * inv_freq[k mod d/2], times the attention factor. As HF, the angle is
+  // (T, head_dim) cos or sin of (offset + t) * inv_freq[k mod d/2] (or of at[t] * ...), times the attention factor. As HF, the angle is
   // formed in the scheme's dtype (float32 positions times float32 frequencies), its cos/sin then rounded to that
   // dtype, and the factor multiplies the rounded value (HF: cos * attention_scaling in float32). Unscaled (a
   // training forward of a run that is not a fine-tune): the frequencies of rope_scaling = "none", rounded as its
   // inv_freq would be.
-  Tensor table(int64_t t, int64_t offset, bool sine, bool scaled) const {
+  Tensor table(int64_t t, int64_t offset, bool sine, bool scaled, const std::vector<int64_t>* at) const {
     const int64_t d = o_.head_dim, half = d / 2;
     const bool single = inv_freq.dtype() == DType::f32;
     std::vector<double> f = inv_freq.to_vector();
@@ -80,21 +89,22 @@ class RopeScheme final : public PositionScheme {
         for (double& v : f) v = static_cast<float>(v);
       factor = 1.0;
     } else if (o_.rope_scaling == RopeScaling::dynamic) {
-      const RopeFrequencies now = rope_frequencies(scaling_params(o_), offset + t, single);
+      const RopeFrequencies now = rope_frequencies(scaling_params(o_), at ? at->back() + 1 : offset + t, single);
       f = now.inv_freq;
       factor = now.attention_factor;
     }
     std::vector<double> v(static_cast<std::size_t>(t * d));
     for (int64_t r = 0; r < t; ++r)
       for (int64_t k = 0; k < half; ++k) {
+        const int64_t position = at ? (*at)[static_cast<std::size_t>(r)] : offset + r;
         double value;
         if (single) {
-          const float angle = static_cast<float>(offset + r) * static_cast<float>(f[k]);
+          const float angle = static_cast<float>(position) * static_cast<float>(f[k]);
           const float c = sine ? std::sin(angle) : std::cos(angle);
           volatile float scaled = c * static_cast<float>(factor);  // rounded: no fused multiply with what follows
           value = factor == 1.0 ? c : scaled;
         } else {
-          const double angle = static_cast<double>(offset + r) * f[k];
+          const double angle = static_cast<double>(position) * f[k];
           value = (sine ? std::sin(angle) : std::cos(angle)) * factor;
         }
         v[static_cast<std::size_t>(r * d + k)] = v[static_cast<std::size_t>(r * d + k + half)] = value;

@@ -118,6 +118,10 @@ struct PositionOptions {
                                         // start at d_model^-1/2 instead
                                         // (nn/transformer.h position_options_for sets it)
   DType dtype = DType::f32;             // of every table and buffer the scheme builds
+  bool randomized = false;              // every 1-D scheme: training forwards read a sorted random subset of
+                                        // [0, randomized_max) as their positions (Ruoss et al. 2023;
+                                        // nn/transformer.h draw_positions)
+  int64_t randomized_max = 2048;        // L_max: the positions the subsets are drawn from
 };
 
 /// Where queries and keys sit (see the file comment).
@@ -125,15 +129,30 @@ struct Positions {
   int64_t q_len = 0, k_len = 0, q_offset = 0;  // a line, or the grid's cell count
   int64_t height = 0, width = 0;                // a grid's extents
   bool on_grid = false;
+  /// A line's explicit positions (randomized positions, position.randomized: a training forward's sorted random
+  /// subset of [0, randomized_max)): token t, as query and as key, sits at (*at)[t]; q_len == k_len == its size and
+  /// q_offset 0. Null: the line's positions 0, 1, ... (q_offset ...).
+  std::shared_ptr<const std::vector<int64_t>> at;
 
   /// q_len queries at q_offset .. over k_len keys at 0 ...
   static Positions line(int64_t q_len, int64_t k_len, int64_t q_offset = 0) {
-    return {q_len, k_len, q_offset, 0, 0, false};
+    return {q_len, k_len, q_offset, 0, 0, false, nullptr};
+  }
+  /// Tokens at explicit positions `at` (ascending, distinct, from 0 up), as queries and as keys.
+  static Positions explicit_line(std::shared_ptr<const std::vector<int64_t>> at) {
+    const auto n = static_cast<int64_t>(at->size());
+    return {n, n, 0, 0, 0, false, std::move(at)};
   }
   /// The cells of a height x width grid.
   static Positions grid(int64_t height, int64_t width) {
-    return {height * width, height * width, 0, height, width, true};
+    return {height * width, height * width, 0, height, width, true, nullptr};
   }
+  /// Token t's position as a query: (*at)[t], or q_offset + t.
+  int64_t query_position(int64_t t) const { return at ? (*at)[static_cast<std::size_t>(t)] : q_offset + t; }
+  /// Token t's position as a key: (*at)[t], or t.
+  int64_t key_position(int64_t t) const { return at ? (*at)[static_cast<std::size_t>(t)] : t; }
+  /// The positions' span from 0: the last position + 1 (explicit), or k_len.
+  int64_t span() const { return at ? at->back() + 1 : k_len; }
   bool is_grid() const { return on_grid; }
   int64_t dims() const { return is_grid() ? 2 : 1; }
 };
@@ -173,6 +192,14 @@ class PositionScheme : public Module, public Positional {
   virtual RelativeBias relative_bias(const Positions& p) const;
   /// rotary: x (B, heads, T, head_dim) rotated for positions offset .. offset + T - 1 (the queries).
   virtual Tensor rotate(const Tensor& x, int64_t offset) const;
+  /// rotary: x (B, heads, T, head_dim) rotated for the explicit positions `at` (T of them; randomized positions),
+  /// as queries and, by rotate_key_at, as keys.
+  virtual Tensor rotate_at(const Tensor& x, const std::vector<int64_t>& at) const;
+  virtual Tensor rotate_key_at(const Tensor& x, const std::vector<int64_t>& at) const { return rotate_at(x, at); }
+  /// additive_bias at explicit positions (p.at): the bias as fused_attention reads it there, a table over the
+  /// offsets of a line of p.span() positions with RelativeBias::positions = *p.at; undefined for a scheme whose bias
+  /// is no function of key - query alone (fire: bias(p) reads p.at). The default is relative_bias over that line.
+  virtual RelativeBias relative_bias_at(const Positions& p) const;
   /// rotary: the keys x (B, heads, T, head_dim) at positions offset .. offset + T - 1, rotated: rotate(x, offset)
   /// unless the scheme treats keys differently (xPos scales keys down where it scales queries up).
   virtual Tensor rotate_key(const Tensor& x, int64_t offset) const { return rotate(x, offset); }
@@ -197,8 +224,9 @@ class PositionScheme : public Module, public Positional {
 
  protected:
   PositionScheme() = default;
-  /// Throws unless `p` has the scheme's dims and valid extents; `op` names the caller.
-  void check(const Positions& p, const char* op) const;
+  /// Throws unless `p` has the scheme's dims and valid extents; `op` names the caller. Explicit positions (p.at)
+  /// only where the caller reads them (`explicit_positions`).
+  void check(const Positions& p, const char* op, bool explicit_positions = false) const;
 
  private:
   const SchemeInfo* info_ = nullptr;
@@ -260,6 +288,10 @@ struct SchemeInfo {
 /// (H, Tq, Tk): the full bias of a relative one over a line, full[h, i, j] = relative[h, j - i + Tq - 1]
 /// (a recorded index_select: the gradient flows to `relative`).
 Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len);
+
+/// (H, T, T): the full bias of a relative one at explicit positions `at` (T of them, spanning S), full[h, i, j] =
+/// relative[h, at[j] - at[i] + S - 1] over relative (H, 2 S - 1) (a recorded index_select).
+Tensor expand_relative_bias_at(const Tensor& relative, const std::vector<int64_t>& at);
 
 /// Registers a row: `const SchemeRegistrar registered({...});` at namespace scope in the scheme's file. Rows
 /// registered after the registry was first read, or twice under one name and dims, abort with a message naming

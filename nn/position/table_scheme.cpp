@@ -34,14 +34,40 @@ void TableScheme::note_trained(const Positions& p) const {
   const std::vector<int64_t> rows = relative_rows(p);  // column m: key - query = m - (q_offset + q_len - 1)
   const std::size_t unmasked =
       !p.is_grid() && o_.causal ? std::min(rows.size(), static_cast<std::size_t>(p.q_offset + p.q_len)) : rows.size();
+  mark_trained(std::vector<int64_t>(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(unmasked)));
+}
+
+void TableScheme::mark_trained(const std::vector<int64_t>& rows) const {
   std::vector<double> marks = trained.to_vector();
   bool changed = false;
-  for (std::size_t m = 0; m < unmasked; ++m) {
-    double& mark = marks[static_cast<std::size_t>(rows[m])];
+  for (const int64_t r : rows) {
+    double& mark = marks[static_cast<std::size_t>(r)];
     changed = changed || mark == 0.0;
     mark = 1.0;
   }
   if (changed) trained.copy_(position_detail::from_doubles(trained.shape(), marks, trained.dtype()));
+}
+
+RelativeBias TableScheme::relative_bias_at(const Positions& p) const {
+  check(p, name().c_str(), true);
+  const Positions span = Positions::line(p.span(), p.span());
+  const std::vector<int64_t> rows = relative_rows(span);  // column m: key - query = m - (S - 1)
+  if (is_training() && grad_enabled()) {  // the rows of the offsets the unmasked pairs read
+    const std::vector<int64_t>& at = *p.at;
+    std::vector<bool> read(rows.size(), false);
+    for (std::size_t i = 0; i < at.size(); ++i)
+      for (std::size_t j = 0; j < (o_.causal ? i + 1 : at.size()); ++j)
+        read[static_cast<std::size_t>(at[j] - at[i] + span.k_len - 1)] = true;
+    std::vector<int64_t> marked;
+    for (std::size_t m = 0; m < rows.size(); ++m)
+      if (read[m]) marked.push_back(rows[m]);
+    mark_trained(marked);
+  }
+  const Tensor t = read_table();
+  const Tensor index = Tensor::indices({static_cast<int64_t>(rows.size())}, rows);
+  RelativeBias b(permute(index_select(t, index.to(t.device())), {1, 0}));  // (2 S - 1, H) -> (H, 2 S - 1)
+  b.positions = *p.at;
+  return b;
 }
 
 std::vector<int64_t> TableScheme::nearest_rows(const std::vector<bool>& flags) const {

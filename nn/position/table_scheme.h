@@ -24,6 +24,9 @@ class TableScheme : public PositionScheme {
   Tensor bias(const Positions& p) const override;
   /// The table row of each relative position, looked up: (heads, R).
   RelativeBias relative_bias(const Positions& p) const override;
+  /// At explicit positions: the rows of every offset of their span, (heads, 2 S - 1), with the positions; a training
+  /// forward marks as trained the rows of the offsets its unmasked pairs read, not the whole span's.
+  RelativeBias relative_bias_at(const Positions& p) const override;
   /// The table per head: against the relative positions of its rows (1-D) or as a heatmap (2-D).
   std::string report(const std::string& prefix) const override;
 
@@ -51,6 +54,8 @@ class TableScheme : public PositionScheme {
  private:
   /// In a training forward, marks the rows the unmasked scores at `p` read (on a causal line, key - query <= 0).
   void note_trained(const Positions& p) const;
+  /// Marks `rows` (in a training forward), when one is not yet marked.
+  void mark_trained(const std::vector<int64_t>& rows) const;
   /// The table this forward reads: `table`, or in evaluation with untrained = "nearest" its rows as nearest_rows()
   /// picks them.
   Tensor read_table() const;

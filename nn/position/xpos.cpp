@@ -48,6 +48,11 @@ class XposScheme final : public PositionScheme {
 
   Tensor rotate(const Tensor& x, int64_t offset) const override { return apply(x, offset, false); }
   Tensor rotate_key(const Tensor& x, int64_t offset) const override { return apply(x, offset, true); }
+  // Randomized positions: angles and scales at `at`, the scales' centre that of their span (at.back() + 1 positions).
+  Tensor rotate_at(const Tensor& x, const std::vector<int64_t>& at) const override { return apply(x, 0, false, &at); }
+  Tensor rotate_key_at(const Tensor& x, const std::vector<int64_t>& at) const override {
+    return apply(x, 0, true, &at);
+  }
   bool rotates_all_keys() const override { return true; }
   int64_t attention_block() const override { return o_.blockwise && !is_training() ? o_.train_length : 0; }
   std::string title_options() const override {
@@ -55,7 +60,7 @@ class XposScheme final : public PositionScheme {
   }
 
  private:
-  Tensor apply(const Tensor& x, int64_t offset, bool key) const {
+  Tensor apply(const Tensor& x, int64_t offset, bool key, const std::vector<int64_t>* at = nullptr) const {
     RPB_CHECK(x.defined(), "xpos", "x is undefined");
     RPB_CHECK(x.dim() >= 2 && x.size(-1) == o_.head_dim, "xpos", "x ", x.shape(),
               " must end in (T, head_dim) with head_dim ", o_.head_dim, " (expected (B, heads, T, head_dim))");
@@ -64,10 +69,13 @@ class XposScheme final : public PositionScheme {
     RPB_CHECK(offset >= 0, "xpos", "offset ", offset, " must be at least 0");
     const int64_t t = x.size(-2), d = o_.head_dim;
     RPB_CHECK(t >= 1, "xpos", "x ", x.shape(), " has no positions (T = 0)");
+    RPB_CHECK(!at || static_cast<int64_t>(at->size()) == t, "xpos", at ? at->size() : 0, " positions for x ", x.shape());
     const std::vector<int64_t> cache_key{t, d, offset, static_cast<int64_t>(x.dtype())};
     const Caches& c = key ? key_caches_ : query_caches_;
-    const Tensor cos_t = c.cos.get(cache_key, [&] { return table(t, offset, key, false); });
-    const Tensor sin_t = c.sin.get(cache_key, [&] { return table(t, offset, key, true); });
+    const Tensor cos_t = at ? table(t, offset, key, false, at)
+                            : c.cos.get(cache_key, [&] { return table(t, offset, key, false, nullptr); });
+    const Tensor sin_t = at ? table(t, offset, key, true, at)
+                            : c.sin.get(cache_key, [&] { return table(t, offset, key, true, nullptr); });
     // rotate_every_two: the pairs (x[2k], x[2k+1]) -> (-x[2k+1], x[2k]).
     const std::vector<int64_t> shape(x.shape().begin(), x.shape().end());
     std::vector<int64_t> pairs(shape.begin(), shape.end() - 1);
@@ -80,23 +88,24 @@ class XposScheme final : public PositionScheme {
 
   // (T, head_dim): cos (or sin) of p inv_freq[k] times zeta_k^(s/B) (keys: its inverse) at columns 2k and 2k+1, for
   // p = offset .. offset + T - 1 and s = p + centre_shift(offset + T) (see the file comment).
-  Tensor table(int64_t t, int64_t offset, bool key, bool sine) const {
+  Tensor table(int64_t t, int64_t offset, bool key, bool sine, const std::vector<int64_t>* at) const {
     std::vector<double> v(static_cast<std::size_t>(t * o_.head_dim));
-    if (zeta.dtype() == DType::f32) fill<float>(v, t, offset, key, sine);
-    else fill<double>(v, t, offset, key, sine);
+    if (zeta.dtype() == DType::f32) fill<float>(v, t, offset, key, sine, at);
+    else fill<double>(v, t, offset, key, sine, at);
     return from_doubles({t, o_.head_dim}, v, zeta.dtype()).to(zeta.device());
   }
 
   // Every step in F, as torchscale computes it in F = float32.
   template <typename F>
-  void fill(std::vector<double>& v, int64_t t, int64_t offset, bool key, bool sine) const {
-    const int64_t d = o_.head_dim, half = d / 2, shift = centre_shift(offset + t);
+  void fill(std::vector<double>& v, int64_t t, int64_t offset, bool key, bool sine,
+            const std::vector<int64_t>* at) const {
+    const int64_t d = o_.head_dim, half = d / 2, shift = centre_shift(at ? at->back() + 1 : offset + t);
     for (int64_t k = 0; k < half; ++k) {
       // fixed_pos_embedding's 1 / (10000 ** (arange(dim) / dim))
       const F z = zeta_of<F>(k, d);
       const F inv = F(1) / std::pow(static_cast<F>(o_.rope_base), static_cast<F>(k) / static_cast<F>(half));
       for (int64_t r = 0; r < t; ++r) {
-        const int64_t p = offset + r;
+        const int64_t p = at ? (*at)[static_cast<std::size_t>(r)] : offset + r;
         F scale = std::pow(z, static_cast<F>(p + shift) / static_cast<F>(o_.xpos_scale_base));
         if (key) scale = F(1) / scale;
         const F angle = static_cast<F>(p) * inv;

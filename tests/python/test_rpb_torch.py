@@ -75,6 +75,8 @@ rope_factor = {rope_factor}
 yarn_beta_fast = {yarn_beta_fast}
 yarn_beta_slow = 1.0
 yarn_attention_factor = {yarn_attention_factor}
+randomized = false
+randomized_max = 2048
 
 [task]
 kind = "markov"
@@ -259,6 +261,29 @@ class RpbTorch(unittest.TestCase):
                     worst = max(worst, diff)
                     self.assertLess(diff, TOLERANCE, f"{name} at length {length}: torch {theirs}, rpb {ours[length]}")
                 self.worst[name] = worst
+
+    def test_explicit_positions_match_rpb(self):
+        # Randomized positions (nn/transformer.h): rpb's logits with the tokens at explicit positions (eval_tokens
+        # --at, LanguageModel::forward_at) against rpb_torch's with the same positions, every run's scheme.
+        at = [0, 3, 4, 9, 17, 18, 25, 31, 40, 41, 52, 60]
+        for name, checkpoint in self.checkpoints.items():
+            if name == "xpos_blockwise":  # blockwise attention is evaluation's at 0 .. T - 1
+                continue
+            with self.subTest(run=name):
+                out = subprocess.run([ARGS.eval_tokens, checkpoint, "--at", ",".join(map(str, at))], check=True,
+                                     capture_output=True, text=True).stdout.splitlines()
+                tokens = torch.tensor([[int(t) for t in out[0].split()]])
+                ours = torch.tensor([float(v) for v in out[1].split()]).view(1, len(at), -1)
+                model, _ = rpb_torch.load(checkpoint)
+                with torch.no_grad():
+                    theirs = model(tokens, positions=at)
+                    plain = model(tokens)
+                error = ((theirs - ours).abs().max() / ours.abs().max()).item()
+                self.assertLess(error, TOLERANCE, f"{name}: logits at explicit positions differ by {error}")
+                # The positions matter: not the plain forward's logits (no positions for none; FIRE's MLP is still
+                # near its initial std of 0.02 after 30 steps, its bias a few 1e-4, too small to show here).
+                if name != "none" and not name.startswith("fire"):
+                    self.assertGreater((plain - ours).abs().max().item(), 1e-4, name)
 
     def test_names_and_modules(self):
         # Per-layer tables live in the blocks; a shared one at the top, as in rpb's checkpoints.

@@ -14,6 +14,10 @@
 // them, and the stored model's (N, T, V) logits on them, comma-separated within the list (N = task.eval_samples):
 // another implementation is held to rpb's logits, not only to the scores they give.
 //
+// With --at P0,P1,... (ascending, distinct), prints the first N test-stream tokens of a token task (N positions) on one
+// line and the stored model's (1, N, V) logits with its tokens at those explicit positions (randomized positions,
+// LanguageModel::forward_at) on the next.
+//
 // Why a tool and not Python: the stream comes from rpb's own generator (Markov tables, Dirichlet draws),
 // which Python must not reimplement; the tool runs rpb's code, through the same calls as `rpb eval`.
 #include <iostream>
@@ -36,7 +40,7 @@
 
 namespace {
 
-std::vector<int64_t> parse_lengths(const std::string& text) {
+std::vector<int64_t> parse_lengths(const std::string& text, int64_t lowest = 1) {
   std::vector<int64_t> out;
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
@@ -47,8 +51,9 @@ std::vector<int64_t> parse_lengths(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != item.size() || v < 1)
-      throw rpb::Error("eval_tokens: length \"" + rpb::printable(item) + "\" is not a positive integer");
+    if (used == 0 || used != item.size() || v < lowest)
+      throw rpb::Error("eval_tokens: \"" + rpb::printable(item) + "\" is not an integer of at least " +
+                       std::to_string(lowest));
     out.push_back(v);
   }
   if (out.empty()) throw rpb::Error("eval_tokens: no lengths given");
@@ -103,11 +108,37 @@ int print_samples(const rpb::data::AlgorithmicTask& task, const std::vector<int6
   return 0;
 }
 
+// The first at.size() test tokens and the stored model's logits with them at positions `at`.
+int print_at_positions(const rpb::Checkpoint& c, const rpb::RunConfig& cfg, const std::string& file,
+                       const std::vector<int64_t>& at) {
+  const auto task = rpb::data::make_task(cfg.task);
+  const auto n = static_cast<int64_t>(at.size());
+  if (static_cast<int64_t>(task->test_stream().size()) < n)
+    throw rpb::Error("eval_tokens --at: the test stream holds fewer than " + std::to_string(n) + " tokens");
+  const int64_t vocab = rpb::checkpoint_vocab(c, cfg, file);
+  rpb::check_stored_model(c, cfg, vocab, file);
+  const std::unique_ptr<rpb::nn::Module> model = rpb::load_stored_model(c, cfg, vocab, file);
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < n; ++i) ids.push_back(task->test_stream()[i]);
+  rpb::NoGradGuard no_grad;
+  const rpb::Tensor logits = dynamic_cast<const rpb::nn::LanguageModel&>(*model).forward_at(
+      rpb::Tensor::indices({1, n}, ids), std::make_shared<const std::vector<int64_t>>(at));
+  std::ostringstream out;
+  out.precision(9);
+  for (std::size_t i = 0; i < ids.size(); ++i) out << (i ? " " : "") << ids[i];
+  out << "\n";
+  const std::vector<double> v = logits.to_vector();
+  for (std::size_t i = 0; i < v.size(); ++i) out << (i ? " " : "") << v[i];
+  std::cout << out.str() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3 || argc > 4) {
-    std::cerr << "usage: eval_tokens CHECKPOINT LENGTH[,LENGTH...] [KJV_PATH]\n       eval_tokens CHECKPOINT --encode FILE\n";
+    std::cerr << "usage: eval_tokens CHECKPOINT LENGTH[,LENGTH...] [KJV_PATH]\n       eval_tokens CHECKPOINT --encode FILE\n"
+                 "       eval_tokens CHECKPOINT --at POSITION[,POSITION...]\n";
     return 2;
   }
   try {
@@ -115,6 +146,10 @@ int main(int argc, char** argv) {
     const rpb::Checkpoint c = rpb::load_checkpoint(file);
     if (std::string(argv[2]) == "--encode") return encode(c, file, argc == 4 ? argv[3] : "");
     rpb::RunConfig cfg = rpb::parse_config(c.config_text, file + " (stored config)");
+    if (std::string(argv[2]) == "--at") {
+      cfg.task.use = rpb::data::DataUse::evaluate;
+      return print_at_positions(c, cfg, file, argc == 4 ? parse_lengths(argv[3], 0) : std::vector<int64_t>{});
+    }
     cfg.task.kjv_path = argc == 4 ? argv[3] : "";
     if (!c.data.tokenizer.empty())  // a text run: its stored tokenizer, as `rpb eval`
       cfg.task.stored_tokenizer = std::make_shared<const rpb::data::TokenizerRecord>(c.data.tokenizer);

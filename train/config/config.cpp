@@ -170,6 +170,11 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c, bool
   // The tokens a training sample holds: run.length, or an algorithmic task's longest sample of that length.
   const int64_t trained = dims == 1 ? data::sequence_tokens(c.task.kind, c.train_length(), c.model.causal)
                                     : c.train_length();
+  if (p.randomized && trained > p.randomized_max)
+    pos.fail_at("randomized_max", "a training sample of " + std::to_string(trained) + " tokens (run.length " +
+                                      std::to_string(c.train_length()) + run.set_by("length") +
+                                      ") draws as many distinct positions: expected at least that, found " +
+                                      std::to_string(p.randomized_max));
   if (const int64_t limit = info.max_length(po); limit > 0 && limit < trained) {
     const bool ft = c.finetune_length > 0;
     const std::string key = (ft ? "run.finetune_length" : "run.length");
