@@ -181,6 +181,10 @@ Tensor MultiHeadAttention::attend_heads(const Heads& h, const AttentionPositions
   if (stats_) {
     AttentionInputs in;
     in.q = h.q, in.k = h.k, in.scale = scale_, in.full_bias = bias.full, in.relative = bias.relative;
+    if (!bias.relative.positions.empty()) {  // at explicit positions: measured on the expanded bias
+      in.full_bias = full_bias(bias.relative, T, Tk, offset, h.q.dtype());
+      in.relative = RelativeBias();
+    }
     in.causal = causal_, in.q_offset = offset, in.key_padding = key_padding_mask, in.block = pos.block;
     accumulate_attention_stats(in, *stats_);
   }

@@ -124,6 +124,28 @@ std::vector<MultiHeadAttention*> TransformerStack::attention_layers() const {
   return out;
 }
 
+namespace {
+
+// A seed from a batch of tokens (B, T): splitmix64 over its shape and its ids, in order.
+uint64_t batch_seed(const Tensor& tokens) {
+  const Tensor host = tokens.to(Device::cpu);
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  const auto mix = [&](uint64_t v) {
+    h += v + 0x9E3779B97F4A7C15ull;
+    uint64_t z = h;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    h = z ^ (z >> 31);
+  };
+  mix(static_cast<uint64_t>(host.size(0)));
+  mix(static_cast<uint64_t>(host.size(1)));
+  const int64_t* ids = host.data<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i) mix(static_cast<uint64_t>(ids[i]));
+  return h;
+}
+
+}  // namespace
+
 std::vector<int64_t> draw_positions(int64_t n, int64_t range, Generator& gen) {
   RPB_CHECK(n >= 1 && n <= range, "positions", "cannot draw ", n, " distinct positions from [0, ", range, ")");
   std::vector<int64_t> out;
@@ -143,10 +165,15 @@ Tensor TransformerStack::hidden(const Tensor& tokens, const Tensor& key_padding_
   if (cache && cache->layers.size() != blocks->size()) cache->layers.assign(blocks->size(), LayerCache{});
   const int64_t offset = cache ? cache->length() : 0;
   const PositionOptions& po = options_.position;
-  if (!at && !cache && po.randomized && is_training()) {
-    RPB_CHECK(T <= po.randomized_max, "transformer", "a training sequence of ", T, " tokens needs as many positions "
-              "of the randomized_max = ", po.randomized_max, " it draws them from");
-    at = std::make_shared<const std::vector<int64_t>>(draw_positions(T, po.randomized_max, *dropout_gen_));
+  if (!at && !cache && po.randomized && (is_training() || !po.contiguous_eval)) {
+    RPB_CHECK(T <= po.randomized_max, "transformer", is_training() ? "a training" : "an evaluation", " sequence of ",
+              T, " tokens needs as many positions of the position.randomized_max = ", po.randomized_max,
+              " it draws them from", is_training() ? "" : " (position.contiguous_eval reads 0 .. T - 1 instead)");
+    // Training draws from the dropout generator; evaluation from one seeded by the batch's tokens, so that an
+    // evaluation is reproducible and every method reads the same positions for the same batch.
+    Generator batch(is_training() ? 0 : batch_seed(tokens));
+    at = std::make_shared<const std::vector<int64_t>>(
+        draw_positions(T, po.randomized_max, is_training() ? *dropout_gen_ : batch));
   }
   RPB_CHECK(!at || (!cache && static_cast<int64_t>(at->size()) == T), "transformer", "explicit positions (",
             at ? at->size() : 0, ") for ", T, " tokens, and no KV cache");

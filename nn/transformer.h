@@ -88,9 +88,10 @@ class TransformerStack : public Module {
   TransformerStack(const TransformerOptions& options, Generator& init_gen);
 
   /// tokens (B, T) i64 -> hidden states (B, T, d). With a cache, only the new tokens are given. `at`: the tokens'
-  /// explicit positions (T, ascending, distinct; no cache); null: 0 .. T - 1, or in a training forward with
-  /// position.randomized a sorted random subset of [0, randomized_max) drawn from the dropout generator (Ruoss et al.
-  /// 2023: one draw per forward, shared by the batch's sequences and by every layer).
+  /// explicit positions (T, ascending, distinct; no cache); null: 0 .. T - 1, or with position.randomized a sorted
+  /// random subset of [0, randomized_max) (Ruoss et al. 2023: one draw per forward, shared by the batch's sequences
+  /// and by every layer), in training from the dropout generator, in evaluation (unless position.contiguous_eval)
+  /// from a generator seeded by the batch's tokens.
   Tensor hidden(const Tensor& tokens, const Tensor& key_padding_mask = Tensor(), KVCache* cache = nullptr,
                 std::shared_ptr<const std::vector<int64_t>> at = nullptr) const;
 

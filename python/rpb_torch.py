@@ -572,6 +572,10 @@ class LanguageModel(nn.Module):
         if not tied:
             self.head = nn.Linear(d_model, vocab, bias=False)
         self.scheme, self.per_layer, self.tied = scheme, per_layer, tied
+        # Randomized positions (added keys: absent means off): rpb evaluates such a model at positions drawn per batch
+        # (nn/transformer.h), unless position.contiguous_eval; a forward here then needs them given.
+        position = config["position"]
+        self.drawn = position.get("randomized", False) and not position.get("contiguous_eval", False)
         self.embed_scale = math.sqrt(d_model) if scaled else None
 
     def forward(self, tokens, positions=None):
@@ -580,6 +584,9 @@ class LanguageModel(nn.Module):
         reads its span 0 .. S - 1 (S = the last position + 1) at their rows: the embeddings' rows, the bias's rows and
         columns, the rotation's rows (xPos's centre that of the span), as rpb does."""
         t = tokens.shape[1]
+        if positions is None and self.drawn:
+            raise ValueError("this model was trained with position.randomized and rpb evaluates it at positions drawn "
+                             "per batch (position.contiguous_eval is false): pass positions=, or set contiguous_eval")
         at = None if positions is None else torch.as_tensor(positions, dtype=torch.long)
         span = t if at is None else int(at[-1]) + 1
         pick = (lambda m: m) if at is None else (lambda m: m.index_select(-2, at).index_select(-1, at))  # noqa: E731

@@ -60,7 +60,8 @@ TEST_CASE("rpb schemes --json lists every registered scheme with its row and its
     CHECK(strings(l.at("options")) == keys);
   }
   CHECK(strings(entry(listed, "name", "t5").at("options")) ==
-        std::vector<std::string>{"num_buckets", "max_distance", "randomized", "randomized_max", "init_std", "untrained"});
+        std::vector<std::string>{"num_buckets", "max_distance", "randomized", "randomized_max", "contiguous_eval",
+                                 "init_std", "untrained"});
   CHECK(strings(entry(listed, "name", "none").at("options")).empty());  // no positions to randomize
 
   const auto& options = j.at("options");

@@ -78,6 +78,7 @@ const std::map<std::string, std::string>& evaluation_keys() {
       {"position.yarn_beta_slow", "2.0"},
       {"position.yarn_attention_factor", "1.5"},
       {"position.blockwise", "true"},         // xpos
+      {"position.contiguous_eval", "true"},   // the 1-D schemes, with randomized positions
   };
   return keys;
 }

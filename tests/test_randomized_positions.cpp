@@ -192,7 +192,7 @@ TEST_CASE("randomized positions: a relative scheme is blind to a shift of every 
   }
 }
 
-TEST_CASE("randomized positions: training forwards draw, evaluation reads 0..T-1, and the draws resume") {
+TEST_CASE("randomized positions: training forwards draw and resume; evaluation draws per batch, or reads 0..T-1") {
   Generator gen(10);
   TransformerOptions o = options("rope", true);
   o.position.randomized = true;
@@ -206,16 +206,25 @@ TEST_CASE("randomized positions: training forwards draw, evaluation reads 0..T-1
   CHECK(a.to_vector() != b.to_vector());  // two training forwards, two draws
   lm.dropout_generator().set_state(before);
   CHECK(lm.forward(tokens).to_vector() == a.to_vector());  // the draw is the dropout generator's: it resumes
+  // Evaluation draws as the reference does, from the batch's tokens: the same batch, the same positions.
   lm.eval();
   const Tensor e = lm.forward(tokens);
   CHECK(e.to_vector() == lm.forward(tokens).to_vector());
-  Generator same(10);  // the same initial weights: randomized positions change no parameter
+  Generator same(10), again(10);  // the same initial weights: randomized positions change no parameter
   LanguageModel plain(options("rope", true), same);
   plain.eval();
-  CHECK(max_error(e, plain.forward(tokens)) <= 1e-6);  // evaluation: the positions 0 .. T - 1
+  CHECK(max_error(e, plain.forward(tokens)) > 1e-4);
+  o.position.contiguous_eval = true;  // evaluation at 0 .. T - 1
+  LanguageModel contiguous(o, again);
+  contiguous.eval();
+  CHECK(max_error(contiguous.forward(tokens), plain.forward(tokens)) <= 1e-6);
+  o.position.contiguous_eval = false;
   o.position.randomized_max = 8;
   LanguageModel short_range(o, gen);
   CHECK(contains(error_of([&] { short_range.forward(tokens); }), "a training sequence of 10 tokens needs as many"));
+  short_range.eval();
+  CHECK(contains(error_of([&] { short_range.forward(tokens); }),
+                 "an evaluation sequence of 10 tokens needs as many positions of the position.randomized_max = 8"));
 }
 
 namespace randomized_positions_test {
@@ -239,6 +248,15 @@ TEST_CASE("randomized positions: the config refuses what cannot work, naming the
   CHECK(contains(randomized_positions_test::config_error(
                      "[position]\nscheme = \"learned\"\nrandomized = true\nmax_positions = 1024\n"),
                  "max_positions 1024 must hold every position randomized positions draw, randomized_max = 2048"));
+  CHECK(contains(randomized_positions_test::config_error("[position]\nscheme = \"rope\"\ncontiguous_eval = true\n"),
+                 "contiguous_eval = true applies to randomized positions, and randomized is false"));
+  // The reference draws at evaluation too: the longest evaluation sample must fit in L_max, or evaluate contiguously.
+  const std::string longer = "[run]\nlength = 64\neval_multipliers = [1, 8]\neval_tokens = 512\n[position]\n"
+                             "scheme = \"t5\"\nrandomized = true\nrandomized_max = 256\n";
+  CHECK(contains(randomized_positions_test::config_error(longer),
+                 "position.randomized_max = 256: an evaluation sample of 512 tokens (8 x run.length 64) draws as many "
+                 "distinct positions, as the reference evaluates"));
+  CHECK(randomized_positions_test::config_error(longer + "contiguous_eval = true\n").empty());
   CHECK(contains(randomized_positions_test::config_error(
                      "[run]\nlength = 64\n[position]\nscheme = \"t5\"\nrandomized = true\nrandomized_max = 32\n"),
                  "position.randomized_max = 32: a training sample of 64 tokens (run.length 64) draws as many "

@@ -61,6 +61,11 @@ const std::vector<PositionOptionInfo>& option_rows() {
       {.key = "randomized_max", .member = &P::randomized_max,
        .doc = "L_max of randomized positions: the positions each subset is drawn from", .reads_if = randomizable,
        .range = L::randomized_max, .added = true, .refused_elsewhere = kNoPositions},
+      {.key = "contiguous_eval", .member = &P::contiguous_eval,
+       .doc = "with randomized positions, evaluation reads the positions 0 .. L - 1 instead of drawing them as "
+              "training does (Ruoss et al. draw at test time too)",
+       .reads_if = randomizable, .added = true, .refused_elsewhere = kNoPositions, .role = OptionRole::evaluation,
+       .eval_name = "contiguous"},
       {.key = "max_side", .member = &P::max_side, .doc = "the table's side: the largest grid side",
        .range = L::max_side, .table = "grid"},
       {.key = "init_std", .member = &P::init_std, .doc = "std of the learned table's initial values",

@@ -147,6 +147,8 @@ void validate(const PositionOptions& o) {
   RPB_CHECK_OPTION(o.randomized || o.randomized_max == defaults.randomized_max, s.name, "randomized_max",
                    "randomized_max = ", o.randomized_max, " is the range randomized positions are drawn from, and "
                    "randomized is false");
+  RPB_CHECK_OPTION(o.randomized || !o.contiguous_eval, s.name, "contiguous_eval",
+                   "contiguous_eval = true applies to randomized positions, and randomized is false");
   s.validate(o);
 }
 

@@ -122,6 +122,8 @@ struct PositionOptions {
                                         // [0, randomized_max) as their positions (Ruoss et al. 2023;
                                         // nn/transformer.h draw_positions)
   int64_t randomized_max = 2048;        // L_max: the positions the subsets are drawn from
+  bool contiguous_eval = false;         // with randomized: evaluation forwards read 0 .. T - 1 instead of drawing (the
+                                        // reference draws at test time too); an evaluation setting
 };
 
 /// Where queries and keys sit (see the file comment).

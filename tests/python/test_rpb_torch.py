@@ -77,6 +77,7 @@ yarn_beta_slow = 1.0
 yarn_attention_factor = {yarn_attention_factor}
 randomized = false
 randomized_max = 2048
+contiguous_eval = false
 
 [task]
 kind = "markov"

@@ -132,6 +132,29 @@ void read_grid(Table& grid, RunConfig& c, bool fresh) {
   read_position_options(grid, "grid", c.model.position);  // max_side
 }
 
+// Randomized positions: every training sample, and unless position.contiguous_eval every evaluation and validation
+// sample, draws as many distinct positions of [0, randomized_max).
+void check_randomized(Table& pos, const Table& run, const RunConfig& c, int64_t trained) {
+  const nn::PositionOptions& p = c.model.position;
+  if (!p.randomized) return;
+  if (trained > p.randomized_max)
+    pos.fail_at("randomized_max", "a training sample of " + std::to_string(trained) + " tokens (run.length " +
+                                      std::to_string(c.train_length()) + run.set_by("length") +
+                                      ") draws as many distinct positions: expected at least that, found " +
+                                      std::to_string(p.randomized_max));
+  if (p.contiguous_eval || c.dims() != 1) return;
+  std::vector<int64_t> multipliers = c.eval_multipliers;
+  if (c.eval_every > 0) multipliers.insert(multipliers.end(), c.valid_multipliers.begin(), c.valid_multipliers.end());
+  const int64_t largest = *std::ranges::max_element(multipliers);
+  const int64_t tokens = data::sequence_tokens(c.task.kind, largest * c.length, c.model.causal);
+  if (tokens > p.randomized_max)
+    pos.fail_at("randomized_max", "an evaluation sample of " + std::to_string(tokens) + " tokens (" +
+                                      std::to_string(largest) + " x run.length " + std::to_string(c.length) +
+                                      ") draws as many distinct positions, as the reference evaluates: expected at "
+                                      "least that, found " + std::to_string(p.randomized_max) +
+                                      " (position.contiguous_eval = true evaluates at 0 .. L - 1)");
+}
+
 // [position], and the scheme's own checks on the whole model's position options: an rpb::OptionError names
 // the option at fault, reported at its key when the config sets it (else at position.scheme).
 void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c, bool fresh) {
@@ -170,11 +193,7 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c, bool
   // The tokens a training sample holds: run.length, or an algorithmic task's longest sample of that length.
   const int64_t trained = dims == 1 ? data::sequence_tokens(c.task.kind, c.train_length(), c.model.causal)
                                     : c.train_length();
-  if (p.randomized && trained > p.randomized_max)
-    pos.fail_at("randomized_max", "a training sample of " + std::to_string(trained) + " tokens (run.length " +
-                                      std::to_string(c.train_length()) + run.set_by("length") +
-                                      ") draws as many distinct positions: expected at least that, found " +
-                                      std::to_string(p.randomized_max));
+  check_randomized(pos, run, c, trained);
   if (const int64_t limit = info.max_length(po); limit > 0 && limit < trained) {
     const bool ft = c.finetune_length > 0;
     const std::string key = (ft ? "run.finetune_length" : "run.length");
