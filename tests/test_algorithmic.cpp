@@ -14,6 +14,8 @@
 #include "train/data/algorithmic.h"
 #include "train/data/eval_segments.h"
 #include "train/data/task_registry.h"
+#include "train/sweep/results.h"
+#include "train/sweep/results_json.h"
 
 using namespace rpb;
 using namespace rpb::testing;
@@ -451,4 +453,43 @@ TEST_CASE("algorithmic config: model.causal against the task and the scheme, the
   CHECK(!contains(markov.text, "alphabet"));
   const RunConfig parity = parse_config("[task]\nkind = \"parity_check\"\n", "parity.toml");
   CHECK(!contains(parity.text, "alphabet"));  // a fixed alphabet
+}
+
+TEST_CASE("algorithmic sweep: token accuracy with its score, exact match, in the table, results.json, csv and tex") {
+  rpb::testing::TempDir dir("algorithmic_sweep");
+  const std::string text = "[run]\nname = \"algo\"\nout_dir = \"" + dir.path.string() +
+                           "\"\nsteps = 20\nbatch = 8\nlength = 4\nlog_every = 10\neval_multipliers = [1, 2, 3]\n"
+                           "eval_batch = 16\n[model]\ncausal = false\nd_model = 16\nheads = 2\nlayers = 1\nd_ff = 32\n"
+                           "[task]\nkind = \"reverse_string\"\neval_samples = 16\n[optim]\nlr = 1e-2\n"
+                           "[sweep]\nmethods = [\"rope\", \"alibi\"]\nseeds = [0, 1]\n";
+  const SweepResult r = run_sweep(parse_config(text, "algo.toml"));
+  REQUIRE(r.rows.size() == 2);
+  for (const MethodResult& m : r.rows) {
+    CHECK(m.has_token_accuracy());
+    CHECK(m.has_accuracy());  // the exact match
+  }
+  const std::string table = format_table(r);
+  CHECK(contains(table, "| Method | Position params | Score | Token accuracy at train length | 2x | 3x |\n"));
+  CHECK(contains(table, "| Method | Position params | Exact match at train length | 2x | 3x |\n"));
+  CHECK(!contains(table, "Learned"));  // every seed counts: no learned threshold
+  write_results(r, (dir.path / "results").string());
+  const SweepResults json = read_sweep_results((dir.path / "results" / "results.json").string());
+  REQUIRE(json.rows.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const SweepResultsRow& row = json.rows[i];
+    REQUIRE(row.token_accuracy.size() == 2);
+    for (std::size_t s = 0; s < 2; ++s) {
+      REQUIRE(row.token_accuracy[s].size() == 3);
+      for (std::size_t j = 0; j < 3; ++j) CHECK(row.token_accuracy[s][j] == r.rows[i].token_accuracy[s][j]);
+      // The score: the mean over the lengths past the train length.
+      CHECK(*row.score(s) == doctest::Approx((*row.token_accuracy[s][1] + *row.token_accuracy[s][2]) / 2));
+    }
+    CHECK(row.learned() == std::vector<bool>{true, true});
+  }
+  CHECK(format_table(json) == table);  // rpb results prints what rpb extrapolate printed
+  const std::string csv = rpb::testing::file_text((dir.path / "results" / "results.csv").string());
+  CHECK(contains(csv, ",label,accuracy_every_seed,token_accuracy\n"));
+  const std::string tex = rpb::testing::file_text((dir.path / "results" / "results.tex").string());
+  CHECK(contains(tex, "Token accuracy (\\%)"));
+  CHECK(contains(tex, "Exact match (\\%)"));
 }

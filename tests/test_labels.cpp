@@ -109,7 +109,7 @@ TEST_CASE("labels: an rpb-results-6 file's labels are made again as they are mad
   CHECK(contains(format_table(now), "| custom \\| one | 0 | 2.00 | 3.00 |"));
   CHECK(contains(format_table(now), "Task: Markov (train length 16"));
   CHECK(contains(results_tex(now), "\\caption{Markov (trained at 16 tokens)"));
-  CHECK(contains(file_text(dir.path / "results.csv"), ",custom | one,\n"));
+  CHECK(contains(file_text(dir.path / "results.csv"), ",custom | one,,\n"));
   Json old = Json::parse(file_text(dir.path / "results.json"));
   old["format"] = "rpb-results-6";
   old.erase("task_labels");

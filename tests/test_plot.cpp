@@ -263,7 +263,7 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
   std::vector<std::string> keys;
   for (const auto& m : s.at("known_metrics")) keys.push_back(m.at("key"));
   CHECK(keys == std::vector<std::string>{"perplexity", "mean_attention_distance", "attention_entropy", "bits_per_byte",
-                                         "accuracy", "accuracy_every_seed"});
+                                         "accuracy", "accuracy_every_seed", "token_accuracy"});
   CHECK(s.at("known_metrics")[2] == ordered_json{{"key", "attention_entropy"}, {"label", "attention entropy"},
                                                  {"unit", "nats"}, {"log", false}, {"field", "attention"},
                                                  {"entry", "entropy_overall"}, {"optimum", ""}, {"learned", ""},
@@ -273,14 +273,17 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
                                                  {"entry", ""}, {"optimum", ""}, {"learned", ""}, {"lower", 0.0},
                                                  {"upper", nullptr}, {"scale", 1.0}, {"on_request", false}});
   // Accuracy is stored 0-1 (results.json, as the tables read it) and drawn in %, as the tables write it.
-  CHECK(s.at("known_metrics")[4] == ordered_json{{"key", "accuracy"}, {"label", "passkey accuracy"}, {"unit", "%"},
+  CHECK(s.at("known_metrics")[4] == ordered_json{{"key", "accuracy"}, {"label", "exact-match accuracy"}, {"unit", "%"},
                                                  {"log", false}, {"field", "accuracy"}, {"entry", ""},
                                                  {"optimum", ""}, {"learned", "learned"}, {"lower", 0.0},
                                                  {"upper", 1.0}, {"scale", 100.0}, {"on_request", false}});
   // Over every seed, learned or not: drawn on request only (--metric accuracy_every_seed), marked as such.
   CHECK(s.at("known_metrics")[5].at("on_request") == true);
   CHECK(s.at("known_metrics")[5].at("learned") == "");
-  CHECK(s.at("known_metrics")[5].at("label") == "passkey accuracy, every seed (learned or not)");
+  CHECK(s.at("known_metrics")[5].at("label") == "exact-match accuracy, every seed (learned or not)");
+  // An algorithmic task's per-token accuracy, over every seed.
+  CHECK(s.at("known_metrics")[6].at("field") == "token_accuracy");
+  CHECK(s.at("known_metrics")[6].at("learned") == "");
   CHECK(contains(run_rpb("plot --help").out,
                  "perplexity, mean_attention_distance, attention_entropy, bits_per_byte, accuracy"));
   CHECK(q.at("styles").at("schemes")[3].at("name") == "t5");
@@ -302,7 +305,7 @@ TEST_CASE("rpb plot: a sweep's request carries its filters, checked against the 
            {"--metric accuracy", "--metric accuracy: not in the results (they hold: perplexity)"},
            {"--metric ppl",
             "--metric: ppl not in {perplexity,mean_attention_distance,attention_entropy,bits_per_byte,accuracy,"
-            "accuracy_every_seed}"},
+            "accuracy_every_seed,token_accuracy}"},
            {"--against optim.lr", "--against optim.lr: not in the results (they hold: length)"},
            {"--x tokens", "--x applies to run folders (curves), not to sweeps"},
            {run.string(), "mix a run folder (training curves) with a sweep (its results)"}}) {

@@ -250,9 +250,13 @@ TEST_CASE("results.csv: the per-seed rows, then a mean and a std row per task x 
   // The aggregated rows name no run (the run columns empty) but what wrote the file, as the per-seed rows do.
   CHECK(provenance[0] ==
         ",run_folder,config_digest,checkpoint,checkpoint_sha256,rpb_version,commit,command,date,label,"
-        "accuracy_every_seed");
-  // The label: the method as the tables name it; then accuracy_every_seed, empty for a task without accuracy.
-  const auto without_last = [](const std::string& p) { return p.substr(0, p.rfind(',')); };
+        "accuracy_every_seed,token_accuracy");
+  // The label: the method as the tables name it; then accuracy_every_seed and token_accuracy, empty for a task
+  // without either.
+  const auto without_last = [](const std::string& p) {
+    const std::string q = p.substr(0, p.rfind(','));
+    return q.substr(0, q.rfind(','));
+  };
   const auto label_of = [&](const std::string& p) { return without_last(p).substr(without_last(p).rfind(',') + 1); };
   const auto before_label = [&](const std::string& p) { return without_last(without_last(p)); };
   for (std::size_t i = 1; i <= 16; ++i) CHECK(provenance[i].back() == ',');

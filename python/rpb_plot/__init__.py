@@ -70,7 +70,7 @@ The figures a paper can take as they are (sweep and curves alike):
   differ), "1 seed: no band", and for passkey accuracy that past the train length it is over the seeds that learned.
 - Units on every axis: x "evaluation length (tokens, log2)", "evaluation grid side (cells, log2)", a setting's
   name and unit ("learning rate (optim.lr)"), "training step", "tokens seen (millions)"; y the metric's label and
-  unit ("passkey accuracy (%)", "loss (bits per byte)", "attention entropy (nats)", "loss (nats per token)").
+  unit ("exact-match accuracy (%)", "loss (bits per byte)", "attention entropy (nats)", "loss (nats per token)").
 - One tick form per axis kind: counts (steps, lengths, grid sides) plain integers (count_labels); learning rates
   a×10^b (power_labels: 3×10⁻³, 2.5×10⁻³); other values plain decimals, or a×10^b for the whole axis when a tick is
   outside 10⁻³ .. 10⁵ (tick_labels: never 1e0 beside 1.001).

@@ -666,10 +666,10 @@ class ReviewMendsTest(FigureChecks):
             fig = rpb_plot.draw(sweep_request([path]))
             panels = {(ax.get_title().split(" ")[0], ax.get_ylabel()): ax for ax in fig.axes}
             self.assertEqual(set(panels), {("text", "perplexity"), ("passkey", "perplexity"),
-                                           ("text", "loss (bits per byte)"), ("passkey", "passkey accuracy (%)")})
+                                           ("text", "loss (bits per byte)"), ("passkey", "exact-match accuracy (%)")})
             bits = method_lines(panels[("text", "loss (bits per byte)")])["t5"]
             self.assertEqual([round(y, 9) for y in bits.get_ydata()], [1.15, 1.35])
-            ax = panels[("passkey", "passkey accuracy (%)")]
+            ax = panels[("passkey", "exact-match accuracy (%)")]
             lines = method_lines(ax)
             self.assertEqual([round(y, 9) for y in lines["t5"].get_ydata()], [74, 60])  # 4x: seed 0 alone; in %
             self.assertEqual(round(lines["alibi"].get_ydata()[0], 9), 80)
@@ -808,7 +808,7 @@ class MetricsAndTicksTest(FigureChecks):
     def test_metrics_come_from_rpbs_list_and_the_rows(self):
         self.assertEqual([m["key"] for m in KNOWN_METRICS],
                          ["perplexity", "mean_attention_distance", "attention_entropy", "bits_per_byte", "accuracy",
-                          "accuracy_every_seed"])
+                          "accuracy_every_seed", "token_accuracy"])
         with tempfile.TemporaryDirectory() as tmp:
             rows = [{"task": "lag", "method": "t5", "scheme": "t5", "perplexity": [[3.0, 3.5]],
                      "exact_match": [[0.5, 0.4]], "bits_per_byte": None, "accuracy": None}]
@@ -912,7 +912,7 @@ class PaperRulesTest(FigureChecks):
 
     def test_seeds_and_band_written_on_the_figure(self):
         title = figure_legend(self.passkey.axes[0]).get_title().get_text()
-        self.assertEqual(title, "mean ± std over 3 seeds (band)\npasskey accuracy past the train length: over the "
+        self.assertEqual(title, "mean ± std over 3 seeds (band)\nexact-match accuracy past the train length: over the "
                                 "seeds that learned the task")
         self.assertTrue(any(c.get_gid() == "t5 band" for ax in self.passkey.axes for c in ax.collections))
         with tempfile.TemporaryDirectory() as tmp:
@@ -942,7 +942,7 @@ class PaperRulesTest(FigureChecks):
                     self.assertEqual(label, "%s (%s)" % (quantity, units[quantity]), name)
         ylabels = {ax.get_ylabel() for ax in self.passkey.axes}
         self.assertEqual(ylabels, {"perplexity", "mean attention distance (positions)", "attention entropy (nats)",
-                                   "passkey accuracy (%)"})
+                                   "exact-match accuracy (%)"})
 
     def test_one_tick_form_per_axis_kind(self):
         # The axes: learning rates 2e-3 beside 0.0025, a log axis's 1000 beside 1e4.
@@ -968,8 +968,8 @@ class PaperRulesTest(FigureChecks):
             self.assertTrue(ticks and all(PLAIN.match(t) and float(t) < 1 for t in ticks), ticks)  # 5120 .. 25600
 
     def test_accuracy_in_percent(self):
-        (ax,) = [ax for ax in self.passkey.axes if ax.get_ylabel().startswith("passkey accuracy")]
-        self.assertEqual(ax.get_ylabel(), "passkey accuracy (%)")
+        (ax,) = [ax for ax in self.passkey.axes if ax.get_ylabel().startswith("exact-match accuracy")]
+        self.assertEqual(ax.get_ylabel(), "exact-match accuracy (%)")
         t5 = method_lines(ax)["t5"]
         self.assertAlmostEqual(t5.get_ydata()[0], 100 * (1.0 + 0.98 + 1.0) / 3)  # results.json holds 0-1
         self.assertEqual(tick_texts(ax, "y")[0], "0")
@@ -1020,7 +1020,7 @@ class PaperRulesTest(FigureChecks):
         lo, hi = ppl.get_ylim()
         self.assertGreaterEqual(hi - lo, rpb_plot.theme.FLAT_SPAN)  # a span a reader can take in
         self.assertGreater(lo, 0.99)  # within perplexity's bound, 1
-        self.assertEqual(tick_texts(panels["passkey accuracy (%)"], "y")[::5], ["0", "100"])  # its bounds
+        self.assertEqual(tick_texts(panels["exact-match accuracy (%)"], "y")[::5], ["0", "100"])  # its bounds
         for value in (0.0, 3.5, 7.0):  # a single value: a linear axis around it, ticks of one form
             f = rpb_plot.new_figure(3, 3)
             ax = f.subplots()

@@ -74,7 +74,7 @@ std::string csv(const SweepResult& r, const Provenance& p) {
   os << "task,method,position_params,seed,multiplier,length,perplexity,optimal_perplexity,nll,tokens,"
         "mean_attention_distance,protocol,eval_stride,bytes,bits_per_byte,accuracy";
   for (const char* column : kResultsCsvProvenanceColumns) os << "," << column;
-  os << ",label,accuracy_every_seed\n";
+  os << ",label,accuracy_every_seed,token_accuracy\n";
   for (const MethodResult& m : r.rows)
     for (std::size_t s = 0; s < m.ppl.size(); ++s)
       for (std::size_t j = 0; j < m.ppl[s].size(); ++j) {
@@ -89,9 +89,16 @@ std::string csv(const SweepResult& r, const Provenance& p) {
         os << ",";
         if (const auto d = m.attention_at(s, j).mean_distance_overall()) os << std::setprecision(10) << *d;
         os << protocol_cells(m) << metric_cells(m, s, j) << provenance_cells(m, s, p) << ","
-           << csv_field(m.shown_label()) << ",\n";
+           << csv_field(m.shown_label()) << ",," << number_cell(m.token_accuracy_at(s, j)) << "\n";
       }
   return os.str();
+}
+
+// The per-token accuracies at length j over the seeds (an algorithmic task's; empty for the others).
+std::vector<std::optional<double>> token_accuracy_column(const MethodResult& m, std::size_t j) {
+  std::vector<std::optional<double>> c;
+  for (std::size_t s = 0; s < m.token_accuracy.size(); ++s) c.push_back(m.token_accuracy_at(s, j));
+  return c;
 }
 
 // An aggregated value: mean (second: false) or std (second: true) of `ms`; "" when none.
@@ -111,7 +118,9 @@ std::string aggregate_metric_cells(const MethodResult& m, std::size_t j, bool se
   for (std::size_t s = 0; s < m.ppl.size(); ++s)
     bytes.push_back(m.bits_per_byte(s, j) ? std::optional<double>(static_cast<double>(m.bytes_at(s, j)))
                                           : std::nullopt);
-  const auto accuracy = accuracy_stats(m.accuracy, m.trained_accuracy, m.learned_threshold);
+  // An algorithmic task's exact match counts every seed (its rows have a per-token accuracy).
+  const auto accuracy =
+      accuracy_stats(m.accuracy, m.trained_accuracy, m.has_token_accuracy() ? 0.0 : m.learned_threshold);
   std::string cells(1, ',');
   cells += aggregate(bytes, second);
   cells += ',';
@@ -140,7 +149,8 @@ std::string csv_aggregate_rows(const SweepResult& r, const Provenance& p) {
         os << "," << aggregate(nll, second) << "," << aggregate(tokens, second) << ","
            << aggregate(m.distance_column(j), second) << protocol_cells(m) << aggregate_metric_cells(m, j, second)
            << provenance_cells(m, kNoRun, p) << "," << csv_field(m.shown_label()) << ","
-           << aggregate(m.has_accuracy() ? m.accuracy_column(j) : std::vector<std::optional<double>>{}, second) << "\n";
+           << aggregate(m.has_accuracy() ? m.accuracy_column(j) : std::vector<std::optional<double>>{}, second) << ","
+           << aggregate(token_accuracy_column(m, j), second) << "\n";
       }
     }
   return os.str();

@@ -25,6 +25,10 @@ namespace rpb {
 /// mean ± std; past the train length over the seeds that learned the task (>= 95% at the train length))", the threshold
 /// [sweep] learned_threshold's. Where a seed did not learn the task, a table of the accuracy over every seed follows,
 /// learned or not, marked as such ("Accuracy, every seed ..."): a pilot's read past the train length.
+/// A task whose rows have a per-token accuracy (an algorithmic task, train/data/algorithmic.h) gets instead of the
+/// accuracy table two over every seed: Method | Position params | Score | Token accuracy at train length | 2x | ...
+/// (Score: the mean per-token accuracy over the lengths past the train length, SweepResultsRow::score_stats), and
+/// Method | Position params | Exact match at train length | 2x | ..., each in percent with the line naming it.
 /// The table is made from what results.json holds (SweepResults, train/sweep/results_json.h), so that `rpb results`
 /// prints the same table from a sweep's results.json as `rpb extrapolate` printed after it.
 std::string format_table(const SweepResults& r);
@@ -57,7 +61,9 @@ inline constexpr const char* kResultsCsvProvenanceColumns[] = {
 /// Then the column label, the row's method as the tables name it (MethodResult::shown_label: its [sweep] labels
 /// entry or its default label), a field in double quotes when it holds a comma; and accuracy_every_seed, on the
 /// aggregated rows of a passkey task the mean and std of the accuracy over every seed, learned or not (the
-/// accuracy column's counts past the train length the learned seeds only), empty elsewhere.
+/// accuracy column's counts past the train length the learned seeds only), empty elsewhere; and token_accuracy, an
+/// algorithmic task's per-token accuracy (its accuracy column is then the exact match, over every seed), empty
+/// elsewhere.
 ///
 /// results.csv has a row per task x method x seed x length, then the aggregated rows: per task x method x length, a
 /// row whose `seed` is "mean" and one whose `seed` is "std", holding the mean and the sample std over the seeds

@@ -12,48 +12,6 @@
 namespace rpb {
 
 namespace {
-
-// The mean (second: false) or the std (second: true) over the seeds of value(s, j) at each length j of `row`.
-template <typename Value>
-std::vector<std::optional<double>> over_seeds(const SweepResultsRow& row, bool second, Value value) {
-  const std::size_t lengths = row.perplexity.empty() ? 0 : row.perplexity.front().size();
-  std::vector<std::optional<double>> out;
-  for (std::size_t j = 0; j < lengths; ++j) {
-    std::vector<std::optional<double>> column;
-    for (std::size_t s = 0; s < row.perplexity.size(); ++s) column.push_back(value(s, j));
-    const auto ms = mean_std(column);
-    out.push_back(ms ? std::optional<double>(second ? ms->second : ms->first) : std::nullopt);
-  }
-  return out;
-}
-
-std::vector<std::optional<double>> perplexity_over_seeds(const SweepResultsRow& row, bool second) {
-  return over_seeds(row, second, [&](std::size_t s, std::size_t j) {
-    return j < row.perplexity[s].size() ? row.perplexity[s][j] : std::nullopt;
-  });
-}
-
-std::vector<std::optional<double>> distance_over_seeds(const SweepResultsRow& row, bool second) {
-  return over_seeds(row, second, [&](std::size_t s, std::size_t j) {
-    return s < row.attention.size() && j < row.attention[s].size() ? row.attention[s][j].mean_distance_overall()
-                                                                     : std::nullopt;
-  });
-}
-
-std::vector<std::optional<double>> accuracy_over_seeds(const SweepResultsRow& row, bool second) {
-  std::vector<std::optional<double>> out;
-  for (const auto& ms : accuracy_stats(row.accuracy, row.trained_accuracy, row.learned_threshold))
-    out.push_back(ms ? std::optional<double>(second ? ms->second : ms->first) : std::nullopt);
-  return out;
-}
-
-// The mean (second: false) or std of the accuracy over every seed, learned or not.
-std::vector<std::optional<double>> accuracy_every_seed(const SweepResultsRow& row, bool second) {
-  return over_seeds(row, second, [&](std::size_t s, std::size_t j) {
-    return cell_or(row.accuracy, s, j, std::optional<double>());
-  });
-}
-
 SweepResultsRow row_of(const MethodResult& m) {
   SweepResultsRow row;
   row.task = m.task;
@@ -71,6 +29,7 @@ SweepResultsRow row_of(const MethodResult& m) {
   for (auto* v : {&row.tokens, &row.bytes, &row.samples_per_depth}) v->resize(m.ppl.size());
   row.attention.resize(m.ppl.size());
   row.accuracy.resize(m.ppl.size());
+  row.token_accuracy.resize(m.ppl.size());
   row.depth_accuracy.resize(m.ppl.size());
   row.trained_accuracy = m.trained_accuracy;
   row.learned_threshold = m.learned_threshold;
@@ -80,6 +39,7 @@ SweepResultsRow row_of(const MethodResult& m) {
       row.attention[s].push_back(m.attention_at(s, j));
       row.bytes[s].push_back(m.nll[s][j] ? m.bytes_at(s, j) : 0);
       row.accuracy[s].push_back(m.accuracy_at(s, j));
+      row.token_accuracy[s].push_back(m.token_accuracy_at(s, j));
       row.depth_accuracy[s].push_back(m.depth_accuracy_at(s, j));
       row.samples_per_depth[s].push_back(m.samples_per_depth_at(s, j));
     }
@@ -195,6 +155,17 @@ void add_metrics_json(const SweepResultsRow& m, Json& row) {
   for (const bool l : m.learned()) learned.push_back(l);
   row["learned"] = with_accuracy ? learned : Json(nullptr);
   row["trained_accuracy"] = with_accuracy && !m.trained_accuracy.empty() ? numbers(m.trained_accuracy) : Json(nullptr);
+  // An algorithmic task's per-token accuracy and score (its accuracy is then the exact match).
+  const bool with_tokens = m.has_token_accuracy();
+  const auto token = [&](std::size_t s, std::size_t j) { return json_number(m.token_accuracy_at(s, j)); };
+  row["token_accuracy"] = with_tokens ? per_seed(m, token) : Json(nullptr);
+  row["token_accuracy_stats"] =
+      with_tokens ? stats_json(m.token_accuracy_mean(), m.token_accuracy_std()) : Json(nullptr);
+  std::vector<std::optional<double>> scores;
+  for (std::size_t s = 0; s < m.perplexity.size(); ++s) scores.push_back(m.score(s));
+  const auto score = m.score_stats();
+  row["score"] = with_tokens ? numbers(scores) : Json(nullptr);
+  row["score_stats"] = with_tokens && score ? Json{{"mean", score->first}, {"std", score->second}} : Json(nullptr);
 }
 
 // A row's keys up to "mean_attention_distance" (an rpb-results-5 row's).
@@ -332,6 +303,7 @@ void read_row_metrics(const JsonIn& in, bool present, std::size_t seeds, std::si
   shape(m.accuracy, std::optional<double>());
   shape(m.depth_accuracy, std::vector<double>());
   shape(m.samples_per_depth, int64_t(0));
+  shape(m.token_accuracy, std::optional<double>());
   if (!present) return;
   if (!in["bytes"].is_null()) m.bytes = read_per_seed(in["bytes"], seeds, lengths, read_count);
   const auto number = [](const JsonIn& x) { return x.optional_number(); };
@@ -340,6 +312,8 @@ void read_row_metrics(const JsonIn& in, bool present, std::size_t seeds, std::si
     m.depth_accuracy = read_per_seed(in["depth_accuracy"], seeds, lengths, read_depths);
   if (!in["samples_per_depth"].is_null())
     m.samples_per_depth = read_per_seed(in["samples_per_depth"], seeds, lengths, read_count);
+  if (in.has("token_accuracy") && !in["token_accuracy"].is_null())  // written since it exists
+    m.token_accuracy = read_per_seed(in["token_accuracy"], seeds, lengths, number);
   if (in.has("trained_accuracy") && !in["trained_accuracy"].is_null()) {  // written since it exists
     const JsonIn trained = in["trained_accuracy"];
     if (trained.size() != seeds)
@@ -389,44 +363,6 @@ SweepResultsRow read_row(const JsonIn& in, const std::vector<uint64_t>& seed_lis
 
 }  // namespace
 
-std::vector<std::optional<double>> SweepResultsRow::perplexity_mean() const {
-  return perplexity_over_seeds(*this, false);
-}
-std::vector<std::optional<double>> SweepResultsRow::perplexity_std() const {
-  return perplexity_over_seeds(*this, true);
-}
-std::vector<std::optional<double>> SweepResultsRow::distance_mean() const { return distance_over_seeds(*this, false); }
-std::vector<std::optional<double>> SweepResultsRow::distance_std() const { return distance_over_seeds(*this, true); }
-
-std::optional<double> SweepResultsRow::bits_per_byte(std::size_t s, std::size_t j) const {
-  return bits_per_byte_at(nll, tokens, bytes, s, j);
-}
-std::vector<std::optional<double>> SweepResultsRow::bits_per_byte_mean() const {
-  return over_seeds(*this, false, [&](std::size_t s, std::size_t j) { return bits_per_byte(s, j); });
-}
-std::vector<std::optional<double>> SweepResultsRow::bits_per_byte_std() const {
-  return over_seeds(*this, true, [&](std::size_t s, std::size_t j) { return bits_per_byte(s, j); });
-}
-std::vector<std::optional<double>> SweepResultsRow::accuracy_mean() const { return accuracy_over_seeds(*this, false); }
-std::vector<std::optional<double>> SweepResultsRow::accuracy_std() const { return accuracy_over_seeds(*this, true); }
-std::vector<std::optional<double>> SweepResultsRow::accuracy_every_seed_mean() const {
-  return accuracy_every_seed(*this, false);
-}
-std::vector<std::optional<double>> SweepResultsRow::accuracy_every_seed_std() const {
-  return accuracy_every_seed(*this, true);
-}
-bool SweepResultsRow::has_unlearned_seed() const {
-  if (!has_accuracy()) return false;
-  const std::vector<bool> l = learned();
-  return std::find(l.begin(), l.end(), false) != l.end();
-}
-std::vector<bool> SweepResultsRow::learned() const {
-  return learned_seeds(accuracy, trained_accuracy, learned_threshold);
-}
-
-bool SweepResultsRow::has_bytes() const { return any_positive(bytes); }
-bool SweepResultsRow::has_accuracy() const { return any_defined(accuracy); }
-
 const std::vector<SweepMetric>& sweep_metrics() {
   // The fields row_json writes: "perplexity" [[ppl per length] per seed], "attention" [[{...} per length] per seed],
   // "bits_per_byte" and "accuracy" [[x per length] per seed] (null in a row whose task has none), "learned" [per seed].
@@ -437,9 +373,10 @@ const std::vector<SweepMetric>& sweep_metrics() {
       {"attention_entropy", "attention entropy", "nats", false, "attention", "entropy_overall", "", "", 0.0,
        std::nullopt},
       {"bits_per_byte", "loss", "bits per byte", false, "bits_per_byte", "", "", "", 0.0, std::nullopt},
-      {"accuracy", "passkey accuracy", "%", false, "accuracy", "", "", "learned", 0.0, 1.0, 100.0},
-      {"accuracy_every_seed", "passkey accuracy, every seed (learned or not)", "%", false, "accuracy", "", "", "", 0.0,
-       1.0, 100.0, /*on_request=*/true}};
+      {"accuracy", "exact-match accuracy", "%", false, "accuracy", "", "", "learned", 0.0, 1.0, 100.0},
+      {"accuracy_every_seed", "exact-match accuracy, every seed (learned or not)", "%", false, "accuracy", "", "", "",
+       0.0, 1.0, 100.0, /*on_request=*/true},
+      {"token_accuracy", "per-token accuracy", "%", false, "token_accuracy", "", "", "", 0.0, 1.0, 100.0}};
   return metrics;
 }
 

@@ -56,6 +56,9 @@ struct SweepResultsRow {
   /// the train length, which says whether the seed learned the task); empty for every other row.
   std::vector<std::optional<double>> trained_accuracy;
   double learned_threshold = kLearnedAccuracy;  // the sweep's ([sweep] learned_threshold): learned() compares to it
+  /// [seed][length]: an algorithmic task's per-token accuracy (MethodResult::token_accuracy): "token_accuracy". Its
+  /// `accuracy` is then the exact match, which counts every seed (learned() is true for each seed with a value).
+  std::vector<std::vector<std::optional<double>>> token_accuracy;
 
   /// [length]: the mean and the std over the seeds (mean_std, train/sweep/sweep.h) of the perplexity, and of the
   /// mean attention distance (AttentionDiagnostics::mean_distance_overall); nullopt where no seed has a value.
@@ -87,6 +90,21 @@ struct SweepResultsRow {
   /// per byte, and passkey accuracy.
   bool has_bytes() const;
   bool has_accuracy() const;
+  /// Whether a seed and length has a per-token accuracy: the row's task is algorithmic.
+  bool has_token_accuracy() const;
+  /// [length]: the mean and std of the per-token accuracy over every seed: "token_accuracy_stats".
+  std::vector<std::optional<double>> token_accuracy_mean() const;
+  std::vector<std::optional<double>> token_accuracy_std() const;
+  /// Seed s's per-token accuracy at length j; nullopt where none.
+  std::optional<double> token_accuracy_at(std::size_t s, std::size_t j) const;
+  /// Seed s's score: the mean per-token accuracy over the lengths past the train length (Delétang et al.'s range
+  /// evaluation); nullopt where none has a value.
+  std::optional<double> score(std::size_t s) const;
+  /// The mean and std of the score over the seeds with one: "score_stats".
+  std::optional<std::pair<double, double>> score_stats() const;
+  /// The threshold learned() compares the first length's accuracy to: learned_threshold, or 0 for an algorithmic
+  /// row (its exact match counts every seed).
+  double accuracy_threshold() const { return has_token_accuracy() ? 0.0 : learned_threshold; }
 };
 
 /// A metric results.json rows hold per seed and evaluation length, drawn against length by `rpb plot`: sweep_metrics

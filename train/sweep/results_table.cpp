@@ -62,6 +62,7 @@ std::string protocol_line(const SweepResults& r, const std::string& task) {
 struct TaskRows {
   std::vector<const SweepResultsRow*> rows;
   bool bytes = false, accuracy = false;  // whether a row has text bytes, an accuracy
+  bool tokens = false;                   // whether a row has a per-token accuracy (an algorithmic task)
 };
 
 // The line under a task's table: "Task: markov (train length 64, 2 seeds, perplexity mean ± std); optimal ...".
@@ -180,6 +181,26 @@ std::string every_seed_table(const SweepResults& r, const TaskRows& t) {
                "not learn the task; the table above counts past the train length the seeds that did)\n";
 }
 
+// An algorithmic task's per-token accuracy in percent over every seed, its score first (the mean over the lengths
+// past the train length, Delétang et al.'s), then its exact match.
+std::string algorithmic_tables(const SweepResults& r, const TaskRows& t) {
+  const bool spread = r.seeds.size() > 1;
+  const auto tokens = [&](const SweepResultsRow& m) {
+    std::vector<std::string> out{fixed_cell(m.score_stats(), spread, 1, 100)};
+    for (std::string& c : fixed_cells(r, m.token_accuracy_mean(), m.token_accuracy_std(), 1, 100))
+      out.push_back(std::move(c));
+    return out;
+  };
+  const auto exact = [&](const SweepResultsRow& m) {
+    return fixed_cells(r, m.accuracy_every_seed_mean(), m.accuracy_every_seed_std(), 1, 100);
+  };
+  const std::string task = task_label(r.task_labels, t.rows.front()->task);
+  return rows_table(r, t, {"Score"}, "Token accuracy", tokens) + "\nToken accuracy: " + task +
+         " (per-token accuracy of the scored targets, % mean ± std over every seed; Score: its mean over the lengths "
+         "past the train length)\n" + rows_table(r, t, {}, "Exact match", exact) + "\nExact match: " + task +
+         " (the samples whose scored targets are all right: greedy decoding's answer, % mean ± std over every seed)\n";
+}
+
 }  // namespace
 
 std::string format_table(const SweepResult& r) { return format_table(sweep_results(r)); }
@@ -192,11 +213,16 @@ std::string format_table(const SweepResults& r) {
     tasks.back().rows.push_back(&m);
     tasks.back().bytes = tasks.back().bytes || m.has_bytes();
     tasks.back().accuracy = tasks.back().accuracy || m.has_accuracy();
+    tasks.back().tokens = tasks.back().tokens || m.has_token_accuracy();
   }
   std::string out;
   for (const TaskRows& t : tasks) {
     out += perplexity_table(r, t);
     if (t.bytes) out += bits_per_byte_table(r, t);
+    if (t.tokens) {
+      out += algorithmic_tables(r, t);
+      continue;
+    }
     if (t.accuracy) out += accuracy_table(r, t);
     if (t.accuracy && std::any_of(t.rows.begin(), t.rows.end(),
                                   [](const SweepResultsRow* m) { return m->has_unlearned_seed(); }))

@@ -221,6 +221,31 @@ std::string table(const SweepResults& r, const std::string& task, const std::vec
   return os.str();
 }
 
+// An algorithmic task's tables: per-token accuracy with the score (its mean past the training length) as a lead
+// column, then exact match, both over every seed.
+std::string algorithmic_tables(const SweepResults& r, const std::string& task,
+                               const std::vector<const SweepResultsRow*>& rows) {
+  const std::size_t columns = r.multipliers.size();
+  const bool with_std = r.seeds.size() > 1;
+  TableSpec tokens{"per-token accuracy (\\%)",
+                   " Score: the mean over the lengths past the training length (Del\\'etang et al.'s range "
+                   "evaluation). Every seed counts.",
+                   "-token-accuracy", "Token accuracy (\\%)", true, {"Score"}, {}, {}};
+  TableSpec exact{"exact match (\\%, greedy decoding of the answer)", " Every seed counts.", "-exact-match",
+                  "Exact match (\\%)", true, {}, std::vector<std::vector<std::string>>(rows.size()), {}};
+  for (const SweepResultsRow* row : rows) {
+    const auto score = row->score_stats();
+    tokens.lead.push_back({!score ? std::string("n/a")
+                           : with_std ? "$" + percent_text(score->first) + " \\pm " + percent_text(score->second) + "$"
+                                      : "$" + percent_text(score->first) + "$"});
+    tokens.cells.push_back(cells_of(row->token_accuracy_mean(), row->token_accuracy_std(), columns, with_std,
+                                    percent_text));
+    exact.cells.push_back(cells_of(row->accuracy_every_seed_mean(), row->accuracy_every_seed_std(), columns, with_std,
+                                   percent_text));
+  }
+  return '\n' + table(r, task, rows, tokens) + '\n' + table(r, task, rows, exact);
+}
+
 // A task's tables: perplexity, then bits per byte when a row has text bytes, and accuracy when a row has one.
 std::string task_tables(const SweepResults& r, const std::string& task) {
   const std::vector<const SweepResultsRow*> rows = rows_of(r, task);
@@ -262,6 +287,8 @@ std::string task_tables(const SweepResults& r, const std::string& task) {
   if (accuracy) ppl.measure = "perplexity of the answer tokens";
   std::string out = table(r, task, rows, ppl);
   if (bytes) out += '\n' + table(r, task, rows, bpb);
+  if (std::any_of(rows.begin(), rows.end(), [](const SweepResultsRow* m) { return m->has_token_accuracy(); }))
+    return out + algorithmic_tables(r, task, rows);
   if (accuracy) out += '\n' + table(r, task, rows, acc);
   if (accuracy && unlearned) out += '\n' + table(r, task, rows, every);
   return out;

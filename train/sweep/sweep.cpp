@@ -73,6 +73,10 @@ std::optional<double> MethodResult::accuracy_at(std::size_t s, std::size_t j) co
   return cell_or(accuracy, s, j, std::optional<double>());
 }
 
+std::optional<double> MethodResult::token_accuracy_at(std::size_t s, std::size_t j) const {
+  return cell_or(token_accuracy, s, j, std::optional<double>());
+}
+
 const std::vector<double>& MethodResult::depth_accuracy_at(std::size_t s, std::size_t j) const {
   static const std::vector<double> none;
   return cell_or(depth_accuracy, s, j, none);
@@ -100,6 +104,8 @@ std::vector<std::optional<double>> MethodResult::accuracy_column(std::size_t j) 
 
 bool MethodResult::has_bytes() const { return any_positive(bytes); }
 bool MethodResult::has_accuracy() const { return any_defined(accuracy); }
+
+bool MethodResult::has_token_accuracy() const { return any_defined(token_accuracy); }
 
 std::optional<std::pair<double, double>> mean_std(const std::vector<std::optional<double>>& v) {
   std::vector<double> x;
@@ -285,7 +291,7 @@ std::optional<double> train_length_accuracy(Run& trained) {
 
 // Appends one seed's evaluation, a LengthResult per length, to `row`: its lengths, and a row of each [seed][length].
 void add_seed(MethodResult& row, const std::vector<LengthResult>& results) {
-  for (auto* v : {&row.ppl, &row.nll, &row.accuracy}) v->emplace_back();
+  for (auto* v : {&row.ppl, &row.nll, &row.accuracy, &row.token_accuracy}) v->emplace_back();
   for (auto* v : {&row.tokens, &row.bytes, &row.samples_per_depth}) v->emplace_back();
   row.attention.emplace_back();
   row.depth_accuracy.emplace_back();
@@ -297,6 +303,7 @@ void add_seed(MethodResult& row, const std::vector<LengthResult>& results) {
     row.attention.back().push_back(r.attention);
     row.bytes.back().push_back(r.nll ? r.bytes : 0);
     row.accuracy.back().push_back(r.accuracy);
+    row.token_accuracy.back().push_back(r.token_accuracy);
     row.depth_accuracy.back().push_back(r.depth_accuracy);
     row.samples_per_depth.back().push_back(r.samples_per_depth);
     row.lengths.push_back(r.length);

@@ -66,6 +66,9 @@ struct MethodResult {
   double learned_threshold = kLearnedAccuracy;  // [sweep] learned_threshold: the accuracy that counts as learning
   /// [seed][length]: passkey's held-out samples per depth bin; 0 for the other tasks.
   std::vector<std::vector<int64_t>> samples_per_depth;
+  /// [seed][length]: an algorithmic task's per-token accuracy (LengthResult::token_accuracy; `accuracy` is then its
+  /// exact match, counted over every seed: learned_threshold 0); nullopt for the other tasks.
+  std::vector<std::vector<std::optional<double>>> token_accuracy;
   /// The perplexities at length j over the seeds.
   std::vector<std::optional<double>> column(std::size_t j) const;
   /// Seed s's bits per byte at length j (LengthResult::bits_per_byte); nullopt where nll is or bytes is 0.
@@ -78,11 +81,14 @@ struct MethodResult {
   /// result built without them).
   int64_t bytes_at(std::size_t s, std::size_t j) const;
   std::optional<double> accuracy_at(std::size_t s, std::size_t j) const;
+  std::optional<double> token_accuracy_at(std::size_t s, std::size_t j) const;
   const std::vector<double>& depth_accuracy_at(std::size_t s, std::size_t j) const;
   int64_t samples_per_depth_at(std::size_t s, std::size_t j) const;
   /// Whether a seed and length has text bytes (bits per byte), and whether one has an accuracy (a passkey task).
   bool has_bytes() const;
   bool has_accuracy() const;
+  /// Whether a seed and length has a per-token accuracy (an algorithmic task).
+  bool has_token_accuracy() const;
   /// The mean attention distance (over layers and heads) at length j over the seeds; nullopt where not measured.
   std::vector<std::optional<double>> distance_column(std::size_t j) const;
   /// The diagnostics of seed s at length j (empty where none were recorded).
