@@ -87,10 +87,11 @@ void apply_eval_options(RunConfig& cfg, const EvalOptions& o) {
   if (o.stride) apply_stride(cfg, *o.stride);
   if (o.tokens == 0) return;
   const data::HeldOut held_out = data::task_info(cfg.task.kind).held_out;
-  if (held_out == data::HeldOut::grids || held_out == data::HeldOut::samples)  // no token count to choose
+  if (held_out != data::HeldOut::eval_tokens && held_out != data::HeldOut::data)  // no token count to choose
     throw UsageError("eval --tokens applies to token streams; a " + cfg.task.kind + " run scores " +
-                     (held_out == data::HeldOut::grids ? "run.eval_tokens cells at every grid side"
-                                                       : "task.passkey_samples samples per tenth of depth"));
+                     (held_out == data::HeldOut::grids     ? "run.eval_tokens cells at every grid side"
+                      : held_out == data::HeldOut::samples ? "task.passkey_samples samples per tenth of depth"
+                                                           : "task.eval_samples samples at every length"));
   int64_t longest = 0;
   for (int64_t m : cfg.eval_multipliers) longest = std::max(longest, m * cfg.length);
   RPB_CHECK(o.tokens >= longest, "eval", "--tokens ", o.tokens, " is fewer than the longest length ", longest,

@@ -115,6 +115,9 @@ int cmd_generate(const GenerateRequest& r) {
   RPB_CHECK(cfg.dims() == 1, "generate", ref.file, ": a ", cfg.task.kind,
             " model predicts the cells of a grid, not a sequence; generate runs models of the 1-D tasks (",
             join(data::task_names(1), ", "), ")");
+  RPB_CHECK(cfg.model.causal, "generate", ref.file, ": a bidirectional model (model.causal = false, the encoder "
+            "framing of ", cfg.task.kind, ") reads its whole input at once and answers at blanks in one forward; "
+            "generate decodes a causal model token by token. rpb eval scores it");
   cfg.task.kjv_path = r.kjv_path;  // the user's text, never the path stored in the file; nothing is written
   cfg.task.generate_missing = false;
   RunConfig sized = cfg;  // the estimate of one forward over the whole generated sequence

@@ -327,7 +327,7 @@ TEST_CASE("algorithmic tasks: draws follow the references' distributions") {
   CHECK(first > 4 * std::max(last, 1));
 }
 
-TEST_CASE("algorithmic tasks: held-out samples are fixed by the seed, split and length; the curriculum resumes") {
+TEST_CASE("algorithmic tasks: held-out samples are fixed by the seed, split and length, and the curriculum resumes") {
   data::TaskOptions o;
   o.kind = "duplicate_string";
   o.eval_samples = 6;
@@ -492,4 +492,40 @@ TEST_CASE("algorithmic sweep: token accuracy with its score, exact match, in the
   const std::string tex = rpb::testing::file_text((dir.path / "results" / "results.tex").string());
   CHECK(contains(tex, "Token accuracy (\\%)"));
   CHECK(contains(tex, "Exact match (\\%)"));
+}
+
+TEST_CASE("algorithmic tasks on the command line: train, eval's table and score, its refusals and settings") {
+  rpb::testing::TempDir dir("algorithmic_cli");
+  const std::string config = dir.file("copy.toml");
+  std::ofstream(config) << "[run]\nname = \"copy\"\nout_dir = \"" << dir.path.string()
+                        << "\"\nsteps = 10\nbatch = 4\nlength = 4\nlog_every = 5\neval_multipliers = [1, 2]\n"
+                           "[model]\nd_model = 16\nheads = 2\nlayers = 1\nd_ff = 32\n[position]\nscheme = \"rope\"\n"
+                           "randomized = true\nrandomized_max = 64\n[task]\nkind = \"copy\"\nalphabet = 10\n"
+                           "eval_samples = 8\n";
+  auto r = rpb::testing::run_rpb("train " + config);
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  const std::string run = (dir.path / "copy").string();
+  r = rpb::testing::run_rpb("eval " + run + " --no-record");
+  REQUIRE_MESSAGE(r.code == 0, r.out);
+  CHECK(contains(r.out, "| length | x train | NLL (nats) | perplexity | token accuracy (%) | exact match (%) |"));
+  CHECK(contains(r.out, "per-token accuracy, the mean over the lengths past training"));
+  CHECK(contains(r.out, "8 samples at each length"));
+  // Evaluation draws the positions per batch, seeded by its tokens: the same numbers twice.
+  CHECK(rpb::testing::run_rpb("eval " + run + " --no-record").out == r.out);
+  const auto contiguous = rpb::testing::run_rpb("eval " + run + " --no-record --contiguous-eval");
+  CHECK(contiguous.code == 0);
+  CHECK(contiguous.out != r.out);
+  // A bidirectional model does not generate: refused before anything is printed.
+  std::ofstream(dir.file("reverse.toml")) << "[run]\nname = \"rev\"\nout_dir = \"" << dir.path.string()
+                                          << "\"\nsteps = 2\nbatch = 4\nlength = 4\neval_multipliers = [1]\n"
+                                             "[model]\ncausal = false\nd_model = 16\nheads = 2\nlayers = 1\n"
+                                             "d_ff = 32\n[task]\nkind = \"reverse_string\"\neval_samples = 4\n";
+  REQUIRE(rpb::testing::run_rpb("train " + dir.file("reverse.toml")).code == 0);
+  const auto generated = rpb::testing::run_rpb("generate " + (dir.path / "rev").string() + " --prompt \"0 1\"");
+  CHECK(generated.code == 1);
+  CHECK(contains(generated.out, "a bidirectional model (model.causal = false, the encoder framing of reverse_string)"));
+  // A token count does not apply: every length scores task.eval_samples samples.
+  r = rpb::testing::run_rpb("eval " + run + " --tokens 100");
+  CHECK(r.code == 2);
+  CHECK(contains(r.out, "eval --tokens applies to token streams; a copy run scores task.eval_samples samples"));
 }

@@ -192,7 +192,7 @@ TEST_CASE("randomized positions: a relative scheme is blind to a shift of every 
   }
 }
 
-TEST_CASE("randomized positions: training forwards draw and resume; evaluation draws per batch, or reads 0..T-1") {
+TEST_CASE("randomized positions: training forwards draw and resume, evaluation draws per batch or reads 0..T-1") {
   Generator gen(10);
   TransformerOptions o = options("rope", true);
   o.position.randomized = true;
