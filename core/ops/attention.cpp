@@ -447,9 +447,9 @@ void attention_backward(const Saved& s, const Tensor& grad, InputGrads& gi) {
 
 // The shapes and flags of a call on CUDA (core/cuda/kernels/attention.h); a line only.
 cuda::AttentionCall cuda_call(const Geometry& g) {
-  RPB_CHECK(g.line, "fused_attention", "a bias over a grid or at explicit positions has no CUDA kernel: on a GPU, "
-            "window attention and randomized positions attend through the composite path (nn/window_attention.cpp, "
-            "nn/attention.cpp)");
+  RPB_CHECK(g.line, "fused_attention", "a bias over a grid has no CUDA kernel (nor one at explicit positions): on a "
+            "GPU, window attention and randomized positions attend through the composite path "
+            "(nn/window_attention.cpp, nn/attention.cpp)");
   cuda::AttentionCall c;
   c.B = g.B, c.H = g.H, c.Tq = g.Tq, c.Tk = g.Tk, c.dh = g.dh, c.R = g.R, c.G = g.G;
   c.in_row = g.in_row, c.out_row = g.out_row, c.q_offset = g.spec.q_offset, c.block = g.spec.block;
