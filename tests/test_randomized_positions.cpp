@@ -40,7 +40,7 @@ double chi_square_bound(double df) {
 
 // The attention tests' models (tests/path_models.h), with 512 learned positions (the positions below reach 127) and
 // tables and MLPs of std 0.5: a value read at the wrong position shows.
-TransformerOptions options(const std::string& scheme, bool fused, bool causal = true) {
+TransformerOptions randomized_options(const std::string& scheme, bool fused, bool causal = true) {
   TransformerOptions o = rpb::testing::path_model_options(scheme, causal, fused);
   o.position.max_positions = 512;
   o.position.fire_length = 16;
@@ -152,7 +152,7 @@ TEST_CASE("randomized positions: every 1-D scheme reads explicit positions alike
       std::vector<Tensor> logits, grads;
       for (const bool fused : {true, false}) {
         Generator gen(9);
-        LanguageModel lm(options(scheme, fused, causal), gen);
+        LanguageModel lm(randomized_options(scheme, fused, causal), gen);
         const Tensor l = lm.forward_at(tokens, at);
         backward(cross_entropy(l, targets));
         logits.push_back(l.detach());
@@ -179,7 +179,7 @@ TEST_CASE("randomized positions: a relative scheme is blind to a shift of every 
   for (const std::string& scheme : scheme_names(1)) {
     INFO("scheme: ", scheme);
     Generator gen(9);
-    LanguageModel lm(options(scheme, true), gen);
+    LanguageModel lm(randomized_options(scheme, true), gen);
     lm.eval();
     NoGradGuard no_grad;
     const double moved = max_error(lm.forward_at(tokens, shifted), lm.forward_at(tokens, at));
@@ -194,7 +194,7 @@ TEST_CASE("randomized positions: a relative scheme is blind to a shift of every 
 
 TEST_CASE("randomized positions: training forwards draw and resume, evaluation draws per batch or reads 0..T-1") {
   Generator gen(10);
-  TransformerOptions o = options("rope", true);
+  TransformerOptions o = randomized_options("rope", true);
   o.position.randomized = true;
   o.position.randomized_max = 64;
   LanguageModel lm(o, gen);
@@ -211,7 +211,7 @@ TEST_CASE("randomized positions: training forwards draw and resume, evaluation d
   const Tensor e = lm.forward(tokens);
   CHECK(e.to_vector() == lm.forward(tokens).to_vector());
   Generator same(10), again(10);  // the same initial weights: randomized positions change no parameter
-  LanguageModel plain(options("rope", true), same);
+  LanguageModel plain(randomized_options("rope", true), same);
   plain.eval();
   CHECK(max_error(e, plain.forward(tokens)) > 1e-4);
   o.position.contiguous_eval = true;  // evaluation at 0 .. T - 1
@@ -229,7 +229,7 @@ TEST_CASE("randomized positions: training forwards draw and resume, evaluation d
 
 namespace randomized_positions_test {
 
-std::string config_error(const std::string& text) {
+std::string randomized_config_error(const std::string& text) {
   rpb::testing::TempDir tmp("randomized_config");
   const std::string path = tmp.file("run.toml");
   std::ofstream(path) << text;
@@ -240,24 +240,24 @@ std::string config_error(const std::string& text) {
 }  // namespace randomized_positions_test
 
 TEST_CASE("randomized positions: the config refuses what cannot work, naming the key") {
-  CHECK(randomized_positions_test::config_error("[position]\nscheme = \"rope\"\nrandomized = true\n").empty());
-  CHECK(contains(randomized_positions_test::config_error("[position]\nscheme = \"none\"\nrandomized = true\n"),
+  CHECK(randomized_positions_test::randomized_config_error("[position]\nscheme = \"rope\"\nrandomized = true\n").empty());
+  CHECK(contains(randomized_positions_test::randomized_config_error("[position]\nscheme = \"none\"\nrandomized = true\n"),
                  "position.randomized = true: invalid for scheme none: randomized = true applies to the"));
-  CHECK(contains(randomized_positions_test::config_error("[position]\nscheme = \"rope\"\nrandomized_max = 512\n"),
+  CHECK(contains(randomized_positions_test::randomized_config_error("[position]\nscheme = \"rope\"\nrandomized_max = 512\n"),
                  "randomized_max = 512 is the range randomized positions are drawn from, and randomized is false"));
-  CHECK(contains(randomized_positions_test::config_error(
+  CHECK(contains(randomized_positions_test::randomized_config_error(
                      "[position]\nscheme = \"learned\"\nrandomized = true\nmax_positions = 1024\n"),
                  "max_positions 1024 must hold every position randomized positions draw, randomized_max = 2048"));
-  CHECK(contains(randomized_positions_test::config_error("[position]\nscheme = \"rope\"\ncontiguous_eval = true\n"),
+  CHECK(contains(randomized_positions_test::randomized_config_error("[position]\nscheme = \"rope\"\ncontiguous_eval = true\n"),
                  "contiguous_eval = true applies to randomized positions, and randomized is false"));
   // The reference draws at evaluation too: the longest evaluation sample must fit in L_max, or evaluate contiguously.
   const std::string longer = "[run]\nlength = 64\neval_multipliers = [1, 8]\neval_tokens = 512\n[position]\n"
                              "scheme = \"t5\"\nrandomized = true\nrandomized_max = 256\n";
-  CHECK(contains(randomized_positions_test::config_error(longer),
+  CHECK(contains(randomized_positions_test::randomized_config_error(longer),
                  "position.randomized_max = 256: an evaluation sample of 512 tokens (8 x run.length 64) draws as many "
                  "distinct positions, as the reference evaluates"));
-  CHECK(randomized_positions_test::config_error(longer + "contiguous_eval = true\n").empty());
-  CHECK(contains(randomized_positions_test::config_error(
+  CHECK(randomized_positions_test::randomized_config_error(longer + "contiguous_eval = true\n").empty());
+  CHECK(contains(randomized_positions_test::randomized_config_error(
                      "[run]\nlength = 64\n[position]\nscheme = \"t5\"\nrandomized = true\nrandomized_max = 32\n"),
                  "position.randomized_max = 32: a training sample of 64 tokens (run.length 64) draws as many "
                  "distinct positions: expected at least that, found 32"));

@@ -16,7 +16,7 @@ namespace {
 
 constexpr uint64_t kAlgorithmicSamplerSalt = 0x5eed'a160'0000'0003ull;
 // The held-out samples whose attention is diagnosed at every length.
-constexpr int64_t kDiagnosedSamples = 64;
+constexpr int64_t kAlgorithmicDiagnosedSamples = 64;
 
 class AlgorithmicWorkload final : public SequenceWorkload<data::AlgorithmicSampler> {
  public:
@@ -61,7 +61,7 @@ class AlgorithmicWorkload final : public SequenceWorkload<data::AlgorithmicSampl
         r.token_accuracy = static_cast<double>(s.correct) / static_cast<double>(s.tokens);
         if (config_.eval_diagnostics && split == data::Split::test) {
           if (progress) progress->measuring_attention();
-          r.attention = diagnostics(inputs, scored, std::min(inputs.size(0), kDiagnosedSamples));
+          r.attention = diagnostics(inputs, scored, std::min(inputs.size(0), kAlgorithmicDiagnosedSamples));
         }
       }
       out.push_back(std::move(r));

@@ -35,8 +35,8 @@ namespace {
 
 using namespace algorithmic_detail;
 
-constexpr uint64_t kHeldOutStream = 0xA160'4E59'0000'0000ull;
-constexpr uint64_t kBatchStream = 0xA160'0000'0000'0001ull;
+constexpr uint64_t kAlgorithmicHeldOutStream = 0xA160'4E59'0000'0000ull;
+constexpr uint64_t kAlgorithmicBatchStream = 0xA160'0000'0000'0001ull;
 
 }  // namespace
 
@@ -169,7 +169,7 @@ void AlgorithmicTask::sample(int64_t length, Generator& gen, AlgorithmicSample& 
 
 void AlgorithmicTask::held_out(Split split, int64_t length, Tensor& inputs, Tensor& targets,
                                std::vector<uint8_t>& scored) const {
-  Generator gen(derive_seed(derive_seed(seed_, kHeldOutStream + static_cast<uint64_t>(split)),
+  Generator gen(derive_seed(derive_seed(seed_, kAlgorithmicHeldOutStream + static_cast<uint64_t>(split)),
                             static_cast<uint64_t>(length)));
   std::vector<AlgorithmicSample> samples(static_cast<std::size_t>(eval_samples_));
   for (AlgorithmicSample& s : samples) sample(length, gen, s);
@@ -177,7 +177,7 @@ void AlgorithmicTask::held_out(Split split, int64_t length, Tensor& inputs, Tens
 }
 
 AlgorithmicSampler::AlgorithmicSampler(const AlgorithmicTask& task, int64_t batch, int64_t max_length, uint64_t seed)
-    : task_(&task), batch_(batch), max_length_(max_length), rng_(derive_seed(seed, kBatchStream)) {
+    : task_(&task), batch_(batch), max_length_(max_length), rng_(derive_seed(seed, kAlgorithmicBatchStream)) {
   RPB_CHECK(batch >= 1, "batches", "batch must be >= 1, got ", batch);
   RPB_CHECK(max_length >= task.min_length(), "batches", "run.length ", max_length, " is below task.min_length ",
             task.min_length());
