@@ -99,14 +99,12 @@ Scored scored_kind(const EvalRecord& r) {
   return any([](const LengthResult& l) { return l.accuracy.has_value(); }) ? Scored::retrieval : Scored::tokens;
 }
 
-// The mean of the algorithmic task's per-token accuracy over the lengths past training (multiplier > 1; Delétang et
-// al.'s score), or nullopt where no such length ran.
+// The algorithmic task's score: its per-token accuracy's mean over the lengths past training (past_training_mean).
 std::optional<double> length_score(const EvalRecord& r) {
-  double sum = 0;
-  int64_t n = 0;
-  for (const LengthResult& l : r.lengths)
-    if (l.multiplier > 1 && l.token_accuracy) sum += *l.token_accuracy, ++n;
-  return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
+  std::vector<std::optional<double>> values;
+  std::vector<int64_t> multipliers;
+  for (const LengthResult& l : r.lengths) values.push_back(l.token_accuracy), multipliers.push_back(l.multiplier);
+  return past_training_mean(values, multipliers);
 }
 
 void print_caption(const EvalRecord& r, Scored kind, std::ostream& out) {

@@ -8,6 +8,15 @@
 
 namespace rpb {
 
+/// One step of splitmix64 (Steele, Lea and Flood 2014): advances `state` by the golden gamma and returns its
+/// finalizer's mix of it. Seeds the generator below; derived seeds and hashes of ids are built from it.
+inline uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 /// Deterministic across runs and platforms: the same seed gives the same stream,
 /// and state()/set_state() resume it exactly (checkpoints store the state).
 ///

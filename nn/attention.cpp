@@ -53,6 +53,10 @@ Tensor composite_mask(bool causal, const Tensor& key_padding_mask, int64_t B, in
   return both;
 }
 
+// Whether the fused kernel on x's device reads `bias`: the CUDA kernel reads no bias at explicit positions, which the
+// composite path expands there (full_bias).
+bool kernel_reads(const PositionBias& bias, const Tensor& x) { return bias.relative.positions.empty() || !x.is_cuda(); }
+
 }  // namespace
 
 Tensor full_bias(const RelativeBias& bias, int64_t q_len, int64_t k_len, int64_t q_offset, DType dtype) {
@@ -125,9 +129,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionPositions& po
   const Tensor packed = reshape(qkv->forward(x), {B, T, 3, heads_, head_dim_});  // a view of the (B, T, 3d) output
   Tensor h;  // (B, T, H, dh)
   RPB_CHECK(!pos.at || !cache, "attention", "explicit positions (randomized, a training forward's) take no KV cache");
-  // The CUDA kernel reads no bias at explicit positions: the composite path does there (full_bias).
-  const bool explicit_on_cuda = !pos.bias.relative.positions.empty() && x.is_cuda();
-  if (!cache && !pos.rotary && uses_fused() && !pos.bias.full.defined() && !stats_ && !explicit_on_cuda) {
+  if (!cache && !pos.rotary && uses_fused() && !pos.bias.full.defined() && !stats_ && kernel_reads(pos.bias, x)) {
     h = attend_packed(packed, pos, key_padding_mask);
   } else {
     h = permute(attend_heads(split_heads(packed, pos, offset, cache), pos, key_padding_mask, offset), {0, 2, 1, 3});
@@ -188,8 +190,7 @@ Tensor MultiHeadAttention::attend_heads(const Heads& h, const AttentionPositions
     in.causal = causal_, in.q_offset = offset, in.key_padding = key_padding_mask, in.block = pos.block;
     accumulate_attention_stats(in, *stats_);
   }
-  const bool explicit_on_cuda = !bias.relative.positions.empty() && h.q.is_cuda();
-  if (uses_fused() && !bias.full.defined() && !explicit_on_cuda) {  // the CPU or CUDA (core/ops/attention.cpp, cuda/)
+  if (uses_fused() && !bias.full.defined() && kernel_reads(bias, h.q)) {  // on the CPU or CUDA (core/ops/attention.cpp)
     AttentionSpec spec{scale_, causal_, offset};
     spec.block = pos.block;
     return fused_attention(h.q, h.k, h.v, bias.relative, key_padding_mask, Tensor(), spec);

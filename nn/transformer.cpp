@@ -131,11 +131,8 @@ uint64_t batch_seed(const Tensor& tokens) {
   const Tensor host = tokens.to(Device::cpu);
   uint64_t h = 0x9E3779B97F4A7C15ull;
   const auto mix = [&](uint64_t v) {
-    h += v + 0x9E3779B97F4A7C15ull;
-    uint64_t z = h;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    h = z ^ (z >> 31);
+    uint64_t state = h + v;
+    h = splitmix64(state);
   };
   mix(static_cast<uint64_t>(host.size(0)));
   mix(static_cast<uint64_t>(host.size(1)));
@@ -211,14 +208,16 @@ int64_t LanguageModel::parameter_count(const TransformerOptions& o) {
 Tensor LanguageModel::forward(const Tensor& tokens, KVCache* cache) const {
   RPB_CHECK(!cache || options().causal, "model", "a KV cache needs causal attention: a bidirectional model (causal = "
             "false) reads every token at once");
-  const Tensor h = hidden(tokens, Tensor(), cache);  // (B, T, d)
+  return logits(hidden(tokens, Tensor(), cache));
+}
+
+Tensor LanguageModel::logits(const Tensor& h) const {
   return head ? head->forward(h) : linear(h, tok->weight);  // tied: the embedding is the (vocab, d) weight
 }
 
 Tensor LanguageModel::forward_at(const Tensor& tokens, std::shared_ptr<const std::vector<int64_t>> at) const {
   RPB_CHECK(at != nullptr, "model", "forward_at needs the positions");
-  const Tensor h = hidden(tokens, Tensor(), nullptr, std::move(at));  // (B, T, d)
-  return head ? head->forward(h) : linear(h, tok->weight);
+  return logits(hidden(tokens, Tensor(), nullptr, std::move(at)));
 }
 
 Tensor LanguageModel::loss(const Tensor& tokens, const Tensor& targets) const {

@@ -150,6 +150,10 @@ class LanguageModel : public TransformerStack {
   Tensor loss(const Tensor& tokens, const Tensor& targets) const;
 
   std::shared_ptr<Linear> head;  // only when the head is untied
+
+ private:
+  /// hidden states (B, T, d) -> logits (B, T, vocab): the head, or the tied token embedding.
+  Tensor logits(const Tensor& h) const;
 };
 
 /// A bidirectional encoder: tokens -> hidden states, with an optional key padding mask.

@@ -35,6 +35,18 @@ inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
+/// max |a - b| / max(1, max |b|): the error of `a` relative to the reference `b`'s scale (two tensors of one shape).
+inline double scaled_error(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const std::vector<double> x = a.to_vector(), y = b.to_vector();
+  double worst = 0, scale = 1;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    worst = std::max(worst, std::abs(x[i] - y[i]));
+    scale = std::max(scale, std::abs(y[i]));
+  }
+  return worst / scale;
+}
+
 /// True when no element is NaN or infinite.
 inline bool all_finite(const Tensor& t) {
   for (const double v : t.to_vector())

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "config_errors.h"
 #include "test_util.h"
 #include "train/config/config.h"
 #include "train/data/algorithmic.h"
@@ -19,6 +20,7 @@
 
 using namespace rpb;
 using namespace rpb::testing;
+using rpb::testing::config_file_error;
 
 namespace algorithmic_test {
 
@@ -183,7 +185,8 @@ void check_framed_samples(const std::string& name, int64_t length, data::Framing
   data::TaskOptions o;
   o.kind = name;
   o.alphabet = name == "mqar" ? 64 : 0;  // a small vocabulary keeps mqar's repeats in view
-  const data::AlgorithmicTask task(o, framing);
+  o.causal = framing == data::Framing::decoder;
+  const data::AlgorithmicTask task(o);
   const int64_t a = task.alphabet();
   Generator gen(static_cast<uint64_t>(length));
   for (int i = 0; i < samples; ++i) {
@@ -333,7 +336,8 @@ TEST_CASE("algorithmic tasks: held-out samples are fixed by the seed, split and 
   o.kind = "duplicate_string";
   o.eval_samples = 6;
   o.min_length = 2;
-  const data::AlgorithmicTask task(o, data::Framing::encoder);
+  o.causal = false;  // the encoder framing
+  const data::AlgorithmicTask task(o);
   CHECK(task.vocab() == 2 + data::kFramingTokens);
   CHECK(task.entropy_rate() == 0.0);
   Tensor x1, y1, x2, y2;
@@ -394,49 +398,40 @@ TEST_CASE("algorithmic scores: per-token accuracy pooled, exact match per sample
 TEST_CASE("algorithmic tasks: a framing its spec lacks is refused, naming the task and the literature's") {
   data::TaskOptions o;
   o.kind = "mqar";
-  CHECK(contains(error_of([&] { data::AlgorithmicTask(o, data::Framing::encoder); }),
+  o.causal = false;  // the encoder framing
+  CHECK(contains(error_of([&] { data::AlgorithmicTask task(o); }),
                  "task.kind mqar has no encoder framing (model.causal = false); its literature trains it in the "
                  "decoder's"));
   o.kind = "markov";
-  CHECK(contains(error_of([&] { data::AlgorithmicTask(o, data::Framing::decoder); }), "not an algorithmic task"));
+  o.causal = true;
+  CHECK(contains(error_of([&] { data::AlgorithmicTask task(o); }), "not an algorithmic task"));
 }
 
-namespace algorithmic_test {
-
-std::string algorithmic_config_error(const std::string& text) {
-  TempDir tmp("algorithmic_config");
-  const std::string path = tmp.file("run.toml");
-  std::ofstream(path) << text;
-  const std::string e = error_of([&] { load_config(path); });
-  return e.rfind(path, 0) == 0 ? std::string("F").append(e, path.size()) : e;
-}
-
-}  // namespace algorithmic_test
 
 TEST_CASE("algorithmic config: model.causal against the task and the scheme, the lengths, the keys written") {
   const std::string encoder = "[model]\ncausal = false\n[task]\nkind = \"reverse_string\"\n";
-  CHECK(algorithmic_config_error(encoder).empty());
-  CHECK(contains(algorithmic_config_error("[model]\ncausal = false\n[task]\nkind = \"markov\"\n"),
+  CHECK(config_file_error(encoder).empty());
+  CHECK(contains(config_file_error("[model]\ncausal = false\n[task]\nkind = \"markov\"\n"),
                  "F:2:10: model.causal = false: false asks for a bidirectional model, and the markov task predicts "
                  "each next token, which a bidirectional model would read: expected true; the tasks with an encoder "
                  "framing are parity_check, modular_arithmetic"));
-  CHECK(contains(algorithmic_config_error("[model]\ncausal = false\n[task]\nkind = \"flip_flop\"\n"),
+  CHECK(contains(config_file_error("[model]\ncausal = false\n[task]\nkind = \"flip_flop\"\n"),
                  "the flip_flop task has no encoder framing (its literature trains it in the decoder's)"));
-  CHECK(contains(algorithmic_config_error(encoder + "[position]\nscheme = \"fire\"\n"),
+  CHECK(contains(config_file_error(encoder + "[position]\nscheme = \"fire\"\n"),
                  "position.scheme = \"fire\": fire has no bidirectional form, which model.causal = false asks for: its "
                  "normaliser"));
   // A causal model takes fire on the same task.
-  CHECK(algorithmic_config_error("[task]\nkind = \"reverse_string\"\n[position]\nscheme = \"fire\"\n").empty());
-  CHECK(contains(algorithmic_config_error("[run]\nlength = 8\n[task]\nkind = \"copy\"\nmin_length = 9\n"),
+  CHECK(config_file_error("[task]\nkind = \"reverse_string\"\n[position]\nscheme = \"fire\"\n").empty());
+  CHECK(contains(config_file_error("[run]\nlength = 8\n[task]\nkind = \"copy\"\nmin_length = 9\n"),
                  "task.min_length = 9: is the shortest training length and run.length the longest: expected at most "
                  "8, found 9"));
-  CHECK(contains(algorithmic_config_error("[task]\nkind = \"flip_flop\"\nmin_length = 1\n"),
+  CHECK(contains(config_file_error("[task]\nkind = \"flip_flop\"\nmin_length = 1\n"),
                  "task.min_length = 1: the flip_flop task takes lengths of at least 2 (0: its shortest), found 1"));
-  CHECK(contains(algorithmic_config_error("[run]\nlength = 8\neval_multipliers = [1, 4]\n[task]\nkind = \"mqar\"\n"
+  CHECK(contains(config_file_error("[run]\nlength = 8\neval_multipliers = [1, 4]\n[task]\nkind = \"mqar\"\n"
                                           "alphabet = 40\n"),
                  "a mqar sample of that length needs more than task.alphabet = 40 holds (at most length 19)"));
   // A learned table holds a whole sample: duplicate_string at run.length 20 reads 60 tokens.
-  CHECK(contains(algorithmic_config_error("[run]\nlength = 20\n[model]\ncausal = false\n[position]\n"
+  CHECK(contains(config_file_error("[run]\nlength = 20\n[model]\ncausal = false\n[position]\n"
                                           "scheme = \"learned\"\nmax_positions = 40\n[task]\n"
                                           "kind = \"duplicate_string\"\n"),
                  "the learned table needs at least 60 positions for run.length = 20 (a duplicate_string sample), got "
@@ -483,7 +478,8 @@ TEST_CASE("algorithmic sweep: token accuracy with its score, exact match, in the
       REQUIRE(row.token_accuracy[s].size() == 3);
       for (std::size_t j = 0; j < 3; ++j) CHECK(row.token_accuracy[s][j] == r.rows[i].token_accuracy[s][j]);
       // The score: the mean over the lengths past the train length.
-      CHECK(*row.score(s) == doctest::Approx((*row.token_accuracy[s][1] + *row.token_accuracy[s][2]) / 2));
+      const double past = (*row.token_accuracy[s][1] + *row.token_accuracy[s][2]) / 2;
+      CHECK(*row.score(s, json.multipliers) == doctest::Approx(past));
     }
     CHECK(row.learned() == std::vector<bool>{true, true});
   }

@@ -14,26 +14,16 @@
 #include "nn/transformer.h"
 #include "path_models.h"
 #include "scheme_cases.h"
+#include "tensor_checks.h"
 #include "test_util.h"
 
 using namespace rpb;
 using namespace rpb::nn;
 using rpb::testing::contains;
 using rpb::testing::error_of;
+using rpb::testing::scaled_error;
 
 namespace {
-
-// max |a - b| / max(1, max |b|): the error relative to the reference's scale.
-double scaled_error(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  const std::vector<double> x = a.to_vector(), y = b.to_vector();
-  double worst = 0, scale = 1;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    worst = std::max(worst, std::abs(x[i] - y[i]));
-    scale = std::max(scale, std::abs(y[i]));
-  }
-  return worst / scale;
-}
 
 bool bit_identical(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() &&

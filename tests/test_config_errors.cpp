@@ -4,24 +4,12 @@
 
 #include <fstream>
 
+#include "config_errors.h"
 #include "test_util.h"
 #include "train/config/config.h"
 
 using namespace rpb;
 using namespace rpb::testing;  // TempDir, error_of
-
-namespace {
-
-// The error of loading `text` from a file, with the file's path replaced by "F".
-std::string config_file_error(const std::string& text) {
-  TempDir tmp("config_errors");
-  const std::string path = tmp.file("run.toml");
-  std::ofstream(path) << text;
-  const std::string e = error_of([&] { load_config(path); });
-  return e.rfind(path, 0) == 0 ? std::string("F").append(e, path.size()) : e;
-}
-
-}  // namespace
 
 TEST_CASE("config range errors name file:line:column, the key, the value and what was expected") {
   // lr <= 0

@@ -14,6 +14,8 @@
 #include "nn/attention.h"
 #include "nn/transformer.h"
 #include "path_models.h"
+#include "tensor_checks.h"
+#include "config_errors.h"
 #include "test_util.h"
 #include "train/config/config.h"
 
@@ -21,6 +23,8 @@ using namespace rpb;
 using namespace rpb::nn;
 using rpb::testing::contains;
 using rpb::testing::error_of;
+using rpb::testing::config_file_error;
+using rpb::testing::scaled_error;
 
 namespace randomized_positions_test {
 
@@ -50,17 +54,6 @@ TransformerOptions randomized_options(const std::string& scheme, bool fused, boo
 
 std::shared_ptr<const std::vector<int64_t>> positions(std::vector<int64_t> v) {
   return std::make_shared<const std::vector<int64_t>>(std::move(v));
-}
-
-double max_error(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  const std::vector<double> x = a.to_vector(), y = b.to_vector();
-  double worst = 0, scale = 1;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    worst = std::max(worst, std::abs(x[i] - y[i]));
-    scale = std::max(scale, std::abs(y[i]));
-  }
-  return worst / scale;
 }
 
 }  // namespace randomized_positions_test
@@ -123,9 +116,9 @@ TEST_CASE("randomized positions: the fused kernel at explicit positions equals t
     const Tensor mask = causal ? causal_mask(T, T, 0) : Tensor();
     const Tensor ref = scaled_dot_product_attention(q, k, v, full, mask, 0.5);
     backward(sum(mul(ref, g)));
-    CHECK(max_error(out, ref) <= 1e-5);
+    CHECK(scaled_error(out, ref) <= 1e-5);
     const std::vector<Tensor> ref_grads{q.grad(), k.grad(), v.grad(), table.grad()};
-    for (std::size_t i = 0; i < ref_grads.size(); ++i) CHECK(max_error(fused_grads[i], ref_grads[i]) <= 1e-5);
+    for (std::size_t i = 0; i < ref_grads.size(); ++i) CHECK(scaled_error(fused_grads[i], ref_grads[i]) <= 1e-5);
   }
   // Positions that do not ascend, or do not match the tokens, are refused.
   const Tensor q = randn({1, 1, 3, 2}, gen);
@@ -161,12 +154,12 @@ TEST_CASE("randomized positions: every 1-D scheme reads explicit positions alike
         // The explicit positions 0 .. T - 1 are the plain forward's.
         lm.eval();
         NoGradGuard no_grad;
-        CHECK(max_error(lm.forward_at(tokens, positions(plain)), lm.forward(tokens)) <= 1e-6);
+        CHECK(scaled_error(lm.forward_at(tokens, positions(plain)), lm.forward(tokens)) <= 1e-6);
       }
-      CHECK(max_error(logits[0], logits[1]) <= 1e-5);
+      CHECK(scaled_error(logits[0], logits[1]) <= 1e-5);
       REQUIRE(grads.size() % 2 == 0);
       const std::size_t half = grads.size() / 2;
-      for (std::size_t i = 0; i < half; ++i) CHECK(max_error(grads[i], grads[half + i]) <= 1e-4);
+      for (std::size_t i = 0; i < half; ++i) CHECK(scaled_error(grads[i], grads[half + i]) <= 1e-4);
     }
   }
 }
@@ -182,7 +175,7 @@ TEST_CASE("randomized positions: a relative scheme is blind to a shift of every 
     LanguageModel lm(randomized_options(scheme, true), gen);
     lm.eval();
     NoGradGuard no_grad;
-    const double moved = max_error(lm.forward_at(tokens, shifted), lm.forward_at(tokens, at));
+    const double moved = scaled_error(lm.forward_at(tokens, shifted), lm.forward_at(tokens, at));
     const SchemeInfo& info = *find_scheme(scheme, 1);
     // FIRE's normaliser reads the query's position itself, the absolute schemes their rows; xPos's centre cancels
     // between a query's scale and a key's.
@@ -213,11 +206,11 @@ TEST_CASE("randomized positions: training forwards draw and resume, evaluation d
   Generator same(10), again(10);  // the same initial weights: randomized positions change no parameter
   LanguageModel plain(randomized_options("rope", true), same);
   plain.eval();
-  CHECK(max_error(e, plain.forward(tokens)) > 1e-4);
+  CHECK(scaled_error(e, plain.forward(tokens)) > 1e-4);
   o.position.contiguous_eval = true;  // evaluation at 0 .. T - 1
   LanguageModel contiguous(o, again);
   contiguous.eval();
-  CHECK(max_error(contiguous.forward(tokens), plain.forward(tokens)) <= 1e-6);
+  CHECK(scaled_error(contiguous.forward(tokens), plain.forward(tokens)) <= 1e-6);
   o.position.contiguous_eval = false;
   o.position.randomized_max = 8;
   LanguageModel short_range(o, gen);
@@ -227,37 +220,26 @@ TEST_CASE("randomized positions: training forwards draw and resume, evaluation d
                  "an evaluation sequence of 10 tokens needs as many positions of the position.randomized_max = 8"));
 }
 
-namespace randomized_positions_test {
-
-std::string randomized_config_error(const std::string& text) {
-  rpb::testing::TempDir tmp("randomized_config");
-  const std::string path = tmp.file("run.toml");
-  std::ofstream(path) << text;
-  const std::string e = error_of([&] { load_config(path); });
-  return e.rfind(path, 0) == 0 ? std::string("F").append(e, path.size()) : e;
-}
-
-}  // namespace randomized_positions_test
 
 TEST_CASE("randomized positions: the config refuses what cannot work, naming the key") {
-  CHECK(randomized_positions_test::randomized_config_error("[position]\nscheme = \"rope\"\nrandomized = true\n").empty());
-  CHECK(contains(randomized_positions_test::randomized_config_error("[position]\nscheme = \"none\"\nrandomized = true\n"),
+  CHECK(config_file_error("[position]\nscheme = \"rope\"\nrandomized = true\n").empty());
+  CHECK(contains(config_file_error("[position]\nscheme = \"none\"\nrandomized = true\n"),
                  "position.randomized = true: invalid for scheme none: randomized = true applies to the"));
-  CHECK(contains(randomized_positions_test::randomized_config_error("[position]\nscheme = \"rope\"\nrandomized_max = 512\n"),
+  CHECK(contains(config_file_error("[position]\nscheme = \"rope\"\nrandomized_max = 512\n"),
                  "randomized_max = 512 is the range randomized positions are drawn from, and randomized is false"));
-  CHECK(contains(randomized_positions_test::randomized_config_error(
+  CHECK(contains(config_file_error(
                      "[position]\nscheme = \"learned\"\nrandomized = true\nmax_positions = 1024\n"),
                  "max_positions 1024 must hold every position randomized positions draw, randomized_max = 2048"));
-  CHECK(contains(randomized_positions_test::randomized_config_error("[position]\nscheme = \"rope\"\ncontiguous_eval = true\n"),
+  CHECK(contains(config_file_error("[position]\nscheme = \"rope\"\ncontiguous_eval = true\n"),
                  "contiguous_eval = true applies to randomized positions, and randomized is false"));
   // The reference draws at evaluation too: the longest evaluation sample must fit in L_max, or evaluate contiguously.
   const std::string longer = "[run]\nlength = 64\neval_multipliers = [1, 8]\neval_tokens = 512\n[position]\n"
                              "scheme = \"t5\"\nrandomized = true\nrandomized_max = 256\n";
-  CHECK(contains(randomized_positions_test::randomized_config_error(longer),
+  CHECK(contains(config_file_error(longer),
                  "position.randomized_max = 256: an evaluation sample of 512 tokens (8 x run.length 64) draws as many "
                  "distinct positions, as the reference evaluates"));
-  CHECK(randomized_positions_test::randomized_config_error(longer + "contiguous_eval = true\n").empty());
-  CHECK(contains(randomized_positions_test::randomized_config_error(
+  CHECK(config_file_error(longer + "contiguous_eval = true\n").empty());
+  CHECK(contains(config_file_error(
                      "[run]\nlength = 64\n[position]\nscheme = \"t5\"\nrandomized = true\nrandomized_max = 32\n"),
                  "position.randomized_max = 32: a training sample of 64 tokens (run.length 64) draws as many "
                  "distinct positions: expected at least that, found 32"));

@@ -47,6 +47,31 @@ class SequenceWorkload : public Workload {
   }
 
  protected:
+  /// The evaluation of a workload whose every length draws its own held-out samples (passkey retrieval, the
+  /// algorithmic tasks): refuses a token count, naming `task` and what each length `scores` instead; in eval mode
+  /// (train mode again after), each multiplier's LengthResult with its length and multiplier set, which
+  /// `score_length(i, r)` fills where the model's positions reach the `sample_tokens(length)` tokens of its samples
+  /// (learned positions end at their table; the others stay nullopt there).
+  template <class SampleTokens, class ScoreLength>
+  std::vector<LengthResult> evaluate_lengths(const std::vector<int64_t>& mult, int64_t tokens, const char* task,
+                                             const std::string& scores, SampleTokens sample_tokens,
+                                             ScoreLength score_length) {
+    RPB_CHECK(tokens == 0, "eval", "a token count (", tokens, ") does not apply to ", task, ": every length scores ",
+              scores);
+    model_->eval();
+    std::vector<LengthResult> out;
+    const int64_t limit = model_->max_length();  // learned positions end at their table
+    for (std::size_t i = 0; i < mult.size(); ++i) {
+      LengthResult r;
+      r.length = mult[i] * config_.length;
+      r.multiplier = mult[i];
+      if (limit == 0 || sample_tokens(r.length) <= limit) score_length(i, r);
+      out.push_back(std::move(r));
+    }
+    model_->train();
+    return out;
+  }
+
   /// The attention diagnostics of the queries `queries` marks ((rows, T) i64, 1 at a query counted: an answer's
   /// positions) in recorded forwards over the first `rows` samples of `inputs` (N, T), run.eval_batch at a time.
   AttentionDiagnostics query_diagnostics(const Tensor& inputs, const Tensor& queries) const {

@@ -21,7 +21,7 @@ constexpr int64_t kAlgorithmicDiagnosedSamples = 64;
 class AlgorithmicWorkload final : public SequenceWorkload<data::AlgorithmicSampler> {
  public:
   explicit AlgorithmicWorkload(const RunConfig& c)
-      : SequenceWorkload(c, "training samples"), task_(workload_task_options(c), data::framing_of(c.model.causal)) {
+      : SequenceWorkload(c, "training samples"), task_(workload_task_options(c)) {
     Generator init_gen(c.seed);
     model_ = std::make_unique<nn::LanguageModel>(model_options(c, task_.vocab()), init_gen);
     if (c.task.use == data::DataUse::train)
@@ -39,35 +39,27 @@ class AlgorithmicWorkload final : public SequenceWorkload<data::AlgorithmicSampl
   // so exact match is greedy decoding's.
   std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens,
                                      EvalProgress* progress) override {
-    RPB_CHECK(tokens == 0, "eval", "a token count (", tokens, ") does not apply to an algorithmic task: every length "
-              "scores task.eval_samples = ", task_.eval_samples(), " samples");
-    model_->eval();
-    std::vector<LengthResult> out;
-    const int64_t limit = model_->max_length();  // learned positions end at their table
-    for (std::size_t i = 0; i < mult.size(); ++i) {
-      LengthResult r;
-      r.length = mult[i] * config_.length;
-      r.multiplier = mult[i];
-      if (limit == 0 || data::sample_length(task_.spec(), r.length, task_.framing()) <= limit) {
-        Tensor inputs, targets;
-        std::vector<uint8_t> scored;
-        task_.held_out(split, r.length, inputs, targets, scored);
-        if (progress) progress->begin(static_cast<int64_t>(i), r.length, inputs.size(0));
-        const data::AlgorithmicScore s = score(inputs, targets, scored, progress);
-        r.tokens = s.tokens;
-        r.samples = s.samples;
-        r.nll = s.nll / static_cast<double>(s.tokens);
-        r.accuracy = static_cast<double>(s.exact) / static_cast<double>(s.samples);
-        r.token_accuracy = static_cast<double>(s.correct) / static_cast<double>(s.tokens);
-        if (config_.eval_diagnostics && split == data::Split::test) {
-          if (progress) progress->measuring_attention();
-          r.attention = diagnostics(inputs, scored, std::min(inputs.size(0), kAlgorithmicDiagnosedSamples));
-        }
+    const std::string scores = "task.eval_samples = " + std::to_string(task_.eval_samples()) + " samples";
+    const auto sample_tokens = [&](int64_t length) {
+      return data::sample_length(task_.spec(), length, task_.framing());
+    };
+    const auto score_length = [&](std::size_t i, LengthResult& r) {
+      Tensor inputs, targets;
+      std::vector<uint8_t> scored;
+      task_.held_out(split, r.length, inputs, targets, scored);
+      if (progress) progress->begin(static_cast<int64_t>(i), r.length, inputs.size(0));
+      const data::AlgorithmicScore s = score(inputs, targets, scored, progress);
+      r.tokens = s.tokens;
+      r.samples = s.samples;
+      r.nll = s.nll / static_cast<double>(s.tokens);
+      r.accuracy = static_cast<double>(s.exact) / static_cast<double>(s.samples);
+      r.token_accuracy = static_cast<double>(s.correct) / static_cast<double>(s.tokens);
+      if (config_.eval_diagnostics && split == data::Split::test) {
+        if (progress) progress->measuring_attention();
+        r.attention = diagnostics(inputs, scored, std::min(inputs.size(0), kAlgorithmicDiagnosedSamples));
       }
-      out.push_back(std::move(r));
-    }
-    model_->train();
-    return out;
+    };
+    return evaluate_lengths(mult, tokens, "an algorithmic task", scores, sample_tokens, score_length);
   }
 
  private:

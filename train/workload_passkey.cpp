@@ -42,38 +42,29 @@ class PasskeyWorkload final : public SequenceWorkload<data::PasskeySampler> {
   // (data::score_passkey; tests/test_passkey.cpp checks it against KV-cache decoding).
   std::vector<LengthResult> evaluate(const std::vector<int64_t>& mult, data::Split split, int64_t tokens,
                                      EvalProgress* progress) override {
-    RPB_CHECK(tokens == 0, "eval", "a token count (", tokens, ") does not apply to passkey retrieval: every length "
-              "scores task.passkey_samples = ", task_.samples_per_depth(), " samples per tenth of depth");
-    model_->eval();
-    std::vector<LengthResult> out;
-    const int64_t limit = model_->max_length();  // learned positions end at their table
-    for (std::size_t i = 0; i < mult.size(); ++i) {
-      LengthResult r;
-      r.length = mult[i] * config_.length;
-      r.multiplier = mult[i];
-      if (limit == 0 || r.length <= limit) {
-        Tensor inputs, targets;
-        task_.held_out(split, r.length, inputs, targets);
-        const int64_t n = inputs.size(0), k = task_.digits();
-        if (progress) progress->begin(static_cast<int64_t>(i), r.length, n * k);
-        const Tally t = score(inputs, targets, progress);
-        int64_t correct = 0;
-        for (const int64_t c : t.correct) correct += c;
-        r.tokens = n * k;
-        r.nll = t.nll / static_cast<double>(r.tokens);
-        r.accuracy = static_cast<double>(correct) / static_cast<double>(n);
-        r.samples_per_depth = task_.samples_per_depth();
-        for (const int64_t c : t.correct)
-          r.depth_accuracy.push_back(static_cast<double>(c) / static_cast<double>(r.samples_per_depth));
-        if (config_.eval_diagnostics && split == data::Split::test) {
-          if (progress) progress->measuring_attention();
-          r.attention = diagnostics(inputs, std::min(n, kDiagnosedSamples));
-        }
+    const std::string scores =
+        "task.passkey_samples = " + std::to_string(task_.samples_per_depth()) + " samples per tenth of depth";
+    const auto length_tokens = [](int64_t length) { return length; };
+    const auto score_length = [&](std::size_t i, LengthResult& r) {
+      Tensor inputs, targets;
+      task_.held_out(split, r.length, inputs, targets);
+      const int64_t n = inputs.size(0), k = task_.digits();
+      if (progress) progress->begin(static_cast<int64_t>(i), r.length, n * k);
+      const Tally t = score(inputs, targets, progress);
+      int64_t correct = 0;
+      for (const int64_t c : t.correct) correct += c;
+      r.tokens = n * k;
+      r.nll = t.nll / static_cast<double>(r.tokens);
+      r.accuracy = static_cast<double>(correct) / static_cast<double>(n);
+      r.samples_per_depth = task_.samples_per_depth();
+      for (const int64_t c : t.correct)
+        r.depth_accuracy.push_back(static_cast<double>(c) / static_cast<double>(r.samples_per_depth));
+      if (config_.eval_diagnostics && split == data::Split::test) {
+        if (progress) progress->measuring_attention();
+        r.attention = diagnostics(inputs, std::min(n, kDiagnosedSamples));
       }
-      out.push_back(std::move(r));
-    }
-    model_->train();
-    return out;
+    };
+    return evaluate_lengths(mult, tokens, "passkey retrieval", scores, length_tokens, score_length);
   }
 
  private:

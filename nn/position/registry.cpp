@@ -225,26 +225,32 @@ RelativeBias PositionScheme::relative_bias_at(const Positions& p) const {
 
 Tensor PositionScheme::index(const Positions&) const { return Tensor(); }
 
+namespace {
+
+// (H, Tq, Tk): relative (H, R) read at column column(i, j) for each query i and key j (a recorded index_select).
+template <typename Column>
+Tensor gather_columns(const Tensor& relative, int64_t q_len, int64_t k_len, Column column) {
+  std::vector<int64_t> idx(static_cast<std::size_t>(q_len * k_len));
+  for (int64_t i = 0; i < q_len; ++i)
+    for (int64_t j = 0; j < k_len; ++j) idx[static_cast<std::size_t>(i * k_len + j)] = column(i, j);
+  // (R, H) rows picked per (i, j) -> (Tq, Tk, H) -> (H, Tq, Tk)
+  return permute(index_select(transpose(relative, 0, 1), Tensor::indices({q_len, k_len}, idx).to(relative.device())),
+                 {2, 0, 1});
+}
+
+}  // namespace
+
 Tensor expand_relative_bias_at(const Tensor& relative, const std::vector<int64_t>& at) {
   const auto n = static_cast<int64_t>(at.size());
   RPB_CHECK(n >= 1 && relative.dim() == 2 && relative.size(1) == 2 * at.back() + 1, "position", "relative bias ",
             relative.shape(), " is not (H, 2 S - 1) for positions spanning S = ", n ? at.back() + 1 : 0);
-  std::vector<int64_t> idx(static_cast<std::size_t>(n * n));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) idx[static_cast<std::size_t>(i * n + j)] = at[j] - at[i] + at.back();
-  return permute(index_select(transpose(relative, 0, 1), Tensor::indices({n, n}, idx).to(relative.device())),
-                 {2, 0, 1});
+  return gather_columns(relative, n, n, [&](int64_t i, int64_t j) { return at[j] - at[i] + at.back(); });
 }
 
 Tensor expand_relative_bias(const Tensor& relative, int64_t q_len, int64_t k_len) {
   RPB_CHECK(relative.dim() == 2 && relative.size(1) == q_len + k_len - 1, "position", "relative bias ",
             relative.shape(), " is not (H, Tq + Tk - 1) for Tq ", q_len, " and Tk ", k_len);
-  std::vector<int64_t> idx(static_cast<std::size_t>(q_len * k_len));
-  for (int64_t i = 0; i < q_len; ++i)
-    for (int64_t j = 0; j < k_len; ++j) idx[static_cast<std::size_t>(i * k_len + j)] = j - i + q_len - 1;
-  // (R, H) rows picked per (i, j) -> (Tq, Tk, H) -> (H, Tq, Tk)
-  return permute(index_select(transpose(relative, 0, 1), Tensor::indices({q_len, k_len}, idx).to(relative.device())),
-                 {2, 0, 1});
+  return gather_columns(relative, q_len, k_len, [&](int64_t i, int64_t j) { return j - i + q_len - 1; });
 }
 
 

@@ -73,11 +73,11 @@ class RopeScheme final : public PositionScheme {
     return add(mul(x, cos_t), mul(rotated, sin_t));                  // (..., T, d)
   }
 
-  // (T, head_dim) cos or sin of (offset + t) * inv_freq[k mod d/2] (or of at[t] * ...), times the attention factor. As HF, the angle is
-  // formed in the scheme's dtype (float32 positions times float32 frequencies), its cos/sin then rounded to that
-  // dtype, and the factor multiplies the rounded value (HF: cos * attention_scaling in float32). Unscaled (a
-  // training forward of a run that is not a fine-tune): the frequencies of rope_scaling = "none", rounded as its
-  // inv_freq would be.
+  // (T, head_dim) cos or sin of (offset + t) * inv_freq[k mod d/2] (of at[t] * ... at explicit positions), times the
+  // attention factor. As HF, the angle is formed in the scheme's dtype (float32 positions times float32
+  // frequencies), its cos/sin then rounded to that dtype, and the factor multiplies the rounded value (HF: cos *
+  // attention_scaling in float32). Unscaled (a training forward of a run that is not a fine-tune): the frequencies of
+  // rope_scaling = "none", rounded as its inv_freq would be.
   Tensor table(int64_t t, int64_t offset, bool sine, bool scaled, const std::vector<int64_t>* at) const {
     const int64_t d = o_.head_dim, half = d / 2;
     const bool single = inv_freq.dtype() == DType::f32;

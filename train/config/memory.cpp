@@ -93,6 +93,11 @@ MemoryPart training_part(const RunConfig& c, int64_t parameters, const MemoryPar
   return part;
 }
 
+// The longest evaluation length: run.length times the largest multiplier.
+int64_t longest_eval_length(const RunConfig& c) {
+  return c.length * *std::max_element(c.eval_multipliers.begin(), c.eval_multipliers.end());
+}
+
 // Floats held per token by one forward through the blocks: with `grad`, everything saved for backward plus the
 // gradients in flight; without, the few tensors alive at once. `keys` is the attention span of a query (T for global
 // attention, the window's cells for window attention).
@@ -112,7 +117,7 @@ int64_t floats_per_token(const RunConfig& c, int64_t vocab, int64_t keys, bool g
 }
 
 MemoryPart activations_part(const RunConfig& c, int64_t vocab, MemoryUse use) {
-  const int64_t longest = c.length * *std::max_element(c.eval_multipliers.begin(), c.eval_multipliers.end());
+  const int64_t longest = longest_eval_length(c);
   int64_t train_tokens = 0, eval_tokens = 0, train_keys = 0, eval_keys = 0;
   if (c.dims() == 2) {
     const bool windows = nn::scheme_info(c.position()).kind == nn::PositionKind::window;
@@ -163,7 +168,7 @@ MemoryPart data_part(const RunConfig& c, MemoryUse use) {
   // Evaluation segments (inputs and targets) at every length, and a training batch of them; an algorithmic task's
   // held-out samples of one length at a time (inputs, targets and a scored flag per token).
   const data::TaskInfo& info = data::task_info(t.kind);
-  const int64_t longest = c.length * *std::max_element(c.eval_multipliers.begin(), c.eval_multipliers.end());
+  const int64_t longest = longest_eval_length(c);
   const int64_t eval =
       info.algorithmic
           ? mul(mul(t.eval_samples, data::sequence_tokens(t.kind, longest, c.model.causal)), 2 * kIndex + 1)

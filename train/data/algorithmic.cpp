@@ -119,13 +119,13 @@ void stack_samples(const std::vector<AlgorithmicSample>& samples, int64_t end_to
   }
 }
 
-AlgorithmicTask::AlgorithmicTask(const TaskOptions& options, Framing framing)
-    : spec_(find_algorithmic(options.kind)), framing_(framing), eval_samples_(options.eval_samples),
+AlgorithmicTask::AlgorithmicTask(const TaskOptions& options)
+    : spec_(find_algorithmic(options.kind)), framing_(framing_of(options.causal)), eval_samples_(options.eval_samples),
       seed_(options.seed) {
   RPB_CHECK(spec_ != nullptr, "task", "task.kind ", options.kind, " is not an algorithmic task");
-  const bool runs = framing == Framing::encoder ? spec_->encoder : spec_->decoder;
-  RPB_CHECK(runs, "task", "task.kind ", options.kind, " has no ", framing_name(framing), " framing (model.causal = ",
-            framing == Framing::decoder ? "true" : "false", "); its literature trains it in the ",
+  const bool runs = framing_ == Framing::encoder ? spec_->encoder : spec_->decoder;
+  RPB_CHECK(runs, "task", "task.kind ", options.kind, " has no ", framing_name(framing_), " framing (model.causal = ",
+            framing_ == Framing::decoder ? "true" : "false", "); its literature trains it in the ",
             framing_name(spec_->literature), "'s");
   alphabet_ = alphabet_size(*spec_, options);
   RPB_CHECK(alphabet_ >= 2, "task", "task.alphabet must be at least 2, got ", alphabet_);

@@ -129,9 +129,9 @@ void stack_samples(const std::vector<AlgorithmicSample>& samples, int64_t end_to
 /// streams (train, valid and test are empty): every length draws its samples (HeldOut::instances).
 class AlgorithmicTask final : public Task {
  public:
-  /// Throws rpb::Error naming task.kind for a task that is not algorithmic, and the framing when the spec does not
-  /// run in it.
-  AlgorithmicTask(const TaskOptions& options, Framing framing);
+  /// In the framing options.causal picks (framing_of). Throws rpb::Error naming task.kind for a task that is not
+  /// algorithmic, and the framing when the spec does not run in it.
+  explicit AlgorithmicTask(const TaskOptions& options);
   const AlgorithmicSpec& spec() const { return *spec_; }
   Framing framing() const { return framing_; }
   int64_t alphabet() const { return alphabet_; }

@@ -11,10 +11,8 @@ namespace rpb::data {
 
 /// An independent seed for stream `id` of a source seeded with `seed` (splitmix64 finalizer).
 inline uint64_t derive_seed(uint64_t seed, uint64_t id) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (id + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  uint64_t state = seed + 0x9E3779B97F4A7C15ull * id;  // splitmix64 adds the last gamma
+  return splitmix64(state);
 }
 
 /// A Gamma(shape, 1) sample in log space (Marsaglia-Tsang; for shape < 1 the boost

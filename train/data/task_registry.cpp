@@ -95,7 +95,7 @@ std::unique_ptr<Task> make_kjv(const TaskOptions& o) { return std::make_unique<K
 std::unique_ptr<Task> make_text(const TaskOptions& o) { return std::make_unique<TextTask>(o); }
 std::unique_ptr<Task> make_passkey(const TaskOptions& o) { return std::make_unique<PasskeyTask>(o); }
 std::unique_ptr<Task> make_algorithmic(const TaskOptions& o) {
-  return std::make_unique<AlgorithmicTask>(o, framing_of(o.causal));
+  return std::make_unique<AlgorithmicTask>(o);
 }
 
 // An algorithmic task's ids: its alphabet and the framing tokens. Its held-out samples are drawn one length at a time;

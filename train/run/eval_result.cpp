@@ -17,6 +17,15 @@ std::optional<double> overall(const std::vector<std::vector<double>>& v) {
 
 }  // namespace
 
+std::optional<double> past_training_mean(const std::vector<std::optional<double>>& values,
+                                         const std::vector<int64_t>& multipliers) {
+  double sum = 0;
+  int64_t n = 0;
+  for (std::size_t j = 0; j < values.size() && j < multipliers.size(); ++j)
+    if (multipliers[j] > 1 && values[j]) sum += *values[j], ++n;
+  return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
+}
+
 std::optional<double> LengthResult::perplexity() const {
   if (!nll) return std::nullopt;
   return std::exp(*nll);

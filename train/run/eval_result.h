@@ -56,6 +56,11 @@ struct LengthResult {
   std::optional<double> bits_per_byte() const;
 };
 
+/// An algorithmic task's score (Delétang et al.'s range evaluation): the mean of `values` [length] (per-token
+/// accuracies) over the lengths past the train length, multipliers[j] > 1; nullopt where none of them has a value.
+std::optional<double> past_training_mean(const std::vector<std::optional<double>>& values,
+                                         const std::vector<int64_t>& multipliers);
+
 /// Passkey: the depth bins of LengthResult::depth_accuracy (tenths of the context; train/data/passkey.h).
 inline constexpr int64_t kDepthBins = data::kPasskeyDepthBins;
 /// Passkey: the accuracy at the train length from which a run counts as having learned the task; a run below it is

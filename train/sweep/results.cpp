@@ -94,13 +94,6 @@ std::string csv(const SweepResult& r, const Provenance& p) {
   return os.str();
 }
 
-// The per-token accuracies at length j over the seeds (an algorithmic task's; empty for the others).
-std::vector<std::optional<double>> token_accuracy_column(const MethodResult& m, std::size_t j) {
-  std::vector<std::optional<double>> c;
-  for (std::size_t s = 0; s < m.token_accuracy.size(); ++s) c.push_back(m.token_accuracy_at(s, j));
-  return c;
-}
-
 // An aggregated value: mean (second: false) or std (second: true) of `ms`; "" when none.
 std::string aggregate(const std::optional<std::pair<double, double>>& ms, bool second) {
   return number_cell(ms ? std::optional<double>(second ? ms->second : ms->first) : std::nullopt);
@@ -118,9 +111,7 @@ std::string aggregate_metric_cells(const MethodResult& m, std::size_t j, bool se
   for (std::size_t s = 0; s < m.ppl.size(); ++s)
     bytes.push_back(m.bits_per_byte(s, j) ? std::optional<double>(static_cast<double>(m.bytes_at(s, j)))
                                           : std::nullopt);
-  // An algorithmic task's exact match counts every seed (its rows have a per-token accuracy).
-  const auto accuracy =
-      accuracy_stats(m.accuracy, m.trained_accuracy, m.has_token_accuracy() ? 0.0 : m.learned_threshold);
+  const auto accuracy = accuracy_stats(m.accuracy, m.trained_accuracy, m.threshold());
   std::string cells(1, ',');
   cells += aggregate(bytes, second);
   cells += ',';
@@ -150,7 +141,7 @@ std::string csv_aggregate_rows(const SweepResult& r, const Provenance& p) {
            << aggregate(m.distance_column(j), second) << protocol_cells(m) << aggregate_metric_cells(m, j, second)
            << provenance_cells(m, kNoRun, p) << "," << csv_field(m.shown_label()) << ","
            << aggregate(m.has_accuracy() ? m.accuracy_column(j) : std::vector<std::optional<double>>{}, second) << ","
-           << aggregate(token_accuracy_column(m, j), second) << "\n";
+           << aggregate(m.token_accuracy_column(j), second) << "\n";
       }
     }
   return os.str();

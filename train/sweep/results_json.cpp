@@ -126,7 +126,7 @@ Json stats_json(const std::vector<std::optional<double>>& mean, const std::vecto
 Json count_json(int64_t n) { return n > 0 ? Json(n) : Json(nullptr); }
 
 // The rows' keys from "bytes" on (results_json.h): each null when the row's task has no such metric.
-void add_metrics_json(const SweepResultsRow& m, Json& row) {
+void add_metrics_json(const SweepResultsRow& m, const std::vector<int64_t>& multipliers, Json& row) {
   const std::optional<double> no_accuracy;
   const std::vector<double> no_depths;
   const auto bytes = [&](std::size_t s, std::size_t j) { return count_json(cell_or(m.bytes, s, j, int64_t(0))); };
@@ -162,8 +162,8 @@ void add_metrics_json(const SweepResultsRow& m, Json& row) {
   row["token_accuracy_stats"] =
       with_tokens ? stats_json(m.token_accuracy_mean(), m.token_accuracy_std()) : Json(nullptr);
   std::vector<std::optional<double>> scores;
-  for (std::size_t s = 0; s < m.perplexity.size(); ++s) scores.push_back(m.score(s));
-  const auto score = m.score_stats();
+  for (std::size_t s = 0; s < m.perplexity.size(); ++s) scores.push_back(m.score(s, multipliers));
+  const auto score = m.score_stats(multipliers);
   row["score"] = with_tokens ? numbers(scores) : Json(nullptr);
   row["score_stats"] = with_tokens && score ? Json{{"mean", score->first}, {"std", score->second}} : Json(nullptr);
 }
@@ -189,9 +189,9 @@ Json base_row_json(const SweepResultsRow& m, const std::vector<uint64_t>& seeds)
           {"mean_attention_distance", stats_json(m.distance_mean(), m.distance_std())}};
 }
 
-Json row_json(const SweepResultsRow& m, const std::vector<uint64_t>& seeds) {
-  Json row = base_row_json(m, seeds);
-  add_metrics_json(m, row);
+Json row_json(const SweepResultsRow& m, const SweepResults& r) {
+  Json row = base_row_json(m, r.seeds);
+  add_metrics_json(m, r.multipliers, row);
   return row;
 }
 
@@ -411,7 +411,7 @@ SweepResults sweep_results(const SweepResult& r, const Provenance& provenance) {
 
 Json sweep_results_object(const SweepResults& r) {
   Json rows = Json::array();
-  for (const SweepResultsRow& m : r.rows) rows.push_back(row_json(m, r.seeds));
+  for (const SweepResultsRow& m : r.rows) rows.push_back(row_json(m, r));
   return {{"format", kSweepResultsFormat},   {"provenance", provenance_object(r.provenance)},
           {"name", r.name},                  {"train_length", r.train_length},
           {"multipliers", r.multipliers},    {"seeds", r.seeds},

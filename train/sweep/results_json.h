@@ -97,14 +97,13 @@ struct SweepResultsRow {
   std::vector<std::optional<double>> token_accuracy_std() const;
   /// Seed s's per-token accuracy at length j; nullopt where none.
   std::optional<double> token_accuracy_at(std::size_t s, std::size_t j) const;
-  /// Seed s's score: the mean per-token accuracy over the lengths past the train length (Delétang et al.'s range
-  /// evaluation); nullopt where none has a value.
-  std::optional<double> score(std::size_t s) const;
+  /// Seed s's score at the sweep's `multipliers`: its per-token accuracy's mean over the lengths past the train length
+  /// (past_training_mean, train/run/eval_result.h); nullopt where none has a value.
+  std::optional<double> score(std::size_t s, const std::vector<int64_t>& multipliers) const;
   /// The mean and std of the score over the seeds with one: "score_stats".
-  std::optional<std::pair<double, double>> score_stats() const;
-  /// The threshold learned() compares the first length's accuracy to: learned_threshold, or 0 for an algorithmic
-  /// row (its exact match counts every seed).
-  double accuracy_threshold() const { return has_token_accuracy() ? 0.0 : learned_threshold; }
+  std::optional<std::pair<double, double>> score_stats(const std::vector<int64_t>& multipliers) const;
+  /// The threshold learned() compares the first length's accuracy to (accuracy_threshold, train/sweep/sweep.h).
+  double threshold() const { return accuracy_threshold(has_token_accuracy(), learned_threshold); }
 };
 
 /// A metric results.json rows hold per seed and evaluation length, drawn against length by `rpb plot`: sweep_metrics

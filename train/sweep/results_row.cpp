@@ -38,7 +38,7 @@ std::vector<std::optional<double>> distance_over_seeds(const SweepResultsRow& ro
 
 std::vector<std::optional<double>> accuracy_over_seeds(const SweepResultsRow& row, bool second) {
   std::vector<std::optional<double>> out;
-  for (const auto& ms : accuracy_stats(row.accuracy, row.trained_accuracy, row.accuracy_threshold()))
+  for (const auto& ms : accuracy_stats(row.accuracy, row.trained_accuracy, row.threshold()))
     out.push_back(ms ? std::optional<double>(second ? ms->second : ms->first) : std::nullopt);
   return out;
 }
@@ -84,7 +84,7 @@ bool SweepResultsRow::has_unlearned_seed() const {
   return std::find(l.begin(), l.end(), false) != l.end();
 }
 std::vector<bool> SweepResultsRow::learned() const {
-  return learned_seeds(accuracy, trained_accuracy, accuracy_threshold());
+  return learned_seeds(accuracy, trained_accuracy, threshold());
 }
 
 bool SweepResultsRow::has_token_accuracy() const { return any_defined(token_accuracy); }
@@ -97,17 +97,12 @@ std::vector<std::optional<double>> SweepResultsRow::token_accuracy_std() const {
 std::optional<double> SweepResultsRow::token_accuracy_at(std::size_t s, std::size_t j) const {
   return cell_or(token_accuracy, s, j, std::optional<double>());
 }
-std::optional<double> SweepResultsRow::score(std::size_t s) const {
-  if (s >= token_accuracy.size()) return std::nullopt;
-  double sum = 0;
-  int64_t n = 0;
-  for (std::size_t j = 1; j < token_accuracy[s].size(); ++j)  // length 0 is the train length
-    if (token_accuracy[s][j]) sum += *token_accuracy[s][j], ++n;
-  return n > 0 ? std::optional<double>(sum / static_cast<double>(n)) : std::nullopt;
+std::optional<double> SweepResultsRow::score(std::size_t s, const std::vector<int64_t>& multipliers) const {
+  return s < token_accuracy.size() ? past_training_mean(token_accuracy[s], multipliers) : std::nullopt;
 }
-std::optional<std::pair<double, double>> SweepResultsRow::score_stats() const {
+std::optional<std::pair<double, double>> SweepResultsRow::score_stats(const std::vector<int64_t>& multipliers) const {
   std::vector<std::optional<double>> scores;
-  for (std::size_t s = 0; s < token_accuracy.size(); ++s) scores.push_back(score(s));
+  for (std::size_t s = 0; s < token_accuracy.size(); ++s) scores.push_back(score(s, multipliers));
   return mean_std(scores);
 }
 

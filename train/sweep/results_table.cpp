@@ -186,7 +186,7 @@ std::string every_seed_table(const SweepResults& r, const TaskRows& t) {
 std::string algorithmic_tables(const SweepResults& r, const TaskRows& t) {
   const bool spread = r.seeds.size() > 1;
   const auto tokens = [&](const SweepResultsRow& m) {
-    std::vector<std::string> out{fixed_cell(m.score_stats(), spread, 1, 100)};
+    std::vector<std::string> out{fixed_cell(m.score_stats(r.multipliers), spread, 1, 100)};
     for (std::string& c : fixed_cells(r, m.token_accuracy_mean(), m.token_accuracy_std(), 1, 100))
       out.push_back(std::move(c));
     return out;

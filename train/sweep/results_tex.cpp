@@ -234,7 +234,7 @@ std::string algorithmic_tables(const SweepResults& r, const std::string& task,
   TableSpec exact{"exact match (\\%, greedy decoding of the answer)", " Every seed counts.", "-exact-match",
                   "Exact match (\\%)", true, {}, std::vector<std::vector<std::string>>(rows.size()), {}};
   for (const SweepResultsRow* row : rows) {
-    const auto score = row->score_stats();
+    const auto score = row->score_stats(r.multipliers);
     tokens.lead.push_back({!score ? std::string("n/a")
                            : with_std ? "$" + percent_text(score->first) + " \\pm " + percent_text(score->second) + "$"
                                       : "$" + percent_text(score->first) + "$"});

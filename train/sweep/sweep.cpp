@@ -103,6 +103,12 @@ std::vector<std::optional<double>> MethodResult::accuracy_column(std::size_t j) 
 }
 
 bool MethodResult::has_bytes() const { return any_positive(bytes); }
+std::vector<std::optional<double>> MethodResult::token_accuracy_column(std::size_t j) const {
+  std::vector<std::optional<double>> c;
+  for (std::size_t s = 0; s < token_accuracy.size(); ++s) c.push_back(token_accuracy_at(s, j));
+  return c;
+}
+
 bool MethodResult::has_accuracy() const { return any_defined(accuracy); }
 
 bool MethodResult::has_token_accuracy() const { return any_defined(token_accuracy); }

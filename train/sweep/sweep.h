@@ -36,6 +36,13 @@ bool any_defined(const SeedTable<std::optional<double>>& values);
 std::optional<double> bits_per_byte_at(const SeedTable<std::optional<double>>& nll, const SeedTable<int64_t>& tokens,
                                        const SeedTable<int64_t>& bytes, std::size_t s, std::size_t j);
 
+/// The accuracy at the train length from which a seed counts as having learned its task: `learned_threshold` for
+/// passkey's accuracy; 0 where the row has a per-token accuracy (an algorithmic task), whose exact match counts every
+/// seed, as Delétang et al. report every run.
+inline double accuracy_threshold(bool per_token, double learned_threshold) {
+  return per_token ? 0.0 : learned_threshold;
+}
+
 /// One method (position scheme) on one task, over the sweep's seeds.
 struct MethodResult {
   std::string task;
@@ -77,6 +84,10 @@ struct MethodResult {
   std::vector<std::optional<double>> bits_per_byte_column(std::size_t j) const;
   /// The accuracies at length j over the seeds (every seed's, learned or not).
   std::vector<std::optional<double>> accuracy_column(std::size_t j) const;
+  /// The per-token accuracies at length j over the seeds (an algorithmic task's; empty for the others).
+  std::vector<std::optional<double>> token_accuracy_column(std::size_t j) const;
+  /// The threshold learned_seeds compares the first length's accuracy to (accuracy_threshold).
+  double threshold() const { return accuracy_threshold(has_token_accuracy(), learned_threshold); }
   /// Seed s's value at length j of bytes ... samples_per_depth; 0, nullopt or empty where none was recorded (a
   /// result built without them).
   int64_t bytes_at(std::size_t s, std::size_t j) const;
