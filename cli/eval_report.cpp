@@ -49,6 +49,12 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
   if (po.rope_scaling != nn::RopeScaling::none) {
     r.rope_scaling = nn::rope_scaling_name(po.rope_scaling);
     r.rope_factor = nn::resolved_rope_factor(po.rope_factor, po.max_eval_multiplier);
+    r.rope_factor_per_length = po.rope_factor_per_length;
+    if (po.rope_factor_per_length) {  // the longest length's factor
+      int64_t longest = 0;
+      for (const LengthResult& l : results) longest = std::max(longest, l.length);
+      r.rope_factor = std::max(1.0, static_cast<double>(longest) / static_cast<double>(run.config().length));
+    }
   }
   r.task = run.describe();
   r.train_length = run.config().length;
@@ -169,7 +175,8 @@ void print_eval_table(const EvalRecord& r, std::ostream& out) {
     out << " (each length's tokens scored in blocks of that length, each from its own start)";
   out << ".\nTask: " << r.task << "\n";
   if (!r.rope_scaling.empty())
-    out << "RoPE scaling: " << r.rope_scaling << ", factor " << nn::value_text(r.rope_factor) << "\n";
+    out << "RoPE scaling: " << r.rope_scaling << ", factor "
+        << (r.rope_factor_per_length ? "L / L0 at each length, up to " : "") << nn::value_text(r.rope_factor) << "\n";
   if (r.optimal_perplexity)
     out << "optimal perplexity (exp of the entropy rate): " << std::fixed << std::setprecision(4)
         << *r.optimal_perplexity << "\n";

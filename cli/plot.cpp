@@ -87,6 +87,7 @@ void note_row(const Json& row, Held& held) {
     if (row_holds(row, m)) held.metrics.insert(m.key);
   if (const auto it = row.find("settings"); it != row.end() && it->is_object())
     for (const auto& item : it->items()) held.against.insert(item.key());
+  if (row.contains("position_loss")) held.against.insert("position");  // the per-token loss by position
 }
 
 // Reads every results.json (as rpb reads results: a regular file, within its bound, of a known format) and checks
@@ -106,6 +107,8 @@ void check_sweeps(const std::vector<Input>& inputs, const PlotArgs& a) {
   for (const int64_t l : a.lengths) if (!held.lengths.count(l)) unknown_value("--lengths", l, held.lengths);
   for (const std::string& m : a.metrics) if (!held.metrics.count(m)) unknown_value("--metric", m, held.metrics);
   if (!a.against.empty() && !held.against.count(a.against)) unknown_value("--against", a.against, held.against);
+  if (a.against == "position" && !a.metrics.empty())
+    throw UsageError("plot --metric with --against position: that figure draws the per-token loss by position");
 }
 
 // How the sweep folder's results.json lists a run: the row of the run's own method (the one its folder is named
@@ -308,7 +311,8 @@ CommandRunner add_plot_command(CLI::App& cmd) {
   cmd.add_option("--x", a->x, "curves: against step (default) or tokens (metrics.csv's tokens column)")
       ->check(CLI::IsMember(std::vector<std::string>{"step", "tokens"}));
   cmd.add_option("--against", a->against,
-                 "sweeps: draw each metric against length (default) or a swept setting of the results (optim.lr)");
+                 "sweeps: draw each metric against length (default) or a swept setting of the results (optim.lr); "
+                 "position: the per-token loss by position at each task's longest length measured");
   cmd.add_flag("--request", a->request,
                "print the figure's plot request (JSON, for python/rpb_plot) on one line instead of drawing it");
   return [a] { return run_plot(*a, std::cout); };

@@ -299,10 +299,11 @@ class Rotary(nn.Module):
     """rope: x cos + rotate_half(x) sin (HF), angle = float32 position x float32 base^(-2k/head_dim); with
     position.rope_scaling, HF's frequencies (rope_scaled_frequencies, dynamic's for each forward's length) and cos and
     sin times the attention factor: in evaluation (module.eval()) only, unless `scaling_trained` (a fine-tune, whose
-    config has run.init_from), as rpb's rope (nn/position/rope.cpp) reads them."""
+    config has run.init_from), as rpb's rope (nn/position/rope.cpp) reads them. `per_length`
+    (position.rope_factor_per_length): the factor of a forward over T positions is max(1, T / original_length)."""
 
     def __init__(self, head_dim, base, scaling="none", factor=1.0, original_length=0, beta_fast=32.0, beta_slow=1.0,
-                 attention_factor=0.0, scaling_trained=False):
+                 attention_factor=0.0, scaling_trained=False, per_length=False):
         super().__init__()
         self.scaling, self.scaled, self.scaling_trained = scaling, None, scaling_trained
         self.register_buffer("plain_inv_freq", torch.tensor([base ** (-2.0 * i / head_dim) for i in range(head_dim // 2)],
@@ -311,8 +312,11 @@ class Rotary(nn.Module):
             inv_freq = torch.tensor([base ** (-2.0 * i / head_dim) for i in range(head_dim // 2)],
                                     dtype=torch.float64).to(torch.float32)
         else:
-            self.scaled = lambda seq_len: rope_scaled_frequencies(scaling, head_dim, base, factor, original_length,
-                                                                  seq_len, beta_fast, beta_slow, attention_factor)
+            def factor_at(seq_len):
+                return max(1.0, seq_len / original_length) if per_length else factor
+            self.scaled = lambda seq_len: rope_scaled_frequencies(scaling, head_dim, base, factor_at(seq_len),
+                                                                  original_length, seq_len, beta_fast, beta_slow,
+                                                                  attention_factor)
             inv_freq, _ = self.scaled(original_length)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
@@ -336,7 +340,7 @@ class Rotary(nn.Module):
 
 @scheme("rope")
 def _rope(o, config, d_model, heads):
-    """rope with its scaling keys (factor 0: the largest of run.eval_multipliers)."""
+    """rope with its scaling keys (factor 0: the largest of run.eval_multipliers; rope_factor_per_length: L / L0)."""
     scaling, factor = o["rope_scaling"], o["rope_factor"]
     betas = o["yarn_beta_fast"], o["yarn_beta_slow"]
     attention_factor = o["yarn_attention_factor"]
@@ -346,7 +350,7 @@ def _rope(o, config, d_model, heads):
     factor = factor or float(max(key(config, "run", "eval_multipliers")))
     fine_tune = "init_from" in config.get("run", {})
     return Rotary(d_model // heads, base, scaling, factor, key(config, "run", "length"), *betas, attention_factor,
-                  scaling_trained=fine_tune)
+                  scaling_trained=fine_tune, per_length=o["rope_factor_per_length"])
 
 
 class Fire(nn.Module):

@@ -71,8 +71,10 @@ if [ "$san_run" != 0 ]; then
   # eval, generate, inspect, the PyTorch interop). So does the comparison of rpb's SentencePiece ids with
   # SentencePiece's own over the KJV (42 test-seconds sanitized): the text task's tests run its code here. And the
   # tests of Python, LaTeX and the docs' text (python.*, bench.figures_redraw, latex.*, style.*, readme.links and
-  # readme.front_door: about 75 test-seconds here), which run no rpb code or only what the CLI tests run.
-  run_suite build-fuzz -E '^readme\.walkthrough$|^sentencepiece pieces: the ids are|^python\.|^bench\.figures_redraw$|^latex\.|^style\.|^readme\.(links|links_self_test|front_door)$' || status=$?
+  # readme.front_door: about 75 test-seconds here), which run no rpb code or only what the CLI tests run. And the
+  # config-key walk over the algorithmic tasks (half of the walk's 329 sanitized test-seconds, of 967, at issue 45): their
+  # generators, framings and schemes run sanitized in their own tests; the walk over the other tasks stays.
+  run_suite build-fuzz -E '^readme\.walkthrough$|^every config key is refused or honoured for every scheme of every algorithmic task$|^sentencepiece pieces: the ids are|^python\.|^bench\.figures_redraw$|^latex\.|^style\.|^readme\.(links|links_self_test|front_door)$' || status=$?
   if [ -n "$(ls -A "$reports")" ]; then
     for f in "$reports"/*; do echo "---- $f"; head -n 40 "$f"; done
     echo "test.sh: sanitizer reports in $reports" >&2

@@ -187,5 +187,6 @@ TEST_CASE("rpb eval's position flags: the evaluation settings of the option tabl
   }
   std::vector<std::string> keys;
   for (const PositionOptionInfo* d : eval_options()) keys.emplace_back(d->key);
-  CHECK(keys == std::vector<std::string>{"blockwise", "contiguous_eval", "untrained", "rope_scaling", "rope_factor"});
+  CHECK(keys == std::vector<std::string>{"blockwise", "contiguous_eval", "untrained", "rope_scaling", "rope_factor",
+                                         "rope_factor_per_length"});
 }

@@ -48,13 +48,14 @@ class AlgorithmicWorkload final : public SequenceWorkload<data::AlgorithmicSampl
       std::vector<uint8_t> scored;
       task_.held_out(split, r.length, inputs, targets, scored);
       if (progress) progress->begin(static_cast<int64_t>(i), r.length, inputs.size(0));
-      const data::AlgorithmicScore s = score(inputs, targets, scored, progress);
+      const bool diagnosed = config_.eval_diagnostics && split == data::Split::test;
+      const data::AlgorithmicScore s = score(inputs, targets, scored, progress, diagnosed ? &r.position_loss : nullptr);
       r.tokens = s.tokens;
       r.samples = s.samples;
       r.nll = s.nll / static_cast<double>(s.tokens);
       r.accuracy = static_cast<double>(s.exact) / static_cast<double>(s.samples);
       r.token_accuracy = static_cast<double>(s.correct) / static_cast<double>(s.tokens);
-      if (config_.eval_diagnostics && split == data::Split::test) {
+      if (diagnosed) {
         if (progress) progress->measuring_attention();
         r.attention = diagnostics(inputs, scored, std::min(inputs.size(0), kAlgorithmicDiagnosedSamples));
       }
@@ -66,7 +67,7 @@ class AlgorithmicWorkload final : public SequenceWorkload<data::AlgorithmicSampl
   const data::Task& task() const override { return task_; }
 
   data::AlgorithmicScore score(const Tensor& inputs, const Tensor& targets, const std::vector<uint8_t>& scored,
-                               EvalProgress* progress) const {
+                               EvalProgress* progress, data::PositionLoss* by_position) const {
     NoGradGuard no_grad;
     const int64_t n = inputs.size(0), t = inputs.size(1);
     data::AlgorithmicScore total;
@@ -74,7 +75,7 @@ class AlgorithmicWorkload final : public SequenceWorkload<data::AlgorithmicSampl
       const int64_t e = std::min(n, b + config_.eval_batch);
       const std::vector<uint8_t> part(scored.begin() + b * t, scored.begin() + e * t);
       total += data::score_algorithmic(model_->forward(slice(inputs, 0, b, e)).to(Device::cpu),
-                                       slice(targets, 0, b, e), part);
+                                       slice(targets, 0, b, e), part, by_position);
       if (progress) progress->advance(e - b);
     }
     return total;

@@ -64,7 +64,10 @@ class LmWorkload final : public SequenceWorkload<data::BatchSampler> {
       r.multiplier = mult[i];
       if (limit == 0 || r.length <= limit) {
         if (progress) progress->begin(static_cast<int64_t>(i), r.length, segments[i].targets.numel());
-        r.nll = stride > 0 ? sliding_nll(stream, windows[i], progress) : mean_nll(segments[i], progress);
+        // The per-position loss where the attention diagnostics are measured.
+        data::PositionLoss* by_position = config_.eval_diagnostics && !valid ? &r.position_loss : nullptr;
+        r.nll = stride > 0 ? sliding_nll(stream, windows[i], progress, by_position)
+                           : mean_nll(segments[i], progress, by_position);
         r.tokens = segments[i].targets.numel();
         r.bytes = bytes;
         if (config_.eval_diagnostics && !valid) {
@@ -90,7 +93,8 @@ class LmWorkload final : public SequenceWorkload<data::BatchSampler> {
     return bytes;
   }
 
-  double mean_nll(const data::EvalSegments& s, EvalProgress* progress) const {
+  // The mean NLL of the segments' targets; each target's NLL at its position added to `by_position` where given.
+  double mean_nll(const data::EvalSegments& s, EvalProgress* progress, data::PositionLoss* by_position) const {
     NoGradGuard no_grad;
     const int64_t n = s.inputs.size(0);
     double total = 0;
@@ -99,6 +103,7 @@ class LmWorkload final : public SequenceWorkload<data::BatchSampler> {
       const Tensor in = slice(s.inputs, 0, b, e), tg = slice(s.targets, 0, b, e);
       const Tensor logits = model_->forward(in);
       total += cross_entropy(logits, tg.to(logits.device())).item() * static_cast<double>(e - b);
+      if (by_position) by_position->add(logits.to(Device::cpu), tg, data::kUnscoredTarget);
       if (progress) progress->advance(tg.numel());
     }
     return total / static_cast<double>(n);
@@ -107,7 +112,8 @@ class LmWorkload final : public SequenceWorkload<data::BatchSampler> {
   // The mean NLL over the windows' scored targets, eval_batch windows per forward. Each batch's mean counts in units
   // of whole windows (its scored targets / L, of N / L in all), so that stride == length sums exactly what mean_nll
   // sums over the same segments.
-  double sliding_nll(const data::TokenStream& stream, const data::EvalWindows& w, EvalProgress* progress) const {
+  double sliding_nll(const data::TokenStream& stream, const data::EvalWindows& w, EvalProgress* progress,
+                     data::PositionLoss* by_position) const {
     NoGradGuard no_grad;
     const int64_t n = w.count();
     const double per_window = static_cast<double>(w.length);
@@ -120,6 +126,7 @@ class LmWorkload final : public SequenceWorkload<data::BatchSampler> {
       for (int64_t k = b; k < e; ++k) scored += w.scored(k);
       const Tensor logits = model_->forward(in);
       const double mean = cross_entropy(logits, tg.to(logits.device()), data::kUnscoredTarget).item();
+      if (by_position) by_position->add(logits.to(Device::cpu), tg, data::kUnscoredTarget);
       total += mean * (static_cast<double>(scored) / per_window);
       if (progress) progress->advance(scored);
     }

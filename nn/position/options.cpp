@@ -81,6 +81,10 @@ const std::vector<PositionOptionInfo>& option_rows() {
       {.key = "rope_factor", .member = &P::rope_factor,
        .doc = "rope scaling's factor (at least 1); 0: the largest evaluation multiplier", .real = L::rope_factor,
        .added = true, .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune, .eval_name = "factor"},
+      {.key = "rope_factor_per_length", .member = &P::rope_factor_per_length,
+       .doc = "rope scaling's factor set per evaluation length: s = L / L0 at length L (1x unscaled), as the papers' "
+              "rows without fine-tune compute it, instead of one factor for every length",
+       .added = true, .refused_elsewhere = kNoFrequencies, .role = OptionRole::evaluation, .eval_name = "per_length"},
       {.key = "yarn_beta_fast", .member = &P::yarn_beta_fast, .doc = "yarn: the rotations where the ramp starts",
        .real = L::yarn_beta, .added = true, .refused_elsewhere = kNoFrequencies, .role = OptionRole::fine_tune},
       {.key = "yarn_beta_slow", .member = &P::yarn_beta_slow, .doc = "yarn: the rotations where the ramp ends",

@@ -11,6 +11,13 @@
 // forward (each key rotated for the length of the forward that made it), as in HF's generate. Unlike HF, rpb keeps
 // no state between calls: HF keeps the largest length seen (max_seq_len_cached) until a sequence shorter than L0
 // resets it, rpb computes the frequencies from each call's offset + T.
+//
+// rope_factor_per_length reads the same total length T for the factor of linear, ntk or yarn: s = max(1, T / L0), so
+// an evaluation at length L reads the scaling at s = L / L0 and one at the train length the unscaled frequencies,
+// which is YaRN's "Dynamic Scaling" (Peng et al. 2023, arXiv 2309.00071: s = max(1, l' / L) for the current
+// sequence's length l', used to extend a model without fine-tuning). ntk per length is dynamic NTK at factor 1, up
+// to the rounding of T / L0.
+#include <algorithm>
 #include <cmath>
 
 #include "nn/last_value_cache.h"
@@ -29,16 +36,23 @@ std::vector<double> rope_unscaled(int64_t d, double base) {
   return f;
 }
 
-RopeScalingParams scaling_params(const PositionOptions& o) {
-  return {o.rope_scaling, o.head_dim, o.rope_base, resolved_rope_factor(o.rope_factor, o.max_eval_multiplier),
-          o.train_length, o.yarn_beta_fast, o.yarn_beta_slow, o.yarn_attention_factor};
+// The scaling's parameters; with rope_factor_per_length, the factor of a forward over `total_length` positions:
+// max(1, total_length / L0), so that each evaluation length L reads s = L / L0 and the train length the unscaled
+// frequencies (0: the factor at the training length, 1).
+RopeScalingParams scaling_params(const PositionOptions& o, int64_t total_length = 0) {
+  const double factor =
+      o.rope_factor_per_length
+          ? std::max(1.0, static_cast<double>(total_length) / static_cast<double>(o.train_length))
+          : resolved_rope_factor(o.rope_factor, o.max_eval_multiplier);
+  return {o.rope_scaling, o.head_dim, o.rope_base, factor, o.train_length, o.yarn_beta_fast, o.yarn_beta_slow,
+          o.yarn_attention_factor};
 }
 
 // The frequencies the scheme is built with: unscaled, or the scaling's at the training length (dynamic's there are
 // the unscaled ones, in HF's arithmetic).
 RopeFrequencies built_frequencies(const PositionOptions& o) {
   if (o.rope_scaling == RopeScaling::none) return {rope_unscaled(o.head_dim, o.rope_base), 1.0};
-  return rope_frequencies(scaling_params(o), o.train_length, o.dtype == DType::f32);
+  return rope_frequencies(scaling_params(o, o.train_length), o.train_length, o.dtype == DType::f32);
 }
 
 class RopeScheme final : public PositionScheme {
@@ -88,8 +102,9 @@ class RopeScheme final : public PositionScheme {
       if (single)
         for (double& v : f) v = static_cast<float>(v);
       factor = 1.0;
-    } else if (o_.rope_scaling == RopeScaling::dynamic) {
-      const RopeFrequencies now = rope_frequencies(scaling_params(o_), at ? at->back() + 1 : offset + t, single);
+    } else if (o_.rope_scaling == RopeScaling::dynamic || o_.rope_factor_per_length) {
+      const int64_t total = at ? at->back() + 1 : offset + t;
+      const RopeFrequencies now = rope_frequencies(scaling_params(o_, total), total, single);
       f = now.inv_freq;
       factor = now.attention_factor;
     }
@@ -131,11 +146,27 @@ void validate_rope(const PositionOptions& o) {
                    " must be even and at least 2 (rotate_half pairs the two halves)");
   RPB_CHECK_OPTION(std::isfinite(o.rope_base) && o.rope_base > 0, "rope", "rope_base", "rope_base ", o.rope_base,
                    " must be positive");
-  if (o.rope_scaling == RopeScaling::none) return;
+  if (o.rope_scaling == RopeScaling::none) {
+    RPB_CHECK_OPTION(!o.rope_factor_per_length, "rope", "rope_factor_per_length",
+                     "rope_factor_per_length = true sets the factor of a rope scaling, and rope_scaling is \"none\"");
+    return;
+  }
   const char* scaling = rope_scaling_name(o.rope_scaling);
+  if (o.rope_factor_per_length) {
+    RPB_CHECK_OPTION(o.rope_scaling != RopeScaling::dynamic, "rope", "rope_factor_per_length",
+                     "rope_factor_per_length = true with rope_scaling = \"dynamic\": dynamic NTK already sets its base "
+                     "per length; use ntk for s = L / L0");
+    RPB_CHECK_OPTION(o.rope_factor == 0, "rope", "rope_factor_per_length", "rope_factor_per_length = true sets the "
+                     "factor per length, and rope_factor is ", o.rope_factor, " (leave it 0)");
+    RPB_CHECK_OPTION(!o.rope_scaling_trained, "rope", "rope_factor_per_length", "rope_factor_per_length = true: a "
+                     "fine-tune (run.init_from) trains at one factor, set by rope_factor");
+    RPB_CHECK_OPTION(o.train_length >= 1, "rope", "rope_factor_per_length", "rope_factor_per_length = true needs "
+                     "the original length L0 (run.length), which is unknown here");
+  }
   RPB_CHECK_OPTION(o.rope_factor == 0 || o.rope_factor >= 1, "rope", "rope_factor", "rope_factor ", o.rope_factor,
                    " must be at least 1 (or 0: the largest evaluation multiplier)");
-  RPB_CHECK_OPTION(resolved_rope_factor(o.rope_factor, o.max_eval_multiplier) >= 1, "rope", "rope_factor",
+  RPB_CHECK_OPTION(o.rope_factor_per_length || resolved_rope_factor(o.rope_factor, o.max_eval_multiplier) >= 1,
+                   "rope", "rope_factor",
                    "rope_scaling = \"", scaling, "\" needs a factor: rope_factor is 0 (the largest evaluation "
                    "multiplier) and no evaluation length is known; set rope_factor");
   const bool ntk_like = o.rope_scaling == RopeScaling::ntk || o.rope_scaling == RopeScaling::dynamic;
@@ -154,7 +185,7 @@ const SchemeRegistrar rope_row({.name = "rope", .dims = 1, .kind = PositionKind:
      .description = "rotary embeddings of queries and keys", .per_layer = false,
      .parameters = position_detail::no_parameters, .max_length = position_detail::unbounded, .length_option = nullptr,
      .validate = validate_rope, .make = make_rope, .window_bias = WindowBias::none, .rank = 30,
-     .reads = {"rope_base", "rope_scaling", "rope_factor", "yarn_beta_fast", "yarn_beta_slow", "yarn_attention_factor"},
+     .reads = {"rope_base", "rope_scaling", "rope_factor", "rope_factor_per_length", "yarn_beta_fast", "yarn_beta_slow", "yarn_attention_factor"},
      .bidirectional = "unchanged: the rotation makes scores depend on key - query of either sign"});
 
 }  // namespace

@@ -27,7 +27,8 @@
 //
 // The factor: position.rope_factor, or when 0 the largest evaluation multiplier of the evaluation being run
 // (PositionOptions::max_eval_multiplier: run.eval_multipliers, or `rpb eval --lengths` over run.length), resolved by
-// resolved_rope_factor.
+// resolved_rope_factor; with position.rope_factor_per_length, max(1, T / L0) for each forward over T positions
+// (nn/position/rope.cpp).
 #pragma once
 
 #include <cstdint>

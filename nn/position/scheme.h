@@ -93,6 +93,9 @@ struct PositionOptions {
   RopeScaling rope_scaling = RopeScaling::none;  // rope: the frequencies past the training length
                                                  // (nn/position/rope_scaling.h); an evaluation setting
   double rope_factor = 0;               // rope scaling's factor s; 0: max_eval_multiplier
+  bool rope_factor_per_length = false;  // rope scaling: s = max(1, T / train_length) for a forward over T positions
+                                        // (each evaluation length L: s = L / L0), instead of one factor; an
+                                        // evaluation setting
   bool rope_scaling_trained = false;    // rope: training forwards read the scaling too (a fine-tune, run.init_from);
                                         // else they read the unscaled frequencies, the scaling being an evaluation
                                         // setting. Set by the config reader, not a config key

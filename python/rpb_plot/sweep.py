@@ -2,10 +2,12 @@
 method's line with its markers and its band of mean ± std over seeds, its n/a lengths named in its panel's title
 (never a point), the optimal perplexity a dashed line. A metric with a "learned" key (passkey accuracy) is drawn
 past the first length over the seeds that learned the task; a row where none did is named "not learned" there,
-never a point. sweep_figure.py lays them out with the figure's one legend."""
+never a point. Against position (position_panels): the per-token loss at each position of a task's longest
+evaluation, a line per method. sweep_figure.py lays them out with the figure's one legend."""
+import math
 from dataclasses import dataclass, field
 
-from .axes import count_labels, power_labels, tick_labels, wrap_note
+from .axes import count_labels, linear_ticks, power_labels, tick_labels, wrap_note
 from .errors import finite, require
 from .results import Metric, length_indices, metric_stats, not_learned
 from .styles import scheme_dims
@@ -225,3 +227,44 @@ def _sorted(series):
     order = sorted(range(len(series.xs)), key=lambda i: series.xs[i])
     return Series(series.label, series.scheme, *([getattr(series, f)[i] for i in order]
                                                   for f in ("xs", "stats", "names")), series.unlearned, series.seeds)
+
+
+POSITION_LOSS = Metric("position_loss", "per-token loss", "nats", False, "position_loss", "", "")
+
+
+def _position_series(row, j, label):
+    """(Series of row's binned per-token loss at length index j: a point per bin at its centre, None where no target
+    was scored; no band: the seeds' targets are pooled), or None when the row has none there."""
+    entries = row.get("position_loss")
+    entry = entries[j] if isinstance(entries, list) and j < len(entries) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("loss"), list) or not finite(entry.get("bin")):
+        return None
+    width = int(entry["bin"])
+    xs = [i * width + (width - 1) / 2 for i in range(len(entry["loss"]))]
+    stats = [(v, 0.0) if finite(v) else None for v in entry["loss"]]
+    return Series(label, row["scheme"], xs, stats, [], seeds=len(row.get("perplexity") or [None]))
+
+
+def position_panels(pairs, lengths):
+    """One Panel per task: the per-token loss against the position in the sequence (results.json rows'
+    "position_loss", binned) at the longest length of `lengths` (all when empty) where some row has it, a line per
+    method, the task's entropy rate as the optimum line where it is known."""
+    panels = []
+    for task in dict.fromkeys(row["task"] for _, row in pairs):
+        mine = [(res, row) for res, row in pairs if row["task"] == task]
+        res = mine[0][0]
+        measured = [j for j in length_indices(res, lengths)
+                    if any(_position_series(row, j, "") for r, row in mine if r is res)]
+        if not measured:
+            continue
+        j = measured[-1]
+        series = [s for (r, row), label in zip(mine, _labels(mine)) if r is res
+                  for s in [_position_series(row, j, label)] if s]
+        last = max(x for s in series for x in s.xs)
+        ticks = linear_ticks(0, max(last, 1), integer=True)
+        optimum = _optimum(mine, Metric("", "", "", False, "", "", "optimal_perplexity"))
+        title = "%s at %d tokens (%dx; trained at %d)" % (res.task_label(task), res.multipliers[j] * res.train_length,
+                                                           res.multipliers[j], res.train_length)
+        panels.append(Panel(title, POSITION_LOSS, series, math.log(optimum) if optimum else None, ticks,
+                            count_labels(ticks), "position in the sequence", False, 10, task))
+    return panels

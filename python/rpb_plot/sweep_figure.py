@@ -9,7 +9,7 @@ from .backend import Line2D, NullLocator
 from .errors import require
 from .results import known_metrics, length_indices, metrics_named, read_results, results_path, select_rows
 from .styles import figure_styles
-from .sweep import length_panels, setting_panels
+from .sweep import length_panels, position_panels, setting_panels
 
 
 def _band(stat, log, metric):
@@ -102,6 +102,10 @@ def sweep_panels(request_sweep, styles):
         require(any(length_indices(res, lengths) for res in results),
                 "no length %s in the results" % ", ".join(map(str, lengths)))
     against = request_sweep.get("against") or "length"
+    if against == "position":  # the per-token loss by position: one row of panels, one per task
+        panels = position_panels(pairs, lengths)
+        require(panels, "nothing to draw: no selected row has a per-token loss by position")
+        return [panels]
     metrics = metrics_named(request_sweep.get("metrics") or [], known_metrics(request_sweep["known_metrics"]))
     rows = [(length_panels(pairs, metric, lengths, styles) if against == "length"
              else setting_panels(pairs, metric, lengths, against)) for metric in metrics]
@@ -130,6 +134,8 @@ def seeds_note(panels):
     """What a line and its band are, the legend's title: "mean ± std over 3 seeds (band)" ("over 2-3 seeds" when
     rows differ), "1 seed: no band"; with a line more for a metric drawn past the train length over the seeds that
     learned the task."""
+    if all(p.metric.key == "position_loss" for p in panels):
+        return "each line: every seed's targets pooled (no band)"
     counts = sorted(set().union(*(p.seeds() for p in panels)))
     many = "%d-%d" % (counts[0], counts[-1]) if len(counts) > 1 else "%d" % counts[0]
     note = "mean ± std over %s seeds (band)" % many if counts[-1] > 1 else "1 seed: no band"

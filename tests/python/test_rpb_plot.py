@@ -651,6 +651,35 @@ class ReviewMendsTest(FigureChecks):
             old = results_file(tmp, "old.json", [dict(rows[2])], fmt="rpb-results-4")
             self.assertIn("rope", legend_texts(data_axes(rpb_plot.draw(sweep_request([old])))[0]))
 
+    def test_per_token_loss_against_position(self):
+        # --against position: a panel per task at its longest length measured, a point per bin at its centre, a gap
+        # where no target was scored, the entropy rate (log of the optimal perplexity) dashed, no band.
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [{"task": "markov", "method": "t5", "scheme": "t5", "perplexity": [[4.0, 5.0]],
+                     "optimal_perplexity": 3.0, "position_loss": [None, {"bin": 16, "loss": [1.5, None, 1.7, 2.5]}]},
+                    {"task": "markov", "method": "alibi", "scheme": "alibi", "perplexity": [[4.5, 5.5]],
+                     "optimal_perplexity": 3.0,
+                     "position_loss": [{"bin": 1, "loss": [1.0] * 16}, {"bin": 16, "loss": [1.4, 1.4, 1.4, 1.5]}]},
+                    {"task": "lag", "method": "t5", "scheme": "t5", "perplexity": [[4.0, 5.0]]}]
+            path = results_file(tmp, "pos.json", rows, fmt="rpb-results-7")
+            fig = rpb_plot.draw(sweep_request([path], against="position"))
+            axes = data_axes(fig)
+            self.assertEqual(len(axes), 1)  # lag has no per-position loss
+            ax = axes[0]
+            self.assertIn("at 64 tokens (4x; trained at 16)", title_line(ax))
+            lines = {line.get_gid(): line for line in ax.get_lines()}
+            self.assertEqual(list(lines["t5"].get_xdata()), [7.5, 23.5, 39.5, 55.5])
+            self.assertTrue(math.isnan(lines["t5"].get_ydata()[1]))
+            self.assertAlmostEqual(lines["optimum"].get_ydata()[0], math.log(3.0))
+            self.assertEqual(ax.get_ylabel(), "per-token loss (nats)")
+            self.assertFalse([c for c in ax.collections if "band" in str(c.get_gid())])
+            self.assertIn("pooled", figure_legend(ax).get_title().get_text())
+            # --lengths picks the length: at 16 only alibi has it.
+            fig = rpb_plot.draw(sweep_request([path], against="position", lengths=["16"]))
+            self.assertIn("at 16 tokens", title_line(data_axes(fig)[0]))
+            with self.assertRaises(rpb_plot.RequestError):
+                rpb_plot.draw(sweep_request([path], against="position", tasks=["lag"]))
+
     def test_bits_per_byte_and_accuracy_of_rpb_results_6(self):
         # A text row's bits per byte and a passkey row's accuracy are drawn; past the train length the accuracy is
         # the mean over the seeds that learned the task ("learned"), and a row where none did is named "not

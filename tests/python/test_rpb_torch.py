@@ -72,6 +72,7 @@ fire_length = {fire_length}
 fire_hidden = 8
 rope_scaling = "{rope_scaling}"
 rope_factor = {rope_factor}
+rope_factor_per_length = {rope_factor_per_length}
 yarn_beta_fast = {yarn_beta_fast}
 yarn_beta_slow = 1.0
 yarn_attention_factor = {yarn_attention_factor}
@@ -97,7 +98,7 @@ schedule = "constant"
 # interleaved slopes).
 DEFAULTS = dict(heads=2, tie_head="true", share_position="true", attn_scale="0.0", gelu="tanh",
                 learnable_lambda="false", embedding="scheme", untrained="keep", fire_length="0", rope_scaling="none",
-                rope_factor="0.0", yarn_beta_fast="32.0", yarn_attention_factor="0.0", xpos_scale_base=512,
+                rope_factor="0.0", rope_factor_per_length="false", yarn_beta_fast="32.0", yarn_attention_factor="0.0", xpos_scale_base=512,
                 blockwise="false")
 RUNS = {
     "t5": dict(),
@@ -119,6 +120,8 @@ RUNS = {
     "rope_ntk": dict(scheme="rope", rope_scaling="ntk", rope_factor="2.0"),
     "rope_dynamic": dict(scheme="rope", rope_scaling="dynamic", rope_factor="3.0"),  # scaled at 64, not at 16
     "rope_yarn": dict(scheme="rope", rope_scaling="yarn", yarn_beta_fast="8.0", yarn_attention_factor="1.2"),
+    # the factor per evaluation length: s = L / 16 at each of LENGTHS (unscaled at 16)
+    "rope_yarn_per_length": dict(scheme="rope", rope_scaling="yarn", rope_factor_per_length="true"),
     "xpos": dict(xpos_scale_base=8),  # a small scale base: the decay matters at 16 and 64 positions
     "xpos_blockwise": dict(scheme="xpos", xpos_scale_base=8, blockwise="true"),  # 4 blocks of 16 at 64
     "kerple_power": dict(share_position="false", heads=4),  # a and p per head and per layer

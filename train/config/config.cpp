@@ -194,6 +194,12 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c, bool
   const int64_t trained = dims == 1 ? data::sequence_tokens(c.task.kind, c.train_length(), c.model.causal)
                                     : c.train_length();
   check_randomized(pos, run, c, trained);
+  // RoPE scaling's L0 is run.length read as the tokens a model was trained at; an algorithmic task's run.length
+  // counts the input alone (its samples hold more tokens), so its factors would not be what they say.
+  if (p.rope_scaling != nn::RopeScaling::none && trained != c.train_length())
+    pos.fail_at("rope_scaling", "RoPE scaling reads run.length as the original length L0 in tokens, and " +
+                                    c.task.kind + "'s samples of length " + std::to_string(c.train_length()) +
+                                    " hold " + std::to_string(trained) + " tokens; scale a language-model task's run");
   if (const int64_t limit = info.max_length(po); limit > 0 && limit < trained) {
     const bool ft = c.finetune_length > 0;
     const std::string key = (ft ? "run.finetune_length" : "run.length");

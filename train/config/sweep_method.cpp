@@ -159,7 +159,8 @@ const ConfigSetting* setting(const std::vector<ConfigSetting>& settings, const s
 
 // " + YaRN (s = 16, beta_fast 16)": the RoPE scaling `scaling` names with the parameters in force, set or defaulted:
 // its factor s (position.rope_factor; 0 or unset: the largest evaluation multiplier, `largest_multiplier`, left out
-// when 0 = unknown) and the yarn_* keys set among `settings`. "" for "none".
+// when 0 = unknown; "s = L / L0" with position.rope_factor_per_length) and the yarn_* keys set among `settings`. ""
+// for "none".
 std::string scaling_label(const ConfigSetting& scaling, const std::vector<ConfigSetting>& settings,
                           int64_t largest_multiplier) {
   const auto* name = std::get_if<std::string>(&scaling.value.value);
@@ -170,7 +171,10 @@ std::string scaling_label(const ConfigSetting& scaling, const std::vector<Config
   const auto* f = factor ? std::get_if<double>(&factor->value.value) : nullptr;
   const auto* i = factor ? std::get_if<int64_t>(&factor->value.value) : nullptr;
   const bool defaulted = !factor || (f && *f == 0) || (i && *i == 0);
-  if (!defaulted) params.push_back("s = " + factor->text);
+  const ConfigSetting* per_length = setting(settings, "position.rope_factor_per_length");
+  const auto* b = per_length ? std::get_if<bool>(&per_length->value.value) : nullptr;
+  if (b && *b) params.push_back("s = L / L0");
+  else if (!defaulted) params.push_back("s = " + factor->text);
   else if (largest_multiplier > 0) params.push_back("s = " + std::to_string(largest_multiplier));
   for (const ConfigSetting& s : settings)
     if (s.key.rfind("position.yarn_", 0) == 0) params.push_back(s.key.substr(14) + " " + s.text);
@@ -188,7 +192,8 @@ std::string SweepMethod::label(int64_t largest_multiplier) const {
   const ConfigSetting* scaling = setting(settings, "position.rope_scaling");
   const std::string scaled = scaling ? scaling_label(*scaling, settings, largest_multiplier) : "";
   for (const ConfigSetting& s : settings) {  // {position.max_distance, 64} -> ", max_distance 64"
-    const bool folded = s.key == "position.rope_factor" || s.key.rfind("position.yarn_", 0) == 0;
+    const bool folded = s.key == "position.rope_factor" || s.key == "position.rope_factor_per_length" ||
+                        s.key.rfind("position.yarn_", 0) == 0;
     if (s.key == "position.rope_scaling" && !scaled.empty()) label += scaled;
     else if (folded && !scaled.empty()) continue;  // shown in the scaling's parentheses
     else if (s.key == "position.blockwise" && s.text == "true") label += " + blockwise";

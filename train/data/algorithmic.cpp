@@ -206,7 +206,8 @@ AlgorithmicScore& AlgorithmicScore::operator+=(const AlgorithmicScore& o) {
   return *this;
 }
 
-AlgorithmicScore score_algorithmic(const Tensor& logits, const Tensor& targets, const std::vector<uint8_t>& scored) {
+AlgorithmicScore score_algorithmic(const Tensor& logits, const Tensor& targets, const std::vector<uint8_t>& scored,
+                                   PositionLoss* by_position) {
   RPB_CHECK(logits.dim() == 3 && targets.dim() == 2 && logits.size(0) == targets.size(0) &&
                 logits.size(1) == targets.size(1) && logits.dtype() == DType::f32 &&
                 targets.dtype() == DType::i64 && static_cast<int64_t>(scored.size()) == targets.numel(),
@@ -226,10 +227,9 @@ AlgorithmicScore score_algorithmic(const Tensor& logits, const Tensor& targets, 
       RPB_CHECK(target >= 0 && target < vocab, "algorithmic", "scored target ", target, " of sample ", row,
                 " at position ", pos, " outside the vocabulary of ", vocab);
       const int64_t best = std::max_element(zr, zr + vocab) - zr;
-      const double top = zr[best];
-      double sum = 0;
-      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(zr[v]) - top);
-      s.nll += top + std::log(sum) - static_cast<double>(zr[target]);
+      const double nll = token_nll(zr, vocab, target);
+      s.nll += nll;
+      if (by_position) by_position->add(pos, nll);
       ++s.tokens;
       if (best == target) ++s.correct;
       else exact = false;

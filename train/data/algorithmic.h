@@ -38,6 +38,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "train/data/batch_sampler.h"
+#include "train/data/position_loss.h"
 #include "train/data/task.h"
 #include "train/data/task_options.h"
 
@@ -78,18 +79,18 @@ struct AlgorithmicSpec {
   int64_t min_length;     // the smallest L it takes (task.min_length's floor)
   /// The size of the alphabet when task.alphabet leaves it to the task (0), which its reference uses; 0 for a fixed
   /// alphabet (token_names alone).
-  int64_t default_alphabet;
+  int64_t default_alphabet = 0;
   /// The names of its alphabet's ids, for decode(); `alphabet` is task.alphabet resolved (0 for a fixed alphabet).
   std::vector<std::string> (*token_names)(int64_t alphabet);
   /// Input -> output tasks: the instance at length L from `gen`; null for the sequence tasks.
-  void (*instance)(int64_t length, int64_t alphabet, Generator& gen, AlgorithmicInstance& out);
+  void (*instance)(int64_t length, int64_t alphabet, Generator& gen, AlgorithmicInstance& out) = nullptr;
   /// Input -> output tasks: the output positions at length L (the encoder's blanks).
-  int64_t (*output_length)(int64_t length);
+  int64_t (*output_length)(int64_t length) = nullptr;
   /// Sequence tasks (decoder framing only): the sample at length L, its targets and scored positions set; null for
   /// the input -> output tasks.
-  void (*sequence)(int64_t length, int64_t alphabet, Generator& gen, AlgorithmicSample& out);
+  void (*sequence)(int64_t length, int64_t alphabet, Generator& gen, AlgorithmicSample& out) = nullptr;
   /// Sequence tasks: the sample's length T at L (the same for every sample of that L).
-  int64_t (*sequence_length)(int64_t length);
+  int64_t (*sequence_length)(int64_t length) = nullptr;
   /// The largest L it takes with `alphabet` (mqar: keys distinct within a sample), or 0 for none.
   int64_t (*max_length)(int64_t alphabet) = nullptr;
   /// Input -> output tasks whose input at L is longer than L (addition: two numbers and '+'): its longest input;
@@ -184,8 +185,9 @@ struct AlgorithmicScore {
   AlgorithmicScore& operator+=(const AlgorithmicScore& o);
 };
 
-/// Scores logits (B, T, V) (any float dtype, on the CPU) against targets (B, T) i64 at the `scored` positions (B * T
-/// of them, row after row).
-AlgorithmicScore score_algorithmic(const Tensor& logits, const Tensor& targets, const std::vector<uint8_t>& scored);
+/// Scores logits (B, T, V) (f32, on the CPU) against targets (B, T) i64 at the `scored` positions (B * T
+/// of them, row after row); adds each scored target's NLL at its position to `by_position` where given.
+AlgorithmicScore score_algorithmic(const Tensor& logits, const Tensor& targets, const std::vector<uint8_t>& scored,
+                                   PositionLoss* by_position = nullptr);
 
 }  // namespace rpb::data

@@ -36,6 +36,37 @@ Json attention_json(const AttentionDiagnostics& a) {
   return out;
 }
 
+// The most positions a record's per-position loss holds: far past any length rpb evaluates at.
+constexpr std::size_t kMaxLoggedPositions = std::size_t(1) << 22;
+
+// {"loss": [mean NLL | null per position], "targets": [count per position]}: null where no target was scored.
+Json position_loss_json(const data::PositionLoss& p) {
+  Json loss = Json::array();
+  for (const std::optional<double>& m : p.means()) loss.push_back(json_number(m));
+  return {{"loss", std::move(loss)}, {"targets", p.targets}};
+}
+
+// position_loss_json's object back: as many losses as counts, a finite loss of at least 0 where the count is
+// positive and null where it is 0, at most kMaxLoggedPositions positions.
+data::PositionLoss read_position_loss(const JsonIn& in) {
+  const JsonIn loss = in["loss"], targets = in["targets"];
+  if (loss.size() != targets.size() || loss.size() == 0 || loss.size() > kMaxLoggedPositions)
+    in.fail("expected \"loss\" and \"targets\" of the same length, 1 to " + std::to_string(kMaxLoggedPositions) +
+            ", found " + std::to_string(loss.size()) + " and " + std::to_string(targets.size()));
+  data::PositionLoss p;
+  for (std::size_t i = 0; i < loss.size(); ++i) {
+    const int64_t n = targets[i].int64();
+    const std::optional<double> mean = loss[i].optional_number();
+    if (n < 0) targets[i].fail("expected a count of at least 0, found " + std::to_string(n));
+    if ((n > 0) != mean.has_value() || (mean && !(std::isfinite(*mean) && *mean >= 0)))
+      loss[i].fail(n > 0 ? "expected a finite loss of at least 0 where " + std::to_string(n) + " targets were scored"
+                         : "expected null where no target was scored");
+    p.sum.push_back(mean ? *mean * static_cast<double>(n) : 0.0);
+    p.targets.push_back(n);
+  }
+  return p;
+}
+
 Json length_json(const LengthResult& r, const std::optional<double>& optimum) {
   Json out = {{"length", r.length},
               {"multiplier", r.multiplier},
@@ -57,6 +88,7 @@ Json length_json(const LengthResult& r, const std::optional<double>& optimum) {
     out["depth_accuracy"] = r.depth_accuracy;
     out["samples_per_depth"] = r.samples_per_depth;
   }
+  if (!r.position_loss.empty()) out["position_loss"] = position_loss_json(r.position_loss);
   return out;
 }
 
@@ -102,6 +134,7 @@ LengthResult read_length(const JsonIn& in) {
     for (std::size_t b = 0; b < depth.size(); ++b) r.depth_accuracy.push_back(depth[b].number_or_nan());
     r.samples_per_depth = in["samples_per_depth"].int64();
   }
+  if (in.has("position_loss")) r.position_loss = read_position_loss(in["position_loss"]);
   return r;
 }
 
@@ -219,6 +252,7 @@ Json eval_record_object(const EvalRecord& r) {
   if (!r.rope_scaling.empty()) {  // absent without a scaling: the records of before stay byte for byte
     j["rope_scaling"] = r.rope_scaling;
     j["rope_factor"] = r.rope_factor;
+    if (r.rope_factor_per_length) j["rope_factor_per_length"] = true;
   }
   j["task"] = r.task;
   j["train_length"] = r.train_length;
@@ -259,6 +293,10 @@ EvalRecord eval_record_from_json(const Json& json, const std::string& source, co
       in["rope_scaling"].fail("\"" + r.rope_scaling + "\" is not a position.rope_scaling value other than none");
     r.rope_factor = in["rope_factor"].optional_number().value_or(0);
     if (!(r.rope_factor >= 1)) in["rope_factor"].fail("expected a factor of at least 1");
+    if (in.has("rope_factor_per_length")) {
+      r.rope_factor_per_length = in["rope_factor_per_length"].boolean();
+      if (!r.rope_factor_per_length) in["rope_factor_per_length"].fail("expected true (absent when false)");
+    }
   }
   r.task = in["task"].string();
   r.train_length = in["train_length"].int64();

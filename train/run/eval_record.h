@@ -50,7 +50,9 @@ struct EvalRecord {
   std::string untrained;          // a table scheme's position.untrained ("keep", "nearest"); "" for the others
   std::string rope_scaling;       // a rope run's position.rope_scaling when not "none" ("yarn"); "" otherwise (and
                                   // for a record written before rope scaling: none)
-  double rope_factor = 0;         // the factor that scaling used (rope_factor, or the largest evaluation multiplier)
+  double rope_factor = 0;         // the factor that scaling used (rope_factor, or the largest evaluation multiplier;
+                                  // per length: the longest length's, L / L0)
+  bool rope_factor_per_length = false;  // the factor was L / L0 at each length (position.rope_factor_per_length)
   std::string task;               // the task, one line (Workload::describe)
   int64_t train_length = 0;       // run.length
   int64_t max_length = 0;         // the longest length the scheme runs at (0: unbounded)
@@ -85,7 +87,8 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///    "checkpoint": "step_00000600.h5", "step": 600, "checkpoint_sha256": "<64 hex>",
 ///    "config_digest": "<64 hex>", "run": "t5", "scheme": "t5", "untrained": "keep" | "nearest" | null,
 ///    ["rope_scaling": "linear" | "ntk" | "dynamic" | "yarn", "rope_factor": 8,] (only for a rope run evaluated with a
-///    scaling: a record without them was evaluated with none), "task": "...",
+///    scaling: a record without them was evaluated with none) [, "rope_factor_per_length": true] (only when the
+///    factor was L / L0 at each length; rope_factor is then the longest length's), "task": "...",
 ///    "train_length": 64, "max_length": null | N, "tokens": 8192,
 ///    "optimal_perplexity": 3.21 | null, "entropy_rate": 1.17 | null,
 ///    "text": "generated" | "training" | "other" | "unverified", "text_sha256": "<64 hex>" | null,
@@ -105,7 +108,10 @@ inline constexpr std::size_t kMaxEvalRecordBytes = std::size_t(64) << 20;
 ///                 text run: the bytes of text the scored tokens stand for, LengthResult::bytes)
 ///                 ["accuracy": 0.97, "depth_accuracy": [10 shares, per tenth of depth], "samples_per_depth": 100,]
 ///                 (only for a passkey run: greedy decoding's exact matches, LengthResult::accuracy)
-///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]}, ...]}
+///                 "attention": null | [{"layer": 0, "head": 0, "mean_distance": 3.2, "entropy": 1.1}, ...]
+///                 [, "position_loss": {"loss": [1.3 | null, ...], "targets": [128, ...]}] (only where measured:
+///                 the mean NLL at each position of the sequences scored and the targets it is over, null where none,
+///                 LengthResult::position_loss)}, ...]}
 /// nll is the mean NLL in nats, perplexity exp(nll); a length the scheme cannot run at has null nll, perplexity and
 /// tokens. "attention" holds the attention diagnostics per layer and head (LengthResult::attention, train/workload.h:
 /// mean attention distance in positions, or cells on a grid, and entropy in nats, over the evaluation's sample; for

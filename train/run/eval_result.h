@@ -8,6 +8,7 @@
 
 #include "nn/attention_stats.h"
 #include "train/data/passkey.h"
+#include "train/data/position_loss.h"
 
 namespace rpb {
 
@@ -49,6 +50,11 @@ struct LengthResult {
   std::vector<double> depth_accuracy = {};
   /// Passkey: the held-out samples in each depth bin (the same in every bin); 0 for the other tasks.
   int64_t samples_per_depth = 0;
+  /// Per-token loss by position (train/data/position_loss.h): the scored targets' NLL at each position of the
+  /// sequences scored, [position], measured where the attention diagnostics are (the test split with
+  /// run.eval_diagnostics) for the language-model and algorithmic tasks; empty otherwise (passkey scores the answer
+  /// alone, grids have no one position).
+  data::PositionLoss position_loss = {};
   /// exp(nll); nullopt where nll is.
   std::optional<double> perplexity() const;
   /// nll * tokens / (bytes * ln 2): bits per byte of text, comparable across tokenizers; nullopt where nll is or

@@ -30,6 +30,7 @@ SweepMethod with_settings_in_force(const SweepMethod& m, const RunConfig& run) {
   if (p.rope_scaling != nn::RopeScaling::none && !sets(m, "position.rope_scaling")) {
     add("rope_scaling", nn::rope_scaling_name(p.rope_scaling), {std::string(nn::rope_scaling_name(p.rope_scaling))});
     if (p.rope_factor != 0) add("rope_factor", setting_text({p.rope_factor}), {p.rope_factor});
+    if (p.rope_factor_per_length) add("rope_factor_per_length", "true", {true});
   }
   if (p.blockwise) add("blockwise", "true", {true});
   if (p.untrained != nn::Untrained::keep)

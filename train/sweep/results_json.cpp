@@ -2,6 +2,7 @@
 #include "train/sweep/results_json.h"
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -43,6 +44,11 @@ SweepResultsRow row_of(const MethodResult& m) {
       row.depth_accuracy[s].push_back(m.depth_accuracy_at(s, j));
       row.samples_per_depth[s].push_back(m.samples_per_depth_at(s, j));
     }
+  std::vector<std::optional<data::BinnedPositionLoss>> by_position;
+  for (std::size_t j = 0; j < m.lengths.size(); ++j)
+    if (const data::PositionLoss p = m.pooled_position_loss(j); !p.empty())
+      by_position.resize(m.lengths.size()), by_position[j] = data::binned(p, kPositionLossBins);
+  row.position_loss = std::move(by_position);
   return row;
 }
 
@@ -166,6 +172,12 @@ void add_metrics_json(const SweepResultsRow& m, const std::vector<int64_t>& mult
   const auto score = m.score_stats(multipliers);
   row["score"] = with_tokens ? numbers(scores) : Json(nullptr);
   row["score_stats"] = with_tokens && score ? Json{{"mean", score->first}, {"std", score->second}} : Json(nullptr);
+  if (!m.position_loss.empty()) {  // [length]: null | {"bin": positions per bin, "loss": [mean NLL | null per bin]}
+    Json by_length = Json::array();
+    for (const auto& b : m.position_loss)
+      by_length.push_back(b ? Json{{"bin", b->width}, {"loss", numbers(b->loss)}} : Json(nullptr));
+    row["position_loss"] = std::move(by_length);
+  }
 }
 
 // A row's keys up to "mean_attention_distance" (an rpb-results-5 row's).
@@ -294,6 +306,30 @@ int64_t read_count(const JsonIn& in) {
   return n;
 }
 
+// A row's "position_loss": one entry per length, null or {"bin": width >= 1, "loss": [finite >= 0 | null per bin]}
+// with at most kPositionLossBins bins.
+std::vector<std::optional<data::BinnedPositionLoss>> read_binned_position_loss(const JsonIn& in, std::size_t lengths) {
+  if (in.size() != lengths)
+    in.fail("expected " + std::to_string(lengths) + " lengths, found " + std::to_string(in.size()));
+  std::vector<std::optional<data::BinnedPositionLoss>> out(lengths);
+  for (std::size_t j = 0; j < lengths; ++j) {
+    if (in[j].is_null()) continue;
+    data::BinnedPositionLoss b;
+    b.width = in[j]["bin"].int64();
+    if (b.width < 1) in[j]["bin"].fail("expected at least 1 position per bin, found " + std::to_string(b.width));
+    const JsonIn loss = in[j]["loss"];
+    if (loss.size() == 0 || loss.size() > static_cast<std::size_t>(kPositionLossBins))
+      loss.fail("expected 1 to " + std::to_string(kPositionLossBins) + " bins, found " + std::to_string(loss.size()));
+    for (std::size_t i = 0; i < loss.size(); ++i) {
+      const std::optional<double> v = loss[i].optional_number();
+      if (v && !(std::isfinite(*v) && *v >= 0)) loss[i].fail("expected a finite loss of at least 0 or null");
+      b.loss.push_back(v);
+    }
+    out[j] = std::move(b);
+  }
+  return out;
+}
+
 // The per-length metrics of an rpb-results-6 row ("bytes", "accuracy", "depth_accuracy", "samples_per_depth"), each
 // null for a row without it; a row of an earlier format (`present` false) has none. Either way every one is read to
 // the shape of the perplexity: 0, nullopt, empty where none.
@@ -314,6 +350,7 @@ void read_row_metrics(const JsonIn& in, bool present, std::size_t seeds, std::si
     m.samples_per_depth = read_per_seed(in["samples_per_depth"], seeds, lengths, read_count);
   if (in.has("token_accuracy") && !in["token_accuracy"].is_null())  // written since it exists
     m.token_accuracy = read_per_seed(in["token_accuracy"], seeds, lengths, number);
+  if (in.has("position_loss")) m.position_loss = read_binned_position_loss(in["position_loss"], lengths);
   if (in.has("trained_accuracy") && !in["trained_accuracy"].is_null()) {  // written since it exists
     const JsonIn trained = in["trained_accuracy"];
     if (trained.size() != seeds)

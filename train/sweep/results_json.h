@@ -23,6 +23,9 @@ namespace rpb {
 /// (without their "scheme" either), "rpb-results-2" (without "provenance" and the rows' "runs" either) and a
 /// results.json without a format (numbers with 10 significant digits, the keys of rpb-results-2).
 inline constexpr const char* kSweepResultsFormat = "rpb-results-7";
+/// The bins of a results.json row's per-position loss at each length (SweepResultsRow::position_loss): positions are
+/// averaged in bins of a whole width so that at most this many remain.
+inline constexpr int64_t kPositionLossBins = 64;
 /// The largest results.json read_sweep_results reads.
 inline constexpr std::size_t kMaxSweepResultsBytes = std::size_t(256) << 20;
 
@@ -59,6 +62,10 @@ struct SweepResultsRow {
   /// [seed][length]: an algorithmic task's per-token accuracy (MethodResult::token_accuracy): "token_accuracy". Its
   /// `accuracy` is then the exact match, which counts every seed (learned() is true for each seed with a value).
   std::vector<std::vector<std::optional<double>>> token_accuracy;
+  /// [length]: the per-token loss by position pooled over the seeds (MethodResult::pooled_position_loss) in at most
+  /// kPositionLossBins bins: "position_loss", written for a row where some length has it (null at the lengths
+  /// without). Empty when no length has it.
+  std::vector<std::optional<data::BinnedPositionLoss>> position_loss;
 
   /// [length]: the mean and the std over the seeds (mean_std, train/sweep/sweep.h) of the perplexity, and of the
   /// mean attention distance (AttentionDiagnostics::mean_distance_overall); nullopt where no seed has a value.

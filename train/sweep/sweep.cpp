@@ -40,6 +40,13 @@ std::vector<std::optional<double>> MethodResult::distance_column(std::size_t j) 
   return c;
 }
 
+data::PositionLoss MethodResult::pooled_position_loss(std::size_t j) const {
+  data::PositionLoss pooled;
+  for (const auto& seed : position_loss)
+    if (j < seed.size()) pooled += seed[j];
+  return pooled;
+}
+
 const AttentionDiagnostics& MethodResult::attention_at(std::size_t s, std::size_t j) const {
   static const AttentionDiagnostics none;
   return s < attention.size() && j < attention[s].size() ? attention[s][j] : none;
@@ -301,6 +308,7 @@ void add_seed(MethodResult& row, const std::vector<LengthResult>& results) {
   for (auto* v : {&row.tokens, &row.bytes, &row.samples_per_depth}) v->emplace_back();
   row.attention.emplace_back();
   row.depth_accuracy.emplace_back();
+  row.position_loss.emplace_back();
   row.lengths.clear();
   for (const LengthResult& r : results) {
     row.ppl.back().push_back(r.perplexity());
@@ -312,6 +320,7 @@ void add_seed(MethodResult& row, const std::vector<LengthResult>& results) {
     row.token_accuracy.back().push_back(r.token_accuracy);
     row.depth_accuracy.back().push_back(r.depth_accuracy);
     row.samples_per_depth.back().push_back(r.samples_per_depth);
+    row.position_loss.back().push_back(r.position_loss);
     row.lengths.push_back(r.length);
   }
 }

@@ -76,6 +76,11 @@ struct MethodResult {
   /// [seed][length]: an algorithmic task's per-token accuracy (LengthResult::token_accuracy; `accuracy` is then its
   /// exact match, counted over every seed: learned_threshold 0); nullopt for the other tasks.
   std::vector<std::vector<std::optional<double>>> token_accuracy;
+  /// [seed][length]: the per-token loss by position (LengthResult::position_loss); empty where not measured.
+  std::vector<std::vector<data::PositionLoss>> position_loss;
+  /// The per-position loss at length j pooled over the seeds (their sums and targets added); empty where no seed
+  /// measured it.
+  data::PositionLoss pooled_position_loss(std::size_t j) const;
   /// The perplexities at length j over the seeds.
   std::vector<std::optional<double>> column(std::size_t j) const;
   /// Seed s's bits per byte at length j (LengthResult::bits_per_byte); nullopt where nll is or bytes is 0.
