@@ -20,7 +20,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-# sweep, metric drawn, figure name, then any further `rpb plot` options (no spaces inside one): README.md or docs/ shows each.
+# sweep, metric drawn (position: the per-token loss by position, --against position), figure name, then any further
+# `rpb plot` options (no spaces inside one): README.md or docs/ shows each.
 recent_methods=t5,alibi,log_decay,rope,rope@rope_scaling=dynamic,fire,xpos,xpos@xpos_scale_base=32
 recent_methods+=,xpos@xpos_scale_base=32@blockwise=true
 recent_methods+=,rope@rope_scaling=yarn@rope_factor=16@run.init_from=rope@run.finetune_length=1024@run.batch=2
@@ -36,6 +37,8 @@ figures=(
   "extrapolation_2d mean_attention_distance attention_distance"
   "extrapolation_recent perplexity perplexity --methods $recent_methods"
   "extrapolation_recent_paper perplexity perplexity --methods $paper_methods"
+  "extrapolation_rope_scaling perplexity perplexity"
+  "extrapolation_rope_scaling position position_loss --lengths 256"
   "extrapolation_text bits_per_byte bits_per_byte"
   "extrapolation_passkey accuracy accuracy"
   "extrapolation_passkey mean_attention_distance attention_distance"
@@ -56,6 +59,7 @@ for f in "${figures[@]}"; do
   if [ -n "$out_dir" ]; then dest=$out_dir/$sweep; mkdir -p "$dest"; fi
   for ext in ${formats//,/ }; do
     # shellcheck disable=SC2086  # the options split into words
-    "$rpb" plot "$dir" --metric "$metric" --out "$dest/$name.$ext" ${options:-}
+    if [ "$metric" = position ]; then what=(--against position); else what=(--metric "$metric"); fi
+    "$rpb" plot "$dir" "${what[@]}" --out "$dest/$name.$ext" ${options:-}
   done
 done

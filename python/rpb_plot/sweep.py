@@ -229,7 +229,7 @@ def _sorted(series):
                                                   for f in ("xs", "stats", "names")), series.unlearned, series.seeds)
 
 
-POSITION_LOSS = Metric("position_loss", "per-token loss", "nats", False, "position_loss", "", "")
+POSITION_LOSS = Metric("loss", "per-token loss", "nats", False, "position_loss", "", "")  # "optimal loss": the entropy rate
 
 
 def _position_series(row, j, label):

@@ -36,8 +36,10 @@ def draw_series(ax, series, style, log, metric=None):
     band of mean ± std (an error bar for a lone point) within the values `metric` (a Metric, or None) can take;
     returns its line."""
     ys = [s[0] if s is not None else float("nan") for s in series.stats]
+    # A marker on at most about 12 points: a line of many points (the per-position loss) stays readable.
     line, = ax.plot(series.xs, ys, color=style.color, marker=style.marker, linestyle=style.linestyle,
-                    linewidth=1.8, markersize=5.5, label=series.label, gid=series.label)
+                    linewidth=1.8, markersize=5.5, label=series.label, gid=series.label,
+                    markevery=max(1, len(ys) // 12))
     for run in _segments(series.stats):
         if all(series.stats[i][1] == 0 for i in run):
             continue
@@ -134,7 +136,7 @@ def seeds_note(panels):
     """What a line and its band are, the legend's title: "mean ± std over 3 seeds (band)" ("over 2-3 seeds" when
     rows differ), "1 seed: no band"; with a line more for a metric drawn past the train length over the seeds that
     learned the task."""
-    if all(p.metric.key == "position_loss" for p in panels):
+    if all(p.metric.field == "position_loss" for p in panels):
         return "each line: every seed's targets pooled (no band)"
     counts = sorted(set().union(*(p.seeds() for p in panels)))
     many = "%d-%d" % (counts[0], counts[-1]) if len(counts) > 1 else "%d" % counts[0]
