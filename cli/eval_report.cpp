@@ -14,6 +14,7 @@
 #include "nn/position.h"
 #include "train/checkpoint/data_identity.h"
 #include "train/config/run_identity.h"
+#include "train/data/task_registry.h"
 #include "train/io/provenance.h"
 #include "train/run/log_file_sink.h"
 #include "train/run/log_format.h"
@@ -50,10 +51,12 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
     r.rope_scaling = nn::rope_scaling_name(po.rope_scaling);
     r.rope_factor = nn::resolved_rope_factor(po.rope_factor, po.max_eval_multiplier);
     r.rope_factor_per_length = po.rope_factor_per_length;
-    if (po.rope_factor_per_length) {  // the longest length's factor
+    if (po.rope_factor_per_length) {  // the longest length's factor: its sample's tokens over L0's
       int64_t longest = 0;
       for (const LengthResult& l : results) longest = std::max(longest, l.length);
-      r.rope_factor = std::max(1.0, static_cast<double>(longest) / static_cast<double>(run.config().length));
+      const RunConfig& c = run.config();
+      const int64_t tokens = data::sequence_tokens(c.task.kind, longest, c.model.causal);
+      r.rope_factor = std::max(1.0, static_cast<double>(tokens) / static_cast<double>(po.train_length));
     }
   }
   r.task = run.describe();

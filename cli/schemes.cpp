@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "nn/position.h"
 #include "nn/position/options.h"
+#include "train/data/task_registry.h"
 
 namespace rpb {
 
@@ -125,7 +126,12 @@ ordered_json schemes_json() {
   ordered_json schemes = ordered_json::array(), options = ordered_json::array();
   for (const nn::SchemeInfo& s : nn::schemes()) schemes.push_back(scheme_json(s));
   for (const nn::PositionOptionInfo& o : nn::position_option_table()) options.push_back(option_json(o));
-  return {{"schemes", schemes}, {"options", options}};
+  // The tasks, for what a scheme reads of them: an algorithmic task's training length L0 counts its sample's tokens
+  // (data::sequence_tokens), not run.length.
+  ordered_json tasks = ordered_json::array();
+  for (const data::TaskInfo& t : data::tasks())
+    tasks.push_back({{"name", t.name}, {"dims", t.dims}, {"algorithmic", t.algorithmic != nullptr}});
+  return {{"schemes", schemes}, {"options", options}, {"tasks", tasks}};
 }
 
 int run_schemes_command(bool json, std::ostream& out) {

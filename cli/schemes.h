@@ -18,8 +18,10 @@ namespace rpb {
 ///                 null), "length_option" (or null), "options": [the keys it reads]}, ...],
 ///    "options": [{"key", "table" ("position" or "grid"), "type" ("integer", "real", "boolean", "choice"),
 ///                 "default", "min", "max", "min_open", "max_open" (integers and reals), "choices" (a choice),
-///                 "doc", "loaded" (false: only initialisation reads it), "bias_flag" (or null), "schemes"}, ...]}
-/// in the registry's and the descriptors' orders.
+///                 "doc", "loaded" (false: only initialisation reads it), "bias_flag" (or null), "schemes"}, ...],
+///    "tasks": [{"name", "dims", "algorithmic" (its L0, PositionOptions::train_length, counts a sample's tokens,
+///               not run.length)}, ...]}
+/// in the registry's, the descriptors' and the task registry's orders.
 nlohmann::ordered_json schemes_json();
 
 /// Prints the schemes and their options as text, or with `json` schemes_json() on one line; returns 0.

@@ -338,6 +338,18 @@ class Rotary(nn.Module):
     block = 0
 
 
+def train_length(config, what):
+    """L0 of a scheme that scales with the training length (`what` reads it): run.length, the tokens of a
+    language-model task's sample. An algorithmic task's L0 is its sample's tokens at run.length
+    (train/config/config.cpp, data::sequence_tokens), which rpb_torch does not compute: it raises."""
+    kind = config.get("task", {}).get("kind", "markov")
+    if any(t["name"] == kind and t["algorithmic"] for t in registry().get("tasks", [])):
+        raise NotImplementedError(f"{what} reads L0, which for the algorithmic task {kind!r} is its sample's tokens "
+                                  "at run.length (rpb's train/config/config.cpp); rpb_torch computes L0 as run.length "
+                                  "only")
+    return key(config, "run", "length")
+
+
 @scheme("rope")
 def _rope(o, config, d_model, heads):
     """rope with its scaling keys (factor 0: the largest of run.eval_multipliers; rope_factor_per_length: L / L0)."""
@@ -349,8 +361,8 @@ def _rope(o, config, d_model, heads):
         return Rotary(d_model // heads, base)
     factor = factor or float(max(key(config, "run", "eval_multipliers")))
     fine_tune = "init_from" in config.get("run", {})
-    return Rotary(d_model // heads, base, scaling, factor, key(config, "run", "length"), *betas, attention_factor,
-                  scaling_trained=fine_tune, per_length=o["rope_factor_per_length"])
+    return Rotary(d_model // heads, base, scaling, factor, train_length(config, "rope_scaling"), *betas,
+                  attention_factor, scaling_trained=fine_tune, per_length=o["rope_factor_per_length"])
 
 
 class Fire(nn.Module):
@@ -380,7 +392,7 @@ class Fire(nn.Module):
 
 @scheme("fire")
 def _fire(o, config, d_model, heads):
-    return Fire(o["fire_length"] or key(config, "run", "length"), o["fire_hidden"], heads)  # fire_length 0: run.length
+    return Fire(o["fire_length"] or train_length(config, "fire (fire_length 0)"), o["fire_hidden"], heads)
 
 
 class Xpos(nn.Module):
@@ -462,7 +474,7 @@ def _t5(o, config, d_model, heads):
 
 @scheme("xpos")
 def _xpos(o, config, d_model, heads):
-    block = key(config, "run", "length") if o["blockwise"] else 0
+    block = train_length(config, "xpos blockwise") if o["blockwise"] else 0
     return Xpos(d_model // heads, o["rope_base"], o["xpos_scale_base"], block)
 
 

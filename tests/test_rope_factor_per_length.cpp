@@ -1,7 +1,7 @@
 // position.rope_factor_per_length (nn/position/rope.cpp): RoPE scaling with the factor of each forward over T
 // positions s = max(1, T / L0), YaRN's "Dynamic Scaling", beside the one fixed factor: unscaled at the train length,
 // the fixed factor L / L0's rotation at length L, ntk per length as dynamic NTK at factor 1, its refusals, its sweep
-// label and its eval record.
+// label and its eval record; an algorithmic task's L0 in tokens.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "nn/position.h"
 #include "test_util.h"
 #include "train/config/config.h"
+#include "train/data/task_registry.h"
 #include "train/run/eval_record.h"
 
 namespace rope_per_length_test {
@@ -98,16 +99,18 @@ TEST_CASE("rope_factor_per_length: refused without a scaling to set, with dynami
   PositionOptions no_length = per_length_options(RopeScaling::linear, true);
   no_length.train_length = 0;
   CHECK(contains(refusal(no_length), "original length L0"));
-  // Another scheme refuses the key; an algorithmic task refuses RoPE scaling (its run.length is not in tokens).
+  // Another scheme refuses the key. An algorithmic task's L0 is its training sample's tokens, not run.length.
   CHECK(contains(error_of([] {
                    parse_config("[position]\nscheme = \"t5\"\nrope_factor_per_length = true\n", "t5.toml");
                  }),
                  "rope scheme only"));
   const std::string reverse = "[run]\nlength = 8\n[model]\ncausal = false\n[position]\nscheme = \"rope\"\n"
                               "rope_scaling = \"ntk\"\nrope_factor_per_length = true\n[task]\nkind = \"reverse_string\"\n";
-  const std::string why = error_of([&] { parse_config(reverse, "reverse.toml"); });
-  CHECK(contains(why, "position.rope_scaling"));
-  CHECK(contains(why, "hold 16 tokens"));
+  const RunConfig encoder = parse_config(reverse, "reverse.toml");
+  CHECK(encoder.model.position.train_length == 16);  // 8 symbols and 8 blanks
+  CHECK(encoder.model.position.train_length == data::sequence_tokens("reverse_string", 8, false));
+  CHECK(parse_config(reverse, "r.toml", {"model.causal=true"}).model.position.train_length ==
+        data::sequence_tokens("reverse_string", 8, true));
   // On a language-model task it is an evaluation setting: the run's identity is rope's.
   const RunConfig markov = parse_config(
       "[run]\nlength = 16\n[position]\nscheme = \"rope\"\nrope_scaling = \"yarn\"\nrope_factor_per_length = true\n",

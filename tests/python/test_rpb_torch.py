@@ -215,6 +215,18 @@ class RegistryCopies(unittest.TestCase):
                 if self.options[k]["loaded"]:
                     self.assertIn(k, position, f"CONFIG's [position] lacks {k}, which {s['name']} reads")
 
+    def test_an_algorithmic_tasks_l0_is_refused(self):
+        # rpb's L0 for an algorithmic task is its sample's tokens (train/config/config.cpp): rpb_torch, which computes
+        # no sample lengths, refuses the schemes that read it there, and reads run.length for the other tasks.
+        for scheme, options in (("rope", dict(rope_scaling="yarn")), ("fire", {}), ("xpos", dict(blockwise="true"))):
+            with self.subTest(scheme=scheme):
+                config = run_config(scheme, **options)
+                config["task"] = {"kind": "reverse_string"}
+                with self.assertRaises(NotImplementedError):
+                    rpb_torch.make_position(config, 16, 2)
+                config["task"] = {"kind": "markov"}
+                rpb_torch.make_position(config, 16, 2)
+
     def test_per_layer_modules_are_the_registrys(self):
         # nn/transformer.cpp's positions_per_layer: model.share_position = false gives each layer its own module when
         # the registry's row says per_layer and the module has parameters.

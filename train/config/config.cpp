@@ -163,7 +163,9 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c, bool
   if (fresh && dims == 2 && !pos.has("scheme")) p.scheme = "swin";
   pos.get("scheme", p.scheme, nn::scheme_names(dims));
   read_position_options(pos, "position", p);
-  p.train_length = c.length;
+  // L0 of the schemes that scale with the training length (rope scaling, FIRE's threshold, xPos's blocks): the
+  // tokens of a training sample at run.length, which an algorithmic task's run.length (its input) is not.
+  p.train_length = dims == 1 ? data::sequence_tokens(c.task.kind, c.length, c.model.causal) : c.length;
   p.max_eval_multiplier = c.eval_multipliers.empty() ? 0 : *std::ranges::max_element(c.eval_multipliers);
   p.rope_scaling_trained = !c.init_from.empty();
   if (p.rope_scaling_trained && p.rope_scaling != nn::RopeScaling::none && p.rope_factor == 0)
@@ -194,12 +196,6 @@ void read_position(Table& pos, Table& grid, const Table& run, RunConfig& c, bool
   const int64_t trained = dims == 1 ? data::sequence_tokens(c.task.kind, c.train_length(), c.model.causal)
                                     : c.train_length();
   check_randomized(pos, run, c, trained);
-  // RoPE scaling's L0 is run.length read as the tokens a model was trained at; an algorithmic task's run.length
-  // counts the input alone (its samples hold more tokens), so its factors would not be what they say.
-  if (p.rope_scaling != nn::RopeScaling::none && trained != c.train_length())
-    pos.fail_at("rope_scaling", "RoPE scaling reads run.length as the original length L0 in tokens, and " +
-                                    c.task.kind + "'s samples of length " + std::to_string(c.train_length()) +
-                                    " hold " + std::to_string(trained) + " tokens; scale a language-model task's run");
   if (const int64_t limit = info.max_length(po); limit > 0 && limit < trained) {
     const bool ft = c.finetune_length > 0;
     const std::string key = (ft ? "run.finetune_length" : "run.length");
