@@ -2,11 +2,14 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "core/text.h"
 #include "test_util.h"
 #include "train/config/config.h"
 #include "train/config/toml_table.h"
+#include "train/data/algorithmic.h"
+#include "train/data/task_registry.h"
 
 using namespace rpb;
 using rpb::testing::contains;
@@ -27,6 +30,28 @@ TEST_CASE("config: every file in configs/ loads and validates") {
     ++n;
   }
   CHECK(n >= 3);
+}
+
+TEST_CASE("config: every algorithmic task has a config of its own, in its literature's framing") {
+  const std::filesystem::path dir = std::filesystem::path(RPB_SOURCE_DIR) / "configs" / "algorithmic";
+  std::set<std::string> tasks;
+  for (const rpb::data::TaskInfo& t : rpb::data::tasks()) {
+    if (!t.algorithmic) continue;
+    tasks.insert(t.name);
+    const std::filesystem::path file = dir / (std::string(t.name) + ".toml");
+    INFO("config: ", file.string());
+    REQUIRE(std::filesystem::exists(file));
+    const RunConfig c = load_config(file.string());
+    CHECK(c.task.kind == t.name);
+    CHECK(c.name == t.name);
+    CHECK(c.model.causal == (t.algorithmic->literature == rpb::data::Framing::decoder));
+  }
+  // No config for a task that is not registered, or not algorithmic.
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    INFO("file: ", e.path().string());
+    CHECK(tasks.count(e.path().stem().string()) == 1);
+  }
+  CHECK(tasks.size() == 12);
 }
 
 TEST_CASE("config: values land in the run, model, position, task and optim options") {
