@@ -328,24 +328,26 @@ WalkCounts walk_keys(bool (*walked)(const rpb::data::TaskInfo&)) {
   return {honoured, inert, refused};
 }
 
-bool stream_or_grid(const rpb::data::TaskInfo& t) { return t.algorithmic == nullptr; }
-bool algorithmic(const rpb::data::TaskInfo& t) { return t.algorithmic != nullptr; }
+bool walks_stream_or_grid(const rpb::data::TaskInfo& t) { return t.algorithmic == nullptr; }
+bool walks_algorithmic(const rpb::data::TaskInfo& t) { return t.algorithmic != nullptr; }
 
 }  // namespace rpb_test_keys_honoured
 
 // Two cases, so that scripts/test.sh's sanitized suite can leave the second aside (the algorithmic tasks' walk is a
 // third of its test time; every path it takes runs sanitized in the algorithmic tasks' own tests).
 TEST_CASE("every config key is refused for a scheme and task, or honoured: it changes what the model computes") {
-  const WalkCounts c = walk_keys(stream_or_grid);
-  MESSAGE("keys honoured ", c.honoured, ", inert ", c.inert, ", refused ", c.refused);  // docs/reliability.md cites them
+  const WalkCounts c = walk_keys(walks_stream_or_grid);
+  // docs/reliability.md cites the counts
+  MESSAGE("keys honoured ", c.honoured, ", inert ", c.inert, ", refused ", c.refused);
   CHECK(c.honoured > 500);  // 1559, 2225 inert and 800 refused at issue 45 (594, 522 and 53 when written)
   CHECK(c.inert > 400);
   CHECK(c.refused > 40);
 }
 
 TEST_CASE("every config key is refused or honoured for every scheme of every algorithmic task") {
-  const WalkCounts c = walk_keys(algorithmic);
-  MESSAGE("keys honoured ", c.honoured, ", inert ", c.inert, ", refused ", c.refused);  // docs/reliability.md cites them
+  const WalkCounts c = walk_keys(walks_algorithmic);
+  // docs/reliability.md cites the counts
+  MESSAGE("keys honoured ", c.honoured, ", inert ", c.inert, ", refused ", c.refused);
   CHECK(c.honoured > 500);  // 2581, 4349 inert and 1422 refused when written (issue 45)
   CHECK(c.inert > 400);
   CHECK(c.refused > 40);

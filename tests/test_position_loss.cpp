@@ -21,8 +21,9 @@ using rpb::testing::error_of;
 using rpb::data::PositionLoss;
 
 // A tiny untrained model (init_std 0.3: logits that differ from token to token) on `task`, `run` extra keys.
-rpb::RunConfig tiny(const std::string& run, const std::string& task = "kind = \"markov\"\nvocab = 5\norder = 1\n"
-                                                                       "train_tokens = 1024\neval_tokens = 512\n") {
+const char* const kMarkovTask = "kind = \"markov\"\nvocab = 5\norder = 1\ntrain_tokens = 1024\neval_tokens = 512\n";
+
+rpb::RunConfig position_loss_config(const std::string& run, const std::string& task = kMarkovTask) {
   return rpb::parse_config("[run]\nname = \"p\"\nout_dir = \"unused\"\nsteps = 3\nbatch = 2\nlength = 8\n" + run +
                                "[model]\nd_model = 16\nheads = 2\nlayers = 1\nd_ff = 32\ninit_std = 0.3\n"
                                "[position]\nscheme = \"alibi\"\n[task]\n" + task,
@@ -77,7 +78,7 @@ TEST_CASE("position loss: measured with the diagnostics, pooling to the evaluati
   const std::string keys = "eval_multipliers = [1, 4]\neval_tokens = 64\neval_batch = 2\n";
   for (const std::string& stride : {std::string(""), std::string("eval_stride = 4\n")}) {
     CAPTURE(stride);
-    auto w = rpb::make_workload(tiny(keys + stride));
+    auto w = rpb::make_workload(position_loss_config(keys + stride));
     const auto results = w->evaluate({1, 4}, rpb::data::Split::test, 0, nullptr);
     REQUIRE(results.size() == 2);
     for (const rpb::LengthResult& r : results) {
@@ -97,15 +98,15 @@ TEST_CASE("position loss: measured with the diagnostics, pooling to the evaluati
     }
   }
   // Not measured on the valid split, nor without the diagnostics.
-  auto w = rpb::make_workload(tiny(keys));
+  auto w = rpb::make_workload(position_loss_config(keys));
   CHECK(w->evaluate({1}, rpb::data::Split::valid, 0, nullptr)[0].position_loss.empty());
-  auto off = rpb::make_workload(tiny(keys + "eval_diagnostics = false\n"));
+  auto off = rpb::make_workload(position_loss_config(keys + "eval_diagnostics = false\n"));
   CHECK(off->evaluate({1}, rpb::data::Split::test, 0, nullptr)[0].position_loss.empty());
 }
 
 TEST_CASE("position loss: an algorithmic task's scored targets, at the positions of the answer") {
-  auto w = rpb::make_workload(
-      tiny("eval_multipliers = [1, 2]\neval_batch = 4\n", "kind = \"reverse_string\"\neval_samples = 6\n"));
+  auto w = rpb::make_workload(position_loss_config("eval_multipliers = [1, 2]\neval_batch = 4\n",
+                                                   "kind = \"reverse_string\"\neval_samples = 6\n"));
   const auto results = w->evaluate({1, 2}, rpb::data::Split::test, 0, nullptr);
   for (const rpb::LengthResult& r : results) {
     CAPTURE(r.length);

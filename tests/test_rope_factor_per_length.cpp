@@ -20,31 +20,31 @@ using namespace rpb::nn;
 using rpb::testing::contains;
 using rpb::testing::error_of;
 
-constexpr int64_t kL0 = 16, kHeadDim = 8;
+constexpr int64_t kPerLengthL0 = 16, kPerLengthHeadDim = 8;
 
 PositionOptions per_length_options(RopeScaling scaling, bool per_length, double factor = 0) {
   PositionOptions o;
   o.scheme = "rope";
-  o.head_dim = kHeadDim;
+  o.head_dim = kPerLengthHeadDim;
   o.rope_scaling = scaling;
   o.rope_factor = factor;
   o.rope_factor_per_length = per_length;
-  o.train_length = kL0;
+  o.train_length = kPerLengthL0;
   o.max_eval_multiplier = 8;
   return o;
 }
 
 // The rotation the scheme of `o`, in evaluation mode, applies to `x` (B, heads, T, head_dim) from position 0.
-std::vector<double> rotated(const PositionOptions& o, const Tensor& x) {
+std::vector<double> per_length_rotation(const PositionOptions& o, const Tensor& x) {
   Generator gen(1);
   const std::shared_ptr<PositionScheme> s = make_position_scheme(o, gen);
   s->eval();
   return s->rotate(x, 0).to_vector();
 }
 
-Tensor queries(int64_t t) {
+Tensor per_length_queries(int64_t t) {
   Generator gen(7);
-  return randn({2, 2, t, kHeadDim}, gen);
+  return randn({2, 2, t, kPerLengthHeadDim}, gen);
 }
 
 }  // namespace rope_per_length_test
@@ -55,36 +55,36 @@ TEST_CASE("rope_factor_per_length: unscaled up to L0, and at length L the rotati
   for (const RopeScaling scaling : {RopeScaling::linear, RopeScaling::ntk, RopeScaling::yarn}) {
     CAPTURE(rope_scaling_name(scaling));
     // At the train length and below: the frequencies as trained, to the bit (yarn's attention factor 1 at s = 1).
-    for (const int64_t t : {int64_t{5}, kL0}) {
+    for (const int64_t t : {int64_t{5}, kPerLengthL0}) {
       CAPTURE(t);
-      CHECK(rotated(per_length_options(scaling, true), queries(t)) ==
-            rotated(per_length_options(RopeScaling::none, false), queries(t)));
+      CHECK(per_length_rotation(per_length_options(scaling, true), per_length_queries(t)) ==
+            per_length_rotation(per_length_options(RopeScaling::none, false), per_length_queries(t)));
     }
     // At 2 L0 and 5 L0: the fixed factors 2 and 5, to the bit; not the fixed factor of the longest length, 8.
     for (const int64_t m : {int64_t{2}, int64_t{5}}) {
       CAPTURE(m);
-      const Tensor x = queries(m * kL0);
-      const std::vector<double> per_length = rotated(per_length_options(scaling, true), x);
-      CHECK(per_length == rotated(per_length_options(scaling, false, static_cast<double>(m)), x));
-      CHECK(per_length != rotated(per_length_options(scaling, false), x));
+      const Tensor x = per_length_queries(m * kPerLengthL0);
+      const std::vector<double> per_length = per_length_rotation(per_length_options(scaling, true), x);
+      CHECK(per_length == per_length_rotation(per_length_options(scaling, false, static_cast<double>(m)), x));
+      CHECK(per_length != per_length_rotation(per_length_options(scaling, false), x));
     }
     // Between multiples the factor is the ratio itself: 40 positions read s = 2.5.
-    CHECK(rotated(per_length_options(scaling, true), queries(40)) ==
-          rotated(per_length_options(scaling, false, 2.5), queries(40)));
+    CHECK(per_length_rotation(per_length_options(scaling, true), per_length_queries(40)) ==
+          per_length_rotation(per_length_options(scaling, false, 2.5), per_length_queries(40)));
   }
 }
 
 TEST_CASE("rope_factor_per_length: ntk per length is dynamic NTK at factor 1, up to the rounding of T / L0") {
   for (const int64_t t : {int64_t{24}, int64_t{64}, int64_t{100}}) {
     CAPTURE(t);
-    const Tensor x = queries(t);
-    const std::vector<double> ntk = rotated(per_length_options(RopeScaling::ntk, true), x);
-    const std::vector<double> dynamic = rotated(per_length_options(RopeScaling::dynamic, false, 1.0), x);
+    const Tensor x = per_length_queries(t);
+    const std::vector<double> ntk = per_length_rotation(per_length_options(RopeScaling::ntk, true), x);
+    const std::vector<double> dynamic = per_length_rotation(per_length_options(RopeScaling::dynamic, false, 1.0), x);
     REQUIRE(ntk.size() == dynamic.size());
     double worst = 0;
     for (std::size_t i = 0; i < ntk.size(); ++i) worst = std::max(worst, std::abs(ntk[i] - dynamic[i]));
     CHECK(worst < 1e-4);
-    CHECK(ntk != rotated(per_length_options(RopeScaling::none, false), x));  // scaled past L0
+    CHECK(ntk != per_length_rotation(per_length_options(RopeScaling::none, false), x));  // scaled past L0
   }
 }
 
@@ -105,7 +105,8 @@ TEST_CASE("rope_factor_per_length: refused without a scaling to set, with dynami
                  }),
                  "rope scheme only"));
   const std::string reverse = "[run]\nlength = 8\n[model]\ncausal = false\n[position]\nscheme = \"rope\"\n"
-                              "rope_scaling = \"ntk\"\nrope_factor_per_length = true\n[task]\nkind = \"reverse_string\"\n";
+                              "rope_scaling = \"ntk\"\nrope_factor_per_length = true\n"
+                              "[task]\nkind = \"reverse_string\"\n";
   const RunConfig encoder = parse_config(reverse, "reverse.toml");
   CHECK(encoder.model.position.train_length == 16);  // 8 symbols and 8 blanks
   CHECK(encoder.model.position.train_length == data::sequence_tokens("reverse_string", 8, false));
