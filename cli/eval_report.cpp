@@ -56,7 +56,7 @@ EvalRecord make_eval_record(const Run& run, const std::vector<LengthResult>& res
       for (const LengthResult& l : results) longest = std::max(longest, l.length);
       const RunConfig& c = run.config();
       const int64_t tokens = data::sequence_tokens(c.task.kind, longest, c.model.causal);
-      r.rope_factor = std::max(1.0, static_cast<double>(tokens) / static_cast<double>(po.train_length));
+      r.rope_factor = nn::per_length_rope_factor(tokens, po.train_length);
     }
   }
   r.task = run.describe();

@@ -17,7 +17,6 @@
 // which is YaRN's "Dynamic Scaling" (Peng et al. 2023, arXiv 2309.00071: s = max(1, l' / L) for the current
 // sequence's length l', used to extend a model without fine-tuning). ntk per length is dynamic NTK at factor 1, up
 // to the rounding of T / L0.
-#include <algorithm>
 #include <cmath>
 
 #include "nn/last_value_cache.h"
@@ -40,10 +39,8 @@ std::vector<double> rope_unscaled(int64_t d, double base) {
 // max(1, total_length / L0), so that each evaluation length L reads s = L / L0 and the train length the unscaled
 // frequencies (0: the factor at the training length, 1).
 RopeScalingParams scaling_params(const PositionOptions& o, int64_t total_length = 0) {
-  const double factor =
-      o.rope_factor_per_length
-          ? std::max(1.0, static_cast<double>(total_length) / static_cast<double>(o.train_length))
-          : resolved_rope_factor(o.rope_factor, o.max_eval_multiplier);
+  const double factor = o.rope_factor_per_length ? per_length_rope_factor(total_length, o.train_length)
+                                                 : resolved_rope_factor(o.rope_factor, o.max_eval_multiplier);
   return {o.rope_scaling, o.head_dim, o.rope_base, factor, o.train_length, o.yarn_beta_fast, o.yarn_beta_slow,
           o.yarn_attention_factor};
 }

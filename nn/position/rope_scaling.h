@@ -85,6 +85,13 @@ struct RopeFrequencies {
 /// does in float32 (`single`) or in double.
 RopeFrequencies rope_frequencies(const RopeScalingParams& p, int64_t total_length, bool single);
 
+/// position.rope_factor_per_length's factor for a forward over `total_length` positions of a model trained at
+/// `original_length` (L0 >= 1): max(1, T / L0), so the train length reads the unscaled frequencies.
+inline double per_length_rope_factor(int64_t total_length, int64_t original_length) {
+  return total_length > original_length ? static_cast<double>(total_length) / static_cast<double>(original_length)
+                                        : 1.0;
+}
+
 /// The factor a scaling uses: `rope_factor` when set (> 0), else `max_eval_multiplier` (0 when unknown).
 inline double resolved_rope_factor(double rope_factor, int64_t max_eval_multiplier) {
   return rope_factor > 0 ? rope_factor : static_cast<double>(max_eval_multiplier);

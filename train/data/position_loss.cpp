@@ -67,18 +67,6 @@ std::vector<std::optional<double>> PositionLoss::means() const {
   return out;
 }
 
-double PositionLoss::total_sum() const {
-  double s = 0;
-  for (const double v : sum) s += v;
-  return s;
-}
-
-int64_t PositionLoss::total_targets() const {
-  int64_t n = 0;
-  for (const int64_t v : targets) n += v;
-  return n;
-}
-
 BinnedPositionLoss binned(const PositionLoss& p, int64_t max_bins) {
   RPB_CHECK(max_bins >= 1, "position_loss", "max_bins ", max_bins, " must be at least 1");
   const int64_t n = static_cast<int64_t>(p.sum.size());

@@ -32,9 +32,6 @@ struct PositionLoss {
   PositionLoss& operator+=(const PositionLoss& other);
   /// The mean NLL at each position; nullopt where no target was scored.
   std::vector<std::optional<double>> means() const;
-  /// Every target's NLL summed, and the targets: the overall mean is their ratio.
-  double total_sum() const;
-  int64_t total_targets() const;
 };
 
 /// The mean loss of consecutive positions in bins of `width` (the last bin may be shorter): the mean over the bin's
